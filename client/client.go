@@ -1,0 +1,154 @@
+// Package client is the Go client of oriond: typed calls for every protocol
+// method over the daemon's Unix socket, and a streamer that sends content in
+// chunks split on UTF-8 character boundaries.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/internal/paths"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// DefaultSocket is the socket oriond listens on when neither it nor the
+// client was told otherwise: $ORION_SOCKET, $XDG_RUNTIME_DIR/orion/oriond.sock,
+// or /tmp/orion-$UID/oriond.sock.
+func DefaultSocket() string { return paths.DefaultSocket(os.Getenv) }
+
+// Options configure a Client.
+type Options struct {
+	// OnNotification, if set, receives notifications the daemon sends
+	// (session.idle and friends). It runs on the connection's read loop and
+	// must not call back into the Client synchronously.
+	OnNotification func(method string, params json.RawMessage)
+}
+
+// Client is one connection to oriond. Its methods are safe for concurrent
+// use.
+type Client struct {
+	conn *jsonrpc2.Conn
+}
+
+// ErrDaemonUnreachable wraps a failure to connect, so callers can tell "no
+// daemon" from a request the daemon refused.
+var ErrDaemonUnreachable = errors.New("oriond is not reachable")
+
+// Dial connects to the daemon at socket ("" means DefaultSocket).
+func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
+	if socket == "" {
+		socket = DefaultSocket()
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s (start it with `oriond run`): %v", ErrDaemonUnreachable, socket, err)
+	}
+	var h jsonrpc2.Handler = noHandler{}
+	if opts.OnNotification != nil {
+		h = notifyHandler(opts.OnNotification)
+	}
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h)
+	return &Client{conn: conn}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Done is closed when the connection ends.
+func (c *Client) Done() <-chan struct{} { return c.conn.DisconnectNotify() }
+
+type noHandler struct{}
+
+func (noHandler) Handle(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}
+
+type notifyHandler func(string, json.RawMessage)
+
+func (f notifyHandler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if !req.Notif {
+		return
+	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	f(req.Method, params)
+}
+
+// Call sends one request. An error the daemon returned is a *protocol.Error
+// (use errors.As); anything else is a transport failure.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	err := c.conn.Call(ctx, method, params, result)
+	var rpcErr *jsonrpc2.Error
+	if errors.As(err, &rpcErr) {
+		pe := &protocol.Error{Code: rpcErr.Code, Message: rpcErr.Message}
+		if rpcErr.Data != nil {
+			// Data that does not decode still leaves code and message.
+			_ = json.Unmarshal(*rpcErr.Data, &pe.Data)
+		}
+		return pe
+	}
+	return err
+}
+
+// Begin calls session.begin.
+func (c *Client) Begin(ctx context.Context, p protocol.BeginParams) (protocol.BeginResult, error) {
+	var r protocol.BeginResult
+	err := c.Call(ctx, protocol.MethodSessionBegin, p, &r)
+	return r, err
+}
+
+// Append calls session.append.
+func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.AppendResult, error) {
+	var r protocol.AppendResult
+	err := c.Call(ctx, protocol.MethodSessionAppend, p, &r)
+	return r, err
+}
+
+// Finalize calls session.finalize.
+func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+	var r protocol.FinalizeResult
+	err := c.Call(ctx, protocol.MethodSessionFinalize, p, &r)
+	return r, err
+}
+
+// Abort calls session.abort.
+func (c *Client) Abort(ctx context.Context, id string) (protocol.AbortResult, error) {
+	var r protocol.AbortResult
+	err := c.Call(ctx, protocol.MethodSessionAbort, protocol.SessionIDParams{SessionID: id}, &r)
+	return r, err
+}
+
+// Get calls session.get.
+func (c *Client) Get(ctx context.Context, id string) (protocol.SessionInfo, error) {
+	var r protocol.SessionInfo
+	err := c.Call(ctx, protocol.MethodSessionGet, protocol.SessionIDParams{SessionID: id}, &r)
+	return r, err
+}
+
+// List calls session.list.
+func (c *Client) List(ctx context.Context, all bool) ([]protocol.SessionInfo, error) {
+	var r protocol.ListResult
+	err := c.Call(ctx, protocol.MethodSessionList, protocol.ListParams{All: all}, &r)
+	return r.Sessions, err
+}
+
+// Status calls daemon.status.
+func (c *Client) Status(ctx context.Context) (protocol.StatusResult, error) {
+	var r protocol.StatusResult
+	err := c.Call(ctx, protocol.MethodDaemonStatus, nil, &r)
+	return r, err
+}
+
+// ToolDefinitions calls tools.definitions.
+func (c *Client) ToolDefinitions(ctx context.Context) ([]protocol.ToolDefinition, error) {
+	var r protocol.ToolsResult
+	err := c.Call(ctx, protocol.MethodToolsDefinitions, nil, &r)
+	return r.Tools, err
+}

@@ -1,0 +1,345 @@
+// Command orionbench measures oriond's acknowledged-append throughput and
+// latency over the socket, next to baselines measured in the same run on the
+// same disk: an O_APPEND write plus fdatasync per chunk, the cheapest way to
+// make a chunk durable by hand.
+//
+//	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionbench
+//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/protocol"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "orionbench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	oriond    string
+	dir       string
+	duration  time.Duration
+	chunk     int
+	sessions  []int
+	baselines []int
+	json      bool
+}
+
+// result is one measured case.
+type result struct {
+	Name      string  `json:"name"`
+	Writers   int     `json:"writers"`
+	Ops       int     `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	MBPerSec  float64 `json:"mb_per_sec"`
+	P50       float64 `json:"p50_ms"`
+	P99       float64 `json:"p99_ms"`
+}
+
+func run(args []string, out io.Writer) error {
+	cfg := config{}
+	fs := flag.NewFlagSet("orionbench", flag.ContinueOnError)
+	fs.StringVar(&cfg.oriond, "oriond", defaultOriond(), "path of the oriond binary to benchmark")
+	fs.StringVar(&cfg.dir, "dir", "", "directory on the disk to measure (default: a new temp dir); the daemon's store and the baseline files both go here")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each case runs")
+	fs.IntVar(&cfg.chunk, "chunk", 1024, "chunk size in bytes")
+	sessions := fs.String("sessions", "1,8,64", "concurrent session counts to measure")
+	baselines := fs.String("baselines", "1,8", "concurrent writer counts for the fdatasync baseline")
+	fs.BoolVar(&cfg.json, "json", false, "print results as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if cfg.sessions, err = parseInts(*sessions); err != nil {
+		return fmt.Errorf("--sessions: %w", err)
+	}
+	if cfg.baselines, err = parseInts(*baselines); err != nil {
+		return fmt.Errorf("--baselines: %w", err)
+	}
+	if cfg.dir == "" {
+		if cfg.dir, err = os.MkdirTemp("", "orionbench"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(cfg.dir)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var results []result
+	for _, n := range cfg.baselines {
+		r, err := baseline(cfg, n)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	socket, stop, err := startDaemon(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for _, n := range cfg.sessions {
+		r, err := sessionsCase(ctx, cfg, socket, n)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if cfg.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	report(out, cfg, results)
+	return nil
+}
+
+func defaultOriond() string {
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "oriond"); fileExists(p) {
+			return p
+		}
+	}
+	return "oriond"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+func chunkOf(size int) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	b[len(b)-1] = '\n'
+	return b
+}
+
+// baseline appends chunks to one file per writer with O_APPEND, making each
+// durable with fdatasync before the next, as a naive journal would.
+func baseline(cfg config, writers int) (result, error) {
+	dir := filepath.Join(cfg.dir, "baseline")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	chunk := chunkOf(cfg.chunk)
+	return measure(fmt.Sprintf("baseline append+fdatasync, %d writer(s)", writers), writers, cfg, func(i int) (func() error, func(), error) {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("w%d", i)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		op := func() error {
+			if _, err := f.Write(chunk); err != nil {
+				return err
+			}
+			return unix.Fdatasync(int(f.Fd()))
+		}
+		return op, func() { f.Close() }, nil
+	})
+}
+
+// sessionsCase streams chunks from n concurrent sessions, each on its own
+// connection, timing each acknowledged append.
+func sessionsCase(ctx context.Context, cfg config, socket string, n int) (result, error) {
+	chunk := string(chunkOf(cfg.chunk))
+	root := filepath.Join(cfg.dir, "root")
+	return measure(fmt.Sprintf("oriond session.append, %d session(s)", n), n, cfg, func(i int) (func() error, func(), error) {
+		c, err := client.Dial(ctx, socket, client.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		begun, err := c.Begin(ctx, protocol.BeginParams{
+			Intent: "benchmark", TargetFile: filepath.Join(root, fmt.Sprintf("s%d-%d.txt", n, i)), Operation: protocol.OpOverwrite,
+		})
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		seq := uint64(0)
+		op := func() error {
+			seq++
+			_, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: seq, Chunk: chunk})
+			return err
+		}
+		cleanup := func() {
+			c.Abort(ctx, begun.SessionID)
+			c.Close()
+		}
+		return op, cleanup, nil
+	})
+}
+
+// measure runs op from writers goroutines for cfg.duration and summarizes
+// throughput and latency.
+func measure(name string, writers int, cfg config, setup func(i int) (op func() error, cleanup func(), err error)) (result, error) {
+	ops := make([]func() error, writers)
+	for i := range writers {
+		op, cleanup, err := setup(i)
+		if err != nil {
+			return result{}, fmt.Errorf("%s: %w", name, err)
+		}
+		defer cleanup()
+		ops[i] = op
+	}
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		latencies []time.Duration
+		firstErr  error
+	)
+	start := time.Now()
+	deadline := start.Add(cfg.duration)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := ops[i](); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return result{}, fmt.Errorf("%s: %w", name, firstErr)
+	}
+	slices.Sort(latencies)
+	r := result{Name: name, Writers: writers, Ops: len(latencies)}
+	r.OpsPerSec = float64(r.Ops) / elapsed.Seconds()
+	r.MBPerSec = r.OpsPerSec * float64(cfg.chunk) / 1e6
+	r.P50 = percentile(latencies, 0.50)
+	r.P99 = percentile(latencies, 0.99)
+	return r, nil
+}
+
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(int(float64(len(sorted))*p), len(sorted)-1)
+	return float64(sorted[i].Microseconds()) / 1000
+}
+
+// startDaemon runs the oriond under test with its store in cfg.dir, so it
+// measures the same disk as the baselines.
+func startDaemon(ctx context.Context, cfg config) (string, func(), error) {
+	root := filepath.Join(cfg.dir, "root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", nil, err
+	}
+	// Socket paths are short-limited; cfg.dir may be long.
+	sockDir, err := os.MkdirTemp("", "ob")
+	if err != nil {
+		return "", nil, err
+	}
+	socket := filepath.Join(sockDir, "oriond.sock")
+	cmd := exec.CommandContext(ctx, cfg.oriond, "run", "--socket", socket, "--state-dir", filepath.Join(cfg.dir, "state"),
+		"--allow-root", root, "--max-session-bytes", strconv.Itoa(1<<30), "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("starting %s: %w (build it with `go build -o bin/ ./daemon/cmd/oriond` and pass --oriond)", cfg.oriond, err)
+	}
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		os.RemoveAll(sockDir)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c, err := client.Dial(ctx, socket, client.Options{})
+		if err == nil {
+			c.Close()
+			return socket, stop, nil
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("oriond did not open %s", socket)
+}
+
+// report prints the table and the ratios the targets are stated in.
+func report(out io.Writer, cfg config, results []result) {
+	fmt.Fprintf(out, "disk: %s, chunk %d bytes, %s per case\n\n", cfg.dir, cfg.chunk, cfg.duration)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tchunks/s\tMB/s\tp50 ms\tp99 ms\t")
+	byName := map[string]result{}
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t\n", r.Name, r.OpsPerSec, r.MBPerSec, r.P50, r.P99)
+		byName[r.Name] = r
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	base := func(n int) (result, bool) {
+		r, ok := byName[fmt.Sprintf("baseline append+fdatasync, %d writer(s)", n)]
+		return r, ok
+	}
+	sess := func(n int) (result, bool) {
+		r, ok := byName[fmt.Sprintf("oriond session.append, %d session(s)", n)]
+		return r, ok
+	}
+	ratio := func(s, b int, target float64) {
+		sr, ok1 := sess(s)
+		br, ok2 := base(b)
+		if !ok1 || !ok2 || br.OpsPerSec == 0 {
+			return
+		}
+		got := sr.OpsPerSec / br.OpsPerSec
+		if target == 0 {
+			fmt.Fprintf(out, "%2d session(s) / %d-writer baseline: %.2fx\n", s, b, got)
+			return
+		}
+		verdict := "meets"
+		if got < target {
+			verdict = "MISSES"
+		}
+		fmt.Fprintf(out, "%2d session(s) / %d-writer baseline: %.2fx (target >= %.2fx: %s)\n", s, b, got, target, verdict)
+	}
+	ratio(1, 1, 0.45)
+	ratio(8, 8, 0)
+	ratio(64, 8, 1.0)
+}

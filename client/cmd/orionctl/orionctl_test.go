@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// orionctl runs the real command tree in-process with the given stdin.
+func orionctl(t *testing.T, socket, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), append([]string{"--socket", socket}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestWriteFromStdin(t *testing.T) {
+	d := testdaemon.Start(t)
+	target := filepath.Join(d.Root, "doc.md")
+	content := strings.Repeat("# Title\n\nSome text with ünïcode.\n", 3000)
+	code, out, errOut := orionctl(t, d.Socket, content, "write", target, "--chunk-size", "1000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != content {
+		t.Fatalf("file differs from stdin: %d bytes, want %d", len(got), len(content))
+	}
+	var res protocol.FinalizeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json output is not a finalize result: %v\n%s", err, out)
+	}
+	if res.Lines != 9000 || res.Bytes != int64(len(content)) || res.EndMarkerSeen {
+		t.Fatalf("summary %+v", res)
+	}
+
+	// Without a marker, a file that does not end in a newline is still
+	// written exactly.
+	code, _, errOut = orionctl(t, d.Socket, "no newline", "write", "--op", "overwrite", target)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "no newline" {
+		t.Fatalf("file %q", got)
+	}
+}
+
+func TestStepByStep(t *testing.T) {
+	d := testdaemon.Start(t)
+	target := filepath.Join(d.Root, "steps.txt")
+	code, out, errOut := orionctl(t, d.Socket, "", "begin", target, "--json")
+	if code != 0 {
+		t.Fatalf("begin: exit %d: %s", code, errOut)
+	}
+	var begun protocol.BeginResult
+	if err := json.Unmarshal([]byte(out), &begun); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"part one\n", "part two\n" + begun.EndMarker + "\n"} {
+		if code, _, errOut := orionctl(t, d.Socket, part, "append", begun.SessionID); code != 0 {
+			t.Fatalf("append: exit %d: %s", code, errOut)
+		}
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "list")
+	if code != 0 || !strings.Contains(out, begun.SessionID) || !strings.Contains(out, "streaming") {
+		t.Fatalf("sessions list: exit %d:\n%s", code, out)
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "show", begun.SessionID)
+	if code != 0 || !strings.Contains(out, "2 chunks") || !strings.Contains(out, "seen: true") {
+		t.Fatalf("sessions show: exit %d:\n%s", code, out)
+	}
+	code, out, errOut = orionctl(t, d.Socket, "", "finalize", begun.SessionID)
+	if code != 0 || !strings.Contains(out, "2 lines") {
+		t.Fatalf("finalize: exit %d: %s%s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "part one\npart two\n" {
+		t.Fatalf("file %q", got)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	d := testdaemon.Start(t)
+	existing := filepath.Join(d.Root, "exists.txt")
+	os.WriteFile(existing, []byte("x"), 0o644)
+	tests := []struct {
+		name   string
+		socket string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"Refused", d.Socket, []string{"write", existing}, exitFailure, "target_exists"},
+		{"Usage", d.Socket, []string{"write"}, exitUsage, "accepts 1 arg"},
+		{"BadOp", d.Socket, []string{"write", "--op", "delete", "x"}, exitUsage, "--op"},
+		{"Unreachable", filepath.Join(t.TempDir(), "none.sock"), []string{"status"}, exitUnreachable, "not reachable"},
+		{"UnknownSession", d.Socket, []string{"sessions", "show", "nope"}, exitFailure, "session_not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := orionctl(t, tt.socket, "content", tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, errOut, tt.code, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestToolsHasNoContentParameter(t *testing.T) {
+	code, out, _ := orionctl(t, "/nonexistent.sock", "", "tools")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var defs []protocol.ToolDefinition
+	if err := json.Unmarshal([]byte(out), &defs); err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 1 || defs[0].Function.Name != "WritePlanTool_begin" || defs[0].Type != "function" {
+		t.Fatalf("definitions %+v", defs)
+	}
+	props := defs[0].Function.Parameters["properties"].(map[string]any)
+	for name := range props {
+		if strings.Contains(name, "content") {
+			t.Fatalf("tool definition has a content parameter %q", name)
+		}
+	}
+	for _, want := range []string{"intent", "target_file", "operation"} {
+		if _, ok := props[want]; !ok {
+			t.Fatalf("tool definition lacks %q", want)
+		}
+	}
+}
+
+func TestStatus(t *testing.T) {
+	d := testdaemon.Start(t)
+	code, out, errOut := orionctl(t, d.Socket, "", "status", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var st protocol.StatusResult
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Socket != d.Socket || st.StateDir != d.StateDir || len(st.AllowedRoots) != 1 || st.AllowedRoots[0] != d.Root {
+		t.Fatalf("status %+v does not describe the daemon we started", st)
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show whether oriond runs, and how it is configured",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.json {
+				return printJSON(out, st)
+			}
+			fmt.Fprintf(out, "oriond %s (protocol %d), pid %d, up %s\n", st.Version, st.ProtocolVersion, st.PID,
+				time.Since(st.StartedAt).Round(time.Second))
+			fmt.Fprintf(out, "socket:         %s\n", st.Socket)
+			fmt.Fprintf(out, "state dir:      %s\n", st.StateDir)
+			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(st.AllowedRoots, ", "))
+			fmt.Fprintf(out, "open sessions:  %d\n", st.OpenSessions)
+			fmt.Fprintf(out, "limits:         %d bytes per chunk, %d per session\n", st.MaxChunkBytes, st.MaxSessionBytes)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// The step-by-step commands expose each protocol call, for scripts and for
+// seeing what an agent's client does.
+
+func newBeginCmd(g *globals) *cobra.Command {
+	var op, intent, workspace string
+	cmd := &cobra.Command{
+		Use:   "begin TARGET",
+		Short: "Open a write session and print its id and end marker",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			operation, err := parseOp(op)
+			if err != nil {
+				return err
+			}
+			if workspace, err = workspaceFor(args[0], workspace); err != nil {
+				return err
+			}
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.Begin(cmd.Context(), protocol.BeginParams{
+				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
+			})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.json {
+				return printJSON(out, res)
+			}
+			fmt.Fprintf(out, "session:     %s\ntarget:      %s (%s)\nend marker:  %s\n\n%s\n",
+				res.SessionID, res.TargetFile, res.Operation, res.EndMarker, res.Instructions)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create, overwrite or append")
+	f.StringVar(&intent, "intent", "orionctl begin", "what this write is for")
+	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
+	return cmd
+}
+
+func newAppendCmd(g *globals) *cobra.Command {
+	var seq uint64
+	var chunkSize int
+	cmd := &cobra.Command{
+		Use:   "append SESSION",
+		Short: "Append stdin to a session, continuing after its last acknowledged chunk",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			if seq == 0 {
+				info, err := c.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				seq = info.LastSeq + 1
+			}
+			last, n, err := c.Stream(ctx, args[0], cmd.InOrStdin(), client.StreamOptions{ChunkSize: chunkSize, FirstSeq: seq})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.json {
+				return printJSON(out, last)
+			}
+			fmt.Fprintf(out, "appended %d chunks; session %s now %d bytes, %d lines, end marker seen: %v\n",
+				n, args[0], last.Bytes, last.Lines, last.EndMarkerSeen)
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&seq, "seq", 0, "seq of the first chunk (default: one after the last acknowledged)")
+	cmd.Flags().IntVar(&chunkSize, "chunk-size", client.DefaultChunkSize, "bytes per chunk")
+	return cmd
+}
+
+func newFinalizeCmd(g *globals) *cobra.Command {
+	var endOfInput bool
+	cmd := &cobra.Command{
+		Use:   "finalize SESSION",
+		Short: "Write a session's content to its target",
+		Long: `Write a session's content to its target atomically. The content must have
+ended with the session's end marker, unless --end-of-input says the input
+simply ended (a file or a pipe, not a model's stream).`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.Finalize(cmd.Context(), protocol.FinalizeParams{SessionID: args[0], EndOfInput: endOfInput})
+			if err != nil {
+				return err
+			}
+			return printSummary(cmd, g, res)
+		},
+	}
+	cmd.Flags().BoolVar(&endOfInput, "end-of-input", false, "the content is complete without an end marker")
+	return cmd
+}
+
+func newAbortCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "abort SESSION",
+		Short: "Discard a session and its content",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.Abort(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", res.SessionID, res.Stage)
+			return nil
+		},
+	}
+}

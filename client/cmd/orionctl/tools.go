@@ -1,0 +1,31 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+func newToolsCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Print the WritePlanTool_begin function definition for an agent",
+		Long: `Print the function definition an agent gives its model. It carries metadata
+only: the content travels as plain text, never in tool-call JSON. Works
+without a running daemon.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch format {
+			case "openai":
+				return printJSON(cmd.OutOrStdout(), []protocol.ToolDefinition{protocol.WritePlanToolBegin()})
+			default:
+				return usageError{fmt.Errorf("--format %q: use openai", format)}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "openai", "tool schema: openai")
+	return cmd
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// progressThreshold is the input size from which write shows progress: below
+// it the write is over before a bar would be readable.
+const progressThreshold = 4 << 20
+
+func newWriteCmd(g *globals) *cobra.Command {
+	var (
+		op        string
+		intent    string
+		workspace string
+		chunkSize int
+	)
+	cmd := &cobra.Command{
+		Use:   "write TARGET",
+		Short: "Write TARGET from stdin through a durable write session",
+		Long: `Write TARGET with the content read from stdin: begin a session, stream the
+content in chunks (each journaled by oriond before it is acknowledged), then
+finalize, which writes TARGET atomically. A relative TARGET is relative to the
+current directory. Prints a summary: bytes, lines, sha256.`,
+		Example: `  orionctl write docs/guide.md < guide.md
+  generate-config | orionctl write --op overwrite config.yaml`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			operation, err := parseOp(op)
+			if err != nil {
+				return err
+			}
+			if workspace, err = workspaceFor(args[0], workspace); err != nil {
+				return err
+			}
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			begun, err := c.Begin(ctx, protocol.BeginParams{
+				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
+			})
+			if err != nil {
+				return err
+			}
+			in := cmd.InOrStdin()
+			bar := newProgress(cmd, in)
+			opts := client.StreamOptions{ChunkSize: chunkSize}
+			if bar != nil {
+				opts.Progress = func(sent int64) { bar.Set64(sent) }
+			}
+			_, _, err = c.Stream(ctx, begun.SessionID, in, opts)
+			if bar != nil {
+				bar.Finish()
+			}
+			if err != nil {
+				return abandon(cmd, c, begun.SessionID, err)
+			}
+			res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID, EndOfInput: true})
+			if err != nil {
+				return abandon(cmd, c, begun.SessionID, err)
+			}
+			return printSummary(cmd, g, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create (fails if TARGET exists), overwrite or append")
+	f.StringVar(&intent, "intent", "orionctl write", "what this write is for, kept with the session")
+	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
+	f.IntVar(&chunkSize, "chunk-size", client.DefaultChunkSize, "bytes per chunk")
+	return cmd
+}
+
+// abandon aborts a session the daemon refused, so it does not linger; a
+// session cut off by a lost connection is kept, since its journaled content
+// can still be resumed, and the message says where to find it.
+func abandon(cmd *cobra.Command, c *client.Client, id string, cause error) error {
+	var pe *protocol.Error
+	if !errors.As(cause, &pe) {
+		return fmt.Errorf("session %s interrupted (its acknowledged content is kept; see `orionctl sessions show %s`): %w", id, id, cause)
+	}
+	if _, err := c.Abort(cmd.Context(), id); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting session %s: %v\n", id, err)
+	}
+	return cause
+}
+
+// newProgress returns a progress bar on stderr when stderr is a terminal and
+// the input is large or of unknown size; otherwise nil.
+func newProgress(cmd *cobra.Command, in io.Reader) *progressbar.ProgressBar {
+	errOut, ok := cmd.ErrOrStderr().(*os.File)
+	if !ok || !term.IsTerminal(int(errOut.Fd())) {
+		return nil
+	}
+	size := int64(-1)
+	if f, ok := in.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if size >= 0 && size < progressThreshold {
+		return nil
+	}
+	return progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(errOut),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetDescription("writing"),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) error {
+	out := cmd.OutOrStdout()
+	if g.json {
+		return printJSON(out, res)
+	}
+	name := res.TargetFile
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, name); err == nil && filepath.IsLocal(rel) {
+			name = rel
+		}
+	}
+	fmt.Fprintf(out, "wrote %s (%s): %d bytes, %d lines, mode %s\nsha256 %s\n",
+		name, res.Operation, res.Bytes, res.Lines, res.Mode, res.SHA256)
+	if res.Operation == protocol.OpAppend {
+		fmt.Fprintf(out, "file now %d bytes, sha256 %s\n", res.FileBytes, res.FileSHA256)
+	}
+	if res.TrailingBytes > 0 {
+		fmt.Fprintf(out, "ignored %d bytes after the end marker: %q\n", res.TrailingBytes, res.TrailingPreview)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+// Package daemon is oriond's server: it owns the socket, the store and the
+// session engine, and serves JSON-RPC 2.0 with LSP-style Content-Length
+// framing to clients of the same user.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/internal/session"
+	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// StoreFile is the bbolt file's name inside the state directory.
+const StoreFile = "orion.db"
+
+// Config is everything oriond run needs. Zero limits take the engine's
+// defaults.
+type Config struct {
+	Socket          string
+	StateDir        string
+	AllowRoots      []string
+	MaxChunkBytes   int64
+	MaxSessionBytes int64
+	Logger          *slog.Logger
+}
+
+// Validate reports the first setting that cannot work, naming it.
+func (c *Config) Validate() error {
+	if c.Socket == "" {
+		return errors.New("socket: no socket path")
+	}
+	if !filepath.IsAbs(c.Socket) {
+		return fmt.Errorf("socket: %q must be an absolute path", c.Socket)
+	}
+	if c.StateDir == "" {
+		return errors.New("state-dir: no state directory")
+	}
+	if len(c.AllowRoots) == 0 {
+		return errors.New("allow-root: no allowed root; give at least one directory")
+	}
+	return nil
+}
+
+// Version is the daemon's version: the module version when built from a
+// tagged module, else "devel".
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// Run serves until ctx is cancelled, then stops gracefully: no new
+// connections, requests already being handled finish, the store is closed.
+// ready, if not nil, is called once the socket accepts connections.
+func Run(ctx context.Context, cfg Config, ready func()) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("creating the state directory: %w", err)
+	}
+	guard, err := pathguard.New(cfg.AllowRoots)
+	if err != nil {
+		return fmt.Errorf("allow-root: %w", err)
+	}
+	dbPath := filepath.Join(cfg.StateDir, StoreFile)
+	st, err := store.Open(dbPath, store.Options{})
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("%w: state directory %s is in use (%s is locked); stop the other daemon or pick another --state-dir",
+			ErrAlreadyRunning, cfg.StateDir, dbPath)
+	}
+	if err != nil {
+		return fmt.Errorf("opening the store: %w", err)
+	}
+	defer st.Close()
+
+	mgr, err := session.New(session.Config{
+		Store:           st,
+		Guard:           guard,
+		MaxChunkBytes:   cfg.MaxChunkBytes,
+		MaxSessionBytes: cfg.MaxSessionBytes,
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := listen(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	started := time.Now().UTC()
+	chunkLimit, sessionLimit := mgr.Limits()
+	var inflight sync.WaitGroup
+	h := &handler{
+		mgr:      mgr,
+		log:      log,
+		order:    newSessionOrder(),
+		inflight: &inflight,
+		status: func() protocol.StatusResult {
+			return protocol.StatusResult{
+				Version:         Version(),
+				ProtocolVersion: protocol.Version,
+				PID:             os.Getpid(),
+				Socket:          cfg.Socket,
+				StateDir:        cfg.StateDir,
+				AllowedRoots:    guard.Roots(),
+				StartedAt:       started,
+				OpenSessions:    mgr.OpenCount(),
+				MaxChunkBytes:   chunkLimit,
+				MaxSessionBytes: sessionLimit,
+				Methods:         protocol.Methods,
+			}
+		},
+	}
+	log.Info("oriond serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
+		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid())
+	if ready != nil {
+		ready()
+	}
+	err = serve(ctx, ln, h, log)
+	inflight.Wait()
+	log.Info("oriond stopped")
+	return err
+}
+
+// serve accepts connections until ctx is done, then closes them all.
+func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) error {
+	uid := os.Getuid()
+	var mu sync.Mutex
+	conns := make(map[*jsonrpc2.Conn]struct{})
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accepting: %w", err)
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			c.Close()
+			continue
+		}
+		peer, err := peerUID(uc)
+		if err != nil || peer != uid {
+			log.Warn("refusing a connection from another user", "peer_uid", peer, "err", err)
+			c.Close()
+			continue
+		}
+		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h)
+		mu.Lock()
+		conns[conn] = struct{}{}
+		mu.Unlock()
+		go func() {
+			<-conn.DisconnectNotify()
+			mu.Lock()
+			delete(conns, conn)
+			mu.Unlock()
+		}()
+	}
+	mu.Lock()
+	for conn := range conns {
+		conn.Close()
+	}
+	mu.Unlock()
+	return nil
+}

@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/orion-agent/orion/internal/paths"
+)
+
+// ErrAlreadyRunning means another oriond serves the socket or holds the
+// state directory.
+var ErrAlreadyRunning = errors.New("another oriond is already running")
+
+// socketListener is a Unix listener that owns its socket file and the lock
+// that makes it the only daemon on that path.
+type socketListener struct {
+	net.Listener
+	path string
+	lock *os.File
+}
+
+// listen prepares the socket's directory (0700, ours), takes the socket's
+// lock file so a second daemon fails fast instead of stealing the path,
+// removes a stale socket left by a crash, and listens with mode 0600.
+func listen(path string) (*socketListener, error) {
+	if len(path) > paths.MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes; Unix sockets allow at most %d on every platform we support: choose a shorter --socket",
+			path, len(path), paths.MaxSocketPath)
+	}
+	dir := filepath.Dir(path)
+	if err := ensurePrivateDir(dir); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the socket lock: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w on socket %s (its lock %s.lock is held); stop it first or pick another --socket",
+				ErrAlreadyRunning, path, path)
+		}
+		return nil, fmt.Errorf("locking %s.lock: %w", path, err)
+	}
+	if err := removeStale(path); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	// The directory is already private; the mode on the socket itself is
+	// the second fence, for directories shared by mistake.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		lock.Close()
+		return nil, fmt.Errorf("restricting %s: %w", path, err)
+	}
+	// We remove the socket ourselves on Close, after the lock is released
+	// by nobody else; net's unlink-on-close would race a successor.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	return &socketListener{Listener: ln, path: path, lock: lock}, nil
+}
+
+// Close stops listening, removes the socket and releases the lock.
+func (l *socketListener) Close() error {
+	err := l.Listener.Close()
+	os.Remove(l.path)
+	l.lock.Close()
+	return err
+}
+
+// ensurePrivateDir creates dir 0700, or checks that an existing one belongs
+// to us and tightens its mode, so no other user can reach the socket.
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the socket directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("checking the socket directory: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("socket directory %s belongs to uid %d, not to us (uid %d); choose another --socket", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("making the socket directory private: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeStale deletes a socket file that nobody answers on. One that still
+// answers belongs to a live daemon that does not hold our lock (an older
+// version, or one started on another lock path), and is left alone.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checking %s: %w", path, err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s exists and is not a socket; refusing to replace it", path)
+	}
+	c, err := net.DialTimeout("unix", path, 500*time.Millisecond)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%w: something answers on %s", ErrAlreadyRunning, path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing the stale socket %s: %w", path, err)
+	}
+	return nil
+}

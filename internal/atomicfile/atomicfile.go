@@ -1,0 +1,333 @@
+//go:build unix
+
+// Package atomicfile replaces a file's content so that, after a crash or a
+// power failure, the file holds either its old content or its new content,
+// never a mix or nothing.
+//
+// The new content is streamed into a temp file in the target's directory,
+// which is fsynced and renamed over the target; then the directory is
+// fsynced, because until then the rename itself may be lost. Temp files are
+// named with TempPrefix so the leftovers of a crash can be found and removed
+// with CleanTemp.
+package atomicfile
+
+import (
+	"bufio"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// TempPrefix starts every temp file name, so a crash leftover can be found.
+const TempPrefix = ".orion-tmp-"
+
+// Mode says whether Write may replace an existing target.
+type Mode int
+
+const (
+	// Replace overwrites the target, or creates it if it does not exist.
+	Replace Mode = iota
+	// CreateNew creates the target and fails with ErrExists if it exists,
+	// even if it appears while the content is being written.
+	CreateNew
+)
+
+// ErrExists is returned (wrapped) by Write in CreateNew mode when the target
+// exists.
+var ErrExists = errors.New("target exists")
+
+// ErrNotDurable is returned (wrapped, together with the cause) when the new
+// content is already in place but the directory could not be fsynced, so the
+// change may not survive a power failure. Write's Result is valid then; the
+// caller decides whether to report success.
+var ErrNotDurable = errors.New("written but not yet durable")
+
+// maxTagLen bounds Options.Tag so that a temp name keeps room for the
+// target's base name within the 255-byte limit on a file name.
+const maxTagLen = 64
+
+// nameMax is the longest file name Linux and macOS file systems accept.
+const nameMax = 255
+
+// Options controls Write.
+type Options struct {
+	// Mode is Replace or CreateNew.
+	Mode Mode
+	// Perm is the permission of a target that does not exist yet; 0 means
+	// 0644. It is applied exactly, regardless of the umask, so the result
+	// does not depend on how the daemon was started. An existing target
+	// keeps its permission bits instead, since a rewrite must not make a
+	// script non-executable or a private file readable. Only the 0777 bits
+	// are used: setuid and setgid are never set, as the kernel clears them
+	// on any write to such a file.
+	Perm os.FileMode
+	// Tag is an optional token put in the temp file's name, such as a
+	// session id, so that CleanTemp can remove the leftovers of one writer
+	// only. It must not contain '/' or NUL and is at most 64 bytes.
+	Tag string
+}
+
+// Result describes the file Write produced.
+type Result struct {
+	// Bytes is the size of the new content.
+	Bytes int64
+	// SHA256 is the hex-encoded SHA-256 of the whole new content.
+	SHA256 string
+	// Mode is the permission the file was given.
+	Mode os.FileMode
+}
+
+// Write replaces the content of path with what fill writes. It creates a
+// temp file in path's directory, named TempPrefix+Tag+"-"+random+"-"+base,
+// and calls fill to write the new content into it; fill may stream any
+// amount, and must not keep w after it returns. Everything written is hashed
+// and counted. Write then fsyncs the temp file, sets its mode (and, where
+// permitted, the existing target's owner), renames it over path (without
+// replacing in CreateNew mode), and fsyncs the directory.
+//
+// On any error before the rename the temp file is removed and the target is
+// untouched; an error from fill is returned as is. The temp file is also
+// removed if fill panics. An error wrapping ErrNotDurable means the rename
+// happened but the directory fsync failed.
+//
+// path is not resolved: a symlink at path is replaced, not followed, so
+// callers resolve it first (see pathguard). The temp file is opened with
+// O_EXCL|O_NOFOLLOW, so nothing planted at its name is ever written through.
+func Write(path string, opts Options, fill func(w io.Writer) error) (Result, error) {
+	if opts.Mode != Replace && opts.Mode != CreateNew {
+		return Result{}, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
+	}
+	if err := checkTag(opts.Tag); err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	if base == "." || base == ".." || base == string(filepath.Separator) {
+		return Result{}, fmt.Errorf("write %s: not a file name", path)
+	}
+
+	perm := opts.Perm & fs.ModePerm
+	if perm == 0 {
+		perm = 0o644
+	}
+	var owner *syscall.Stat_t // the existing target's, to carry over
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	case opts.Mode == CreateNew:
+		// Fail before streaming anything; the no-replace rename below
+		// still catches a target created in the meantime.
+		return Result{}, fmt.Errorf("create %s: %w", path, ErrExists)
+	case fi.IsDir():
+		return Result{}, fmt.Errorf("write %s: %w", path, syscall.EISDIR)
+	case fi.Mode().IsRegular():
+		perm = fi.Mode().Perm()
+		owner, _ = fi.Sys().(*syscall.Stat_t)
+	}
+
+	f, tmp, err := createTemp(dir, opts.Tag, base)
+	if err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	placed := false // the temp name no longer exists once renamed
+	defer func() {
+		if !placed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+
+	bw := bufio.NewWriterSize(f, 64<<10)
+	hw := &hashWriter{w: bw, h: sha256.New()}
+	if err := fill(hw); err != nil {
+		return Result{}, err
+	}
+	if err := bw.Flush(); err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	if owner != nil {
+		// Keeps a file owned by the user who owns it when the daemon runs
+		// as root. Without privilege this fails (EPERM) unless nothing
+		// changes; the file then belongs to the daemon's user, as with any
+		// editor's save.
+		if err := f.Chown(int(owner.Uid), int(owner.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return Result{}, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	// After Chown, which may clear mode bits, and explicitly rather than
+	// at open, where the umask would alter it.
+	if err := f.Chmod(perm); err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+
+	if opts.Mode == CreateNew {
+		err = renameNoReplace(tmp, path)
+		if errors.Is(err, ErrExists) {
+			return Result{}, fmt.Errorf("create %s: %w", path, ErrExists)
+		}
+	} else {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("write %s: %w", path, err)
+	}
+	placed = true
+
+	res := Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}
+	if err := syncDir(dir); err != nil {
+		return res, fmt.Errorf("write %s: sync directory: %w: %w", path, ErrNotDurable, err)
+	}
+	return res, nil
+}
+
+// CleanTemp removes leftover temp files in dir: with tag "" every name
+// starting with TempPrefix, otherwise only the names of that tag (starting
+// with TempPrefix+tag+"-"). It returns the names it removed, and keeps going
+// past a file it cannot remove. A live writer's temp file is removed too, making that Write fail,
+// so call it with tag "" only when no Write runs in dir (at startup), and
+// otherwise with the tag of a writer known to be gone.
+func CleanTemp(dir, tag string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("clean temp files: %w", err)
+	}
+	// The tag is matched up to its closing "-", so that tag "a" does not
+	// match another writer's tag "ab".
+	prefix := TempPrefix
+	if tag != "" {
+		prefix += tag + "-"
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) || e.IsDir() {
+			continue
+		}
+		err := os.Remove(filepath.Join(dir, e.Name()))
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // removed by someone else
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			removed = append(removed, e.Name())
+		}
+	}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("clean temp files: %w", errors.Join(errs...))
+	}
+	return removed, nil
+}
+
+// hashWriter counts and hashes what reaches the file, so the Result
+// describes exactly the bytes written.
+type hashWriter struct {
+	w io.Writer
+	h hash.Hash
+	n int64
+}
+
+func (hw *hashWriter) Write(p []byte) (int, error) {
+	n, err := hw.w.Write(p)
+	hw.h.Write(p[:n])
+	hw.n += int64(n)
+	return n, err
+}
+
+// randomToken returns the random part of a temp name. Tests replace it to
+// predict the name.
+var randomToken = func() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// createTemp creates a new temp file in dir. O_EXCL|O_NOFOLLOW makes the
+// open fail rather than write through anything already at the name, such as
+// a symlink planted by another user of the directory; then a new name is
+// tried.
+func createTemp(dir, tag, base string) (*os.File, string, error) {
+	const attempts = 10
+	var err error
+	for range attempts {
+		name := filepath.Join(dir, tempName(tag, randomToken(), base))
+		var f *os.File
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+		if err == nil {
+			return f, name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ELOOP) {
+			break
+		}
+	}
+	return nil, "", fmt.Errorf("create temp file: %w", err)
+}
+
+// tempName builds TempPrefix+tag+"-"+random+"-"+base, cutting base (on a
+// UTF-8 boundary) so that the name fits in nameMax bytes: a target with a
+// long name must still be writable, and base is only there for people.
+func tempName(tag, random, base string) string {
+	prefix := TempPrefix + tag + "-" + random + "-"
+	if max := nameMax - len(prefix); len(base) > max {
+		for max > 0 && !utf8.RuneStart(base[max]) {
+			max--
+		}
+		base = base[:max]
+	}
+	return prefix + base
+}
+
+func checkTag(tag string) error {
+	if len(tag) > maxTagLen || strings.ContainsAny(tag, "/\x00") {
+		return fmt.Errorf("temp tag %q: want at most %d bytes and no '/' or NUL", tag, maxTagLen)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making a rename in it durable.
+func syncDir(dir string) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// linkNoReplace moves oldpath to newpath unless newpath exists, using
+// link(2), which never replaces, and then removing oldpath. It is the
+// fallback where the file system has no no-replace rename.
+func linkNoReplace(oldpath, newpath string) error {
+	if err := os.Link(oldpath, newpath); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return ErrExists
+		}
+		return err
+	}
+	// The content is in place under its final name; the old name is a
+	// second link to it. If removing it fails, it is a leftover CleanTemp
+	// will find, not a reason to report the write as failed.
+	_ = os.Remove(oldpath)
+	return nil
+}

@@ -1,0 +1,234 @@
+// Package pathguard decides whether the daemon may write a target path: the
+// path must resolve, through ".." and symlinks, to a regular file (existing or
+// not) in an existing directory inside one of the allowed roots.
+//
+// A Guard only checks; it does not open anything. Between Resolve and the
+// write, another process could swap a directory for a symlink, so callers
+// write to the returned path promptly and never to the unresolved target.
+package pathguard
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Guard holds the allowed roots, each cleaned and resolved through symlinks
+// at construction. A Guard is immutable and safe for concurrent use.
+type Guard struct {
+	// roots are the resolved roots, in the order given, without duplicates.
+	roots []string
+	// given are the roots as configured, cleaned. A target spelled through a
+	// symlinked root (/tmp/x where /tmp -> /private/tmp) is lexically inside
+	// one of these, so it is not misreported as outside the roots.
+	given []string
+}
+
+// New returns a Guard for roots. Each root must be an absolute path to an
+// existing directory; it is resolved through symlinks now, so later
+// comparisons are between real paths. An empty list is an error rather than
+// a guard that refuses everything, because that is always a misconfiguration.
+func New(roots []string) (*Guard, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("no allowed roots configured; give at least one absolute directory")
+	}
+	g := &Guard{}
+	for i, r := range roots {
+		if r == "" {
+			return nil, fmt.Errorf("allowed root #%d is empty; give an absolute directory", i+1)
+		}
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("allowed root %q is relative; give an absolute directory", r)
+		}
+		clean := filepath.Clean(r)
+		real, err := filepath.EvalSymlinks(clean)
+		if err != nil {
+			return nil, fmt.Errorf("allowed root %q: %w", r, err)
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return nil, fmt.Errorf("allowed root %q: %w", r, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("allowed root %q is not a directory", r)
+		}
+		if !slices.Contains(g.roots, real) {
+			g.roots = append(g.roots, real)
+		}
+		if !slices.Contains(g.given, clean) {
+			g.given = append(g.given, clean)
+		}
+	}
+	return g, nil
+}
+
+// Roots returns the resolved roots. The slice is a copy the caller may keep.
+func (g *Guard) Roots() []string { return slices.Clone(g.roots) }
+
+// Resolve turns target (absolute, or relative to workspaceRoot) into an
+// absolute, symlink-resolved path inside an allowed root, or returns a
+// *Error saying why not. Unexpected I/O failures (a permission error while
+// resolving, a symlink loop) are returned as plain wrapped errors.
+//
+// A non-empty workspaceRoot is checked even when target is absolute: a
+// client that sends a workspace outside the roots is told so rather than
+// having it silently ignored.
+//
+// ".." is checked twice. The lexically cleaned path must be inside a root
+// (ReasonOutsideRoots otherwise), and the path is then walked one component
+// at a time the way the kernel does, following symlinks and applying ".." to
+// the real directory reached so far; the result must also be inside a root
+// (ReasonSymlinkEscape otherwise). The returned path is the walked one, so it
+// names the same file as open(2) on target would. A final symlink is
+// followed even if it dangles, since writing through it would create its
+// target.
+func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
+	ws := ""
+	if workspaceRoot != "" {
+		var err error
+		if ws, err = g.resolveWorkspace(workspaceRoot); err != nil {
+			return "", err
+		}
+	}
+	abs := target
+	if !filepath.IsAbs(target) {
+		if ws == "" {
+			return "", &Error{
+				Reason: ReasonRelativePath,
+				Msg:    fmt.Sprintf("target %q is relative and no workspace root was given to resolve it against; give an absolute path or a workspace root", target),
+			}
+		}
+		// Not filepath.Join: it would clean ".." lexically, and the walk
+		// below must see it to resolve it against real directories.
+		abs = ws + string(filepath.Separator) + target
+	}
+
+	if lexical := filepath.Clean(abs); !g.lexicallyInside(lexical) {
+		return "", &Error{
+			Reason: ReasonOutsideRoots,
+			Path:   lexical,
+			Msg:    fmt.Sprintf("target %q resolves to %s, outside the allowed roots (%s); give a path inside one of them", target, lexical, g.rootList()),
+		}
+	}
+
+	w, err := g.walk(abs)
+	// Check the roots before reporting anything else, so nothing is said
+	// about what exists outside them.
+	if !g.inside(w.path) {
+		msg := fmt.Sprintf("target %q resolves through symlinks to %s, outside the allowed roots (%s); give a path whose symlinks stay inside them", target, w.path, g.rootList())
+		if w.escapeLink != "" {
+			msg = fmt.Sprintf("target %q resolves to %s through the symlink %s -> %s, outside the allowed roots (%s); give a path inside them that does not go through that symlink", target, w.path, w.escapeLink, w.escapeText, g.rootList())
+		}
+		return "", &Error{Reason: ReasonSymlinkEscape, Path: w.path, Msg: msg}
+	}
+	if err != nil {
+		return "", fmt.Errorf("resolving target %q: %w", target, err)
+	}
+	if w.missing != "" {
+		msg := fmt.Sprintf("directory %s does not exist, so target %q cannot be written; directories are not created: create it first or write into an existing directory", w.missing, target)
+		if w.notDir {
+			msg = fmt.Sprintf("%s is not a directory, so target %q cannot be written below it; write into an existing directory", w.missing, target)
+		}
+		return "", &Error{Reason: ReasonParentMissing, Path: w.missing, Msg: msg}
+	}
+
+	fi, err := os.Lstat(w.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return w.path, nil // a new file in an existing directory
+	case err != nil:
+		return "", fmt.Errorf("resolving target %q: %w", target, err)
+	case fi.IsDir():
+		return "", &Error{
+			Reason: ReasonIsDirectory,
+			Path:   w.path,
+			Msg:    fmt.Sprintf("target %q is the directory %s; give the path of a file", target, w.path),
+		}
+	case !fi.Mode().IsRegular():
+		return "", &Error{
+			Reason: ReasonSpecialFile,
+			Path:   w.path,
+			Msg:    fmt.Sprintf("target %q is a %s (%s), not a regular file; only regular files can be written", target, kind(fi.Mode()), w.path),
+		}
+	}
+	return w.path, nil
+}
+
+// resolveWorkspace returns the real path of the workspace root, or a
+// ReasonWorkspaceNotAllowed error. The workspace itself may be reached
+// through a symlink from outside the roots; only where it leads matters.
+func (g *Guard) resolveWorkspace(ws string) (string, error) {
+	refuse := func(path, format string, args ...any) error {
+		return &Error{Reason: ReasonWorkspaceNotAllowed, Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !filepath.IsAbs(ws) {
+		return "", refuse("", "workspace root %q is not absolute; give the absolute path of the workspace directory", ws)
+	}
+	real, err := filepath.EvalSymlinks(ws)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", refuse(filepath.Clean(ws), "workspace root %q does not exist; give an existing directory inside the allowed roots (%s)", ws, g.rootList())
+	}
+	if err != nil {
+		// Failing closed: a workspace we cannot resolve cannot be shown to
+		// be inside the roots.
+		return "", refuse(filepath.Clean(ws), "workspace root %q cannot be resolved (%v); give an accessible directory inside the allowed roots (%s)", ws, err, g.rootList())
+	}
+	if !g.inside(real) {
+		where := ""
+		if real != filepath.Clean(ws) {
+			where = " resolves to " + real + ","
+		}
+		return "", refuse(real, "workspace root %q%s is outside the allowed roots (%s); use a workspace inside one of them", ws, where, g.rootList())
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", refuse(real, "workspace root %q cannot be read (%v); give an accessible directory", ws, err)
+	}
+	if !fi.IsDir() {
+		return "", refuse(real, "workspace root %q is not a directory; give the workspace directory", ws)
+	}
+	return real, nil
+}
+
+// inside reports whether the clean absolute path p is one of the resolved
+// roots or below one.
+func (g *Guard) inside(p string) bool {
+	return slices.ContainsFunc(g.roots, func(root string) bool { return within(root, p) })
+}
+
+// lexicallyInside is inside, also accepting the roots as configured, for a
+// path whose symlinks have not been resolved yet.
+func (g *Guard) lexicallyInside(p string) bool {
+	return g.inside(p) || slices.ContainsFunc(g.given, func(root string) bool { return within(root, p) })
+}
+
+// within reports whether the clean absolute path p equals root or lies below
+// it, comparing whole components so that /x/ab is not within /x/a.
+func within(root, p string) bool {
+	if p == root || root == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(p, root) && p[len(root)] == filepath.Separator
+}
+
+func (g *Guard) rootList() string { return strings.Join(g.roots, ", ") }
+
+// kind names a non-regular file type in words a user recognises.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	default:
+		return "special file"
+	}
+}

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"errors"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// errNothingChanged rolls back a batch in which no request changed anything.
+var errNothingChanged = errors.New("nothing changed")
+
+// A request is one write waiting for the committer.
+//
+// apply must be idempotent: it runs once in a batch and, if the batch fails,
+// again in a transaction of its own. It may return ErrNotFound only before
+// changing anything; the committer then reports it to this request without
+// failing the batch. Any other error aborts the transaction it runs in.
+type request struct {
+	apply func(tx *bolt.Tx) error
+	done  chan error // buffered, so the committer never waits on a caller
+}
+
+// write queues apply for the committer and waits until its transaction is
+// durable or has failed.
+func (s *Store) write(apply func(tx *bolt.Tx) error) error {
+	r := &request{apply: apply, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.reqs <- r
+	s.mu.RUnlock()
+	return <-r.done
+}
+
+// commitLoop is the only writer to the database. It commits whatever has
+// queued up while the previous commit was syncing, up to maxBatch requests,
+// in one transaction. It never waits for more requests to arrive: a lone
+// writer pays exactly one commit, and under load batches grow by themselves
+// because requests pile up during each commit's fsyncs.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	batch := make([]*request, 0, s.maxBatch)
+	for {
+		r, ok := <-s.reqs
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], r)
+		open := true
+	drain:
+		for len(batch) < s.maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					open = false
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+		clear(batch) // let the requests' buffers be collected while we wait
+		if !open {
+			return
+		}
+	}
+}
+
+// commit applies batch in one transaction and replies to each request after
+// the transaction has returned. If the transaction fails, each request is
+// retried in a transaction of its own so that one bad request, or one
+// transient failure, cannot fail the others.
+func (s *Store) commit(batch []*request) {
+	errs := make([]error, len(batch))
+	applied := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		applied = 0
+		for i, r := range batch {
+			errs[i] = r.apply(tx)
+			switch {
+			case errs[i] == nil:
+				applied++
+			case !errors.Is(errs[i], ErrNotFound):
+				return errs[i]
+			}
+		}
+		if applied == 0 {
+			// Every request failed before changing anything; a
+			// commit would cost two fsyncs for nothing.
+			return errNothingChanged
+		}
+		return nil
+	})
+	if err == nil || err == errNothingChanged {
+		if err == nil {
+			s.commits.Add(1)
+			s.writes.Add(uint64(applied))
+		}
+		for i, r := range batch {
+			r.done <- errs[i]
+		}
+		return
+	}
+	if len(batch) == 1 {
+		batch[0].done <- err
+		return
+	}
+	for _, r := range batch {
+		err := s.db.Update(r.apply)
+		if err == nil {
+			s.commits.Add(1)
+			s.writes.Add(1)
+		}
+		r.done <- err
+	}
+}

@@ -1,0 +1,216 @@
+package store
+
+import (
+	"fmt"
+	"io"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reads copy what they need out of short read transactions and call back
+// into the caller (fn, w) only after the transaction has ended. A read
+// transaction held open while a client drains a socket would pin every page
+// freed since it began, so the file would grow, and would block the
+// committer whenever bbolt has to remap the file.
+const (
+	copyRoundBytes    = 64 << 10 // bytes CopyRange copies per transaction
+	forEachRoundBytes = 1 << 20  // metadata bytes ForEachMeta copies per transaction
+	forEachRoundIDs   = 256      // sessions ForEachMeta copies per transaction
+)
+
+// Meta returns a copy of the metadata of session id, or ErrNotFound.
+func (s *Store) Meta(id string) ([]byte, error) {
+	var meta []byte
+	err := s.view(func(tx *bolt.Tx) error {
+		v, ok := lookup(tx.Bucket(bucketSessions), []byte(id))
+		if !ok {
+			return notFound(id)
+		}
+		meta = append([]byte{}, v...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// ForEachMeta calls fn with every session's id and metadata in id order,
+// until fn returns an error, which ForEachMeta then returns. meta is valid
+// only until fn returns.
+//
+// fn runs outside any transaction, so it may call any method of s, Delete
+// included. The walk is not a snapshot: a session created or deleted during
+// it may or may not be seen, and none is seen twice.
+func (s *Store) ForEachMeta(fn func(id string, meta []byte) error) error {
+	var (
+		after []byte // last id handed to fn
+		ids   []string
+		ends  []int // ends[i] is where ids[i]'s metadata ends in arena
+		arena []byte
+	)
+	for {
+		ids, ends, arena = ids[:0], ends[:0], arena[:0]
+		more := false
+		err := s.view(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketSessions).Cursor()
+			k, v := c.First()
+			if after != nil {
+				k, v = c.Seek(after)
+				if k != nil && string(k) == string(after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil; k, v = c.Next() {
+				if len(ids) == forEachRoundIDs || (len(ids) > 0 && len(arena)+len(v) > forEachRoundBytes) {
+					more = true
+					break
+				}
+				ids = append(ids, string(k))
+				arena = append(arena, v...)
+				ends = append(ends, len(arena))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		start := 0
+		for i, id := range ids {
+			// The cap keeps an append by fn from overwriting the next value.
+			if err := fn(id, arena[start:ends[i]:ends[i]]); err != nil {
+				return err
+			}
+			start = ends[i]
+		}
+		if !more {
+			return nil
+		}
+		after = []byte(ids[len(ids)-1])
+	}
+}
+
+// Chunk returns a copy of chunk seq of session id, or ErrNotFound.
+func (s *Store) Chunk(id string, seq uint64) ([]byte, error) {
+	var chunk []byte
+	err := s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketChunks).Bucket([]byte(id))
+		if b == nil {
+			return notFound(id)
+		}
+		v, ok := lookup(b, encodeSeq(seq))
+		if !ok {
+			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, ErrNotFound)
+		}
+		chunk = append([]byte{}, v...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return chunk, nil
+}
+
+// CopyRange writes bytes [off, off+n) of the session's content, the
+// concatenation of its chunks in seq order, to w and returns the number of
+// bytes written. n < 0 means up to the end. A range past the end is cut
+// short without error, as with io.SectionReader; an unknown session is
+// ErrNotFound, and a session without chunks has empty content.
+//
+// The content is copied out in rounds of about 64 KiB, each in its own
+// short transaction, and written to w between them, so memory stays bounded
+// and a slow w never holds up writers. "The end" is the last chunk at the
+// time of the call: chunks appended after it are not copied. Finding off
+// walks the chunks before it, without copying them.
+func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("store: session %q: negative offset %d", id, off)
+	}
+	key := []byte(id)
+	var (
+		written int64
+		buf     []byte
+		next    uint64 // seq of the next chunk to copy
+		last    uint64 // seq of the last chunk to copy
+		skip    int64  // bytes of chunk next before off
+		done    bool
+	)
+	for first := true; !done; first = false {
+		buf = buf[:0]
+		err := s.view(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketChunks).Bucket(key)
+			if b == nil {
+				if !first {
+					return fmt.Errorf("store: session %q deleted during copy: %w", id, ErrNotFound)
+				}
+				if _, ok := lookup(tx.Bucket(bucketSessions), key); !ok {
+					return notFound(id)
+				}
+				done = true
+				return nil
+			}
+			c := b.Cursor()
+			var k, v []byte
+			if first {
+				lk, _ := c.Last()
+				if lk == nil || n == 0 {
+					done = true
+					return nil
+				}
+				last = decodeSeq(lk)
+				k, v, skip = seekOffset(c, off)
+			} else {
+				k, v = c.Seek(encodeSeq(next))
+			}
+			for ; ; k, v = c.Next() {
+				if k == nil || decodeSeq(k) > last {
+					done = true
+					return nil
+				}
+				data := v[skip:]
+				skip = 0
+				if rest := n - written - int64(len(buf)); n >= 0 && int64(len(data)) >= rest {
+					buf = append(buf, data[:rest]...)
+					done = true
+					return nil
+				}
+				buf = append(buf, data...)
+				if seq := decodeSeq(k); seq == last {
+					done = true
+					return nil
+				} else if len(buf) >= copyRoundBytes {
+					next = seq + 1
+					return nil
+				}
+			}
+		})
+		if err != nil {
+			return written, err
+		}
+		if len(buf) > 0 {
+			m, err := w.Write(buf)
+			written += int64(m)
+			if err == nil && m < len(buf) {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// seekOffset positions c on the chunk holding byte off of the content and
+// returns it with the number of its bytes before off. It returns a nil key
+// if the content is no longer than off.
+func seekOffset(c *bolt.Cursor, off int64) (k, v []byte, skip int64) {
+	var pos int64
+	for k, v = c.First(); k != nil; k, v = c.Next() {
+		if pos+int64(len(v)) > off {
+			return k, v, off - pos
+		}
+		pos += int64(len(v))
+	}
+	return nil, nil, 0
+}

@@ -1,0 +1,288 @@
+// Package store is oriond's durable journal: a bbolt file holding, per
+// session, an opaque metadata value and the session's content as numbered
+// chunks.
+//
+// Every write returns only after its transaction is on disk, so a caller may
+// acknowledge data to its client as soon as a write returns. Writes from many
+// goroutines are group-committed: whatever is queued while one commit is
+// syncing goes into the next, so concurrent writers share the cost of the
+// fsyncs instead of queueing behind each other.
+//
+// The package knows nothing about what sessions mean; ids, metadata and
+// chunks are bytes to it.
+//
+// Layout of the file:
+//
+//	meta/schema      -> schema version, 8 bytes big-endian
+//	sessions/<id>    -> metadata
+//	chunks/<id>/<seq> -> chunk; seq is 8 bytes big-endian so that cursor
+//	                     order is sequence order
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// ErrNotFound reports an unknown session id or chunk.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrLocked reports that another process holds the store file open. bbolt's
+// file lock is the daemon's single-instance lock, so this usually means
+// another daemon is running on the same file.
+var ErrLocked = errors.New("store: file is locked by another process")
+
+// ErrClosed reports a call on a Store after Close.
+var ErrClosed = errors.New("store: closed")
+
+// schemaVersion is the on-disk layout this package reads and writes. Bump it
+// only with a migration in Open.
+const schemaVersion = 1
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketSessions = []byte("sessions")
+	bucketChunks   = []byte("chunks")
+	keySchema      = []byte("schema")
+)
+
+const (
+	defaultLockTimeout = 100 * time.Millisecond
+	defaultMaxBatch    = 256
+)
+
+// Options tunes Open. The zero value is ready to use.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file lock before failing with ErrLocked. 0 means 100ms; a negative
+	// value means a single attempt.
+	LockTimeout time.Duration
+
+	// MaxBatch caps the number of writes committed in one transaction. It
+	// bounds the latency a single commit adds to the writers queued behind
+	// it. 0 means 256.
+	MaxBatch int
+}
+
+// Store is an open journal file. Its methods are safe for concurrent use.
+type Store struct {
+	path     string
+	db       *bolt.DB
+	maxBatch int
+
+	// mu orders sends on reqs against Close closing it: senders hold it
+	// for reading, Close for writing.
+	mu     sync.RWMutex
+	closed bool
+	reqs   chan *request
+	done   chan struct{} // closed when the committer has drained reqs
+
+	commits atomic.Uint64
+	writes  atomic.Uint64
+}
+
+// Open opens or creates the journal at path (mode 0600) and starts its
+// committer. If another process has the file open, Open fails after
+// opts.LockTimeout with an error wrapping ErrLocked.
+func Open(path string, opts Options) (*Store, error) {
+	timeout := opts.LockTimeout
+	switch {
+	case timeout == 0:
+		timeout = defaultLockTimeout
+	case timeout < 0:
+		// bbolt treats 0 as "wait forever"; any positive value it has
+		// already exceeded after the first attempt means "try once".
+		timeout = time.Nanosecond
+	}
+	maxBatch := opts.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = defaultMaxBatch
+	}
+
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: timeout,
+		// Not writing the freelist saves a page write per commit and
+		// keeps commits from growing with fragmentation; the cost is a
+		// scan of the tree when the file is opened.
+		NoFreelistSync: true,
+		// The array freelist degrades with fragmentation, which chunk
+		// deletion produces continuously.
+		FreelistType: bolt.FreelistMapType,
+		// A mapping larger than the file means the writer rarely has to
+		// remap, which waits for every open read transaction. It
+		// reserves address space only.
+		InitialMmapSize: initialMmapSize,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := initSchema(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+
+	s := &Store{
+		path:     path,
+		db:       db,
+		maxBatch: maxBatch,
+		reqs:     make(chan *request, maxBatch),
+		done:     make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// initialMmapSize is the address space bbolt maps at Open. See Open.
+const initialMmapSize = 1 << 30
+
+// initSchema creates the buckets of a new file and refuses a file written by
+// an incompatible version. It writes only when something is missing, so
+// reopening an existing file costs no commit.
+func initSchema(db *bolt.DB) error {
+	var ok bool
+	err := db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = checkSchema(tx)
+		return err
+	})
+	if err != nil || ok {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		if ok, err := checkSchema(tx); err != nil || ok {
+			return err
+		}
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keySchema, encodeSeq(schemaVersion)); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketSessions); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketChunks)
+		return err
+	})
+}
+
+// checkSchema reports whether tx holds a complete layout of the current
+// version. A missing or partial layout is not an error: it is a new file.
+func checkSchema(tx *bolt.Tx) (bool, error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return false, nil
+	}
+	v := meta.Get(keySchema)
+	if v == nil {
+		return false, nil
+	}
+	if len(v) != 8 {
+		return false, fmt.Errorf("schema version is %d bytes, want 8: not an oriond store", len(v))
+	}
+	if got := binary.BigEndian.Uint64(v); got != schemaVersion {
+		return false, fmt.Errorf("schema version %d, this build reads version %d: use a matching oriond or move the file aside", got, schemaVersion)
+	}
+	return tx.Bucket(bucketSessions) != nil && tx.Bucket(bucketChunks) != nil, nil
+}
+
+// Path returns the file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close commits the writes already queued, stops the committer and closes
+// the file, releasing its lock. Writes started after Close fail with
+// ErrClosed. Calling Close again returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.reqs)
+	s.mu.Unlock()
+
+	<-s.done
+	return s.db.Close()
+}
+
+// Stats describes the store for status reports and tests.
+type Stats struct {
+	Sessions int   // sessions with metadata
+	Chunks   int   // chunks across all sessions
+	FileSize int64 // bytes the file takes, including space bbolt has reserved but not used
+
+	// Commits and Writes count, since Open, the write transactions
+	// committed and the writes they acknowledged. Writes/Commits is the
+	// average group-commit size.
+	Commits uint64
+	Writes  uint64
+}
+
+// Stats counts sessions and chunks. It reads every session's chunk index, so
+// it is for status reports, not hot paths.
+func (s *Store) Stats() (Stats, error) {
+	st := Stats{Commits: s.commits.Load(), Writes: s.writes.Load()}
+	err := s.view(func(tx *bolt.Tx) error {
+		st.Sessions = tx.Bucket(bucketSessions).Stats().KeyN
+		chunks := tx.Bucket(bucketChunks)
+		return chunks.ForEachBucket(func(id []byte) error {
+			st.Chunks += chunks.Bucket(id).Stats().KeyN
+			return nil
+		})
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return Stats{}, fmt.Errorf("store stats: %w", err)
+	}
+	st.FileSize = fi.Size()
+	return st, nil
+}
+
+// view runs fn in a read transaction, reporting a closed database as
+// ErrClosed rather than bbolt's error.
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	err := s.db.View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+func encodeSeq(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
+}
+
+func decodeSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k) }
+
+// validate rejects what bbolt would reject inside the transaction, so that a
+// bad request fails alone instead of failing the batch it was queued with.
+func validate(id string, values ...[]byte) error {
+	if id == "" {
+		return errors.New("store: empty session id")
+	}
+	if len(id) > bolt.MaxKeySize {
+		return fmt.Errorf("store: session id is %d bytes, limit is %d", len(id), bolt.MaxKeySize)
+	}
+	for _, v := range values {
+		if len(v) > bolt.MaxValueSize {
+			return fmt.Errorf("store: value is %d bytes, limit is %d", len(v), bolt.MaxValueSize)
+		}
+	}
+	return nil
+}

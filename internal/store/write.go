@@ -1,0 +1,111 @@
+package store
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// appendFillPercent packs chunk pages full. Chunks arrive in key order, so
+// the default of one half would only leave every page half empty: twice the
+// pages to write, cache and scan.
+const appendFillPercent = 1.0
+
+// PutMeta stores meta as the metadata of session id, replacing any previous
+// value, and returns once it is durable. It shares commits with concurrent
+// writes.
+func (s *Store) PutMeta(id string, meta []byte) error {
+	if err := validate(id, meta); err != nil {
+		return err
+	}
+	key := []byte(id)
+	return s.write(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSessions).Put(key, meta)
+	})
+}
+
+// Append stores chunk as number seq of session id and replaces the session's
+// metadata with meta, both in one transaction, and returns once that
+// transaction is durable. Concurrent calls share commits.
+//
+// Appending a seq that exists replaces that chunk, so retrying an Append
+// whose outcome is unknown is safe. chunk and meta must not be modified until
+// Append returns.
+func (s *Store) Append(id string, seq uint64, chunk, meta []byte) error {
+	if err := validate(id, chunk, meta); err != nil {
+		return err
+	}
+	key := []byte(id)
+	seqKey := encodeSeq(seq)
+	return s.write(func(tx *bolt.Tx) error {
+		chunks, err := tx.Bucket(bucketChunks).CreateBucketIfNotExists(key)
+		if err != nil {
+			return fmt.Errorf("store: session %q: %w", id, err)
+		}
+		chunks.FillPercent = appendFillPercent
+		if err := chunks.Put(seqKey, chunk); err != nil {
+			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+		}
+		return tx.Bucket(bucketSessions).Put(key, meta)
+	})
+}
+
+// DeleteChunks drops the chunks of session id and keeps its metadata, for
+// sessions that are finished but still reported. Dropping the chunks of a
+// session that has none is not an error; an unknown session is ErrNotFound.
+func (s *Store) DeleteChunks(id string) error {
+	if err := validate(id); err != nil {
+		return err
+	}
+	key := []byte(id)
+	return s.write(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		if chunks.Bucket(key) == nil {
+			if _, ok := lookup(tx.Bucket(bucketSessions), key); !ok {
+				return notFound(id)
+			}
+			return nil
+		}
+		return chunks.DeleteBucket(key)
+	})
+}
+
+// Delete drops session id, metadata and chunks. An unknown session is
+// ErrNotFound.
+func (s *Store) Delete(id string) error {
+	if err := validate(id); err != nil {
+		return err
+	}
+	key := []byte(id)
+	return s.write(func(tx *bolt.Tx) error {
+		sessions, chunks := tx.Bucket(bucketSessions), tx.Bucket(bucketChunks)
+		_, hasMeta := lookup(sessions, key)
+		hasChunks := chunks.Bucket(key) != nil
+		if !hasMeta && !hasChunks {
+			return notFound(id)
+		}
+		if hasChunks {
+			if err := chunks.DeleteBucket(key); err != nil {
+				return err
+			}
+		}
+		if hasMeta {
+			return sessions.Delete(key)
+		}
+		return nil
+	})
+}
+
+func notFound(id string) error {
+	return fmt.Errorf("store: session %q: %w", id, ErrNotFound)
+}
+
+// lookup is Get that tells an empty value from a missing key; bbolt returns
+// nil for both in some cases.
+func lookup(b *bolt.Bucket, key []byte) ([]byte, bool) {
+	k, v := b.Cursor().Seek(key)
+	if k == nil || string(k) != string(key) {
+		return nil, false
+	}
+	return v, true
+}

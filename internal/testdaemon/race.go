@@ -1,0 +1,5 @@
+//go:build race
+
+package testdaemon
+
+const raceEnabled = true

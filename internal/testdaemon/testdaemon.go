@@ -1,0 +1,205 @@
+// Package testdaemon builds the real oriond binary and runs it on a
+// temporary socket and state directory, for integration and crash tests
+// that talk to it over the socket as clients do.
+package testdaemon
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds oriond once per test process (with -race when the tests
+// run with it, so the daemon's own races are caught too) and returns its
+// path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "oriond-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "oriond")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "github.com/orion-agent/orion/daemon/cmd/oriond")
+		cmd := exec.Command("go", args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			buildErr = fmt.Errorf("building oriond: %v\n%s", err, out.String())
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Daemon is one oriond process under test.
+type Daemon struct {
+	t *testing.T
+	// Socket, StateDir and Root (the allowed root, where tests put targets)
+	// are fixed for the Daemon's life, across restarts.
+	Socket   string
+	StateDir string
+	Root     string
+	// Args are extra flags for oriond run.
+	Args   []string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	waitCh chan error
+	logs   *lockedBuffer
+}
+
+// lockedBuffer collects the daemon's output, written by exec's copying
+// goroutines while a test may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Start runs oriond on a fresh socket, state directory and root, and stops
+// it when the test ends.
+func Start(t *testing.T, extraArgs ...string) *Daemon {
+	t.Helper()
+	// Socket paths are limited to ~104 bytes, and t.TempDir() paths carry
+	// the test name, so the socket gets its own short directory.
+	sockDir, err := os.MkdirTemp("", "orion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{
+		t:        t,
+		Socket:   filepath.Join(sockDir, "s", "oriond.sock"),
+		StateDir: filepath.Join(t.TempDir(), "state"),
+		Root:     root,
+		Args:     extraArgs,
+	}
+	d.Restart()
+	t.Cleanup(d.Stop)
+	return d
+}
+
+// Command returns the exec.Cmd that would run oriond with this Daemon's
+// socket, state directory and root, for tests that start it themselves.
+func (d *Daemon) Command(extraArgs ...string) *exec.Cmd {
+	args := append([]string{"run", "--socket", d.Socket, "--state-dir", d.StateDir,
+		"--allow-root", d.Root, "--log-level", "debug"}, d.Args...)
+	args = append(args, extraArgs...)
+	cmd := exec.Command(Binary(d.t), args...)
+	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=")
+	return cmd
+}
+
+// Restart starts oriond (again) and waits until its socket answers.
+func (d *Daemon) Restart() {
+	d.t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd != nil {
+		d.t.Fatal("testdaemon: Restart while the daemon runs; Kill or Stop it first")
+	}
+	cmd := d.Command()
+	d.logs = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = d.logs, d.logs
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.cmd = cmd
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("unix", d.Socket)
+		if err == nil {
+			c.Close()
+			d.waitCh = exited
+			return
+		}
+		select {
+		case err := <-exited:
+			d.cmd = nil
+			d.t.Fatalf("oriond exited before serving: %v\n%s", err, d.logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("oriond did not open %s within 30s\n%s", d.Socket, d.logs.String())
+		}
+	}
+}
+
+// Kill ends oriond with SIGKILL, as a crash would, and waits for it to exit.
+func (d *Daemon) Kill() {
+	d.signal(syscall.SIGKILL, 0)
+}
+
+// Stop ends oriond with SIGTERM, and with SIGKILL if it has not exited
+// after 10s. It is safe to call on a stopped daemon.
+func (d *Daemon) Stop() {
+	d.signal(syscall.SIGTERM, 10*time.Second)
+}
+
+func (d *Daemon) signal(sig syscall.Signal, grace time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil {
+		return
+	}
+	d.cmd.Process.Signal(sig)
+	if grace > 0 {
+		select {
+		case <-d.waitCh:
+			d.cmd = nil
+			return
+		case <-time.After(grace):
+			d.t.Errorf("oriond ignored %v for %s; killing it\n%s", sig, grace, d.logs.String())
+			d.cmd.Process.Kill()
+		}
+	}
+	<-d.waitCh
+	d.cmd = nil
+}
+
+// Logs returns everything oriond printed since its last start.
+func (d *Daemon) Logs() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.logs == nil {
+		return ""
+	}
+	return d.logs.String()
+}

@@ -1,0 +1,106 @@
+package protocol
+
+import "fmt"
+
+// Standard JSON-RPC 2.0 error codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Application error codes, in JSON-RPC's implementation-defined range. Each
+// error also carries a Reason in its data, more specific than the code;
+// clients switch on the code and show or log the reason.
+const (
+	// CodeSessionNotFound: no session has the given id.
+	CodeSessionNotFound = -32001
+	// CodeSessionState: the session's stage does not allow the call (it is
+	// completed, aborted, or past its end marker).
+	CodeSessionState = -32002
+	// CodeSeqGap: the chunk's seq skips ahead of the next expected seq.
+	CodeSeqGap = -32003
+	// CodeSeqConflict: a seq already acknowledged was sent with other bytes.
+	CodeSeqConflict = -32004
+	// CodeTargetExists: create was asked for a file that exists.
+	CodeTargetExists = -32005
+	// CodePathNotAllowed: the target resolves outside every allowed root.
+	CodePathNotAllowed = -32006
+	// CodeInvalidTarget: the target is a directory, a special file, or its
+	// parent directory is missing.
+	CodeInvalidTarget = -32007
+	// CodeTooLarge: a chunk or a session exceeds its size limit.
+	CodeTooLarge = -32008
+	// CodeMarkerMissing: finalize was called before the end marker arrived
+	// and without end_of_input.
+	CodeMarkerMissing = -32009
+	// CodeInvalidOperation: the operation is unknown.
+	CodeInvalidOperation = -32010
+	// CodeIO: the daemon failed to read or write a file or its store.
+	CodeIO = -32011
+)
+
+// Reasons carried in ErrorData.Reason. They are stable strings a client or a
+// model can act on.
+const (
+	ReasonSessionNotFound     = "session_not_found"
+	ReasonSessionClosed       = "session_closed"
+	ReasonMarkerAlreadySeen   = "end_marker_already_seen"
+	ReasonSeqGap              = "seq_gap"
+	ReasonSeqConflict         = "seq_conflict"
+	ReasonSeqZero             = "seq_zero"
+	ReasonTargetExists        = "target_exists"
+	ReasonOutsideRoots        = "outside_allowed_roots"
+	ReasonSymlinkEscape       = "symlink_escape"
+	ReasonRelativePath        = "relative_path_without_workspace_root"
+	ReasonWorkspaceNotAllowed = "workspace_root_not_allowed"
+	ReasonIsDirectory         = "target_is_directory"
+	ReasonSpecialFile         = "target_is_special_file"
+	ReasonParentMissing       = "parent_directory_missing"
+	ReasonChunkTooLarge       = "chunk_too_large"
+	ReasonSessionTooLarge     = "session_too_large"
+	ReasonMarkerMissing       = "end_marker_missing"
+	ReasonUnknownOperation    = "unknown_operation"
+	ReasonMissingField        = "missing_field"
+	ReasonMalformedParams     = "malformed_params"
+	ReasonUnknownMethod       = "unknown_method"
+	ReasonIO                  = "io_error"
+	ReasonInternal            = "internal_error"
+)
+
+// ErrorData is the data object of every application error.
+type ErrorData struct {
+	// Reason is a stable machine-readable string, one of the Reason constants.
+	Reason string `json:"reason"`
+	// The fields below are set where they help the caller recover.
+	SessionID    string   `json:"session_id,omitempty"`
+	Field        string   `json:"field,omitempty"`
+	ExpectedSeq  uint64   `json:"expected_seq,omitempty"`
+	Limit        int64    `json:"limit,omitempty"`
+	Path         string   `json:"path,omitempty"`
+	AllowedRoots []string `json:"allowed_roots,omitempty"`
+	Method       string   `json:"method,omitempty"`
+}
+
+// Error is an application error as it travels over the wire. Both the daemon
+// (to build replies) and clients (to inspect failures) use it.
+type Error struct {
+	Code    int64     `json:"code"`
+	Message string    `json:"message"`
+	Data    ErrorData `json:"data"`
+}
+
+func (e *Error) Error() string {
+	if e.Data.Reason != "" {
+		return fmt.Sprintf("%s (%s, code %d)", e.Message, e.Data.Reason, e.Code)
+	}
+	return fmt.Sprintf("%s (code %d)", e.Message, e.Code)
+}
+
+// Errorf returns an Error with the given code and reason and a formatted
+// message.
+func Errorf(code int64, reason, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Data: ErrorData{Reason: reason}}
+}

@@ -1,0 +1,189 @@
+package protocol
+
+import "time"
+
+// Operation says what a session does to its target file.
+type Operation string
+
+// Operations accepted by session.begin.
+const (
+	// OpCreate writes a new file and fails if the target already exists.
+	OpCreate Operation = "create"
+	// OpOverwrite replaces the whole file, creating it if absent.
+	OpOverwrite Operation = "overwrite"
+	// OpAppend adds the content to the end of the file, creating it if absent.
+	OpAppend Operation = "append"
+)
+
+// Operations lists the operations the daemon accepts, in documentation order.
+var Operations = []Operation{OpCreate, OpOverwrite, OpAppend}
+
+// Stage is where a session stands in its lifecycle.
+type Stage string
+
+// Session stages. A session moves awaiting_content -> streaming ->
+// finalizing -> completed, or ends aborted.
+const (
+	StageAwaitingContent Stage = "awaiting_content"
+	StageStreaming       Stage = "streaming"
+	StageFinalizing      Stage = "finalizing"
+	StageCompleted       Stage = "completed"
+	StageAborted         Stage = "aborted"
+)
+
+// Open reports whether a session in this stage still accepts content or a
+// finalize.
+func (s Stage) Open() bool {
+	return s == StageAwaitingContent || s == StageStreaming || s == StageFinalizing
+}
+
+// BeginParams are the params of session.begin. They mirror the arguments of
+// the WritePlanTool_begin tool call, plus client-side options.
+type BeginParams struct {
+	// Intent is a short human description of the write, kept for listings.
+	Intent string `json:"intent,omitempty"`
+	// TargetFile is absolute, or relative to WorkspaceRoot.
+	TargetFile string `json:"target_file"`
+	// Operation is one of create, overwrite, append.
+	Operation Operation `json:"operation"`
+	// WorkspaceRoot is the directory a relative TargetFile resolves against.
+	// It must itself lie inside an allowed root.
+	WorkspaceRoot string `json:"workspace_root,omitempty"`
+}
+
+// BeginResult is the result of session.begin.
+type BeginResult struct {
+	SessionID string `json:"session_id"`
+	Stage     Stage  `json:"stage"`
+	// EndMarker is the line the content must end with, on a line of its own.
+	EndMarker string `json:"end_marker"`
+	// Instructions is the text to give the model as the tool result.
+	Instructions string `json:"instructions"`
+	// TargetFile is the resolved absolute path that finalize will write.
+	TargetFile string    `json:"target_file"`
+	Operation  Operation `json:"operation"`
+}
+
+// AppendParams are the params of session.append.
+type AppendParams struct {
+	SessionID string `json:"session_id"`
+	// Seq is 1 for a session's first chunk and one more for each next chunk.
+	Seq uint64 `json:"seq"`
+	// Chunk is the next piece of content. Clients split on UTF-8 character
+	// boundaries.
+	Chunk string `json:"chunk"`
+}
+
+// AppendResult is the result of session.append. It is sent only after the
+// chunk has been committed to the journal.
+type AppendResult struct {
+	SessionID string `json:"session_id"`
+	Seq       uint64 `json:"seq"`
+	// Duplicate is true when this seq had already been acknowledged with the
+	// same bytes; nothing was stored twice.
+	Duplicate bool  `json:"duplicate,omitempty"`
+	Stage     Stage `json:"stage"`
+	// Bytes and Lines count the content received so far, excluding the end
+	// marker line and anything after it.
+	Bytes int64 `json:"bytes"`
+	Lines int64 `json:"lines"`
+	// EndMarkerSeen is true once the end marker stands on a line of its own.
+	// A marker at the very end of the input, not yet followed by a newline,
+	// counts as seen; more text on that line would revoke it.
+	EndMarkerSeen bool `json:"end_marker_seen"`
+	// TrailingBytes counts bytes received after the end marker line; they are
+	// never written.
+	TrailingBytes int64 `json:"trailing_bytes,omitempty"`
+}
+
+// FinalizeParams are the params of session.finalize.
+type FinalizeParams struct {
+	SessionID string `json:"session_id"`
+	// EndOfInput says the client reached the end of its input (a file or
+	// stdin, not a model stream), so the content is complete without an end
+	// marker.
+	EndOfInput bool `json:"end_of_input,omitempty"`
+}
+
+// FinalizeResult is the result of session.finalize: a summary, never the
+// content.
+type FinalizeResult struct {
+	SessionID  string    `json:"session_id"`
+	Stage      Stage     `json:"stage"`
+	TargetFile string    `json:"target_file"`
+	Operation  Operation `json:"operation"`
+	// Bytes, Lines and SHA256 describe the content this session wrote.
+	Bytes  int64  `json:"bytes"`
+	Lines  int64  `json:"lines"`
+	SHA256 string `json:"sha256"`
+	// FileBytes and FileSHA256 describe the whole file after the write; they
+	// differ from Bytes and SHA256 only for append.
+	FileBytes  int64  `json:"file_bytes"`
+	FileSHA256 string `json:"file_sha256"`
+	// EndMarkerSeen is false when the session was finalized on end_of_input.
+	EndMarkerSeen bool `json:"end_marker_seen"`
+	// TrailingBytes and TrailingPreview report text after the end marker,
+	// which was not written.
+	TrailingBytes   int64  `json:"trailing_bytes,omitempty"`
+	TrailingPreview string `json:"trailing_preview,omitempty"`
+	// Mode is the file mode of the written file, in octal.
+	Mode string `json:"mode"`
+}
+
+// SessionIDParams are the params of methods that name one session.
+type SessionIDParams struct {
+	SessionID string `json:"session_id"`
+}
+
+// ListParams are the params of session.list.
+type ListParams struct {
+	// All includes completed and aborted sessions; by default only open
+	// sessions are listed.
+	All bool `json:"all,omitempty"`
+}
+
+// SessionInfo describes one session, as returned by session.get and
+// session.list.
+type SessionInfo struct {
+	SessionID     string    `json:"session_id"`
+	Intent        string    `json:"intent,omitempty"`
+	TargetFile    string    `json:"target_file"`
+	Operation     Operation `json:"operation"`
+	Stage         Stage     `json:"stage"`
+	EndMarker     string    `json:"end_marker"`
+	LastSeq       uint64    `json:"last_seq"`
+	Bytes         int64     `json:"bytes"`
+	Lines         int64     `json:"lines"`
+	EndMarkerSeen bool      `json:"end_marker_seen"`
+	TrailingBytes int64     `json:"trailing_bytes,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	// Result is set once the session completed.
+	Result *FinalizeResult `json:"result,omitempty"`
+}
+
+// ListResult is the result of session.list.
+type ListResult struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// AbortResult is the result of session.abort.
+type AbortResult struct {
+	SessionID string `json:"session_id"`
+	Stage     Stage  `json:"stage"`
+}
+
+// StatusResult is the result of daemon.status.
+type StatusResult struct {
+	Version         string    `json:"version"`
+	ProtocolVersion int       `json:"protocol_version"`
+	PID             int       `json:"pid"`
+	Socket          string    `json:"socket"`
+	StateDir        string    `json:"state_dir"`
+	AllowedRoots    []string  `json:"allowed_roots"`
+	StartedAt       time.Time `json:"started_at"`
+	OpenSessions    int       `json:"open_sessions"`
+	MaxChunkBytes   int64     `json:"max_chunk_bytes"`
+	MaxSessionBytes int64     `json:"max_session_bytes"`
+	Methods         []string  `json:"methods"`
+}

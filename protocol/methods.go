@@ -20,6 +20,8 @@ var Methods = []string{
 	MethodSessionAbort,
 	MethodSessionGet,
 	MethodSessionList,
+	MethodSessionResume,
+	MethodSessionContinue,
 	MethodDaemonStatus,
 	MethodToolsDefinitions,
 }

@@ -49,6 +49,17 @@ type BeginParams struct {
 	// WorkspaceRoot is the directory a relative TargetFile resolves against.
 	// It must itself lie inside an allowed root.
 	WorkspaceRoot string `json:"workspace_root,omitempty"`
+	// IdleMS is how long without a chunk before session.idle is sent
+	// (default 2000); AutoFinalizeMS how long before the session ends as
+	// truncated. Zero takes the daemon's defaults.
+	IdleMS         int64 `json:"idle_ms,omitempty"`
+	AutoFinalizeMS int64 `json:"auto_finalize_ms,omitempty"`
+	// ExpectedLines and ExpectedBytes, when given, are compared with what
+	// arrived; a mismatch at the marker is reported as possible truncation.
+	ExpectedLines int64 `json:"expected_lines,omitempty"`
+	ExpectedBytes int64 `json:"expected_bytes,omitempty"`
+	// ContinuesSession names a truncated session this one continues.
+	ContinuesSession string `json:"continues_session,omitempty"`
 }
 
 // BeginResult is the result of session.begin.
@@ -103,6 +114,8 @@ type FinalizeParams struct {
 	// stdin, not a model stream), so the content is complete without an end
 	// marker.
 	EndOfInput bool `json:"end_of_input,omitempty"`
+	// Force writes even though the target changed since the session began.
+	Force bool `json:"force,omitempty"`
 }
 
 // FinalizeResult is the result of session.finalize: a summary, never the

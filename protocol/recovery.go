@@ -1,0 +1,91 @@
+package protocol
+
+// Methods, stages and notifications for recovery, idle handling and
+// truncation (issue: nothing acknowledged is ever lost).
+const (
+	MethodSessionResume   = "session.resume"
+	MethodSessionContinue = "session.continue"
+
+	// NotifySessionIdle is sent to a session's client when no chunk arrived
+	// for the session's idle period.
+	NotifySessionIdle = "session.idle"
+	// NotifySessionTruncated is sent when a session ends without its marker
+	// after the auto-finalize timeout.
+	NotifySessionTruncated = "session.truncated"
+	// NotifySessionFinalized is sent when a session completes.
+	NotifySessionFinalized = "session.finalized"
+	// NotifySessionConflict is sent when the target changed on disk while
+	// the session was open.
+	NotifySessionConflict = "session.conflict"
+)
+
+// Stages added for recovery and validation.
+const (
+	// StageTruncated: the session ended without its end marker; its content
+	// is kept whole in the store and can be continued.
+	StageTruncated Stage = "truncated"
+	// StageNeedsCorrections: validation refused the content; it is kept with
+	// the errors for a corrected attempt.
+	StageNeedsCorrections Stage = "needs_corrections"
+	// StageExpired: abandoned longer than the retention period.
+	StageExpired Stage = "expired"
+)
+
+// ResumeResult tells a client where a session stands after a crash or a
+// disconnect, so it continues without loss or duplication.
+type ResumeResult struct {
+	SessionID     string    `json:"session_id"`
+	Stage         Stage     `json:"stage"`
+	TargetFile    string    `json:"target_file"`
+	Operation     Operation `json:"operation"`
+	EndMarker     string    `json:"end_marker"`
+	LastSeq       uint64    `json:"last_seq"`
+	NextSeq       uint64    `json:"next_seq"`
+	Bytes         int64     `json:"bytes"`
+	Lines         int64     `json:"lines"`
+	EndMarkerSeen bool      `json:"end_marker_seen"`
+	// Tail is the last lines of the content received, for a model to pick
+	// up where it stopped.
+	Tail string `json:"tail"`
+	// ContinuePrompt is the sentence to give the model to continue.
+	ContinuePrompt string `json:"continue_prompt"`
+}
+
+// IdleNotification is the params of session.idle.
+type IdleNotification struct {
+	SessionID string `json:"session_id"`
+	IdleMS    int64  `json:"idle_ms"`
+	EndMarker string `json:"end_marker"`
+	// Prompt is the text to give the model.
+	Prompt string `json:"prompt"`
+}
+
+// TruncationContext is what a client needs to make the model continue a
+// session that ended without its marker.
+type TruncationContext struct {
+	SessionID  string `json:"session_id"`
+	TargetFile string `json:"target_file"`
+	Lines      int64  `json:"lines"`
+	Bytes      int64  `json:"bytes"`
+	Tail       string `json:"tail"`
+	// ContinuePrompt is the exact sentence for the model, e.g. "Continue
+	// writing src/app.go from line 120 ...".
+	ContinuePrompt string `json:"continue_prompt"`
+	// IncompleteFile is set when the policy wrote the content to a
+	// <target>.incomplete sibling.
+	IncompleteFile string `json:"incomplete_file,omitempty"`
+}
+
+// ContinueParams are the params of session.continue: open a session chained
+// to one that ended truncated.
+type ContinueParams struct {
+	SessionID string `json:"session_id"`
+}
+
+// ConflictNotification is the params of session.conflict.
+type ConflictNotification struct {
+	SessionID  string `json:"session_id"`
+	TargetFile string `json:"target_file"`
+	// Event is "write", "rename", "remove" or "hash_changed".
+	Event string `json:"event"`
+}

@@ -34,7 +34,12 @@ type Config struct {
 	AllowRoots      []string
 	MaxChunkBytes   int64
 	MaxSessionBytes int64
-	Logger          *slog.Logger
+	// IdleTimeout, AutoFinalize and TruncationPolicy are the defaults for
+	// sessions that do not set their own.
+	IdleTimeout      time.Duration
+	AutoFinalize     time.Duration
+	TruncationPolicy protocol.TruncationPolicy
+	Logger           *slog.Logger
 }
 
 // Validate reports the first setting that cannot work, naming it.
@@ -50,6 +55,11 @@ func (c *Config) Validate() error {
 	}
 	if len(c.AllowRoots) == 0 {
 		return errors.New("allow-root: no allowed root; give at least one directory")
+	}
+	switch c.TruncationPolicy {
+	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
+	default:
+		return fmt.Errorf("truncation-policy: %q is not keep, incomplete_file or write_with_note", c.TruncationPolicy)
 	}
 	return nil
 }
@@ -92,16 +102,22 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer st.Close()
 
+	owners := newOwners(log)
 	mgr, err := session.New(session.Config{
-		Store:           st,
-		Guard:           guard,
-		MaxChunkBytes:   cfg.MaxChunkBytes,
-		MaxSessionBytes: cfg.MaxSessionBytes,
-		Logger:          log,
+		Store:            st,
+		Guard:            guard,
+		MaxChunkBytes:    cfg.MaxChunkBytes,
+		MaxSessionBytes:  cfg.MaxSessionBytes,
+		IdleTimeout:      cfg.IdleTimeout,
+		AutoFinalize:     cfg.AutoFinalize,
+		TruncationPolicy: cfg.TruncationPolicy,
+		Logger:           log,
+		Notify:           owners.notify,
 	})
 	if err != nil {
 		return err
 	}
+	defer mgr.Close()
 	ln, err := listen(cfg.Socket)
 	if err != nil {
 		return err
@@ -115,6 +131,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		mgr:      mgr,
 		log:      log,
 		order:    newSessionOrder(),
+		owners:   owners,
 		inflight: &inflight,
 		status: func() protocol.StatusResult {
 			return protocol.StatusResult{
@@ -182,6 +199,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) e
 			mu.Lock()
 			delete(conns, conn)
 			mu.Unlock()
+			h.owners.drop(conn)
 		}()
 	}
 	mu.Lock()

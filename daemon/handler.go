@@ -21,6 +21,7 @@ type handler struct {
 	status func() protocol.StatusResult
 	log    *slog.Logger
 	order  *sessionOrder
+	owners *owners
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
@@ -48,6 +49,9 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		}
 		start := time.Now()
 		result, err := h.dispatch(req)
+		if err == nil {
+			h.owners.claim(ownedSession(result), conn)
+		}
 		if err != nil {
 			rpcErr := toRPCError(err)
 			h.log.Debug("request failed", "method", req.Method, "code", rpcErr.Code, "err", rpcErr.Message)
@@ -66,7 +70,8 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 // sessionKey peeks at the session a request is about, for ordering.
 func sessionKey(req *jsonrpc2.Request) string {
 	switch req.Method {
-	case protocol.MethodSessionAppend, protocol.MethodSessionFinalize, protocol.MethodSessionAbort:
+	case protocol.MethodSessionAppend, protocol.MethodSessionFinalize, protocol.MethodSessionAbort,
+		protocol.MethodSessionResume, protocol.MethodSessionContinue:
 	default:
 		return ""
 	}
@@ -78,6 +83,20 @@ func sessionKey(req *jsonrpc2.Request) string {
 		return ""
 	}
 	return p.SessionID
+}
+
+// ownedSession names the session a successful request makes this
+// connection the driver of.
+func ownedSession(result any) string {
+	switch r := result.(type) {
+	case protocol.BeginResult:
+		return r.SessionID
+	case protocol.AppendResult:
+		return r.SessionID
+	case protocol.ResumeResult:
+		return r.SessionID
+	}
+	return ""
 }
 
 func (h *handler) dispatch(req *jsonrpc2.Request) (any, error) {
@@ -118,6 +137,18 @@ func (h *handler) dispatch(req *jsonrpc2.Request) (any, error) {
 			return nil, err
 		}
 		return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
+	case protocol.MethodSessionResume:
+		var p protocol.SessionIDParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.Resume(p.SessionID)
+	case protocol.MethodSessionContinue:
+		var p protocol.ContinueParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.Continue(p.SessionID)
 	case protocol.MethodDaemonStatus:
 		return h.status(), nil
 	case protocol.MethodToolsDefinitions:

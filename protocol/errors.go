@@ -40,6 +40,9 @@ const (
 	CodeInvalidOperation = -32010
 	// CodeIO: the daemon failed to read or write a file or its store.
 	CodeIO = -32011
+	// CodeTargetChanged: the target changed on disk since the session
+	// began; finalize with force to write anyway.
+	CodeTargetChanged = -32012
 )
 
 // Reasons carried in ErrorData.Reason. They are stable strings a client or a
@@ -66,6 +69,9 @@ const (
 	ReasonMissingField        = "missing_field"
 	ReasonMalformedParams     = "malformed_params"
 	ReasonUnknownMethod       = "unknown_method"
+	ReasonTargetChanged       = "target_changed"
+	ReasonNotTruncated        = "session_not_truncated"
+	ReasonAlreadyContinued    = "session_already_continued"
 	ReasonIO                  = "io_error"
 	ReasonInternal            = "internal_error"
 )

@@ -58,8 +58,33 @@ type BeginParams struct {
 	// arrived; a mismatch at the marker is reported as possible truncation.
 	ExpectedLines int64 `json:"expected_lines,omitempty"`
 	ExpectedBytes int64 `json:"expected_bytes,omitempty"`
-	// ContinuesSession names a truncated session this one continues.
-	ContinuesSession string `json:"continues_session,omitempty"`
+	// TruncationPolicy says what happens to content that ends without its
+	// marker at the auto-finalize timeout; empty takes the daemon default.
+	TruncationPolicy TruncationPolicy `json:"truncation_policy,omitempty"`
+}
+
+// TruncationPolicy is what the daemon does with content that never received
+// its end marker.
+type TruncationPolicy string
+
+// Truncation policies. Under every one the content also stays in the store,
+// whole and continuable.
+const (
+	// TruncationKeep writes nothing.
+	TruncationKeep TruncationPolicy = "keep"
+	// TruncationIncompleteFile writes the content to a <target>.incomplete
+	// sibling, never over the target.
+	TruncationIncompleteFile TruncationPolicy = "incomplete_file"
+	// TruncationWriteWithNote writes the content over the target followed by
+	// a line saying it was cut off.
+	TruncationWriteWithNote TruncationPolicy = "write_with_note"
+)
+
+// Warning is something a finalize noticed that did not stop the write.
+type Warning struct {
+	// Code is stable, e.g. "possible_truncation".
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // BeginResult is the result of session.begin.
@@ -141,6 +166,10 @@ type FinalizeResult struct {
 	TrailingPreview string `json:"trailing_preview,omitempty"`
 	// Mode is the file mode of the written file, in octal.
 	Mode string `json:"mode"`
+	// ContinuedSessions lists the truncated sessions whose content this
+	// session's write included, oldest first.
+	ContinuedSessions []string  `json:"continued_sessions,omitempty"`
+	Warnings          []Warning `json:"warnings,omitempty"`
 }
 
 // SessionIDParams are the params of methods that name one session.
@@ -173,6 +202,12 @@ type SessionInfo struct {
 	UpdatedAt     time.Time `json:"updated_at"`
 	// Result is set once the session completed.
 	Result *FinalizeResult `json:"result,omitempty"`
+	// Truncation is set once the session ended truncated.
+	Truncation *TruncationContext `json:"truncation,omitempty"`
+	// Conflict names the external change seen on the target, if any.
+	Conflict         string `json:"conflict,omitempty"`
+	ContinuesSession string `json:"continues_session,omitempty"`
+	ContinuedBy      string `json:"continued_by,omitempty"`
 }
 
 // ListResult is the result of session.list.

@@ -1,19 +1,15 @@
 // Package session is oriond's engine: the write-session state machine, the
-// end-marker scanner, and the journal-backed append and finalize paths. It
-// knows nothing about sockets or JSON-RPC; the daemon decodes requests and
-// calls it.
+// end-marker scanner, and the journal-backed append and finalize paths, with
+// idle prompts, truncation, continuation and crash recovery. It knows
+// nothing about sockets or JSON-RPC; the daemon decodes requests and calls it.
 package session
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -21,31 +17,47 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/clock"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
 
-// Defaults for Config's limits.
+// Defaults for Config.
 const (
 	DefaultMaxChunkBytes   = 1 << 20
 	DefaultMaxSessionBytes = 256 << 20
+	DefaultIdleTimeout     = 2 * time.Second
+	DefaultAutoFinalize    = 30 * time.Second
 )
 
-// trailingPreviewBytes bounds the text after the marker echoed back to the
-// client, so a chatty model cannot make a summary large.
-const trailingPreviewBytes = 200
+// Notifier delivers a notification to the client that drives a session.
+type Notifier func(sessionID, method string, params any)
 
-// Config holds the Manager's collaborators and limits.
+// TargetWatcher is told which targets have open sessions, so it can report
+// external changes to them through Manager.TargetChanged.
+type TargetWatcher interface {
+	Add(path string) error
+	Remove(path string)
+}
+
+// Config holds the Manager's collaborators, limits and timeouts.
 type Config struct {
 	Store           *store.Store
 	Guard           *pathguard.Guard
 	MaxChunkBytes   int64
 	MaxSessionBytes int64
-	Logger          *slog.Logger
-	// Now and NewID are injected so tests control time and ids.
-	Now   func() time.Time
+	// IdleTimeout is how long without a chunk before session.idle;
+	// AutoFinalize how long before a session without its marker ends as
+	// truncated. Sessions may ask for their own.
+	IdleTimeout      time.Duration
+	AutoFinalize     time.Duration
+	TruncationPolicy protocol.TruncationPolicy
+	Logger           *slog.Logger
+	Notify           Notifier
+	Watcher          TargetWatcher
+	// Clock and NewID are injected so tests control time and ids.
+	Clock clock.Clock
 	NewID func() string
 }
 
@@ -57,14 +69,20 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*entry
+	closed   bool
 }
 
 type entry struct {
 	mu  sync.Mutex
 	rec record
+	// Timers for the idle prompt and auto-finalize; reset by every chunk.
+	idle, auto clock.Timer
+	// watching is true while the target is registered with the watcher.
+	watching bool
 }
 
-// New loads every journaled session from the store.
+// New loads every journaled session from the store, finishes or rolls back
+// finalizes a crash interrupted, and restarts the timers of open sessions.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Store == nil || cfg.Guard == nil {
 		return nil, errors.New("session: Config needs a Store and a Guard")
@@ -75,14 +93,26 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxSessionBytes <= 0 {
 		cfg.MaxSessionBytes = DefaultMaxSessionBytes
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.AutoFinalize <= 0 {
+		cfg.AutoFinalize = DefaultAutoFinalize
+	}
+	if cfg.TruncationPolicy == "" {
+		cfg.TruncationPolicy = protocol.TruncationKeep
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = uuid.NewString
+	}
+	if cfg.Notify == nil {
+		cfg.Notify = func(string, string, any) {}
 	}
 	m := &Manager{cfg: cfg, sessions: make(map[string]*entry)}
 	err := cfg.Store.ForEachMeta(func(id string, meta []byte) error {
@@ -99,7 +129,34 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading sessions: %w", err)
 	}
+	for _, e := range m.sessions {
+		m.recover(e)
+	}
 	return m, nil
+}
+
+// Close stops every timer and watch; the store stays open for its owner
+// to close.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	entries := m.entries()
+	m.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		m.stopTimers(e)
+		m.unwatch(e)
+		e.mu.Unlock()
+	}
+}
+
+// entries returns every entry; m.mu must be held.
+func (m *Manager) entries() []*entry {
+	es := make([]*entry, 0, len(m.sessions))
+	for _, e := range m.sessions {
+		es = append(es, e)
+	}
+	return es
 }
 
 // Limits returns the chunk and session size limits in force.
@@ -154,48 +211,72 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 	if p.TargetFile == "" {
 		return protocol.BeginResult{}, missingField("target_file")
 	}
+	switch p.TruncationPolicy {
+	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
+	default:
+		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
+			"unknown truncation_policy %q; use keep, incomplete_file or write_with_note", p.TruncationPolicy)
+		e.Data.Field = "truncation_policy"
+		return protocol.BeginResult{}, e
+	}
 	target, err := m.cfg.Guard.Resolve(p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
 		return protocol.BeginResult{}, pathError(err)
 	}
-	baseHash, exists, err := hashFile(target)
+	base, err := statTarget(target)
 	if err != nil {
 		return protocol.BeginResult{}, ioError("", "reading the current target", err)
 	}
-	if exists && p.Operation == protocol.OpCreate {
+	if base.exists && p.Operation == protocol.OpCreate {
 		return protocol.BeginResult{}, targetExists(target)
 	}
-
-	now := m.cfg.Now()
+	now := m.cfg.Clock.Now()
 	id := m.cfg.NewID()
 	r := record{
-		ID:            id,
-		Intent:        p.Intent,
-		RequestedPath: p.TargetFile,
-		WorkspaceRoot: p.WorkspaceRoot,
-		Target:        target,
-		Operation:     p.Operation,
-		Stage:         protocol.StageAwaitingContent,
-		Scanner:       NewScanner(EndMarker(id)),
-		BaseExists:    exists,
-		BaseSHA256:    baseHash,
-		CreatedAt:     now,
-		UpdatedAt:     now,
+		ID:               id,
+		Intent:           p.Intent,
+		RequestedPath:    p.TargetFile,
+		WorkspaceRoot:    p.WorkspaceRoot,
+		Target:           target,
+		Operation:        p.Operation,
+		Stage:            protocol.StageAwaitingContent,
+		Scanner:          NewScanner(EndMarker(id)),
+		BaseExists:       base.exists,
+		BaseSize:         base.size,
+		BaseSHA256:       base.sha256,
+		IdleMS:           p.IdleMS,
+		AutoFinalizeMS:   p.AutoFinalizeMS,
+		ExpectedLines:    p.ExpectedLines,
+		ExpectedBytes:    p.ExpectedBytes,
+		TruncationPolicy: p.TruncationPolicy,
+		CreatedAt:        now,
+		UpdatedAt:        now,
 	}
-	if err := m.put(&r); err != nil {
+	return m.open(&r, p.TargetFile)
+}
+
+// open journals a new session record and starts its timers and watch.
+func (m *Manager) open(r *record, shownTarget string) (protocol.BeginResult, error) {
+	if err := m.put(r); err != nil {
 		return protocol.BeginResult{}, err
 	}
+	e := &entry{rec: *r}
 	m.mu.Lock()
-	m.sessions[id] = &entry{rec: r}
+	m.sessions[r.ID] = e
 	m.mu.Unlock()
-	m.cfg.Logger.Info("session begun", "session", id, "target", target, "operation", p.Operation)
+	e.mu.Lock()
+	m.watch(e)
+	m.resetTimers(e)
+	e.mu.Unlock()
+	m.cfg.Logger.Info("session begun", "session", r.ID, "target", r.Target, "operation", r.Operation,
+		"continues", r.ContinuesSession)
 	return protocol.BeginResult{
-		SessionID:    id,
+		SessionID:    r.ID,
 		Stage:        r.Stage,
 		EndMarker:    r.Scanner.Marker,
-		Instructions: Instructions(p.TargetFile, p.Operation, r.Scanner.Marker),
-		TargetFile:   target,
-		Operation:    p.Operation,
+		Instructions: Instructions(shownTarget, r.Operation, r.Scanner.Marker),
+		TargetFile:   r.Target,
+		Operation:    r.Operation,
 	}, nil
 }
 
@@ -230,20 +311,13 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := &e.rec
-	if r.Stage != protocol.StageAwaitingContent && r.Stage != protocol.StageStreaming {
-		return protocol.AppendResult{}, closed(r)
+	if p.Seq <= r.LastSeq && r.Stage != protocol.StageAborted && r.Stage != protocol.StageExpired {
+		// A retry of an acknowledged chunk is answered even after the
+		// session moved on, so a client that lost the ack is not confused.
+		return m.duplicate(r, p)
 	}
-	if p.Seq <= r.LastSeq {
-		stored, err := m.cfg.Store.Chunk(r.ID, p.Seq)
-		if err != nil {
-			return protocol.AppendResult{}, ioError(r.ID, "reading an acknowledged chunk", err)
-		}
-		if !bytes.Equal(stored, []byte(p.Chunk)) {
-			return protocol.AppendResult{}, seqConflict(r.ID, p.Seq, r.LastSeq+1)
-		}
-		res := appendResult(r, p.Seq)
-		res.Duplicate = true
-		return res, nil
+	if !r.acceptsContent() {
+		return protocol.AppendResult{}, closed(r)
 	}
 	if p.Seq != r.LastSeq+1 {
 		return protocol.AppendResult{}, seqGap(r.ID, p.Seq, r.LastSeq+1)
@@ -254,12 +328,11 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		err.Data.SessionID = r.ID
 		return protocol.AppendResult{}, err
 	}
-
 	next := *r
 	next.Scanner.Feed([]byte(p.Chunk))
 	next.LastSeq = p.Seq
 	next.Stage = protocol.StageStreaming
-	next.UpdatedAt = m.cfg.Now()
+	next.UpdatedAt = m.cfg.Clock.Now()
 	meta, err := next.marshal()
 	if err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
@@ -268,7 +341,27 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	*r = next
+	m.resetTimers(e)
 	return appendResult(r, p.Seq), nil
+}
+
+func (m *Manager) duplicate(r *record, p protocol.AppendParams) (protocol.AppendResult, error) {
+	stored, err := m.cfg.Store.Chunk(r.ID, p.Seq)
+	if errors.Is(err, store.ErrNotFound) {
+		// The chunks of a finished session are gone; its ack stands.
+		res := appendResult(r, p.Seq)
+		res.Duplicate = true
+		return res, nil
+	}
+	if err != nil {
+		return protocol.AppendResult{}, ioError(r.ID, "reading an acknowledged chunk", err)
+	}
+	if !bytes.Equal(stored, []byte(p.Chunk)) {
+		return protocol.AppendResult{}, seqConflict(r.ID, p.Seq, r.LastSeq+1)
+	}
+	res := appendResult(r, p.Seq)
+	res.Duplicate = true
+	return res, nil
 }
 
 func appendResult(r *record, seq uint64) protocol.AppendResult {
@@ -276,158 +369,14 @@ func appendResult(r *record, seq uint64) protocol.AppendResult {
 		SessionID:     r.ID,
 		Seq:           seq,
 		Stage:         r.Stage,
-		Bytes:         r.Scanner.ContentLen(),
-		Lines:         r.Scanner.Lines(),
+		Bytes:         r.contentBytes(),
+		Lines:         r.contentLines(),
 		EndMarkerSeen: r.Scanner.MarkerSeen(),
 		TrailingBytes: r.Scanner.TrailingLen(),
 	}
 }
 
-// Finalize writes the session's content to its target atomically and
-// returns a summary. The content is streamed from the journal into a temp
-// file, never held whole in memory.
-func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
-	e, err := m.lookup(p.SessionID)
-	if err != nil {
-		return protocol.FinalizeResult{}, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := &e.rec
-	if !r.Stage.Open() {
-		return protocol.FinalizeResult{}, closed(r)
-	}
-	if !r.Scanner.MarkerSeen() && !p.EndOfInput {
-		return protocol.FinalizeResult{}, markerMissing(r)
-	}
-	// The path was checked at begin; check again, because a directory on
-	// the way may have been swapped for a symlink since.
-	target, err := m.cfg.Guard.Resolve(r.Target, "")
-	if err != nil {
-		return protocol.FinalizeResult{}, pathError(err)
-	}
-	if target != r.Target {
-		e := protocol.Errorf(protocol.CodePathNotAllowed, protocol.ReasonSymlinkEscape,
-			"%s now resolves to %s: a symlink changed since the session began; begin a new session", r.Target, target)
-		e.Data.Path = r.Target
-		return protocol.FinalizeResult{}, e
-	}
-
-	prev := r.Stage
-	r.Stage = protocol.StageFinalizing
-	r.UpdatedAt = m.cfg.Now()
-	if err := m.put(r); err != nil {
-		r.Stage = prev
-		return protocol.FinalizeResult{}, err
-	}
-	res, err := m.write(r)
-	if err != nil {
-		// Nothing was written, and the content is still journaled: the
-		// session stays finalizable.
-		r.Stage = protocol.StageStreaming
-		if perr := m.put(r); perr != nil {
-			m.cfg.Logger.Error("recording a failed finalize", "session", r.ID, "err", perr)
-		}
-		return protocol.FinalizeResult{}, err
-	}
-	r.Stage = protocol.StageCompleted
-	r.Result = &res
-	r.UpdatedAt = m.cfg.Now()
-	if err := m.put(r); err != nil {
-		return protocol.FinalizeResult{}, err
-	}
-	// The summary is what a finished session keeps; its content is on disk.
-	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
-		m.cfg.Logger.Warn("dropping chunks of a finished session", "session", r.ID, "err", err)
-	}
-	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
-		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
-	return res, nil
-}
-
-func (m *Manager) write(r *record) (protocol.FinalizeResult, error) {
-	contentLen := r.Scanner.ContentLen()
-	mode := atomicfile.Replace
-	if r.Operation == protocol.OpCreate {
-		mode = atomicfile.CreateNew
-	}
-	content := sha256.New()
-	fill := func(w io.Writer) error {
-		if r.Operation == protocol.OpAppend {
-			if err := copyExisting(w, r.Target); err != nil {
-				return err
-			}
-		}
-		n, err := m.cfg.Store.CopyRange(r.ID, io.MultiWriter(w, content), 0, contentLen)
-		if err != nil {
-			return fmt.Errorf("streaming the journal: %w", err)
-		}
-		if n != contentLen {
-			return fmt.Errorf("journal holds %d content bytes, expected %d", n, contentLen)
-		}
-		return nil
-	}
-	written, err := atomicfile.Write(r.Target, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
-	if errors.Is(err, atomicfile.ErrExists) {
-		return protocol.FinalizeResult{}, targetExists(r.Target)
-	}
-	if err != nil {
-		return protocol.FinalizeResult{}, ioError(r.ID, "writing "+r.Target, err)
-	}
-	res := protocol.FinalizeResult{
-		SessionID:     r.ID,
-		Stage:         protocol.StageCompleted,
-		TargetFile:    r.Target,
-		Operation:     r.Operation,
-		Bytes:         contentLen,
-		Lines:         r.Scanner.Lines(),
-		SHA256:        hex.EncodeToString(content.Sum(nil)),
-		FileBytes:     written.Bytes,
-		FileSHA256:    written.SHA256,
-		EndMarkerSeen: r.Scanner.MarkerSeen(),
-		TrailingBytes: r.Scanner.TrailingLen(),
-		Mode:          fmt.Sprintf("%#o", written.Mode.Perm()),
-	}
-	if res.TrailingBytes > 0 {
-		var preview bytes.Buffer
-		if _, err := m.cfg.Store.CopyRange(r.ID, &preview, r.Scanner.TrailStart, trailingPreviewBytes); err == nil {
-			res.TrailingPreview = strings.ToValidUTF8(preview.String(), "")
-		}
-	}
-	return res, nil
-}
-
-func copyExisting(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
-}
-
-// hashFile returns the sha256 of the file at path, and whether it exists.
-func hashFile(path string) (string, bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", true, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), true, nil
-}
-
-// Abort discards an open session and its journaled content.
+// Abort discards an open or truncated session and its journaled content.
 func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 	e, err := m.lookup(id)
 	if err != nil {
@@ -436,14 +385,16 @@ func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := &e.rec
-	if !r.Stage.Open() {
+	if !r.Stage.Open() && r.Stage != protocol.StageTruncated && r.Stage != protocol.StageNeedsCorrections {
 		return protocol.AbortResult{}, closed(r)
 	}
 	r.Stage = protocol.StageAborted
-	r.UpdatedAt = m.cfg.Now()
+	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.put(r); err != nil {
 		return protocol.AbortResult{}, err
 	}
+	m.stopTimers(e)
+	m.unwatch(e)
 	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
 		m.cfg.Logger.Warn("dropping chunks of an aborted session", "session", r.ID, "err", err)
 	}
@@ -462,18 +413,16 @@ func (m *Manager) Get(id string) (protocol.SessionInfo, error) {
 	return e.rec.info(), nil
 }
 
-// List describes the open sessions, or all of them, oldest first.
+// List describes the unfinished sessions (open, truncated, needing
+// corrections), or all of them, oldest first.
 func (m *Manager) List(all bool) []protocol.SessionInfo {
 	m.mu.Lock()
-	entries := make([]*entry, 0, len(m.sessions))
-	for _, e := range m.sessions {
-		entries = append(entries, e)
-	}
+	entries := m.entries()
 	m.mu.Unlock()
 	infos := make([]protocol.SessionInfo, 0, len(entries))
 	for _, e := range entries {
 		e.mu.Lock()
-		if all || e.rec.Stage.Open() {
+		if all || unfinished(e.rec.Stage) {
 			infos = append(infos, e.rec.info())
 		}
 		e.mu.Unlock()
@@ -487,13 +436,23 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 	return infos
 }
 
-// OpenCount is the number of sessions that are not yet finished.
+func unfinished(s protocol.Stage) bool {
+	return s.Open() || s == protocol.StageTruncated || s == protocol.StageNeedsCorrections
+}
+
+// OpenCount is the number of sessions that still accept content or a
+// finalize.
 func (m *Manager) OpenCount() int {
+	m.mu.Lock()
+	entries := m.entries()
+	m.mu.Unlock()
 	n := 0
-	for _, info := range m.List(false) {
-		if info.Stage.Open() {
+	for _, e := range entries {
+		e.mu.Lock()
+		if e.rec.Stage.Open() {
 			n++
 		}
+		e.mu.Unlock()
 	}
 	return n
 }

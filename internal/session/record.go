@@ -20,31 +20,101 @@ type record struct {
 	Stage         protocol.Stage     `json:"stage"`
 	LastSeq       uint64             `json:"last_seq"`
 	Scanner       Scanner            `json:"scanner"`
-	// BaseExists and BaseSHA256 describe the target when the session began.
-	BaseExists bool                     `json:"base_exists"`
-	BaseSHA256 string                   `json:"base_sha256,omitempty"`
-	CreatedAt  time.Time                `json:"created_at"`
-	UpdatedAt  time.Time                `json:"updated_at"`
-	Result     *protocol.FinalizeResult `json:"result,omitempty"`
+	// BaseExists, BaseSize and BaseSHA256 describe the target when the
+	// session began: finalize compares them to catch external changes, and
+	// recovery uses them to tell whether an interrupted write landed.
+	BaseExists bool   `json:"base_exists"`
+	BaseSize   int64  `json:"base_size,omitempty"`
+	BaseSHA256 string `json:"base_sha256,omitempty"`
+
+	IdleMS           int64                     `json:"idle_ms,omitempty"`
+	AutoFinalizeMS   int64                     `json:"auto_finalize_ms,omitempty"`
+	ExpectedLines    int64                     `json:"expected_lines,omitempty"`
+	ExpectedBytes    int64                     `json:"expected_bytes,omitempty"`
+	TruncationPolicy protocol.TruncationPolicy `json:"truncation_policy,omitempty"`
+
+	// Chain holds the truncated sessions this one continues, oldest first;
+	// their content precedes this session's in the written file.
+	Chain            []link `json:"chain,omitempty"`
+	ContinuesSession string `json:"continues_session,omitempty"`
+	ContinuedBy      string `json:"continued_by,omitempty"`
+
+	Conflict   string                      `json:"conflict,omitempty"`
+	Truncation *protocol.TruncationContext `json:"truncation,omitempty"`
+	CreatedAt  time.Time                   `json:"created_at"`
+	UpdatedAt  time.Time                   `json:"updated_at"`
+	Result     *protocol.FinalizeResult    `json:"result,omitempty"`
+}
+
+// link is one earlier session's share of a chained write.
+type link struct {
+	ID       string `json:"id"`
+	Bytes    int64  `json:"bytes"`
+	Newlines int64  `json:"newlines"`
+	// Unterminated is true when that content ends inside a line.
+	Unterminated bool `json:"unterminated,omitempty"`
 }
 
 func (r *record) marshal() ([]byte, error) { return json.Marshal(r) }
 
+// segments lists the pieces of the content to write, in order: every
+// chained session's content, then this session's own.
+func (r *record) segments() []link {
+	own := link{ID: r.ID, Bytes: r.Scanner.ContentLen(), Newlines: r.Scanner.Newlines,
+		Unterminated: !r.Scanner.MarkerSeen() && r.Scanner.LinePending}
+	return append(append([]link(nil), r.Chain...), own)
+}
+
+// contentBytes and contentLines describe the whole (chained) content.
+func (r *record) contentBytes() int64 {
+	var n int64
+	for _, s := range r.segments() {
+		n += s.Bytes
+	}
+	return n
+}
+
+func (r *record) contentLines() int64 {
+	var lines int64
+	unterminated := false
+	for _, s := range r.segments() {
+		lines += s.Newlines
+		if s.Bytes > 0 {
+			// Only the last non-empty piece decides whether the whole
+			// content ends inside a line.
+			unterminated = s.Unterminated
+		}
+	}
+	if unterminated {
+		lines++
+	}
+	return lines
+}
+
+// acceptsContent reports whether the session still accepts chunks.
+func (r *record) acceptsContent() bool {
+	return r.Stage == protocol.StageAwaitingContent || r.Stage == protocol.StageStreaming
+}
+
 func (r *record) info() protocol.SessionInfo {
 	return protocol.SessionInfo{
-		SessionID:     r.ID,
-		Intent:        r.Intent,
-		TargetFile:    r.Target,
-		Operation:     r.Operation,
-		Stage:         r.Stage,
-		EndMarker:     r.Scanner.Marker,
-		LastSeq:       r.LastSeq,
-		Bytes:         r.Scanner.ContentLen(),
-		Lines:         r.Scanner.Lines(),
-		EndMarkerSeen: r.Scanner.MarkerSeen(),
-		TrailingBytes: r.Scanner.TrailingLen(),
-		CreatedAt:     r.CreatedAt,
-		UpdatedAt:     r.UpdatedAt,
-		Result:        r.Result,
+		SessionID:        r.ID,
+		Intent:           r.Intent,
+		TargetFile:       r.Target,
+		Operation:        r.Operation,
+		Stage:            r.Stage,
+		EndMarker:        r.Scanner.Marker,
+		LastSeq:          r.LastSeq,
+		Bytes:            r.contentBytes(),
+		Lines:            r.contentLines(),
+		EndMarkerSeen:    r.Scanner.MarkerSeen(),
+		TrailingBytes:    r.Scanner.TrailingLen(),
+		CreatedAt:        r.CreatedAt,
+		UpdatedAt:        r.UpdatedAt,
+		Result:           r.Result,
+		Truncation:       r.Truncation,
+		Conflict:         r.Conflict,
+		ContinuesSession: r.ContinuesSession,
+		ContinuedBy:      r.ContinuedBy,
 	}
 }

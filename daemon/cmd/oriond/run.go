@@ -75,6 +75,9 @@ Defaults, each overridden by its environment variable and then by its flag:
 	f.StringArrayVar(&roots, "allow-root", nil, "directory files may be written under; repeatable [ORION_ALLOW_ROOTS]")
 	f.Int64Var(&cfg.MaxChunkBytes, "max-chunk-bytes", 0, "largest chunk accepted (default 1 MiB)")
 	f.Int64Var(&cfg.MaxSessionBytes, "max-session-bytes", 0, "largest session accepted (default 256 MiB)")
+	f.DurationVar(&cfg.IdleTimeout, "idle", 0, "default idle period before session.idle is sent (default 2s)")
+	f.DurationVar(&cfg.AutoFinalize, "auto-finalize", 0, "default time without a chunk before a session without its marker ends truncated (default 30s)")
+	f.StringVar((*string)(&cfg.TruncationPolicy), "truncation-policy", "keep", "default for content without its marker: keep, incomplete_file or write_with_note")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

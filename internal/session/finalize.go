@@ -1,0 +1,312 @@
+package session
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// trailingPreviewBytes bounds the text after the marker echoed back to the
+// client, so a chatty model cannot make a summary large.
+const trailingPreviewBytes = 200
+
+// Finalize writes the session's content to its target atomically and
+// returns a summary. The content is streamed from the journal into a temp
+// file, never held whole in memory.
+func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+	e, err := m.lookup(p.SessionID)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &e.rec
+	if r.Stage == protocol.StageCompleted && r.Result != nil {
+		// Finalize is idempotent: a client that lost the reply (or a
+		// crash right after the write) gets the same summary again.
+		return *r.Result, nil
+	}
+	truncated := r.Stage == protocol.StageTruncated
+	if !r.Stage.Open() && !truncated {
+		return protocol.FinalizeResult{}, closed(r)
+	}
+	if !r.Scanner.MarkerSeen() && !p.EndOfInput {
+		return protocol.FinalizeResult{}, markerMissing(r)
+	}
+	return m.finalizeLocked(e, p.Force)
+}
+
+// finalizeLocked writes the content of an entry whose lock is held.
+func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult, error) {
+	r := &e.rec
+	// The path was checked at begin; check again, because a directory on
+	// the way may have been swapped for a symlink since.
+	target, err := m.cfg.Guard.Resolve(r.Target, "")
+	if err != nil {
+		return protocol.FinalizeResult{}, pathError(err)
+	}
+	if target != r.Target {
+		pe := protocol.Errorf(protocol.CodePathNotAllowed, protocol.ReasonSymlinkEscape,
+			"%s now resolves to %s: a symlink changed since the session began; begin a new session", r.Target, target)
+		pe.Data.Path = r.Target
+		return protocol.FinalizeResult{}, pe
+	}
+	if !force {
+		if err := m.checkUnchanged(r); err != nil {
+			return protocol.FinalizeResult{}, err
+		}
+	}
+
+	prev := r.Stage
+	r.Stage = protocol.StageFinalizing
+	r.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(r); err != nil {
+		r.Stage = prev
+		return protocol.FinalizeResult{}, err
+	}
+	// Our own rename must not read as an external change.
+	m.unwatch(e)
+	res, err := m.write(r, r.Target, r.Operation, "")
+	if err != nil {
+		// Nothing was written, and the content is still journaled: the
+		// session stays finalizable.
+		r.Stage = prev
+		if perr := m.put(r); perr != nil {
+			m.cfg.Logger.Error("recording a failed finalize", "session", r.ID, "err", perr)
+		}
+		m.watch(e)
+		return protocol.FinalizeResult{}, err
+	}
+	m.complete(e, res)
+	return res, nil
+}
+
+// complete records a successful write and releases what the session held.
+func (m *Manager) complete(e *entry, res protocol.FinalizeResult) {
+	r := &e.rec
+	res.Warnings = append(res.Warnings, expectationWarnings(r, res)...)
+	r.Stage = protocol.StageCompleted
+	r.Result = &res
+	r.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(r); err != nil {
+		// The file is written; the record will say finalizing until the
+		// next start recognises the new content and completes it.
+		m.cfg.Logger.Error("recording a completed session", "session", r.ID, "err", err)
+	}
+	m.stopTimers(e)
+	m.unwatch(e)
+	for _, l := range r.Chain {
+		m.completeContinued(l.ID, r.ID)
+	}
+	// The summary is what a finished session keeps; its content is on disk.
+	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
+		m.cfg.Logger.Warn("dropping chunks of a finished session", "session", r.ID, "err", err)
+	}
+	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
+		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
+	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)
+}
+
+// completeContinued marks a truncated session whose content a continuation
+// wrote as completed.
+func (m *Manager) completeContinued(id, by string) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rec.Stage = protocol.StageCompleted
+	e.rec.ContinuedBy = by
+	e.rec.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(&e.rec); err != nil {
+		m.cfg.Logger.Warn("recording a continued session", "session", id, "err", err)
+	}
+	if err := m.cfg.Store.DeleteChunks(id); err != nil {
+		m.cfg.Logger.Warn("dropping chunks of a continued session", "session", id, "err", err)
+	}
+}
+
+// checkUnchanged refuses a write over a target that changed since begin,
+// whether the watcher saw it or only the hash tells.
+func (m *Manager) checkUnchanged(r *record) error {
+	now, err := statTarget(r.Target)
+	if err != nil {
+		return ioError(r.ID, "reading the current target", err)
+	}
+	event := r.Conflict
+	if event == "" && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
+		event = "hash_changed"
+	}
+	if event == "" {
+		return nil
+	}
+	if r.Operation == protocol.OpCreate && !now.exists {
+		// A create whose path appeared and vanished again is harmless.
+		return nil
+	}
+	pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
+		"%s changed on disk since session %s began (%s); writing now would lose that change. "+
+			"Re-read the file and begin a new session, or finalize with force to overwrite it", r.Target, r.ID, event)
+	pe.Data.SessionID = r.ID
+	pe.Data.Path = r.Target
+	return pe
+}
+
+// write streams the (chained) content to path. note, if not empty, is
+// appended after the content.
+func (m *Manager) write(r *record, path string, op protocol.Operation, note string) (protocol.FinalizeResult, error) {
+	mode := atomicfile.Replace
+	if op == protocol.OpCreate {
+		mode = atomicfile.CreateNew
+	}
+	content := newCounter()
+	segments := r.segments()
+	fill := func(w io.Writer) error {
+		if op == protocol.OpAppend {
+			if err := copyExisting(w, path); err != nil {
+				return err
+			}
+		}
+		cw := io.MultiWriter(w, content)
+		for _, s := range segments {
+			n, err := m.cfg.Store.CopyRange(s.ID, cw, 0, s.Bytes)
+			if err != nil {
+				return fmt.Errorf("streaming the journal of session %s: %w", s.ID, err)
+			}
+			if n != s.Bytes {
+				return fmt.Errorf("journal of session %s holds %d content bytes, expected %d", s.ID, n, s.Bytes)
+			}
+		}
+		if note != "" {
+			_, err := io.WriteString(w, note)
+			return err
+		}
+		return nil
+	}
+	written, err := atomicfile.Write(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	if errors.Is(err, atomicfile.ErrExists) {
+		return protocol.FinalizeResult{}, targetExists(path)
+	}
+	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+		return protocol.FinalizeResult{}, ioError(r.ID, "writing "+path, err)
+	}
+	res := protocol.FinalizeResult{
+		SessionID:     r.ID,
+		Stage:         protocol.StageCompleted,
+		TargetFile:    path,
+		Operation:     op,
+		Bytes:         content.bytes,
+		Lines:         content.lines(),
+		SHA256:        content.sum(),
+		FileBytes:     written.Bytes,
+		FileSHA256:    written.SHA256,
+		EndMarkerSeen: r.Scanner.MarkerSeen(),
+		TrailingBytes: r.Scanner.TrailingLen(),
+		Mode:          fmt.Sprintf("%#o", written.Mode.Perm()),
+	}
+	if err != nil {
+		// The rename happened; only the directory sync failed.
+		res.Warnings = append(res.Warnings, protocol.Warning{Code: "not_durable", Message: err.Error()})
+	}
+	for _, l := range r.Chain {
+		res.ContinuedSessions = append(res.ContinuedSessions, l.ID)
+	}
+	if res.TrailingBytes > 0 {
+		var preview bytes.Buffer
+		if _, err := m.cfg.Store.CopyRange(r.ID, &preview, r.Scanner.TrailStart, trailingPreviewBytes); err == nil {
+			res.TrailingPreview = strings.ToValidUTF8(preview.String(), "")
+		}
+	}
+	return res, nil
+}
+
+// expectationWarnings compares what arrived with what begin announced.
+func expectationWarnings(r *record, res protocol.FinalizeResult) []protocol.Warning {
+	var ws []protocol.Warning
+	if r.ExpectedLines > 0 && res.Lines != r.ExpectedLines {
+		ws = append(ws, protocol.Warning{Code: "possible_truncation", Message: fmt.Sprintf(
+			"begin announced %d lines but %d arrived; the content may be cut off", r.ExpectedLines, res.Lines)})
+	}
+	if r.ExpectedBytes > 0 && res.Bytes != r.ExpectedBytes {
+		ws = append(ws, protocol.Warning{Code: "possible_truncation", Message: fmt.Sprintf(
+			"begin announced %d bytes but %d arrived; the content may be cut off", r.ExpectedBytes, res.Bytes)})
+	}
+	return ws
+}
+
+// counter hashes and counts the bytes written through it.
+type counter struct {
+	h     hash.Hash
+	bytes int64
+	nl    int64
+	last  byte
+}
+
+func newCounter() *counter {
+	return &counter{h: sha256.New()}
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.bytes += int64(len(p))
+	c.nl += int64(bytes.Count(p, []byte{'\n'}))
+	if len(p) > 0 {
+		c.last = p[len(p)-1]
+	}
+	return c.h.Write(p)
+}
+
+func (c *counter) lines() int64 {
+	if c.bytes > 0 && c.last != '\n' {
+		return c.nl + 1
+	}
+	return c.nl
+}
+
+func (c *counter) sum() string { return hex.EncodeToString(c.h.Sum(nil)) }
+
+func copyExisting(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// targetState is what a target looked like at one moment.
+type targetState struct {
+	exists bool
+	size   int64
+	sha256 string
+}
+
+func statTarget(path string) (targetState, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return targetState{}, nil
+	}
+	if err != nil {
+		return targetState{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return targetState{}, err
+	}
+	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
+}

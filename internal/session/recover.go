@@ -1,0 +1,252 @@
+package session
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// recover brings one loaded session back to a consistent state after the
+// daemon stopped, however it stopped. It runs before the socket opens.
+func (m *Manager) recover(e *entry) {
+	r := &e.rec
+	if r.Stage == protocol.StageFinalizing {
+		// A crash hit between "finalizing" and "completed": the rename
+		// either happened or not. Temp files of that write are garbage
+		// either way.
+		if removed, err := atomicfile.CleanTemp(filepath.Dir(r.Target), r.ID); err != nil {
+			m.cfg.Logger.Warn("cleaning temp files of an interrupted finalize", "session", r.ID, "err", err)
+		} else if len(removed) > 0 {
+			m.cfg.Logger.Info("removed temp files of an interrupted finalize", "session", r.ID, "files", removed)
+		}
+		if m.landed(r) {
+			res, err := m.summaryOfLanded(r)
+			if err == nil {
+				m.cfg.Logger.Info("completing a finalize the crash interrupted after its rename", "session", r.ID)
+				m.complete(e, res)
+				return
+			}
+			m.cfg.Logger.Warn("summarizing a landed finalize", "session", r.ID, "err", err)
+		}
+		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename", "session", r.ID)
+		r.Stage = protocol.StageStreaming
+		if err := m.put(r); err != nil {
+			m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)
+		}
+	}
+	if r.acceptsContent() || r.Stage == protocol.StageTruncated {
+		m.watch(e)
+	}
+	m.resetTimers(e)
+}
+
+// landed reports whether the target holds exactly what this session's
+// finalize would have written.
+func (m *Manager) landed(r *record) bool {
+	f, err := os.Open(r.Target)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	want := r.contentBytes()
+	var prefix int64
+	if r.Operation == protocol.OpAppend {
+		prefix = r.BaseSize
+	}
+	if fi.Size() != prefix+want {
+		return false
+	}
+	if prefix > 0 {
+		h := sha256.New()
+		if _, err := io.CopyN(h, f, prefix); err != nil || hex.EncodeToString(h.Sum(nil)) != r.BaseSHA256 {
+			return false
+		}
+	}
+	got := sha256.New()
+	if _, err := io.Copy(got, f); err != nil {
+		return false
+	}
+	journal := newCounter()
+	for _, s := range r.segments() {
+		if _, err := m.cfg.Store.CopyRange(s.ID, journal, 0, s.Bytes); err != nil {
+			return false
+		}
+	}
+	return journal.sum() == hex.EncodeToString(got.Sum(nil))
+}
+
+// summaryOfLanded rebuilds the finalize summary of a write that landed.
+func (m *Manager) summaryOfLanded(r *record) (protocol.FinalizeResult, error) {
+	content := newCounter()
+	for _, s := range r.segments() {
+		if _, err := m.cfg.Store.CopyRange(s.ID, content, 0, s.Bytes); err != nil {
+			return protocol.FinalizeResult{}, err
+		}
+	}
+	file, err := statTarget(r.Target)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	fi, err := os.Stat(r.Target)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	res := protocol.FinalizeResult{
+		SessionID:     r.ID,
+		Stage:         protocol.StageCompleted,
+		TargetFile:    r.Target,
+		Operation:     r.Operation,
+		Bytes:         content.bytes,
+		Lines:         content.lines(),
+		SHA256:        content.sum(),
+		FileBytes:     file.size,
+		FileSHA256:    file.sha256,
+		EndMarkerSeen: r.Scanner.MarkerSeen(),
+		TrailingBytes: r.Scanner.TrailingLen(),
+		Mode:          fmt.Sprintf("%#o", fi.Mode().Perm()),
+	}
+	for _, l := range r.Chain {
+		res.ContinuedSessions = append(res.ContinuedSessions, l.ID)
+	}
+	return res, nil
+}
+
+// Resume tells a client where a session stands, so after a crash or a
+// disconnect it continues from NextSeq without loss or duplication.
+func (m *Manager) Resume(id string) (protocol.ResumeResult, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return protocol.ResumeResult{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &e.rec
+	lines := r.contentLines()
+	tail := m.tail(r)
+	return protocol.ResumeResult{
+		SessionID:      r.ID,
+		Stage:          r.Stage,
+		TargetFile:     r.Target,
+		Operation:      r.Operation,
+		EndMarker:      r.Scanner.Marker,
+		LastSeq:        r.LastSeq,
+		NextSeq:        r.LastSeq + 1,
+		Bytes:          r.contentBytes(),
+		Lines:          lines,
+		EndMarkerSeen:  r.Scanner.MarkerSeen(),
+		Tail:           tail,
+		ContinuePrompt: continuePrompt(r, lines, tail),
+	}, nil
+}
+
+// Continue opens a session chained to one that ended truncated: its content
+// follows the truncated content, and finalizing it writes the whole once.
+func (m *Manager) Continue(id string) (protocol.BeginResult, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return protocol.BeginResult{}, err
+	}
+	e.mu.Lock()
+	prev := e.rec
+	if prev.Stage != protocol.StageTruncated {
+		e.mu.Unlock()
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNotTruncated,
+			"session %s is %s, not truncated; only a truncated session can be continued", id, prev.Stage)
+		pe.Data.SessionID = id
+		return protocol.BeginResult{}, pe
+	}
+	if prev.ContinuedBy != "" {
+		e.mu.Unlock()
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonAlreadyContinued,
+			"session %s is already continued by session %s; continue that one", id, prev.ContinuedBy)
+		pe.Data.SessionID = prev.ContinuedBy
+		return protocol.BeginResult{}, pe
+	}
+	now := m.cfg.Clock.Now()
+	newID := m.cfg.NewID()
+	own := prev.segments()
+	r := record{
+		ID:               newID,
+		Intent:           prev.Intent,
+		RequestedPath:    prev.RequestedPath,
+		WorkspaceRoot:    prev.WorkspaceRoot,
+		Target:           prev.Target,
+		Operation:        prev.Operation,
+		Stage:            protocol.StageAwaitingContent,
+		Scanner:          NewScanner(EndMarker(newID)),
+		BaseExists:       prev.BaseExists,
+		BaseSize:         prev.BaseSize,
+		BaseSHA256:       prev.BaseSHA256,
+		IdleMS:           prev.IdleMS,
+		AutoFinalizeMS:   prev.AutoFinalizeMS,
+		ExpectedLines:    prev.ExpectedLines,
+		ExpectedBytes:    prev.ExpectedBytes,
+		TruncationPolicy: prev.TruncationPolicy,
+		Chain:            own,
+		ContinuesSession: id,
+		Conflict:         prev.Conflict,
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	e.rec.ContinuedBy = newID
+	e.rec.UpdatedAt = now
+	if err := m.put(&e.rec); err != nil {
+		e.rec.ContinuedBy = ""
+		e.mu.Unlock()
+		return protocol.BeginResult{}, err
+	}
+	m.unwatch(e)
+	e.mu.Unlock()
+	res, err := m.open(&r, prev.RequestedPath)
+	if err != nil {
+		return res, err
+	}
+	res.Instructions = continuePrompt(&r, prev.contentLines(), m.tail(&prev))
+	return res, nil
+}
+
+// tail returns the last lines of a session's (chained) content.
+func (m *Manager) tail(r *record) string {
+	var buf bytes.Buffer
+	segs := r.segments()
+	// Walk back over the segments until tailBytes are collected.
+	need := int64(tailBytes)
+	var parts [][]byte
+	for i := len(segs) - 1; i >= 0 && need > 0; i-- {
+		s := segs[i]
+		off := max(0, s.Bytes-need)
+		var part bytes.Buffer
+		if _, err := m.cfg.Store.CopyRange(s.ID, &part, off, s.Bytes-off); err != nil {
+			break
+		}
+		parts = append(parts, part.Bytes())
+		need -= s.Bytes - off
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		buf.Write(parts[i])
+	}
+	text := strings.ToValidUTF8(buf.String(), "")
+	lines := strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+	} else if need <= 0 && len(lines) > 1 {
+		// The first line was cut by the byte window; drop the fragment.
+		lines = lines[1:]
+	}
+	return strings.Join(lines, "")
+}

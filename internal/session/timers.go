@@ -1,0 +1,232 @@
+package session
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// tailBytes bounds how much of the content's end is read for the lines a
+// continuation prompt quotes; tailLines is how many lines it quotes.
+const (
+	tailBytes = 2048
+	tailLines = 5
+)
+
+func (m *Manager) idleTimeout(r *record) time.Duration {
+	if r.IdleMS > 0 {
+		return time.Duration(r.IdleMS) * time.Millisecond
+	}
+	return m.cfg.IdleTimeout
+}
+
+func (m *Manager) autoFinalizeTimeout(r *record) time.Duration {
+	if r.AutoFinalizeMS > 0 {
+		return time.Duration(r.AutoFinalizeMS) * time.Millisecond
+	}
+	return m.cfg.AutoFinalize
+}
+
+// resetTimers restarts the idle and auto-finalize timers of a session that
+// accepts content; e.mu must be held.
+func (m *Manager) resetTimers(e *entry) {
+	m.stopTimers(e)
+	if !e.rec.acceptsContent() {
+		return
+	}
+	id := e.rec.ID
+	e.idle = m.cfg.Clock.AfterFunc(m.idleTimeout(&e.rec), func() { m.onIdle(e, id) })
+	e.auto = m.cfg.Clock.AfterFunc(m.autoFinalizeTimeout(&e.rec), func() { m.onAutoFinalize(e, id) })
+}
+
+func (m *Manager) stopTimers(e *entry) {
+	if e.idle != nil {
+		e.idle.Stop()
+		e.idle = nil
+	}
+	if e.auto != nil {
+		e.auto.Stop()
+		e.auto = nil
+	}
+}
+
+// onIdle prompts the model, through its client, to finish or continue.
+func (m *Manager) onIdle(e *entry, id string) {
+	e.mu.Lock()
+	r := &e.rec
+	if !r.acceptsContent() || r.Scanner.MarkerSeen() {
+		e.mu.Unlock()
+		return
+	}
+	n := protocol.IdleNotification{
+		SessionID: id,
+		IdleMS:    m.idleTimeout(r).Milliseconds(),
+		EndMarker: r.Scanner.Marker,
+		Prompt: fmt.Sprintf("If you are finished writing %s, reply with %s on its own line; otherwise continue exactly where you stopped.",
+			displayName(r), r.Scanner.Marker),
+	}
+	e.mu.Unlock()
+	m.cfg.Logger.Info("session idle", "session", id)
+	m.cfg.Notify(id, protocol.NotifySessionIdle, n)
+}
+
+// onAutoFinalize ends a session nobody finalized: with its marker it is
+// written as usual; without, it ends truncated and its content is kept.
+func (m *Manager) onAutoFinalize(e *entry, id string) {
+	e.mu.Lock()
+	r := &e.rec
+	if !r.acceptsContent() {
+		e.mu.Unlock()
+		return
+	}
+	if r.Scanner.MarkerSeen() {
+		_, err := m.finalizeLocked(e, false)
+		e.mu.Unlock()
+		if err != nil {
+			m.cfg.Logger.Warn("auto-finalize failed; the session stays open", "session", id, "err", err)
+		}
+		return
+	}
+	tc, err := m.truncateLocked(e)
+	e.mu.Unlock()
+	if err != nil {
+		m.cfg.Logger.Error("ending a session as truncated", "session", id, "err", err)
+		return
+	}
+	m.cfg.Logger.Info("session truncated", "session", id, "lines", tc.Lines, "bytes", tc.Bytes)
+	m.cfg.Notify(id, protocol.NotifySessionTruncated, tc)
+}
+
+// truncateLocked ends a session without its marker. The content stays
+// journaled and continuable; the policy may also write it somewhere.
+func (m *Manager) truncateLocked(e *entry) (protocol.TruncationContext, error) {
+	r := &e.rec
+	tc := m.truncationContext(r)
+	policy := r.TruncationPolicy
+	if policy == "" {
+		policy = m.cfg.TruncationPolicy
+	}
+	switch policy {
+	case protocol.TruncationIncompleteFile:
+		path := r.Target + ".incomplete"
+		if _, err := m.write(r, path, protocol.OpOverwrite, ""); err != nil {
+			m.cfg.Logger.Warn("writing the .incomplete sibling", "session", r.ID, "err", err)
+		} else {
+			tc.IncompleteFile = path
+		}
+	case protocol.TruncationWriteWithNote:
+		note := fmt.Sprintf("\n[oriond: content cut off after line %d; session %s]\n", tc.Lines, r.ID)
+		m.unwatch(e)
+		if _, err := m.write(r, r.Target, r.Operation, note); err != nil {
+			m.cfg.Logger.Warn("writing truncated content with a note", "session", r.ID, "err", err)
+		}
+	}
+	r.Stage = protocol.StageTruncated
+	r.Truncation = &tc
+	r.UpdatedAt = m.cfg.Clock.Now()
+	m.stopTimers(e)
+	if policy != protocol.TruncationWriteWithNote {
+		// Keep watching: a continuation will write this target.
+		m.watch(e)
+	}
+	return tc, m.put(r)
+}
+
+// truncationContext says where a session's content stops and what to tell
+// the model to continue it.
+func (m *Manager) truncationContext(r *record) protocol.TruncationContext {
+	lines := r.contentLines()
+	tail := m.tail(r)
+	return protocol.TruncationContext{
+		SessionID:      r.ID,
+		TargetFile:     r.Target,
+		Lines:          lines,
+		Bytes:          r.contentBytes(),
+		Tail:           tail,
+		ContinuePrompt: continuePrompt(r, lines, tail),
+	}
+}
+
+// continuePrompt is the exact sentence a model needs to continue a file.
+func continuePrompt(r *record, lines int64, tail string) string {
+	next := lines + 1
+	where := fmt.Sprintf("from line %d", next)
+	if n := len(tail); n > 0 && tail[n-1] != '\n' {
+		next = lines
+		where = fmt.Sprintf("from the middle of line %d", next)
+	}
+	prompt := fmt.Sprintf("Continue writing %s %s. Do not repeat what you already wrote", displayName(r), where)
+	if tail != "" {
+		prompt += "; it ended with:\n" + tail
+		if tail[len(tail)-1] != '\n' {
+			prompt += "\n"
+		}
+	} else {
+		prompt += ".\n"
+	}
+	return prompt + fmt.Sprintf("Finish with %s on a line of its own.", r.Scanner.Marker)
+}
+
+// displayName is the target as the model named it, or its base name.
+func displayName(r *record) string {
+	if r.RequestedPath != "" {
+		return r.RequestedPath
+	}
+	return filepath.Base(r.Target)
+}
+
+// watch registers the session's target with the watcher; e.mu held.
+func (m *Manager) watch(e *entry) {
+	if m.cfg.Watcher == nil || e.watching {
+		return
+	}
+	if err := m.cfg.Watcher.Add(e.rec.Target); err != nil {
+		m.cfg.Logger.Warn("watching the target; changes are still caught by hash at finalize",
+			"session", e.rec.ID, "target", e.rec.Target, "err", err)
+		return
+	}
+	e.watching = true
+}
+
+func (m *Manager) unwatch(e *entry) {
+	if m.cfg.Watcher == nil || !e.watching {
+		return
+	}
+	m.cfg.Watcher.Remove(e.rec.Target)
+	e.watching = false
+}
+
+// TargetChanged records an external change to path (kind: write, create,
+// rename, remove, rescan) against every session watching it, and notifies
+// their clients. A rescan re-hashes instead of assuming a change.
+func (m *Manager) TargetChanged(path, kind string) {
+	m.mu.Lock()
+	entries := m.entries()
+	m.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		r := &e.rec
+		if !e.watching || r.Target != path || r.Conflict != "" {
+			e.mu.Unlock()
+			continue
+		}
+		if kind == "rescan" {
+			now, err := statTarget(path)
+			if err != nil || (now.exists == r.BaseExists && now.sha256 == r.BaseSHA256) {
+				e.mu.Unlock()
+				continue
+			}
+		}
+		r.Conflict = kind
+		r.UpdatedAt = m.cfg.Clock.Now()
+		if err := m.put(r); err != nil {
+			m.cfg.Logger.Warn("recording a conflict", "session", r.ID, "err", err)
+		}
+		n := protocol.ConflictNotification{SessionID: r.ID, TargetFile: path, Event: kind}
+		e.mu.Unlock()
+		m.cfg.Logger.Warn("target changed during the session", "session", n.SessionID, "target", path, "event", kind)
+		m.cfg.Notify(n.SessionID, protocol.NotifySessionConflict, n)
+	}
+}

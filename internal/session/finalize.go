@@ -86,12 +86,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		m.watch(e)
 		return protocol.FinalizeResult{}, err
 	}
-	m.complete(e, res)
-	return res, nil
+	return m.complete(e, res), nil
 }
 
 // complete records a successful write and releases what the session held.
-func (m *Manager) complete(e *entry, res protocol.FinalizeResult) {
+func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
 	r := &e.rec
 	res.Warnings = append(res.Warnings, expectationWarnings(r, res)...)
 	r.Stage = protocol.StageCompleted
@@ -114,6 +113,7 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) {
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
 		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
 	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)
+	return res
 }
 
 // completeContinued marks a truncated session whose content a continuation

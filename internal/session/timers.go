@@ -208,7 +208,8 @@ func (m *Manager) TargetChanged(path, kind string) {
 	for _, e := range entries {
 		e.mu.Lock()
 		r := &e.rec
-		if !e.watching || r.Target != path || r.Conflict != "" {
+		watched := r.acceptsContent() || r.Stage == protocol.StageTruncated
+		if !watched || r.Target != path || r.Conflict != "" {
 			e.mu.Unlock()
 			continue
 		}

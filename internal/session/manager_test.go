@@ -1,0 +1,381 @@
+package session_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orion-agent/orion/internal/clock"
+	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/internal/session"
+	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/protocol"
+)
+
+type notification struct {
+	session, method string
+	params          any
+}
+
+type harness struct {
+	t     *testing.T
+	root  string
+	db    string
+	st    *store.Store
+	clock *clock.Fake
+	mgr   *session.Manager
+	mu    sync.Mutex
+	notes []notification
+	ids   int
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, root: root, db: filepath.Join(t.TempDir(), "orion.db"), clock: clock.NewFake(time.Unix(1_700_000_000, 0))}
+	h.open()
+	t.Cleanup(h.close)
+	return h
+}
+
+// open (re)starts the engine on the same store file, as a daemon restart
+// would.
+func (h *harness) open() {
+	h.t.Helper()
+	st, err := store.Open(h.db, store.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	guard, err := pathguard.New([]string{h.root})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	mgr, err := session.New(session.Config{
+		Store: st, Guard: guard, Clock: h.clock,
+		NewID: func() string {
+			h.ids++
+			return fmt.Sprintf("00000000-0000-4000-8000-%012d", h.ids)
+		},
+		Notify: func(id, method string, params any) {
+			h.mu.Lock()
+			h.notes = append(h.notes, notification{id, method, params})
+			h.mu.Unlock()
+		},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.st, h.mgr = st, mgr
+}
+
+func (h *harness) close() {
+	if h.mgr != nil {
+		h.mgr.Close()
+		h.st.Close()
+		h.mgr, h.st = nil, nil
+	}
+}
+
+func (h *harness) notified(method string) []notification {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []notification
+	for _, n := range h.notes {
+		if n.method == method {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (h *harness) begin(p protocol.BeginParams) protocol.BeginResult {
+	h.t.Helper()
+	if p.WorkspaceRoot == "" {
+		p.WorkspaceRoot = h.root
+	}
+	res, err := h.mgr.Begin(p)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+func (h *harness) append(id string, chunks ...string) protocol.AppendResult {
+	h.t.Helper()
+	info, err := h.mgr.Get(id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var last protocol.AppendResult
+	for i, c := range chunks {
+		if last, err = h.mgr.Append(protocol.AppendParams{SessionID: id, Seq: info.LastSeq + uint64(i) + 1, Chunk: c}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return last
+}
+
+func (h *harness) read(name string) string {
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.root, name))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func code(err error) (int64, string) {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe.Code, pe.Data.Reason
+	}
+	return 0, ""
+}
+
+func TestIdlePromptThenAutoFinalizeKeepsTruncatedContent(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "doc.md", Operation: protocol.OpCreate})
+	h.append(b.SessionID, "# Title\n", "line two\nhalf a li")
+
+	h.clock.Advance(1900 * time.Millisecond)
+	if n := h.notified(protocol.NotifySessionIdle); len(n) != 0 {
+		t.Fatalf("idle sent before the idle period: %+v", n)
+	}
+	h.clock.Advance(200 * time.Millisecond)
+	idle := h.notified(protocol.NotifySessionIdle)
+	if len(idle) != 1 {
+		t.Fatalf("got %d idle notifications, want 1", len(idle))
+	}
+	prompt := idle[0].params.(protocol.IdleNotification).Prompt
+	if !strings.Contains(prompt, b.EndMarker) || !strings.Contains(prompt, "otherwise continue") {
+		t.Fatalf("idle prompt %q does not name the marker and the choice", prompt)
+	}
+
+	h.clock.Advance(session.DefaultAutoFinalize)
+	tr := h.notified(protocol.NotifySessionTruncated)
+	if len(tr) != 1 {
+		t.Fatalf("got %d truncated notifications, want 1", len(tr))
+	}
+	tc := tr[0].params.(protocol.TruncationContext)
+	if tc.Lines != 3 || !strings.HasSuffix(tc.Tail, "half a li") {
+		t.Fatalf("truncation context %+v: want 3 lines ending with the cut line", tc)
+	}
+	if want := "Continue writing doc.md from the middle of line 3"; !strings.Contains(tc.ContinuePrompt, want) {
+		t.Fatalf("continue prompt %q lacks %q", tc.ContinuePrompt, want)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "doc.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("truncated content was written over the target: %v", err)
+	}
+	info, _ := h.mgr.Get(b.SessionID)
+	if info.Stage != protocol.StageTruncated || info.Bytes != int64(len("# Title\nline two\nhalf a li")) {
+		t.Fatalf("session after auto-finalize: %+v", info)
+	}
+	// A client that saw neither notification can still resend its last
+	// chunk: it is acknowledged, not refused.
+	if _, err := h.mgr.Append(protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "line two\nhalf a li"}); err != nil {
+		t.Fatalf("retried chunk after truncation: %v", err)
+	}
+}
+
+func TestChunksResetTheIdleTimer(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "a.txt", Operation: protocol.OpCreate})
+	for range 5 {
+		h.clock.Advance(1500 * time.Millisecond)
+		h.append(b.SessionID, "more\n")
+	}
+	if n := h.notified(protocol.NotifySessionIdle); len(n) != 0 {
+		t.Fatalf("idle sent while chunks kept arriving: %d", len(n))
+	}
+}
+
+func TestMarkerSeenSessionIsWrittenAtAutoFinalize(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "a.txt", Operation: protocol.OpCreate})
+	h.append(b.SessionID, "done\n"+b.EndMarker+"\n")
+	h.clock.Advance(session.DefaultAutoFinalize + time.Second)
+	if got := h.read("a.txt"); got != "done\n" {
+		t.Fatalf("file %q", got)
+	}
+	if n := h.notified(protocol.NotifySessionIdle); len(n) != 0 {
+		t.Fatalf("idle prompt sent after the marker arrived")
+	}
+	if n := h.notified(protocol.NotifySessionFinalized); len(n) != 1 {
+		t.Fatalf("got %d finalized notifications, want 1", len(n))
+	}
+}
+
+func TestContinuationWritesTheWholeFileOnce(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "app.go", Operation: protocol.OpCreate, ExpectedLines: 5})
+	h.append(b.SessionID, "package main\n\nfunc main() {\n\tprintln(\"he")
+	h.clock.Advance(session.DefaultAutoFinalize)
+
+	next, err := h.mgr.Continue(b.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(next.Instructions, "Continue writing app.go from the middle of line 4") || !strings.Contains(next.Instructions, next.EndMarker) {
+		t.Fatalf("continuation instructions %q", next.Instructions)
+	}
+	if _, err := h.mgr.Continue(b.SessionID); err == nil {
+		t.Fatal("a session was continued twice")
+	}
+	h.append(next.SessionID, "llo\")\n}\n", next.EndMarker+"\n")
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: next.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n"
+	if got := h.read("app.go"); got != want {
+		t.Fatalf("file %q, want %q", got, want)
+	}
+	if res.Lines != 5 || res.Bytes != int64(len(want)) || len(res.ContinuedSessions) != 1 || len(res.Warnings) != 0 {
+		t.Fatalf("summary %+v", res)
+	}
+	first, _ := h.mgr.Get(b.SessionID)
+	if first.Stage != protocol.StageCompleted || first.ContinuedBy != next.SessionID {
+		t.Fatalf("continued session: %+v", first)
+	}
+}
+
+func TestExpectedLinesMismatchIsReported(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "a.txt", Operation: protocol.OpCreate, ExpectedLines: 10})
+	h.append(b.SessionID, "one\ntwo\n"+b.EndMarker)
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0].Code != "possible_truncation" {
+		t.Fatalf("warnings %+v, want possible_truncation", res.Warnings)
+	}
+}
+
+func TestIncompleteFilePolicy(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.root, "cfg.json"), []byte("{\"old\": true}\n"), 0o600)
+	b := h.begin(protocol.BeginParams{TargetFile: "cfg.json", Operation: protocol.OpOverwrite, TruncationPolicy: protocol.TruncationIncompleteFile})
+	h.append(b.SessionID, "{\"new\": ")
+	h.clock.Advance(session.DefaultAutoFinalize)
+	if got := h.read("cfg.json"); got != "{\"old\": true}\n" {
+		t.Fatalf("target changed to %q", got)
+	}
+	if got := h.read("cfg.json.incomplete"); got != "{\"new\": " {
+		t.Fatalf(".incomplete sibling %q", got)
+	}
+}
+
+func TestResumeSaysWhereToContinue(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "a.txt", Operation: protocol.OpCreate})
+	h.append(b.SessionID, "1\n2\n", "3\n4\n5\n6\n7\n")
+	res, err := h.mgr.Resume(b.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NextSeq != 3 || res.LastSeq != 2 || res.Lines != 7 || res.Tail != "3\n4\n5\n6\n7\n" {
+		t.Fatalf("resume %+v", res)
+	}
+	if !strings.Contains(res.ContinuePrompt, "from line 8") {
+		t.Fatalf("continue prompt %q", res.ContinuePrompt)
+	}
+}
+
+func TestConflictBlocksFinalizeUnlessForced(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(h *harness)
+	}{
+		{"WatcherEvent", func(h *harness) { h.mgr.TargetChanged(filepath.Join(h.root, "f.txt"), "write") }},
+		{"HashOnly", func(h *harness) { os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("edited\n"), 0o644) }},
+		{"Deleted", func(h *harness) { os.Remove(filepath.Join(h.root, "f.txt")) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("original\n"), 0o644)
+			b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
+			h.append(b.SessionID, "new\n"+b.EndMarker)
+			tt.change(h)
+			_, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
+			if c, reason := code(err); c != protocol.CodeTargetChanged || reason != protocol.ReasonTargetChanged {
+				t.Fatalf("finalize after an external change: %v", err)
+			}
+			if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, Force: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.read("f.txt"); got != "new\n" {
+				t.Fatalf("forced finalize wrote %q", got)
+			}
+		})
+	}
+}
+
+// setStage rewrites a journaled record's stage, to reproduce the state a
+// crash leaves behind mid-finalize.
+func (h *harness) setStage(id string, stage protocol.Stage) {
+	h.t.Helper()
+	meta, err := h.st.Meta(id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var rec map[string]any
+	json.Unmarshal(meta, &rec)
+	rec["stage"] = stage
+	meta, _ = json.Marshal(rec)
+	if err := h.st.PutMeta(id, meta); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestRestartAfterCrashMidFinalize(t *testing.T) {
+	for _, landed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("RenameLanded=%v", landed), func(t *testing.T) {
+			h := newHarness(t)
+			os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("old\n"), 0o640)
+			b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpAppend})
+			h.append(b.SessionID, "new\n", b.EndMarker+"\n")
+			h.setStage(b.SessionID, protocol.StageFinalizing)
+			temp := filepath.Join(h.root, ".orion-tmp-"+b.SessionID+"-123-f.txt")
+			os.WriteFile(temp, []byte("old\nne"), 0o600)
+			if landed {
+				os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("old\nnew\n"), 0o640)
+			}
+			h.close()
+			h.open()
+
+			if _, err := os.Stat(temp); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("temp file of the interrupted write survived the restart: %v", err)
+			}
+			info, _ := h.mgr.Get(b.SessionID)
+			if landed {
+				if info.Stage != protocol.StageCompleted || info.Result == nil || info.Result.Bytes != 4 {
+					t.Fatalf("landed write not completed on restart: %+v", info)
+				}
+				return
+			}
+			if info.Stage != protocol.StageStreaming {
+				t.Fatalf("unlanded write: stage %s, want streaming (finalizable)", info.Stage)
+			}
+			if got := h.read("f.txt"); got != "old\n" {
+				t.Fatalf("target %q before the retried finalize", got)
+			}
+			if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID}); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.read("f.txt"); got != "old\nnew\n" {
+				t.Fatalf("target %q after the retried finalize", got)
+			}
+		})
+	}
+}

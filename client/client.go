@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"os"
 
@@ -54,7 +56,10 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	if opts.OnNotification != nil {
 		h = notifyHandler(opts.OnNotification)
 	}
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h)
+	// The library logs a lost connection to the global logger; a client
+	// learns of it from the failed call instead.
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h,
+		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
 	return &Client{conn: conn}, nil
 }
 
@@ -137,6 +142,20 @@ func (c *Client) List(ctx context.Context, all bool) ([]protocol.SessionInfo, er
 	var r protocol.ListResult
 	err := c.Call(ctx, protocol.MethodSessionList, protocol.ListParams{All: all}, &r)
 	return r.Sessions, err
+}
+
+// Resume calls session.resume.
+func (c *Client) Resume(ctx context.Context, id string) (protocol.ResumeResult, error) {
+	var r protocol.ResumeResult
+	err := c.Call(ctx, protocol.MethodSessionResume, protocol.SessionIDParams{SessionID: id}, &r)
+	return r, err
+}
+
+// Continue calls session.continue.
+func (c *Client) Continue(ctx context.Context, id string) (protocol.BeginResult, error) {
+	var r protocol.BeginResult
+	err := c.Call(ctx, protocol.MethodSessionContinue, protocol.ContinueParams{SessionID: id}, &r)
+	return r, err
 }
 
 // Status calls daemon.status.

@@ -1,0 +1,92 @@
+// Command orioncrash is the long crash run: it kills oriond with SIGKILL at
+// random moments (1,000 times by default) while clients stream, restarts it,
+// resumes every session, and prints kills, sessions, acknowledged bytes and
+// lost bytes. It exits non-zero if anything acknowledged was lost, a target
+// was wrong or torn, or a temp file was left behind.
+//
+//	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orioncrash
+//	bin/orioncrash --oriond bin/oriond --kills 1000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/orion-agent/orion/client/internal/crash"
+)
+
+func main() {
+	cfg := crash.Config{}
+	var keep, asJSON bool
+	flag.StringVar(&cfg.Oriond, "oriond", defaultOriond(), "oriond binary to crash")
+	flag.StringVar(&cfg.Dir, "dir", "", "directory for the state and the written files (default: a new temp dir)")
+	flag.IntVar(&cfg.Kills, "kills", 1000, "how many times to SIGKILL the daemon")
+	flag.IntVar(&cfg.Clients, "clients", 4, "concurrent streaming clients")
+	flag.DurationVar(&cfg.MaxPause, "max-pause", 300*time.Millisecond, "longest random pause between kills")
+	flag.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed")
+	flag.BoolVar(&keep, "keep", false, "keep the directory afterwards")
+	flag.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	flag.Parse()
+	if cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "orioncrash")
+		if err != nil {
+			fail(err)
+		}
+		cfg.Dir = dir
+		if !keep {
+			defer os.RemoveAll(dir)
+		}
+	}
+	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	rep, err := crash.Run(ctx, cfg)
+	if err != nil {
+		fail(err)
+	}
+	if asJSON {
+		json.NewEncoder(os.Stdout).Encode(rep)
+	} else {
+		fmt.Printf("seed %d, %s\n", cfg.Seed, time.Since(start).Round(time.Second))
+		fmt.Printf("kills:             %d\n", rep.Kills)
+		fmt.Printf("sessions finished: %d\n", rep.Sessions)
+		fmt.Printf("chunks acked:      %d\n", rep.Chunks)
+		fmt.Printf("bytes acked:       %d\n", rep.AckedBytes)
+		fmt.Printf("bytes lost:        %d\n", rep.LostBytes)
+		fmt.Printf("wrong targets:     %d\n", rep.Mismatched)
+		fmt.Printf("temp files left:   %d\n", rep.LeftoverTemps)
+		fmt.Printf("reconnects:        %d\n", rep.Reconnects)
+		for _, f := range rep.Failures {
+			fmt.Println("FAIL:", f)
+		}
+	}
+	if !rep.OK() {
+		os.Exit(1)
+	}
+}
+
+func defaultOriond() string {
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "oriond"); fileExists(p) {
+			return p
+		}
+	}
+	return "oriond"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "orioncrash:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,443 @@
+// Package crash runs oriond under SIGKILL at random moments while several
+// clients stream, restarts it, resumes every session and checks that nothing
+// acknowledged was lost or duplicated and no target was torn. The test suite
+// runs it briefly; orioncrash runs it long.
+package crash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Config describes one crash run.
+type Config struct {
+	// Oriond is the daemon binary under test.
+	Oriond string
+	// Dir holds the state directory and the allowed root.
+	Dir string
+	// Kills is how many times the daemon is killed.
+	Kills int
+	// Clients stream concurrently, one session after another.
+	Clients int
+	// MaxPause bounds the random time between kills.
+	MaxPause time.Duration
+	Seed     uint64
+	// Logf, if set, receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+// Report is what a run found. A good run has zero LostBytes, Mismatched,
+// and LeftoverTemps.
+type Report struct {
+	Kills         int   `json:"kills"`
+	Sessions      int64 `json:"sessions"`
+	Chunks        int64 `json:"chunks"`
+	AckedBytes    int64 `json:"acked_bytes"`
+	LostBytes     int64 `json:"lost_bytes"`
+	Mismatched    int64 `json:"mismatched_targets"`
+	LeftoverTemps int   `json:"leftover_temp_files"`
+	Reconnects    int64 `json:"reconnects"`
+	// Failures describes each problem found, for the test to print.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// OK reports whether the run found no loss, no torn or wrong target and no
+// leftover temp file.
+func (r *Report) OK() bool {
+	return r.LostBytes == 0 && r.Mismatched == 0 && r.LeftoverTemps == 0 && len(r.Failures) == 0
+}
+
+type runner struct {
+	cfg    Config
+	socket string
+	state  string
+	root   string
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	report   Report
+	failures []string
+
+	sessions, chunks, acked, lost, mismatched, reconnects atomic.Int64
+}
+
+// Run performs the crash run.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if cfg.Clients <= 0 {
+		cfg.Clients = 4
+	}
+	if cfg.MaxPause <= 0 {
+		cfg.MaxPause = 300 * time.Millisecond
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	sockDir, err := os.MkdirTemp("", "orc")
+	if err != nil {
+		return Report{}, err
+	}
+	defer os.RemoveAll(sockDir)
+	r := &runner{
+		cfg:    cfg,
+		socket: filepath.Join(sockDir, "oriond.sock"),
+		state:  filepath.Join(cfg.Dir, "state"),
+		root:   filepath.Join(cfg.Dir, "root"),
+	}
+	if err := os.MkdirAll(r.root, 0o700); err != nil {
+		return Report{}, err
+	}
+	if r.root, err = filepath.EvalSymlinks(r.root); err != nil {
+		return Report{}, err
+	}
+	if err := r.start(); err != nil {
+		return Report{}, err
+	}
+	defer r.stop()
+
+	streamCtx, stopStreaming := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range cfg.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.client(streamCtx, i, rand.New(rand.NewPCG(cfg.Seed, uint64(i))))
+		}()
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<32))
+	kills := 0
+	for kills < cfg.Kills && ctx.Err() == nil {
+		time.Sleep(time.Duration(rng.Int64N(int64(cfg.MaxPause))))
+		if err := r.kill(); err != nil {
+			stopStreaming()
+			wg.Wait()
+			return r.snapshot(kills), err
+		}
+		kills++
+		if err := r.start(); err != nil {
+			stopStreaming()
+			wg.Wait()
+			return r.snapshot(kills), err
+		}
+		if kills%50 == 0 {
+			cfg.Logf("%d kills, %d sessions finished, %d bytes acknowledged", kills, r.sessions.Load(), r.acked.Load())
+		}
+	}
+	// Let every client finish the session it is in.
+	stopStreaming()
+	wg.Wait()
+	rep := r.snapshot(kills)
+	temps, err := findTemps(r.root)
+	if err != nil {
+		return rep, err
+	}
+	rep.LeftoverTemps = len(temps)
+	for _, t := range temps {
+		rep.Failures = append(rep.Failures, "leftover temp file "+t)
+	}
+	return rep, nil
+}
+
+func (r *runner) snapshot(kills int) Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Report{
+		Kills:      kills,
+		Sessions:   r.sessions.Load(),
+		Chunks:     r.chunks.Load(),
+		AckedBytes: r.acked.Load(),
+		LostBytes:  r.lost.Load(),
+		Mismatched: r.mismatched.Load(),
+		Reconnects: r.reconnects.Load(),
+		Failures:   append([]string(nil), r.failures...),
+	}
+}
+
+func (r *runner) fail(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failures) < 20 {
+		r.failures = append(r.failures, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *runner) start() error {
+	cmd := exec.Command(r.cfg.Oriond, "run", "--socket", r.socket, "--state-dir", r.state,
+		"--allow-root", r.root, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=")
+	logPath := filepath.Join(r.cfg.Dir, "oriond.log")
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+	r.mu.Lock()
+	r.cmd, r.exited = cmd, exited
+	r.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.Dial("unix", r.socket)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("oriond exited at start; see %s", logPath)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("oriond did not open its socket within 30s; see %s", logPath)
+}
+
+func (r *runner) kill() error {
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-exited
+	return nil
+}
+
+func (r *runner) stop() {
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// conn is a client connection that redials after the daemon dies.
+type conn struct {
+	r *runner
+	c *client.Client
+}
+
+func (k *conn) get(ctx context.Context) (*client.Client, error) {
+	for k.c == nil {
+		c, err := client.Dial(ctx, k.r.socket, client.Options{})
+		if err == nil {
+			k.c = c
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return k.c, nil
+}
+
+// broken handles a failed call: a transport failure drops the connection
+// (to redial) and is retried; a protocol error is returned.
+func (k *conn) broken(err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	if k.c != nil {
+		k.c.Close()
+		k.c = nil
+		k.r.reconnects.Add(1)
+	}
+	return nil
+}
+
+// client writes one file after another until ctx ends, surviving kills.
+func (r *runner) client(ctx context.Context, id int, rng *rand.Rand) {
+	k := &conn{r: r}
+	defer func() {
+		if k.c != nil {
+			k.c.Close()
+		}
+	}()
+	// Sessions started before the stop still finish: only the choice to
+	// start another one looks at ctx.
+	finishCtx := context.WithoutCancel(ctx)
+	for n := 0; ctx.Err() == nil; n++ {
+		target := filepath.Join(r.root, fmt.Sprintf("c%d-%d.txt", id, n))
+		content := randomContent(rng, 1+rng.IntN(40_000))
+		if err := r.writeOne(finishCtx, k, rng, target, content); err != nil {
+			r.fail("client %d file %d: %v", id, n, err)
+			return
+		}
+		r.sessions.Add(1)
+	}
+}
+
+func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, content string) error {
+	var begun protocol.BeginResult
+	for {
+		c, err := k.get(ctx)
+		if err != nil {
+			return err
+		}
+		begun, err = c.Begin(ctx, protocol.BeginParams{Intent: "crash test", TargetFile: target, Operation: protocol.OpCreate})
+		if err == nil {
+			break
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Code == protocol.CodeTargetExists {
+			// A begin whose reply the kill swallowed created nothing on
+			// disk, so this cannot happen; say so if it does.
+			return fmt.Errorf("begin: %v", err)
+		}
+		if err := k.broken(err); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+	}
+	chunks := split(rng, content+begun.EndMarker+"\n")
+	var ackedSeq uint64
+	for seq := uint64(1); seq <= uint64(len(chunks)); {
+		c, err := k.get(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: seq, Chunk: chunks[seq-1]})
+		if err == nil {
+			ackedSeq = seq
+			r.chunks.Add(1)
+			r.acked.Add(int64(len(chunks[seq-1])))
+			seq++
+			continue
+		}
+		if err := k.broken(err); err != nil {
+			return fmt.Errorf("append seq %d: %w", seq, err)
+		}
+		// Reconnected: ask where the session stands and go on from there.
+		next, err := r.resume(ctx, k, begun.SessionID)
+		if err != nil {
+			return err
+		}
+
+		if next-1 < ackedSeq {
+			lost := 0
+			for s := next; s <= ackedSeq; s++ {
+				lost += len(chunks[s-1])
+			}
+			r.lost.Add(int64(lost))
+			return fmt.Errorf("session %s resumed at seq %d but seq %d was acknowledged: %d bytes lost", begun.SessionID, next, ackedSeq, lost)
+		}
+		if next > seq+1 {
+			return fmt.Errorf("session %s resumed at seq %d, beyond the %d chunks ever sent", begun.SessionID, next, seq)
+		}
+		seq = next
+	}
+	var res protocol.FinalizeResult
+	for {
+		c, err := k.get(ctx)
+		if err != nil {
+			return err
+		}
+		res, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID})
+		if err == nil {
+			break
+		}
+		if err := k.broken(err); err != nil {
+			return fmt.Errorf("finalize: %w", err)
+		}
+	}
+	got, err := os.ReadFile(target)
+	if err != nil {
+		r.mismatched.Add(1)
+		return fmt.Errorf("reading %s after finalize: %w", target, err)
+	}
+	if string(got) != content || res.Bytes != int64(len(content)) {
+		r.mismatched.Add(1)
+		return fmt.Errorf("%s holds %d bytes after finalize, want the %d sent (summary says %d)", target, len(got), len(content), res.Bytes)
+	}
+	return nil
+}
+
+func (r *runner) resume(ctx context.Context, k *conn, id string) (uint64, error) {
+	for {
+		c, err := k.get(ctx)
+		if err != nil {
+			return 0, err
+		}
+		res, err := c.Resume(ctx, id)
+		if err == nil {
+			return res.NextSeq, nil
+		}
+		if err := k.broken(err); err != nil {
+			return 0, fmt.Errorf("resume: %w", err)
+		}
+	}
+}
+
+// split cuts s into chunks of 1 byte to 8 KiB on character boundaries.
+func split(rng *rand.Rand, s string) []string {
+	var out []string
+	for len(s) > 0 {
+		n := min(1+rng.IntN(8192), len(s))
+		for n < len(s) && !utf8.RuneStart(s[n]) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+func randomContent(rng *rand.Rand, size int) string {
+	words := []string{"alpha", "beta", "ünï", "日本", "🚀", "{", "}", "\t", "DONE"}
+	var b strings.Builder
+	for b.Len() < size {
+		b.WriteString(words[rng.IntN(len(words))])
+		if rng.IntN(8) == 0 {
+			b.WriteByte('\n')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	// The end marker must stand on a line of its own, as a model writes it.
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func findTemps(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var temps []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), atomicfile.TempPrefix) {
+			temps = append(temps, e.Name())
+		}
+	}
+	return temps, nil
+}

@@ -1,0 +1,39 @@
+package crash_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/orion-agent/orion/client/internal/crash"
+	"github.com/orion-agent/orion/internal/testdaemon"
+)
+
+// TestNothingAcknowledgedIsLostUnderSIGKILL kills the real daemon 50 times
+// while four clients stream, and checks every byte and every target.
+func TestNothingAcknowledgedIsLostUnderSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash run skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := crash.Run(ctx, crash.Config{
+		Oriond:  testdaemon.Binary(t),
+		Dir:     t.TempDir(),
+		Kills:   50,
+		Clients: 4,
+		Seed:    uint64(time.Now().UnixNano()),
+		Logf:    t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d",
+		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects)
+	if !rep.OK() {
+		t.Fatalf("lost %d bytes, %d wrong targets, %d temp files left:\n%v", rep.LostBytes, rep.Mismatched, rep.LeftoverTemps, rep.Failures)
+	}
+	if rep.Kills != 50 || rep.Sessions == 0 || rep.Reconnects == 0 {
+		t.Fatalf("the run did not exercise crashes: %+v", rep)
+	}
+}

@@ -158,6 +158,13 @@ func (c *Client) Continue(ctx context.Context, id string) (protocol.BeginResult,
 	return r, err
 }
 
+// Clean calls session.clean.
+func (c *Client) Clean(ctx context.Context, p protocol.CleanParams) (protocol.CleanResult, error) {
+	var r protocol.CleanResult
+	err := c.Call(ctx, protocol.MethodSessionClean, p, &r)
+	return r, err
+}
+
 // Status calls daemon.status.
 func (c *Client) Status(ctx context.Context) (protocol.StatusResult, error) {
 	var r protocol.StatusResult

@@ -39,6 +39,10 @@ type Config struct {
 	IdleTimeout      time.Duration
 	AutoFinalize     time.Duration
 	TruncationPolicy protocol.TruncationPolicy
+	// Retention and SummaryRetention are how long unfinished sessions and
+	// finished sessions' summaries are kept.
+	Retention        time.Duration
+	SummaryRetention time.Duration
 	Logger           *slog.Logger
 }
 
@@ -111,6 +115,8 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		IdleTimeout:      cfg.IdleTimeout,
 		AutoFinalize:     cfg.AutoFinalize,
 		TruncationPolicy: cfg.TruncationPolicy,
+		Retention:        cfg.Retention,
+		SummaryRetention: cfg.SummaryRetention,
 		Logger:           log,
 		Notify:           owners.notify,
 	})

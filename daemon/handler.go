@@ -149,6 +149,12 @@ func (h *handler) dispatch(req *jsonrpc2.Request) (any, error) {
 			return nil, err
 		}
 		return h.mgr.Continue(p.SessionID)
+	case protocol.MethodSessionClean:
+		var p protocol.CleanParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
 	case protocol.MethodDaemonStatus:
 		return h.status(), nil
 	case protocol.MethodToolsDefinitions:

@@ -22,6 +22,7 @@ var Methods = []string{
 	MethodSessionList,
 	MethodSessionResume,
 	MethodSessionContinue,
+	MethodSessionClean,
 	MethodDaemonStatus,
 	MethodToolsDefinitions,
 }

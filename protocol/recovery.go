@@ -89,3 +89,25 @@ type ConflictNotification struct {
 	// Event is "write", "rename", "remove" or "hash_changed".
 	Event string `json:"event"`
 }
+
+// MethodSessionClean expires and prunes sessions now, rather than waiting
+// for the daemon's periodic sweep.
+const MethodSessionClean = "session.clean"
+
+// CleanParams are the params of session.clean. Zero durations take the
+// daemon's retention periods.
+type CleanParams struct {
+	// OlderThanMS expires unfinished sessions untouched for this long.
+	OlderThanMS int64 `json:"older_than_ms,omitempty"`
+	// FinishedOlderThanMS prunes finished sessions older than this.
+	FinishedOlderThanMS int64 `json:"finished_older_than_ms,omitempty"`
+}
+
+// CleanResult says what a sweep did.
+type CleanResult struct {
+	// Expired sessions were unfinished and abandoned: their content is
+	// dropped, their record kept for the summary retention.
+	Expired []string `json:"expired"`
+	// Pruned sessions were finished long enough ago to forget entirely.
+	Pruned []string `json:"pruned"`
+}

@@ -53,6 +53,10 @@ type Config struct {
 	IdleTimeout      time.Duration
 	AutoFinalize     time.Duration
 	TruncationPolicy protocol.TruncationPolicy
+	// Retention is how long an unfinished session may sit untouched before
+	// it expires; SummaryRetention how long a finished one's summary is kept.
+	Retention        time.Duration
+	SummaryRetention time.Duration
 	Logger           *slog.Logger
 	Notify           Notifier
 	Watcher          TargetWatcher
@@ -99,6 +103,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.AutoFinalize <= 0 {
 		cfg.AutoFinalize = DefaultAutoFinalize
 	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.SummaryRetention <= 0 {
+		cfg.SummaryRetention = DefaultSummaryRetention
+	}
 	if cfg.TruncationPolicy == "" {
 		cfg.TruncationPolicy = protocol.TruncationKeep
 	}
@@ -132,6 +142,7 @@ func New(cfg Config) (*Manager, error) {
 	for _, e := range m.sessions {
 		m.recover(e)
 	}
+	m.startJanitor()
 	return m, nil
 }
 

@@ -15,7 +15,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Use:   "sessions",
 		Short: "List and inspect write sessions",
 	}
-	cmd.AddCommand(newSessionsListCmd(g), newSessionsShowCmd(g))
+	cmd.AddCommand(newSessionsListCmd(g), newSessionsShowCmd(g), newSessionsRecoverCmd(g), newSessionsCleanCmd(g))
 	return cmd
 }
 
@@ -88,4 +88,92 @@ func newSessionsShowCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+func newSessionsRecoverCmd(g *globals) *cobra.Command {
+	var finalize, force bool
+	cmd := &cobra.Command{
+		Use:   "recover SESSION",
+		Short: "Finish a session a crash or a lost client left behind",
+		Long: `Recover a session: a session whose end marker arrived (or whose finalize a
+crash interrupted) is finalized. One still missing its marker, or truncated,
+is described (where its content stops, the last lines, the sentence that makes
+a model continue it) unless --finalize writes what arrived as it is.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			res, err := c.Resume(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch {
+			case res.Stage == protocol.StageCompleted:
+				info, err := c.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if info.Result == nil {
+					return fmt.Errorf("session %s is completed but has no summary", args[0])
+				}
+				return printSummary(cmd, g, *info.Result)
+			case res.EndMarkerSeen || res.Stage == protocol.StageFinalizing || finalize:
+				fin, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: args[0], EndOfInput: finalize, Force: force})
+				if err != nil {
+					return err
+				}
+				return printSummary(cmd, g, fin)
+			}
+			if g.json {
+				return printJSON(out, res)
+			}
+			fmt.Fprintf(out, "session %s (%s) stops at %d lines, %d bytes; next seq %d\n",
+				res.SessionID, res.Stage, res.Lines, res.Bytes, res.NextSeq)
+			fmt.Fprintf(out, "target: %s (%s)\n\nlast lines:\n%s\n", res.TargetFile, res.Operation, res.Tail)
+			fmt.Fprintf(out, "to continue, tell the model:\n%s\n\n", res.ContinuePrompt)
+			fmt.Fprintf(out, "or write what arrived as it is: orionctl sessions recover --finalize %s\n", res.SessionID)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&finalize, "finalize", false, "write the content that arrived even without its end marker")
+	cmd.Flags().BoolVar(&force, "force", false, "write even if the target changed since the session began")
+	return cmd
+}
+
+func newSessionsCleanCmd(g *globals) *cobra.Command {
+	var olderThan, finishedOlderThan time.Duration
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Expire abandoned sessions and prune finished ones now",
+		Long: `Expire unfinished sessions untouched for --older-than (their content is
+dropped) and forget finished ones older than --finished-older-than. Without
+flags, the daemon's retention periods apply, as in its periodic sweep.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.Clean(cmd.Context(), protocol.CleanParams{
+				OlderThanMS: olderThan.Milliseconds(), FinishedOlderThanMS: finishedOlderThan.Milliseconds(),
+			})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "expired %d sessions, pruned %d\n", len(res.Expired), len(res.Pruned))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "expire unfinished sessions untouched this long (default: the daemon's retention)")
+	cmd.Flags().DurationVar(&finishedOlderThan, "finished-older-than", 0, "prune finished sessions older than this (default: the daemon's summary retention)")
+	return cmd
 }

@@ -78,6 +78,8 @@ Defaults, each overridden by its environment variable and then by its flag:
 	f.DurationVar(&cfg.IdleTimeout, "idle", 0, "default idle period before session.idle is sent (default 2s)")
 	f.DurationVar(&cfg.AutoFinalize, "auto-finalize", 0, "default time without a chunk before a session without its marker ends truncated (default 30s)")
 	f.StringVar((*string)(&cfg.TruncationPolicy), "truncation-policy", "keep", "default for content without its marker: keep, incomplete_file or write_with_note")
+	f.DurationVar(&cfg.Retention, "retention", 0, "how long an untouched unfinished session is kept before it expires (default 1h)")
+	f.DurationVar(&cfg.SummaryRetention, "summary-retention", 0, "how long a finished session's summary is kept (default 24h)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

@@ -1,0 +1,113 @@
+package session
+
+import (
+	"time"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Defaults for the retention periods.
+const (
+	DefaultRetention        = time.Hour
+	DefaultSummaryRetention = 24 * time.Hour
+	// sweepInterval is how often the janitor looks for expired sessions;
+	// retention is counted in hours, so a minute of slack is invisible.
+	sweepInterval = time.Minute
+)
+
+// startJanitor schedules the periodic sweep.
+func (m *Manager) startJanitor() {
+	m.cfg.Clock.AfterFunc(sweepInterval, func() {
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
+		if closed {
+			return
+		}
+		res := m.Clean(m.cfg.Retention, m.cfg.SummaryRetention)
+		if len(res.Expired)+len(res.Pruned) > 0 {
+			m.cfg.Logger.Info("swept sessions", "expired", len(res.Expired), "pruned", len(res.Pruned))
+		}
+		m.startJanitor()
+	})
+}
+
+// Clean expires unfinished sessions idle for longer than retention and
+// forgets finished ones older than summaryRetention. Zero durations take
+// the configured ones.
+func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.CleanResult {
+	if retention <= 0 {
+		retention = m.cfg.Retention
+	}
+	if summaryRetention <= 0 {
+		summaryRetention = m.cfg.SummaryRetention
+	}
+	now := m.cfg.Clock.Now()
+	m.mu.Lock()
+	entries := m.entries()
+	m.mu.Unlock()
+	res := protocol.CleanResult{Expired: []string{}, Pruned: []string{}}
+	for _, e := range entries {
+		e.mu.Lock()
+		r := &e.rec
+		age := now.Sub(r.UpdatedAt)
+		switch {
+		case unfinished(r.Stage) && r.ContinuedBy == "" && age > retention:
+			m.expireLocked(e)
+			res.Expired = append(res.Expired, r.ID)
+		case finished(r.Stage) && age > summaryRetention:
+			if err := m.cfg.Store.Delete(r.ID); err != nil {
+				m.cfg.Logger.Warn("pruning a session", "session", r.ID, "err", err)
+				e.mu.Unlock()
+				continue
+			}
+			m.mu.Lock()
+			delete(m.sessions, r.ID)
+			m.mu.Unlock()
+			res.Pruned = append(res.Pruned, r.ID)
+		}
+		e.mu.Unlock()
+	}
+	// Expiring a continuation releases the truncated sessions it chained;
+	// they expire with it.
+	for _, id := range res.Expired {
+		e, err := m.lookup(id)
+		if err != nil {
+			continue
+		}
+		e.mu.Lock()
+		chain := append([]link(nil), e.rec.Chain...)
+		e.mu.Unlock()
+		for _, l := range chain {
+			if pe, err := m.lookup(l.ID); err == nil {
+				pe.mu.Lock()
+				if unfinished(pe.rec.Stage) {
+					m.expireLocked(pe)
+					res.Expired = append(res.Expired, l.ID)
+				}
+				pe.mu.Unlock()
+			}
+		}
+	}
+	return res
+}
+
+func (m *Manager) expireLocked(e *entry) {
+	r := &e.rec
+	m.stopTimers(e)
+	m.unwatch(e)
+	r.Stage = protocol.StageExpired
+	r.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(r); err != nil {
+		m.cfg.Logger.Warn("expiring a session", "session", r.ID, "err", err)
+		return
+	}
+	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
+		m.cfg.Logger.Warn("dropping chunks of an expired session", "session", r.ID, "err", err)
+	}
+	m.cfg.Logger.Info("session expired", "session", r.ID)
+}
+
+func finished(s protocol.Stage) bool {
+	return s == protocol.StageCompleted || s == protocol.StageAborted || s == protocol.StageExpired
+}

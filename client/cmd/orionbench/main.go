@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/client/internal/sibling"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -60,7 +61,7 @@ type result struct {
 func run(args []string, out io.Writer) error {
 	cfg := config{}
 	fs := flag.NewFlagSet("orionbench", flag.ContinueOnError)
-	fs.StringVar(&cfg.oriond, "oriond", defaultOriond(), "path of the oriond binary to benchmark")
+	fs.StringVar(&cfg.oriond, "oriond", sibling.Binary("oriond"), "path of the oriond binary to benchmark")
 	fs.StringVar(&cfg.dir, "dir", "", "directory on the disk to measure (default: a new temp dir); the daemon's store and the baseline files both go here")
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each case runs")
 	fs.IntVar(&cfg.chunk, "chunk", 1024, "chunk size in bytes")
@@ -113,20 +114,6 @@ func run(args []string, out io.Writer) error {
 	}
 	report(out, cfg, results)
 	return nil
-}
-
-func defaultOriond() string {
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), "oriond"); fileExists(p) {
-			return p
-		}
-	}
-	return "oriond"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func parseInts(s string) ([]int, error) {

@@ -15,16 +15,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"time"
 
 	"github.com/orion-agent/orion/client/internal/crash"
+	"github.com/orion-agent/orion/client/internal/sibling"
 )
 
 func main() {
 	cfg := crash.Config{}
 	var keep, asJSON bool
-	flag.StringVar(&cfg.Oriond, "oriond", defaultOriond(), "oriond binary to crash")
+	flag.StringVar(&cfg.Oriond, "oriond", sibling.Binary("oriond"), "oriond binary to crash")
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for the state and the written files (default: a new temp dir)")
 	flag.IntVar(&cfg.Kills, "kills", 1000, "how many times to SIGKILL the daemon")
 	flag.IntVar(&cfg.Clients, "clients", 4, "concurrent streaming clients")
@@ -70,20 +70,6 @@ func main() {
 	if !rep.OK() {
 		os.Exit(1)
 	}
-}
-
-func defaultOriond() string {
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), "oriond"); fileExists(p) {
-			return p
-		}
-	}
-	return "oriond"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func fail(err error) {

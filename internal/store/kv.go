@@ -1,0 +1,118 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// KV is one key and value of a named bucket.
+type KV struct {
+	Key, Value []byte
+}
+
+// The journal's own buckets are not reachable through the KV methods, so
+// another concern (traces, backups) cannot corrupt sessions by accident.
+func checkBucket(name string) error {
+	switch name {
+	case string(bucketMeta), string(bucketSessions), string(bucketChunks), "":
+		return fmt.Errorf("store: bucket name %q is reserved", name)
+	}
+	return nil
+}
+
+// PutKV stores kvs in the named bucket, creating it if needed, in one
+// durable transaction shared with concurrent writes (group commit).
+func (s *Store) PutKV(bucket string, kvs []KV) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return s.write(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte(bucket))
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			if err := b.Put(kv.Key, kv.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ScanKV calls fn for the named bucket's keys from from (inclusive) up, in
+// key order, until fn returns false or an error. fn must not keep k or v
+// after it returns. A bucket that does not exist yet is empty.
+func (s *Store) ScanKV(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucket))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
+			more, err := fn(k, v)
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ScanKVReverse is ScanKV downwards: from the greatest key <= from (or
+// the last key, when from is nil).
+func (s *Store) ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucket))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		var k, v []byte
+		if from == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Seek(from)
+			if k == nil {
+				k, v = c.Last()
+			} else if !bytes.Equal(k, from) {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil; k, v = c.Prev() {
+			more, err := fn(k, v)
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteKV removes keys from the named bucket in one durable transaction.
+func (s *Store) DeleteKV(bucket string, keys [][]byte) error {
+	if err := checkBucket(bucket); err != nil {
+		return err
+	}
+	return s.write(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucket))
+		if b == nil {
+			return nil
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,29 @@
+// Package trace records what the daemon did — requests, session
+// transitions, validation results, writes, errors — as events that are valid
+// JSON by construction, keyed for lookup by session and by time.
+package trace
+
+import "time"
+
+// Event is one thing that happened.
+type Event struct {
+	Time time.Time `json:"time"`
+	// Type is stable: "request", "session.stage", "session.write",
+	// "session.truncated", "session.conflict", "validation", "error".
+	Type      string         `json:"type"`
+	SessionID string         `json:"session_id,omitempty"`
+	Method    string         `json:"method,omitempty"`
+	Fields    map[string]any `json:"fields,omitempty"`
+}
+
+// Recorder takes events. Record must not block the caller for I/O: the
+// write path calls it.
+type Recorder interface {
+	Record(Event)
+}
+
+// Discard is a Recorder that drops every event.
+type Discard struct{}
+
+// Record drops ev.
+func (Discard) Record(Event) {}

@@ -20,6 +20,7 @@ import (
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	Retention        time.Duration
 	SummaryRetention time.Duration
 	Logger           *slog.Logger
+	// Trace, if set, receives an event for every request, session
+	// transition and write.
+	Trace trace.Recorder
 }
 
 // Validate reports the first setting that cannot work, naming it.
@@ -106,6 +110,10 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer st.Close()
 
+	rec := cfg.Trace
+	if rec == nil {
+		rec = trace.Discard{}
+	}
 	owners := newOwners(log)
 	mgr, err := session.New(session.Config{
 		Store:            st,
@@ -119,6 +127,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		SummaryRetention: cfg.SummaryRetention,
 		Logger:           log,
 		Notify:           owners.notify,
+		Trace:            rec,
 	})
 	if err != nil {
 		return err
@@ -138,6 +147,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		log:      log,
 		order:    newSessionOrder(),
 		owners:   owners,
+		trace:    rec,
 		inflight: &inflight,
 		status: func() protocol.StatusResult {
 			return protocol.StatusResult{

@@ -11,6 +11,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/session"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -22,6 +23,7 @@ type handler struct {
 	log    *slog.Logger
 	order  *sessionOrder
 	owners *owners
+	trace  trace.Recorder
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
@@ -37,8 +39,9 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	}
 	var wait <-chan struct{}
 	done := func() {}
-	if id := sessionKey(req); id != "" {
-		wait, done = h.order.enqueue(id)
+	key := sessionKey(req)
+	if key != "" {
+		wait, done = h.order.enqueue(key)
 	}
 	h.inflight.Add(1)
 	go func() {
@@ -52,6 +55,7 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		if err == nil {
 			h.owners.claim(ownedSession(result), conn)
 		}
+		h.traceRequest(req, key, result, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)
 			h.log.Debug("request failed", "method", req.Method, "code", rpcErr.Code, "err", rpcErr.Message)
@@ -65,6 +69,26 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			h.log.Warn("replying", "method", req.Method, "err", rerr)
 		}
 	}()
+}
+
+// traceRequest records one handled request: which, for which session, how
+// long, and how it failed.
+func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, err error, start time.Time) {
+	if key == "" {
+		key = ownedSession(result)
+	}
+	fields := map[string]any{"duration_ms": float64(time.Since(start).Microseconds()) / 1000}
+	if ack, ok := result.(protocol.AppendResult); ok {
+		fields["seq"] = ack.Seq
+		fields["bytes"] = ack.Bytes
+		fields["end_marker_seen"] = ack.EndMarkerSeen
+	}
+	if err != nil {
+		rpcErr := toRPCError(err)
+		fields["error_code"] = rpcErr.Code
+		fields["error"] = rpcErr.Message
+	}
+	h.trace.Record(trace.Event{Time: start, Type: "request", SessionID: key, Method: req.Method, Fields: fields})
 }
 
 // sessionKey peeks at the session a request is about, for ordering.

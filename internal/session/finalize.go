@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -73,6 +74,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}
+	m.traceStage(r, map[string]any{"force": force})
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
 	res, err := m.write(r, r.Target, r.Operation, "")
@@ -84,6 +86,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 			m.cfg.Logger.Error("recording a failed finalize", "session", r.ID, "err", perr)
 		}
 		m.watch(e)
+		m.traceStage(r, map[string]any{"error": err.Error()})
 		return protocol.FinalizeResult{}, err
 	}
 	return m.complete(e, res), nil
@@ -112,6 +115,11 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 	}
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
 		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
+	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: "session.write", SessionID: r.ID, Fields: map[string]any{
+		"target": res.TargetFile, "operation": res.Operation, "bytes": res.Bytes, "lines": res.Lines,
+		"sha256": res.SHA256, "file_bytes": res.FileBytes, "mode": res.Mode, "warnings": res.Warnings,
+	}})
+	m.traceStage(r, nil)
 	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)
 	return res
 }

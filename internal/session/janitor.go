@@ -106,6 +106,7 @@ func (m *Manager) expireLocked(e *entry) {
 		m.cfg.Logger.Warn("dropping chunks of an expired session", "session", r.ID, "err", err)
 	}
 	m.cfg.Logger.Info("session expired", "session", r.ID)
+	m.traceStage(r, nil)
 }
 
 func finished(s protocol.Stage) bool {

@@ -20,6 +20,7 @@ import (
 	"github.com/orion-agent/orion/internal/clock"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -60,6 +61,8 @@ type Config struct {
 	Logger           *slog.Logger
 	Notify           Notifier
 	Watcher          TargetWatcher
+	// Trace receives an event for every stage change, write and conflict.
+	Trace trace.Recorder
 	// Clock and NewID are injected so tests control time and ids.
 	Clock clock.Clock
 	NewID func() string
@@ -120,6 +123,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = uuid.NewString
+	}
+	if cfg.Trace == nil {
+		cfg.Trace = trace.Discard{}
 	}
 	if cfg.Notify == nil {
 		cfg.Notify = func(string, string, any) {}
@@ -281,6 +287,7 @@ func (m *Manager) open(r *record, shownTarget string) (protocol.BeginResult, err
 	e.mu.Unlock()
 	m.cfg.Logger.Info("session begun", "session", r.ID, "target", r.Target, "operation", r.Operation,
 		"continues", r.ContinuesSession)
+	m.traceStage(r, map[string]any{"target": r.Target, "operation": r.Operation, "continues": r.ContinuesSession})
 	return protocol.BeginResult{
 		SessionID:    r.ID,
 		Stage:        r.Stage,
@@ -351,8 +358,12 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	if err := m.cfg.Store.Append(r.ID, p.Seq, []byte(p.Chunk), meta); err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
 	}
+	first := r.Stage != protocol.StageStreaming
 	*r = next
 	m.resetTimers(e)
+	if first {
+		m.traceStage(r, nil)
+	}
 	return appendResult(r, p.Seq), nil
 }
 
@@ -410,6 +421,7 @@ func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 		m.cfg.Logger.Warn("dropping chunks of an aborted session", "session", r.ID, "err", err)
 	}
 	m.cfg.Logger.Info("session aborted", "session", r.ID)
+	m.traceStage(r, nil)
 	return protocol.AbortResult{SessionID: r.ID, Stage: r.Stage}, nil
 }
 
@@ -466,4 +478,15 @@ func (m *Manager) OpenCount() int {
 		e.mu.Unlock()
 	}
 	return n
+}
+
+// traceStage records that a session entered its current stage.
+func (m *Manager) traceStage(r *record, fields map[string]any) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["stage"] = r.Stage
+	fields["bytes"] = r.contentBytes()
+	fields["lines"] = r.contentLines()
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: "session.stage", SessionID: r.ID, Fields: fields})
 }

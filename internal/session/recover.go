@@ -41,6 +41,7 @@ func (m *Manager) recover(e *entry) {
 		if err := m.put(r); err != nil {
 			m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)
 		}
+		m.traceStage(r, map[string]any{"recovered": "finalize rolled back after a crash"})
 	}
 	if r.acceptsContent() || r.Stage == protocol.StageTruncated {
 		m.watch(e)

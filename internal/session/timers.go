@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -127,6 +128,7 @@ func (m *Manager) truncateLocked(e *entry) (protocol.TruncationContext, error) {
 	r.Truncation = &tc
 	r.UpdatedAt = m.cfg.Clock.Now()
 	m.stopTimers(e)
+	m.traceStage(r, map[string]any{"policy": policy, "incomplete_file": tc.IncompleteFile, "continue_prompt": tc.ContinuePrompt})
 	if policy != protocol.TruncationWriteWithNote {
 		// Keep watching: a continuation will write this target.
 		m.watch(e)
@@ -226,6 +228,8 @@ func (m *Manager) TargetChanged(path, kind string) {
 			m.cfg.Logger.Warn("recording a conflict", "session", r.ID, "err", err)
 		}
 		n := protocol.ConflictNotification{SessionID: r.ID, TargetFile: path, Event: kind}
+		m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: "session.conflict", SessionID: r.ID,
+			Fields: map[string]any{"target": path, "event": kind}})
 		e.mu.Unlock()
 		m.cfg.Logger.Warn("target changed during the session", "session", n.SessionID, "target", path, "event", kind)
 		m.cfg.Notify(n.SessionID, protocol.NotifySessionConflict, n)

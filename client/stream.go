@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"errors"
 	"io"
-	"unicode/utf8"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -33,68 +31,32 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 	if size <= 0 {
 		size = DefaultChunkSize
 	}
-	// A chunk must be able to hold a whole character, or cutting on
-	// character boundaries could never make progress.
-	size = max(size, utf8.UTFMax)
 	seq := opts.FirstSeq
 	if seq == 0 {
 		seq = 1
 	}
 	var (
-		last    protocol.AppendResult
-		sent    int64
-		chunks  uint64
-		buf     = make([]byte, size)
-		carried int
+		last   protocol.AppendResult
+		sent   int64
+		chunks uint64
 	)
-	for {
-		n, readErr := io.ReadFull(r, buf[carried:])
-		n += carried
-		eof := errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF)
-		if readErr != nil && !eof {
-			return last, chunks, readErr
+	err := protocol.SplitChunks(r, size, func(chunk []byte) error {
+		ack, err := c.Append(ctx, protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)})
+		if err != nil {
+			return err
 		}
-		cut := n
-		if !eof {
-			cut = CharBoundary(buf[:n])
+		last = ack
+		seq++
+		chunks++
+		sent += int64(len(chunk))
+		if opts.Progress != nil {
+			opts.Progress(sent)
 		}
-		if cut > 0 {
-			ack, err := c.Append(ctx, protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(buf[:cut])})
-			if err != nil {
-				return last, chunks, err
-			}
-			last = ack
-			seq++
-			chunks++
-			sent += int64(cut)
-			if opts.Progress != nil {
-				opts.Progress(sent)
-			}
-		}
-		carried = copy(buf, buf[cut:n])
-		if eof {
-			return last, chunks, nil
-		}
-	}
+		return nil
+	})
+	return last, chunks, err
 }
 
 // CharBoundary returns the largest n <= len(b) such that b[:n] does not end
-// inside a UTF-8 character. Bytes that are not valid UTF-8 at all are not
-// held back: they can never become a character, and holding them would stall.
-func CharBoundary(b []byte) int {
-	// A UTF-8 character is at most 4 bytes, so only the last 3 can belong
-	// to an incomplete one.
-	for back := 1; back <= utf8.UTFMax-1 && back <= len(b); back++ {
-		c := b[len(b)-back]
-		if c < utf8.RuneSelf {
-			return len(b)
-		}
-		if utf8.RuneStart(c) {
-			if !utf8.FullRune(b[len(b)-back:]) {
-				return len(b) - back
-			}
-			return len(b)
-		}
-	}
-	return len(b)
-}
+// inside a UTF-8 character; see protocol.CharBoundary.
+func CharBoundary(b []byte) int { return protocol.CharBoundary(b) }

@@ -218,6 +218,12 @@ func Instructions(target string, op protocol.Operation, marker string) string {
 
 // Begin opens a session after checking the operation and the target.
 func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
+	return m.begin(p, m.cfg.NewID, time.Time{})
+}
+
+// begin is Begin with the session's id and creation time chosen by the
+// caller (a zero time means now).
+func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time) (protocol.BeginResult, error) {
 	switch p.Operation {
 	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend:
 	case "":
@@ -248,7 +254,10 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 		return protocol.BeginResult{}, targetExists(target)
 	}
 	now := m.cfg.Clock.Now()
-	id := m.cfg.NewID()
+	if createdAt.IsZero() {
+		createdAt = now
+	}
+	id := newID()
 	r := record{
 		ID:               id,
 		Intent:           p.Intent,
@@ -266,7 +275,7 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 		ExpectedLines:    p.ExpectedLines,
 		ExpectedBytes:    p.ExpectedBytes,
 		TruncationPolicy: p.TruncationPolicy,
-		CreatedAt:        now,
+		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
 	return m.open(&r, p.TargetFile)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -21,6 +22,7 @@ import (
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
+	"github.com/orion-agent/orion/internal/watch"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -48,7 +50,16 @@ type Config struct {
 	// Trace, if set, receives an event for every request, session
 	// transition and write.
 	Trace trace.Recorder
+	// SpoolDir is the recovery spool watched for sessions clients left
+	// behind ("" means <state dir>/spool); SpoolSettle how long an entry
+	// must stay unchanged before it is imported.
+	SpoolDir    string
+	SpoolSettle time.Duration
 }
+
+// DefaultSpoolSettle is longer than the seeds' client save interval (5 s),
+// so an entry a live client is still writing is not imported half-done.
+const DefaultSpoolSettle = 6 * time.Second
 
 // Validate reports the first setting that cannot work, naming it.
 func (c *Config) Validate() error {
@@ -115,6 +126,18 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		rec = trace.Discard{}
 	}
 	owners := newOwners(log)
+	// The watcher reports to the engine, which needs the watcher to exist
+	// first; events before the engine is up are caught at finalize by hash.
+	var engine atomic.Pointer[session.Manager]
+	watcher, err := watch.New(func(ev watch.Event) {
+		if m := engine.Load(); m != nil {
+			m.TargetChanged(ev.Path, string(ev.Kind))
+		}
+	}, watch.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("starting the file watcher: %w", err)
+	}
+	defer watcher.Close()
 	mgr, err := session.New(session.Config{
 		Store:            st,
 		Guard:            guard,
@@ -128,11 +151,18 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		Logger:           log,
 		Notify:           owners.notify,
 		Trace:            rec,
+		Watcher:          watcher,
 	})
 	if err != nil {
 		return err
 	}
 	defer mgr.Close()
+	engine.Store(mgr)
+	sp, err := openSpool(cfg, mgr, rec, log)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
 	ln, err := listen(cfg.Socket)
 	if err != nil {
 		return err

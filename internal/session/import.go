@@ -26,8 +26,17 @@ func ImportedID(entryID string, createdAt time.Time) string {
 // finalized; without one, truncated and kept at the auto-finalize timeout.
 // It returns the session id; importing the same entry twice is a no-op.
 func (m *Manager) Import(id string, p protocol.BeginParams, createdAt time.Time, content io.Reader) (string, error) {
-	if _, err := m.lookup(id); err == nil {
-		return id, nil
+	if e, err := m.lookup(id); err == nil {
+		e.mu.Lock()
+		done := e.rec.Imported
+		e.mu.Unlock()
+		if done {
+			return id, nil
+		}
+		// A crash cut this import short: start it over.
+		if err := m.forget(id); err != nil {
+			return "", err
+		}
 	}
 	begun, err := m.begin(p, func() string { return id }, createdAt)
 	if err != nil {
@@ -43,5 +52,34 @@ func (m *Manager) Import(id string, p protocol.BeginParams, createdAt time.Time,
 	if err != nil && !errors.As(err, &pe) {
 		err = ioError(id, "reading spooled content", err)
 	}
-	return begun.SessionID, err
+	if err != nil {
+		return begun.SessionID, err
+	}
+	e, err := m.lookup(id)
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rec.Imported = true
+	return id, m.put(&e.rec)
+}
+
+// forget drops a session entirely, record and chunks.
+func (m *Manager) forget(id string) error {
+	e, err := m.lookup(id)
+	if err != nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m.stopTimers(e)
+	m.unwatch(e)
+	if err := m.cfg.Store.Delete(id); err != nil {
+		return ioError(id, "dropping a session", err)
+	}
+	m.mu.Lock()
+	delete(m.sessions, id)
+	m.mu.Unlock()
+	return nil
 }

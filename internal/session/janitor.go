@@ -56,15 +56,13 @@ func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.Clea
 			m.expireLocked(e)
 			res.Expired = append(res.Expired, r.ID)
 		case finished(r.Stage) && age > summaryRetention:
-			if err := m.cfg.Store.Delete(r.ID); err != nil {
+			e.mu.Unlock()
+			if err := m.forget(r.ID); err != nil {
 				m.cfg.Logger.Warn("pruning a session", "session", r.ID, "err", err)
-				e.mu.Unlock()
 				continue
 			}
-			m.mu.Lock()
-			delete(m.sessions, r.ID)
-			m.mu.Unlock()
 			res.Pruned = append(res.Pruned, r.ID)
+			continue
 		}
 		e.mu.Unlock()
 	}

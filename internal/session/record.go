@@ -39,6 +39,10 @@ type record struct {
 	ContinuesSession string `json:"continues_session,omitempty"`
 	ContinuedBy      string `json:"continued_by,omitempty"`
 
+	// Imported is set once a spool import has journaled all its content; a
+	// session from an import a crash cut short lacks it and is redone.
+	Imported bool `json:"imported,omitempty"`
+
 	Conflict   string                      `json:"conflict,omitempty"`
 	Truncation *protocol.TruncationContext `json:"truncation,omitempty"`
 	CreatedAt  time.Time                   `json:"created_at"`

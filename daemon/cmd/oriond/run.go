@@ -80,6 +80,8 @@ Defaults, each overridden by its environment variable and then by its flag:
 	f.StringVar((*string)(&cfg.TruncationPolicy), "truncation-policy", "keep", "default for content without its marker: keep, incomplete_file or write_with_note")
 	f.DurationVar(&cfg.Retention, "retention", 0, "how long an untouched unfinished session is kept before it expires (default 1h)")
 	f.DurationVar(&cfg.SummaryRetention, "summary-retention", 0, "how long a finished session's summary is kept (default 24h)")
+	f.StringVar(&cfg.SpoolDir, "spool-dir", "", "recovery spool of session directories left by crashed clients (default <state-dir>/spool)")
+	f.DurationVar(&cfg.SpoolSettle, "spool-settle", 0, "how long a spool entry must stay unchanged before it is imported (default 6s)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

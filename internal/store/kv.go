@@ -28,6 +28,13 @@ func (s *Store) PutKV(bucket string, kvs []KV) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
+	for _, kv := range kvs {
+		// Rejected here, a bad key fails alone instead of failing the
+		// batch it would have been committed with.
+		if len(kv.Key) == 0 || len(kv.Key) > bolt.MaxKeySize {
+			return fmt.Errorf("store: key of %d bytes in bucket %q", len(kv.Key), bucket)
+		}
+	}
 	return s.write(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(bucket))
 		if err != nil {
@@ -43,13 +50,15 @@ func (s *Store) PutKV(bucket string, kvs []KV) error {
 }
 
 // ScanKV calls fn for the named bucket's keys from from (inclusive) up, in
-// key order, until fn returns false or an error. fn must not keep k or v
-// after it returns. A bucket that does not exist yet is empty.
+// key order, until fn returns false or an error. fn runs inside a read
+// transaction: it must be quick (a long one keeps freed pages from being
+// reused), must not write to the store, and must not keep k or v after it
+// returns. A bucket that does not exist yet is empty.
 func (s *Store) ScanKV(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bucket))
 		if b == nil {
 			return nil
@@ -71,7 +80,7 @@ func (s *Store) ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bucket))
 		if b == nil {
 			return nil

@@ -120,8 +120,9 @@ func (s *Store) Chunk(id string, seq uint64) ([]byte, error) {
 // The content is copied out in rounds of about 64 KiB, each in its own
 // short transaction, and written to w between them, so memory stays bounded
 // and a slow w never holds up writers. "The end" is the last chunk at the
-// time of the call: chunks appended after it are not copied. Finding off
-// walks the chunks before it, without copying them.
+// time of the call: chunks appended after it are not copied, while a chunk
+// replaced during the copy is read as it is when its round reaches it.
+// Finding off walks the chunks before it, without copying them.
 func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("store: session %q: negative offset %d", id, off)

@@ -7,8 +7,10 @@ import (
 )
 
 // appendFillPercent packs chunk pages full. Chunks arrive in key order, so
-// the default of one half would only leave every page half empty: twice the
-// pages to write, cache and scan.
+// the default of one half leaves every page that splits half empty and never
+// fills it later: measured with 200-byte chunks, 87% of leaf space used
+// instead of 50%. (Chunks near 1 KiB fill pages the same either way: bbolt
+// keeps at least two keys per page.)
 const appendFillPercent = 1.0
 
 // PutMeta stores meta as the metadata of session id, replacing any previous

@@ -1,0 +1,3 @@
+export function Button({ label, onClick }) {
+  return <button onClick={onClick}>{label}</button>;
+}

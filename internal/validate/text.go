@@ -1,0 +1,95 @@
+package validate
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// bom is the UTF-8 byte order mark.
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// lines indexes the line starts of a text so that byte offsets can be turned
+// into the 1-based line and character column a model understands.
+type lines struct {
+	src    []byte
+	starts []int // offset of the first byte of each line
+}
+
+func newLines(src []byte) *lines {
+	starts := make([]int, 1, 1+bytes.Count(src, []byte{'\n'}))
+	for i, b := range src {
+		if b == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return &lines{src: src, starts: starts}
+}
+
+// position converts a byte offset to a 1-based line and a 1-based column in
+// characters. Offsets past the end are clamped to the end.
+func (l *lines) position(off int) (line, col int) {
+	off = max(0, min(off, len(l.src)))
+	i := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > off }) - 1
+	return i + 1, utf8.RuneCount(l.src[l.starts[i]:off]) + 1
+}
+
+// offset converts a 1-based line and a 1-based byte column to an offset.
+func (l *lines) offset(line, byteCol int) int {
+	if line < 1 {
+		return 0
+	}
+	if line > len(l.starts) {
+		return len(l.src)
+	}
+	return min(l.starts[line-1]+max(byteCol-1, 0), len(l.src))
+}
+
+// text returns line n (1-based) without its line ending.
+func (l *lines) text(n int) string {
+	if n < 1 || n > len(l.starts) {
+		return ""
+	}
+	end := len(l.src)
+	if n < len(l.starts) {
+		end = l.starts[n] - 1
+	}
+	return strings.TrimSuffix(string(l.src[l.starts[n-1]:end]), "\r")
+}
+
+// lastNonBlank returns the number of the last line that has a non-blank
+// character, or 0 for blank content.
+func (l *lines) lastNonBlank() int {
+	for n := len(l.starts); n >= 1; n-- {
+		if strings.TrimSpace(l.text(n)) != "" {
+			return n
+		}
+	}
+	return 0
+}
+
+// contentEnd is the offset just past the last non-whitespace byte.
+func contentEnd(src []byte) int {
+	return len(bytes.TrimRight(src, " \t\r\n\f\v"))
+}
+
+// snippet shortens a line for a finding.
+func snippet(s string) string {
+	s = strings.TrimRight(s, " \t\r")
+	const max = 160
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max]) + "…"
+}
+
+// quoteLine renders a line for use inside a message.
+func quoteLine(s string) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) > 60 {
+		s = "…" + string([]rune(s)[utf8.RuneCountInString(s)-60:])
+	}
+	return "`" + s + "`"
+}

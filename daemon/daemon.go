@@ -22,6 +22,7 @@ import (
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
+	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/internal/watch"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -55,6 +56,11 @@ type Config struct {
 	// must stay unchanged before it is imported.
 	SpoolDir    string
 	SpoolSettle time.Duration
+	// Validation is the default validation policy; ValidateMaxBytes and
+	// MaxAttempts bound checking and corrected attempts (zero: defaults).
+	Validation       validate.Policies
+	ValidateMaxBytes int64
+	MaxAttempts      int
 }
 
 // DefaultSpoolSettle is longer than the seeds' client save interval (5 s),
@@ -152,6 +158,9 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		Notify:           owners.notify,
 		Trace:            rec,
 		Watcher:          watcher,
+		Validation:       cfg.Validation,
+		ValidateMaxBytes: cfg.ValidateMaxBytes,
+		MaxAttempts:      cfg.MaxAttempts,
 	})
 	if err != nil {
 		return err
@@ -168,6 +177,10 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		return err
 	}
 	defer ln.Close()
+	if ln.sharedDir {
+		log.Warn("the socket's directory is open to other users; the socket itself is 0600 and peers of other uids are refused",
+			"dir", filepath.Dir(cfg.Socket))
+	}
 
 	started := time.Now().UTC()
 	chunkLimit, sessionLimit := mgr.Limits()

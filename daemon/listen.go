@@ -24,6 +24,8 @@ type socketListener struct {
 	net.Listener
 	path string
 	lock *os.File
+	// sharedDir is set when the socket's directory is open to other users.
+	sharedDir bool
 }
 
 // listen prepares the socket's directory (0700, ours), takes the socket's
@@ -35,7 +37,8 @@ func listen(path string) (*socketListener, error) {
 			path, len(path), paths.MaxSocketPath)
 	}
 	dir := filepath.Dir(path)
-	if err := ensurePrivateDir(dir); err != nil {
+	shared, err := ensurePrivateDir(dir)
+	if err != nil {
 		return nil, err
 	}
 	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
@@ -69,7 +72,7 @@ func listen(path string) (*socketListener, error) {
 	// We remove the socket ourselves on Close, after the lock is released
 	// by nobody else; net's unlink-on-close would race a successor.
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	return &socketListener{Listener: ln, path: path, lock: lock}, nil
+	return &socketListener{Listener: ln, path: path, lock: lock, sharedDir: shared}, nil
 }
 
 // Close stops listening, removes the socket and releases the lock.
@@ -81,24 +84,28 @@ func (l *socketListener) Close() error {
 }
 
 // ensurePrivateDir creates dir 0700, or checks that an existing one belongs
-// to us and tightens its mode, so no other user can reach the socket.
-func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating the socket directory: %w", err)
-	}
+// to us. An existing directory's mode is never changed (it may be a shared
+// one such as /tmp, named by --socket); the socket's own mode 0600 and the
+// peer uid check still keep other users out, and the caller is told.
+func ensurePrivateDir(dir string) (shared bool, err error) {
 	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return false, fmt.Errorf("creating the socket directory: %w", err)
+		}
+		// MkdirAll's mode is filtered by the umask; be exact.
+		return false, os.Chmod(dir, 0o700)
+	}
 	if err != nil {
-		return fmt.Errorf("checking the socket directory: %w", err)
+		return false, fmt.Errorf("checking the socket directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return false, fmt.Errorf("socket directory %s is not a directory", dir)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("socket directory %s belongs to uid %d, not to us (uid %d); choose another --socket", dir, st.Uid, os.Getuid())
+		return false, fmt.Errorf("socket directory %s belongs to uid %d, not to us (uid %d); choose another --socket", dir, st.Uid, os.Getuid())
 	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("making the socket directory private: %w", err)
-		}
-	}
-	return nil
+	return fi.Mode().Perm()&0o077 != 0, nil
 }
 
 // removeStale deletes a socket file that nobody answers on. One that still

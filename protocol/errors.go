@@ -88,6 +88,11 @@ type ErrorData struct {
 	Path         string   `json:"path,omitempty"`
 	AllowedRoots []string `json:"allowed_roots,omitempty"`
 	Method       string   `json:"method,omitempty"`
+	// Validation carries the findings of a validation_failed error, and
+	// Attempt / MaxAttempts where corrected attempts count.
+	Validation  *Validation `json:"validation,omitempty"`
+	Attempt     int         `json:"attempt,omitempty"`
+	MaxAttempts int         `json:"max_attempts,omitempty"`
 }
 
 // Error is an application error as it travels over the wire. Both the daemon

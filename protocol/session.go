@@ -61,6 +61,14 @@ type BeginParams struct {
 	// TruncationPolicy says what happens to content that ends without its
 	// marker at the auto-finalize timeout; empty takes the daemon default.
 	TruncationPolicy TruncationPolicy `json:"truncation_policy,omitempty"`
+	// Validation overrides the daemon's validation policy for this session.
+	Validation *ValidationPolicy `json:"validation,omitempty"`
+	// Supersedes names a needs_corrections session this one is a corrected
+	// attempt of; the attempts are counted and limited.
+	Supersedes string `json:"supersedes,omitempty"`
+	// AllowLegacyDone lets a last line reading DONE end the content, as in
+	// the legacy protocol; DONE is otherwise ordinary content.
+	AllowLegacyDone bool `json:"allow_legacy_done,omitempty"`
 }
 
 // TruncationPolicy is what the daemon does with content that never received
@@ -141,6 +149,9 @@ type FinalizeParams struct {
 	EndOfInput bool `json:"end_of_input,omitempty"`
 	// Force writes even though the target changed since the session began.
 	Force bool `json:"force,omitempty"`
+	// DryRun repairs and validates the content and returns the unified diff
+	// against the current file, and writes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // FinalizeResult is the result of session.finalize: a summary, never the
@@ -170,6 +181,15 @@ type FinalizeResult struct {
 	// session's write included, oldest first.
 	ContinuedSessions []string  `json:"continued_sessions,omitempty"`
 	Warnings          []Warning `json:"warnings,omitempty"`
+	// Repairs lists what was changed before the check; Validation what the
+	// check found.
+	Repairs    []Repair    `json:"repairs,omitempty"`
+	Validation *Validation `json:"validation,omitempty"`
+	// Attempt counts corrected attempts: 1 for a first write.
+	Attempt int `json:"attempt,omitempty"`
+	// DryRun results carry the diff and change nothing.
+	DryRun bool   `json:"dry_run,omitempty"`
+	Diff   string `json:"diff,omitempty"`
 }
 
 // SessionIDParams are the params of methods that name one session.
@@ -208,6 +228,11 @@ type SessionInfo struct {
 	Conflict         string `json:"conflict,omitempty"`
 	ContinuesSession string `json:"continues_session,omitempty"`
 	ContinuedBy      string `json:"continued_by,omitempty"`
+	// Validation is set while the session needs corrections.
+	Validation   *Validation `json:"validation,omitempty"`
+	Attempt      int         `json:"attempt,omitempty"`
+	Supersedes   string      `json:"supersedes,omitempty"`
+	SupersededBy string      `json:"superseded_by,omitempty"`
 }
 
 // ListResult is the result of session.list.

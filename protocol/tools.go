@@ -59,3 +59,23 @@ func WritePlanToolBegin() ToolDefinition {
 		},
 	}
 }
+
+// AnthropicTool is a tool definition in the shape of Anthropic's Messages
+// API: the JSON schema sits in input_schema, with no "function" wrapper.
+type AnthropicTool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	InputSchema map[string]any `json:"input_schema"`
+}
+
+// WritePlanToolBeginAnthropic returns WritePlanTool_begin for Anthropic's
+// API: the same name, description and parameters as WritePlanToolBegin,
+// so both vendors' models are asked for exactly the same call.
+func WritePlanToolBeginAnthropic() AnthropicTool {
+	def := WritePlanToolBegin()
+	return AnthropicTool{
+		Name:        def.Function.Name,
+		Description: def.Function.Description,
+		InputSchema: def.Function.Parameters,
+	}
+}

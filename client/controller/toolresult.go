@@ -99,8 +99,8 @@ func parseBeginArgs(raw string) beginArgs {
 			where = fmt.Sprintf(`, after the value of "%s"`, sc.lastKey)
 		}
 		return fail(ErrArgumentsTruncated, fmt.Sprintf(
-			"The arguments of WritePlanTool_begin were cut off after %d characters%s: they are not complete JSON, so no file was started.",
-			sc.pos, where))
+			"The arguments of WritePlanTool_begin were cut off after %d %s%s: they are not complete JSON, so no file was started.",
+			sc.pos, plural(sc.pos, "character", "characters"), where))
 	case argsMalformed:
 		return fail(ErrArgumentsMalformed, fmt.Sprintf(
 			"The arguments of WritePlanTool_begin are not valid JSON: unexpected %s at character %d, so no file was started.",
@@ -158,12 +158,19 @@ func article(kind string) string {
 }
 
 // describeRune names an unexpected character so the model can find it: the
-// character itself when printable ASCII, else its code point.
+// character itself in backquotes when printable ASCII, else its code point.
 func describeRune(r rune) string {
-	if r > 0x20 && r < 0x7f {
-		return fmt.Sprintf(`"%c"`, r)
+	if r > 0x20 && r < 0x7f && r != '`' {
+		return fmt.Sprintf("`%c`", r)
 	}
 	return fmt.Sprintf("U+%04X", r)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // preview cuts bad arguments to receivedPreview characters.
@@ -189,7 +196,7 @@ func ignoredNote(ignored []string) string {
 
 // refusedResult turns a daemon's refusal of session.begin into a tool
 // result the model can act on.
-func refusedResult(err error, p protocol.BeginParams) *beginFailed {
+func refusedResult(err error) *beginFailed {
 	var pe *protocol.Error
 	msg := err.Error()
 	if errors.As(err, &pe) {

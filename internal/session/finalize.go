@@ -13,6 +13,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/trace"
+	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -43,7 +44,38 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 	if !r.Scanner.MarkerSeen() && !p.EndOfInput {
 		return protocol.FinalizeResult{}, markerMissing(r)
 	}
+	if p.DryRun {
+		return m.dryRun(r)
+	}
 	return m.finalizeLocked(e, p.Force)
+}
+
+// dryRun repairs and validates the content and returns the diff it would
+// apply, changing nothing.
+func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
+	c, err := m.check(r)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	res := protocol.FinalizeResult{
+		SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
+		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true,
+	}
+	if c.content == nil {
+		res.Bytes = r.contentBytes()
+		res.Diff = "(content too large to diff)"
+		return res, nil
+	}
+	after := c.content
+	if r.Operation == protocol.OpAppend {
+		after = append(append([]byte(nil), c.original...), c.content...)
+	}
+	sum := newCounter()
+	sum.Write(c.content)
+	res.Bytes, res.Lines, res.SHA256 = sum.bytes, sum.lines(), sum.sum()
+	res.Diff = validate.Diff(r.Target, c.original, after)
+	return res, nil
 }
 
 // finalizeLocked writes the content of an entry whose lock is held.
@@ -66,8 +98,24 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 			return protocol.FinalizeResult{}, err
 		}
 	}
+	c, err := m.check(r)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	if c.validation.Blocked {
+		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
+	}
 
 	prev := r.Stage
+	r.PendingSHA256 = ""
+	if c.content != nil {
+		whole := newCounter()
+		if r.Operation == protocol.OpAppend {
+			whole.Write(c.original)
+		}
+		whole.Write(c.content)
+		r.PendingSHA256 = whole.sum()
+	}
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.put(r); err != nil {
@@ -77,7 +125,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	m.traceStage(r, map[string]any{"force": force})
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
-	res, err := m.write(r, r.Target, r.Operation, "")
+	res, err := m.writeContent(r, r.Target, r.Operation, c.content, "")
 	if err != nil {
 		// Nothing was written, and the content is still journaled: the
 		// session stays finalizable.
@@ -89,6 +137,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		m.traceStage(r, map[string]any{"error": err.Error()})
 		return protocol.FinalizeResult{}, err
 	}
+	res.Repairs, res.Validation, res.Attempt = c.repairs, c.validation, r.attempt()
 	return m.complete(e, res), nil
 }
 
@@ -170,9 +219,15 @@ func (m *Manager) checkUnchanged(r *record) error {
 	return pe
 }
 
-// write streams the (chained) content to path. note, if not empty, is
-// appended after the content.
+// write streams the (chained) content from the journal to path. note, if
+// not empty, is appended after the content.
 func (m *Manager) write(r *record, path string, op protocol.Operation, note string) (protocol.FinalizeResult, error) {
+	return m.writeContent(r, path, op, nil, note)
+}
+
+// writeContent writes content (repaired, in memory) to path, or streams the
+// journal when content is nil.
+func (m *Manager) writeContent(r *record, path string, op protocol.Operation, repaired []byte, note string) (protocol.FinalizeResult, error) {
 	mode := atomicfile.Replace
 	if op == protocol.OpCreate {
 		mode = atomicfile.CreateNew
@@ -186,6 +241,12 @@ func (m *Manager) write(r *record, path string, op protocol.Operation, note stri
 			}
 		}
 		cw := io.MultiWriter(w, content)
+		if repaired != nil {
+			if _, err := cw.Write(repaired); err != nil {
+				return err
+			}
+			segments = nil
+		}
 		for _, s := range segments {
 			n, err := m.cfg.Store.CopyRange(s.ID, cw, 0, s.Bytes)
 			if err != nil {

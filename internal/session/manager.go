@@ -21,6 +21,7 @@ import (
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
+	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -63,6 +64,12 @@ type Config struct {
 	Watcher          TargetWatcher
 	// Trace receives an event for every stage change, write and conflict.
 	Trace trace.Recorder
+	// Validation is the daemon's validation policy; sessions may override
+	// it. ValidateMaxBytes bounds the content checked in memory and
+	// MaxAttempts the corrected attempts of a refused write.
+	Validation       validate.Policies
+	ValidateMaxBytes int64
+	MaxAttempts      int
 	// Clock and NewID are injected so tests control time and ids.
 	Clock clock.Clock
 	NewID func() string
@@ -123,6 +130,15 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = uuid.NewString
+	}
+	if cfg.ValidateMaxBytes <= 0 {
+		cfg.ValidateMaxBytes = DefaultValidateMaxBytes
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if err := cfg.Validation.Validate(); err != nil {
+		return nil, fmt.Errorf("validation policy: %w", err)
 	}
 	if cfg.Trace == nil {
 		cfg.Trace = trace.Discard{}
@@ -242,9 +258,22 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		e.Data.Field = "truncation_policy"
 		return protocol.BeginResult{}, e
 	}
+	if p.Validation != nil {
+		if err := toPolicies(p.Validation).Validate(); err != nil {
+			e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams, "validation: %v", err)
+			e.Data.Field = "validation"
+			return protocol.BeginResult{}, e
+		}
+	}
 	target, err := m.cfg.Guard.Resolve(p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
 		return protocol.BeginResult{}, pathError(err)
+	}
+	attempt := 0
+	if p.Supersedes != "" {
+		if attempt, err = m.supersede(p.Supersedes, target); err != nil {
+			return protocol.BeginResult{}, err
+		}
 	}
 	base, err := statTarget(target)
 	if err != nil {
@@ -275,10 +304,18 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		ExpectedLines:    p.ExpectedLines,
 		ExpectedBytes:    p.ExpectedBytes,
 		TruncationPolicy: p.TruncationPolicy,
+		Validation:       p.Validation,
+		AllowLegacyDone:  p.AllowLegacyDone,
+		Attempt:          attempt,
+		Supersedes:       p.Supersedes,
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
-	return m.open(&r, p.TargetFile)
+	res, err := m.open(&r, p.TargetFile)
+	if err == nil && p.Supersedes != "" {
+		m.markSuperseded(p.Supersedes, r.ID)
+	}
+	return res, err
 }
 
 // open journals a new session record and starts its timers and watch.

@@ -39,6 +39,19 @@ type record struct {
 	ContinuesSession string `json:"continues_session,omitempty"`
 	ContinuedBy      string `json:"continued_by,omitempty"`
 
+	Validation      *protocol.ValidationPolicy `json:"validation,omitempty"`
+	AllowLegacyDone bool                       `json:"allow_legacy_done,omitempty"`
+	// Attempt numbers corrected attempts (0 and 1 both mean the first);
+	// Supersedes and SupersededBy link the attempts.
+	Attempt        int                  `json:"attempt,omitempty"`
+	Supersedes     string               `json:"supersedes,omitempty"`
+	SupersededBy   string               `json:"superseded_by,omitempty"`
+	LastValidation *protocol.Validation `json:"last_validation,omitempty"`
+
+	// PendingSHA256 is the sha256 the target will have once a finalize of
+	// repaired content lands; recovery compares it after a crash.
+	PendingSHA256 string `json:"pending_sha256,omitempty"`
+
 	// Imported is set once a spool import has journaled all its content; a
 	// session from an import a crash cut short lacks it and is redone.
 	Imported bool `json:"imported,omitempty"`
@@ -120,5 +133,9 @@ func (r *record) info() protocol.SessionInfo {
 		Conflict:         r.Conflict,
 		ContinuesSession: r.ContinuesSession,
 		ContinuedBy:      r.ContinuedBy,
+		Validation:       r.LastValidation,
+		Attempt:          r.attempt(),
+		Supersedes:       r.Supersedes,
+		SupersededBy:     r.SupersededBy,
 	}
 }

@@ -52,6 +52,10 @@ func (m *Manager) recover(e *entry) {
 // landed reports whether the target holds exactly what this session's
 // finalize would have written.
 func (m *Manager) landed(r *record) bool {
+	if r.PendingSHA256 != "" {
+		now, err := statTarget(r.Target)
+		return err == nil && now.exists && now.sha256 == r.PendingSHA256
+	}
 	f, err := os.Open(r.Target)
 	if err != nil {
 		return false
@@ -88,13 +92,22 @@ func (m *Manager) landed(r *record) bool {
 	return journal.sum() == hex.EncodeToString(got.Sum(nil))
 }
 
-// summaryOfLanded rebuilds the finalize summary of a write that landed.
+// summaryOfLanded rebuilds the finalize summary of a write that landed,
+// from the file itself: it holds exactly what the session wrote.
 func (m *Manager) summaryOfLanded(r *record) (protocol.FinalizeResult, error) {
-	content := newCounter()
-	for _, s := range r.segments() {
-		if _, err := m.cfg.Store.CopyRange(s.ID, content, 0, s.Bytes); err != nil {
+	f, err := os.Open(r.Target)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	defer f.Close()
+	if r.Operation == protocol.OpAppend {
+		if _, err := f.Seek(r.BaseSize, io.SeekStart); err != nil {
 			return protocol.FinalizeResult{}, err
 		}
+	}
+	content := newCounter()
+	if _, err := io.Copy(content, f); err != nil {
+		return protocol.FinalizeResult{}, err
 	}
 	file, err := statTarget(r.Target)
 	if err != nil {

@@ -96,6 +96,7 @@ func newRootCmd() *cobra.Command {
 		newAbortCmd(g),
 		newSessionsCmd(g),
 		newToolsCmd(g),
+		newStreamCmd(g),
 	)
 	return root
 }

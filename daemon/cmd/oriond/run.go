@@ -82,6 +82,9 @@ Defaults, each overridden by its environment variable and then by its flag:
 	f.DurationVar(&cfg.SummaryRetention, "summary-retention", 0, "how long a finished session's summary is kept (default 24h)")
 	f.StringVar(&cfg.SpoolDir, "spool-dir", "", "recovery spool of session directories left by crashed clients (default <state-dir>/spool)")
 	f.DurationVar(&cfg.SpoolSettle, "spool-settle", 0, "how long a spool entry must stay unchanged before it is imported (default 6s)")
+	f.StringVar((*string)(&cfg.Validation.All), "validation", "", "validation policy for every category: strict, warn or off (default: strict for structured-data syntax, truncation and new lazy placeholders, warn for the rest)")
+	f.Int64Var(&cfg.ValidateMaxBytes, "validate-max-bytes", 0, "largest content repaired and validated; larger content is written unchecked (default 8 MiB)")
+	f.IntVar(&cfg.MaxAttempts, "max-attempts", 0, "corrected attempts allowed after a refused write (default 3)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Defaults for Options. The idle and auto-finalize periods mirror the
+// daemon's defaults; waitMargin covers the trip of a notification.
+const (
+	DefaultChunkBytes     = 16 << 10
+	DefaultFlushAfter     = 200 * time.Millisecond
+	DefaultMaxIdlePrompts = 2
+	DefaultReconnects     = 8
+	daemonIdle            = 2 * time.Second
+	daemonAutoFinalize    = 30 * time.Second
+	waitMargin            = 2 * time.Second
+)
+
+// Options configure a Controller. The zero value works against the default
+// socket with the daemon's default timers.
+type Options struct {
+	// Socket is oriond's socket ("" means client.DefaultSocket()).
+	Socket string
+	// Dial connects to the daemon; nil means client.Dial on Socket. Tests
+	// use it to hold the connection they later cut.
+	Dial func(ctx context.Context, opts client.Options) (*client.Client, error)
+
+	// WorkspaceRoot is what relative target files resolve against.
+	WorkspaceRoot string
+	// IdleMS, AutoFinalizeMS and TruncationPolicy are passed to
+	// session.begin; zero values take the daemon's defaults.
+	IdleMS           int64
+	AutoFinalizeMS   int64
+	TruncationPolicy protocol.TruncationPolicy
+
+	// IdleWait is how long, after the model stopped without the marker,
+	// to wait for the daemon's session.idle before writing the same prompt
+	// itself (default: the idle period plus 2s). TruncateWait is how long
+	// to wait for the auto-finalize (default: its period plus 2s).
+	IdleWait     time.Duration
+	TruncateWait time.Duration
+	// MaxIdlePrompts is how many idle prompts one file gets before the
+	// controller lets the auto-finalize end it (default 2).
+	MaxIdlePrompts int
+
+	// ChunkBytes bounds a chunk (default 16 KiB). Content is sent when that
+	// much is pending, when FlushAfter passed since the oldest pending byte
+	// came (checked as text arrives; default 200ms), at the marker and at
+	// the end of each response.
+	ChunkBytes int
+	FlushAfter time.Duration
+	// Reconnects is how many times a lost connection is redialled before
+	// giving up (default 8).
+	Reconnects int
+
+	// Replay substitutes {{marker}} placeholders in the stream with the
+	// live session's end marker: a recorded stream carries the marker of
+	// the session it was recorded with. See Replay.
+	Replay bool
+
+	// OnEvent receives every event, in order, on the caller's goroutine.
+	OnEvent func(Event)
+	// OnComment, if set, receives each SSE comment line (": text") as it
+	// is read, before the next line. Test harnesses act on directives.
+	OnComment func(ctx context.Context, text string)
+
+	// Now and After are the clock, injected so tests control it.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+}
+
+func (o *Options) setDefaults() {
+	if o.Dial == nil {
+		socket := o.Socket
+		o.Dial = func(ctx context.Context, co client.Options) (*client.Client, error) {
+			return client.Dial(ctx, socket, co)
+		}
+	}
+	if o.IdleWait <= 0 {
+		o.IdleWait = period(o.IdleMS, daemonIdle) + waitMargin
+	}
+	if o.TruncateWait <= 0 {
+		o.TruncateWait = period(o.AutoFinalizeMS, daemonAutoFinalize) + waitMargin
+	}
+	if o.MaxIdlePrompts <= 0 {
+		o.MaxIdlePrompts = DefaultMaxIdlePrompts
+	}
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = DefaultChunkBytes
+	}
+	if o.FlushAfter <= 0 {
+		o.FlushAfter = DefaultFlushAfter
+	}
+	if o.Reconnects <= 0 {
+		o.Reconnects = DefaultReconnects
+	}
+	if o.OnEvent == nil {
+		o.OnEvent = func(Event) {}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
+}
+
+func period(ms int64, def time.Duration) time.Duration {
+	if ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return def
+}

@@ -1,0 +1,133 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// flush sends the pending content that may go now (all of it when all is
+// set, even a line that may yet become a marker), in chunks cut on UTF-8
+// character boundaries. A refusal by the daemon fails the session with an
+// event; only a lost daemon or ctx is returned.
+func (c *Controller) flush(ctx context.Context, s *session, all bool) error {
+	n := s.sendable()
+	if all {
+		n = len(s.pend)
+	}
+	if s.failed {
+		s.sent(n)
+		return nil
+	}
+	for n > 0 {
+		if s.truncated {
+			if err := c.continueSession(ctx, s); err != nil {
+				return c.sessionFailed(ctx, s, err, "continuing")
+			}
+		}
+		size := min(n, c.opts.ChunkBytes)
+		if size < n {
+			if cut := client.CharBoundary(s.pend[:size]); cut > 0 {
+				size = cut
+			}
+		}
+		err := c.appendChunk(ctx, s, s.pend[:size])
+		if pe := asProtocolError(err); pe != nil && pe.Code == protocol.CodeSessionState {
+			// The daemon may have ended the session truncated while the
+			// model was slow: continue it and send the chunk there.
+			if r, rerr := c.resume(ctx, s.id); rerr == nil && r.Stage == protocol.StageTruncated {
+				s.truncated = true
+				continue
+			}
+		}
+		if err != nil {
+			return c.sessionFailed(ctx, s, err, "sending content")
+		}
+		s.sent(size)
+		n -= size
+	}
+	s.pendSince = c.opts.Now()
+	return nil
+}
+
+// sessionFailed reports a refusal and stops writing the session; a lost
+// daemon is returned as fatal.
+func (c *Controller) sessionFailed(ctx context.Context, s *session, err error, doing string) error {
+	if asProtocolError(err) == nil {
+		return fmt.Errorf("session %s: %s: %w", s.id, doing, err)
+	}
+	s.failed = true
+	s.sent(len(s.pend))
+	info := errorInfo(err)
+	c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
+		Text: fmt.Sprintf("%s: %s failed: %s", s.shown, doing, info.Message),
+		Message: &Message{Role: "user", Content: fmt.Sprintf(
+			"Writing %s stopped: %s. Do not continue that file; call WritePlanTool_begin again to write it.", s.shown, info.Message)}})
+	return nil
+}
+
+// atMarker ends a session whose marker line just ended: what came before
+// it is sent, then the session is finalized.
+func (c *Controller) atMarker(ctx context.Context, s *session, marker string) error {
+	defer c.pop(s)
+	if s.failed {
+		return nil
+	}
+	// Content before the marker line goes first: sending it may find the
+	// session truncated and continue it, and then the marker line is not
+	// the new session's.
+	if err := c.flush(ctx, s, false); err != nil || s.failed {
+		return err
+	}
+	endOfInput := marker != s.marker || s.truncated
+	if endOfInput {
+		// The daemon would store a marker it does not know as content.
+		s.dropLine()
+	}
+	if err := c.flush(ctx, s, true); err != nil || s.failed {
+		return err
+	}
+	return c.finalize(ctx, s, endOfInput)
+}
+
+// finalize writes the session's file. Finalize is idempotent in the
+// daemon, so a reconnect simply asks again.
+func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) error {
+	var res protocol.FinalizeResult
+	err := c.retry(ctx, func(bool) error {
+		var err error
+		res, err = c.cli.Finalize(ctx, protocol.FinalizeParams{SessionID: s.id, EndOfInput: endOfInput})
+		return err
+	})
+	if err != nil {
+		if asProtocolError(err) == nil {
+			return fmt.Errorf("session %s: finalizing: %w", s.id, err)
+		}
+		info := errorInfo(err)
+		c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
+			Text:    fmt.Sprintf("%s was not written: %s", s.shown, info.Message),
+			Message: &Message{Role: "user", Content: fmt.Sprintf("%s was not written: %s.", s.shown, info.Message)}})
+		return nil
+	}
+	c.inbox.drop(protocol.NotifySessionFinalized, s.id)
+	c.inbox.drop(protocol.NotifySessionIdle, s.id)
+	c.emit(Event{Type: EventFinalized, SessionID: s.id, Result: &res, Text: summary(res)})
+	return nil
+}
+
+// summary says what a finalize wrote, in one line.
+func summary(r protocol.FinalizeResult) string {
+	s := fmt.Sprintf("wrote %s (%s): %d lines, %d bytes, sha256 %s", r.TargetFile, r.Operation, r.Lines, r.Bytes, r.SHA256)
+	if r.Operation == protocol.OpAppend {
+		s += fmt.Sprintf("; the file is now %d bytes", r.FileBytes)
+	}
+	if r.TrailingBytes > 0 {
+		s += fmt.Sprintf("; ignored %d bytes after the end marker", r.TrailingBytes)
+	}
+	for _, w := range r.Warnings {
+		s += "; warning: " + w.Message
+	}
+	return s
+}

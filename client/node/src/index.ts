@@ -1,0 +1,10 @@
+// Node client of oriond, the Orion write-session daemon.
+export * from "./protocol";
+export * from "./errors";
+export { OrionClient, ClientOptions, ClientEvents } from "./client";
+export { StreamController, ControllerOptions, FinishInterrupted } from "./controller";
+export * from "./events";
+export { turnMessages, ChatMessage } from "./messages";
+export { replay } from "./replay";
+export { defaultSocket } from "./paths";
+export { scanArgs } from "./args";

@@ -1,0 +1,260 @@
+// Wire types of oriond's JSON-RPC protocol, mirroring the Go package
+// github.com/orion-agent/orion/protocol. Field names are the wire names.
+
+/** Methods served by oriond. */
+export const Methods = {
+  sessionBegin: "session.begin",
+  sessionAppend: "session.append",
+  sessionFinalize: "session.finalize",
+  sessionAbort: "session.abort",
+  sessionGet: "session.get",
+  sessionList: "session.list",
+  sessionResume: "session.resume",
+  sessionContinue: "session.continue",
+  sessionClean: "session.clean",
+  daemonStatus: "daemon.status",
+  toolsDefinitions: "tools.definitions",
+} as const;
+
+/** Notifications oriond sends to the connection driving a session. */
+export const Notifications = {
+  idle: "session.idle",
+  truncated: "session.truncated",
+  finalized: "session.finalized",
+  conflict: "session.conflict",
+} as const;
+
+/** The one tool the model sees. */
+export const ToolName = "WritePlanTool_begin";
+
+export type Operation = "create" | "overwrite" | "append";
+export const Operations: readonly Operation[] = ["create", "overwrite", "append"];
+
+export type Stage =
+  | "awaiting_content"
+  | "streaming"
+  | "finalizing"
+  | "completed"
+  | "aborted"
+  | "truncated"
+  | "needs_corrections"
+  | "expired";
+
+export type TruncationPolicy = "keep" | "incomplete_file" | "write_with_note";
+
+/** Application error codes (JSON-RPC implementation range). */
+export const ErrorCodes = {
+  sessionNotFound: -32001,
+  sessionState: -32002,
+  seqGap: -32003,
+  seqConflict: -32004,
+  targetExists: -32005,
+  pathNotAllowed: -32006,
+  invalidTarget: -32007,
+  tooLarge: -32008,
+  markerMissing: -32009,
+  invalidOperation: -32010,
+  io: -32011,
+  targetChanged: -32012,
+} as const;
+
+/** Stable reasons carried in an error's data. */
+export const Reasons = {
+  sessionNotFound: "session_not_found",
+  sessionClosed: "session_closed",
+  markerAlreadySeen: "end_marker_already_seen",
+  seqGap: "seq_gap",
+  seqConflict: "seq_conflict",
+  seqZero: "seq_zero",
+  targetExists: "target_exists",
+  outsideRoots: "outside_allowed_roots",
+  symlinkEscape: "symlink_escape",
+  relativePath: "relative_path_without_workspace_root",
+  workspaceNotAllowed: "workspace_root_not_allowed",
+  isDirectory: "target_is_directory",
+  specialFile: "target_is_special_file",
+  parentMissing: "parent_directory_missing",
+  chunkTooLarge: "chunk_too_large",
+  sessionTooLarge: "session_too_large",
+  markerMissing: "end_marker_missing",
+  unknownOperation: "unknown_operation",
+  missingField: "missing_field",
+  malformedParams: "malformed_params",
+  unknownMethod: "unknown_method",
+  targetChanged: "target_changed",
+  notTruncated: "session_not_truncated",
+  alreadyContinued: "session_already_continued",
+  io: "io_error",
+  internal: "internal_error",
+} as const;
+
+export interface ErrorData {
+  reason: string;
+  session_id?: string;
+  field?: string;
+  expected_seq?: number;
+  limit?: number;
+  path?: string;
+  allowed_roots?: string[];
+  method?: string;
+}
+
+export interface BeginParams {
+  intent?: string;
+  target_file: string;
+  operation: Operation;
+  workspace_root?: string;
+  idle_ms?: number;
+  auto_finalize_ms?: number;
+  expected_lines?: number;
+  expected_bytes?: number;
+  truncation_policy?: TruncationPolicy;
+}
+
+export interface BeginResult {
+  session_id: string;
+  stage: Stage;
+  end_marker: string;
+  instructions: string;
+  target_file: string;
+  operation: Operation;
+}
+
+export interface AppendParams {
+  session_id: string;
+  seq: number;
+  chunk: string;
+}
+
+export interface AppendResult {
+  session_id: string;
+  seq: number;
+  duplicate?: boolean;
+  stage: Stage;
+  bytes: number;
+  lines: number;
+  end_marker_seen: boolean;
+  trailing_bytes?: number;
+}
+
+export interface FinalizeParams {
+  session_id: string;
+  end_of_input?: boolean;
+  force?: boolean;
+}
+
+export interface Warning {
+  code: string;
+  message: string;
+}
+
+export interface FinalizeResult {
+  session_id: string;
+  stage: Stage;
+  target_file: string;
+  operation: Operation;
+  bytes: number;
+  lines: number;
+  sha256: string;
+  file_bytes: number;
+  file_sha256: string;
+  end_marker_seen: boolean;
+  trailing_bytes?: number;
+  trailing_preview?: string;
+  mode: string;
+  continued_sessions?: string[];
+  warnings?: Warning[];
+}
+
+export interface AbortResult {
+  session_id: string;
+  stage: Stage;
+}
+
+export interface TruncationContext {
+  session_id: string;
+  target_file: string;
+  lines: number;
+  bytes: number;
+  tail: string;
+  continue_prompt: string;
+  incomplete_file?: string;
+}
+
+export interface SessionInfo {
+  session_id: string;
+  intent?: string;
+  target_file: string;
+  operation: Operation;
+  stage: Stage;
+  end_marker: string;
+  last_seq: number;
+  bytes: number;
+  lines: number;
+  end_marker_seen: boolean;
+  trailing_bytes?: number;
+  created_at: string;
+  updated_at: string;
+  result?: FinalizeResult;
+  truncation?: TruncationContext;
+  conflict?: string;
+  continues_session?: string;
+  continued_by?: string;
+}
+
+export interface ResumeResult {
+  session_id: string;
+  stage: Stage;
+  target_file: string;
+  operation: Operation;
+  end_marker: string;
+  last_seq: number;
+  next_seq: number;
+  bytes: number;
+  lines: number;
+  end_marker_seen: boolean;
+  tail: string;
+  continue_prompt: string;
+}
+
+export interface CleanParams {
+  older_than_ms?: number;
+  finished_older_than_ms?: number;
+}
+
+export interface CleanResult {
+  expired: string[];
+  pruned: string[];
+}
+
+export interface StatusResult {
+  version: string;
+  protocol_version: number;
+  pid: number;
+  socket: string;
+  state_dir: string;
+  allowed_roots: string[];
+  started_at: string;
+  open_sessions: number;
+  max_chunk_bytes: number;
+  max_session_bytes: number;
+  methods: string[];
+}
+
+export interface ToolDefinition {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export interface IdleNotification {
+  session_id: string;
+  idle_ms: number;
+  end_marker: string;
+  prompt: string;
+}
+
+export interface ConflictNotification {
+  session_id: string;
+  target_file: string;
+  event: string;
+}

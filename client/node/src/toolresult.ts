@@ -1,0 +1,170 @@
+// Tool results for WritePlanTool_begin, word for word those of
+// client/controller/toolresult.go: the shared fixtures hold both to it.
+
+import { scanArgs } from "./args";
+import { OrionError } from "./errors";
+import { BeginParams, FinalizeResult, Operation, Operations, Reasons } from "./protocol";
+
+/** Errors a WritePlanTool_begin tool result can carry in its "error" field. */
+export const ToolErrors = {
+  argumentsMissing: "arguments_missing",
+  argumentsTruncated: "arguments_truncated",
+  argumentsMalformed: "arguments_malformed",
+  argumentsInvalid: "arguments_invalid",
+  beginRefused: "begin_refused",
+} as const;
+
+const receivedPreview = 200;
+
+export interface BeginFailed {
+  ok: false;
+  error: string;
+  message: string;
+  resend?: { intent: string; target_file: string; operation: string };
+  received?: string;
+}
+
+export interface BeginArgs {
+  params?: Pick<BeginParams, "intent" | "target_file" | "operation">;
+  ignored: string[];
+  failed?: BeginFailed;
+}
+
+const resendAdvice =
+  'Call WritePlanTool_begin again with complete JSON arguments: exactly the three string fields shown in "resend", ' +
+  "replacing any <...> placeholder. Put no file content in the arguments: you write the content as plain text after the call.";
+
+function knownOperation(op: string): op is Operation {
+  return (Operations as readonly string[]).includes(op);
+}
+
+/** parseBeginArgs checks a call's arguments; what is wrong says what to resend. */
+export function parseBeginArgs(raw: string): BeginArgs {
+  const sc = scanArgs(raw);
+  const resend = {
+    intent: "<one sentence: what this write does>",
+    target_file: "<path of the file to write>",
+    operation: "<create, overwrite or append>",
+  };
+  const f = (name: string) => sc.fields.get(name);
+  const intentV = f("intent");
+  if (intentV?.kind === "string" && intentV.str !== "") resend.intent = intentV.str;
+  const targetV = f("target_file");
+  if (targetV?.kind === "string" && targetV.str !== "") resend.target_file = targetV.str;
+  const opV = f("operation");
+  if (opV?.kind === "string" && knownOperation(opV.str)) resend.operation = opV.str;
+
+  const fail = (code: string, msg: string): BeginArgs => {
+    const failed: BeginFailed = { ok: false, error: code, message: msg + " " + resendAdvice, resend };
+    const received = preview(raw);
+    if (received !== "") failed.received = received;
+    return { ignored: [], failed };
+  };
+  switch (sc.status) {
+    case "empty":
+      return fail(ToolErrors.argumentsMissing, "WritePlanTool_begin arrived without arguments, so no file was started.");
+    case "truncated": {
+      let where = "";
+      if (sc.inValueOf !== "") where = `, inside the value of "${sc.inValueOf}"`;
+      else if (sc.lastKey !== "") where = `, after the value of "${sc.lastKey}"`;
+      return fail(
+        ToolErrors.argumentsTruncated,
+        `The arguments of WritePlanTool_begin were cut off after ${sc.pos} ${sc.pos === 1 ? "character" : "characters"}${where}: they are not complete JSON, so no file was started.`,
+      );
+    }
+    case "malformed":
+      return fail(
+        ToolErrors.argumentsMalformed,
+        `The arguments of WritePlanTool_begin are not valid JSON: unexpected ${describeChar(sc.bad)} at character ${sc.pos + 1}, so no file was started.`,
+      );
+  }
+
+  const problems: string[] = [];
+  const str = (name: string): string => {
+    const v = f(name);
+    if (!v) problems.push(`"${name}" is missing`);
+    else if (v.kind !== "string") problems.push(`"${name}" must be a string, not ${article(v.kind)}`);
+    else if (v.str.trim() === "") problems.push(`"${name}" is empty`);
+    else return v.str;
+    return "";
+  };
+  const intent = str("intent");
+  const target = str("target_file");
+  const op = str("operation");
+  if (op !== "" && !knownOperation(op)) {
+    problems.push(`"operation" must be create, overwrite or append, not "${op}"`);
+  }
+  if (problems.length > 0) {
+    return fail(
+      ToolErrors.argumentsInvalid,
+      "The arguments of WritePlanTool_begin are incomplete: " + problems.join("; ") + ". No file was started.",
+    );
+  }
+  const ignored = [...sc.fields.keys()].filter((k) => k !== "intent" && k !== "target_file" && k !== "operation").sort();
+  return { params: { intent, target_file: target, operation: op as Operation }, ignored };
+}
+
+function article(kind: string): string {
+  if (kind === "array" || kind === "object") return "an " + kind;
+  if (kind === "null") return "null";
+  return "a " + kind;
+}
+
+/** describeChar names an unexpected character: itself in backquotes if printable ASCII, else U+XXXX. */
+export function describeChar(c: string): string {
+  const cp = c.codePointAt(0) ?? 0;
+  if (cp > 0x20 && cp < 0x7f && c !== "`") return "`" + c + "`";
+  return "U+" + cp.toString(16).toUpperCase().padStart(4, "0");
+}
+
+/** preview cuts bad arguments to receivedPreview characters. */
+export function preview(s: string): string {
+  const chars = Array.from(s);
+  if (chars.length <= receivedPreview) return s;
+  return chars.slice(0, receivedPreview).join("") + "…";
+}
+
+/** ignoredNote tells the model which members were not parameters. */
+export function ignoredNote(ignored: string[]): string {
+  if (ignored.length === 0) return "";
+  return (
+    `The argument(s) ${ignored.map((n) => `"${n}"`).join(", ")} are not parameters of WritePlanTool_begin and were ignored; ` +
+    "write the file's content as plain text, as the instructions say."
+  );
+}
+
+/** refusedResult turns a refusal of session.begin into a tool result. */
+export function refusedResult(err: unknown): BeginFailed {
+  let msg = err instanceof Error ? err.message : String(err);
+  if (err instanceof OrionError) {
+    const advice = refusalAdvice(err.reason);
+    if (advice !== "") msg += ". " + advice;
+  }
+  return { ok: false, error: ToolErrors.beginRefused, message: "No file was started: " + msg };
+}
+
+function refusalAdvice(reason: string): string {
+  switch (reason) {
+    case Reasons.targetExists:
+      return 'Use "operation": "overwrite" to replace it or "append" to add to it, or choose another target_file.';
+    case Reasons.outsideRoots:
+    case Reasons.symlinkEscape:
+    case Reasons.relativePath:
+      return "Choose a target_file inside the workspace.";
+    case Reasons.parentMissing:
+      return "Choose a target_file in a directory that exists.";
+    case Reasons.isDirectory:
+    case Reasons.specialFile:
+      return "Choose a target_file that is a regular file.";
+  }
+  return "";
+}
+
+/** summary says what a finalize wrote, in one line. */
+export function summary(r: FinalizeResult): string {
+  let s = `wrote ${r.target_file} (${r.operation}): ${r.lines} lines, ${r.bytes} bytes, sha256 ${r.sha256}`;
+  if (r.operation === "append") s += `; the file is now ${r.file_bytes} bytes`;
+  if ((r.trailing_bytes ?? 0) > 0) s += `; ignored ${r.trailing_bytes} bytes after the end marker`;
+  for (const w of r.warnings ?? []) s += "; warning: " + w.message;
+  return s;
+}

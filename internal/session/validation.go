@@ -1,0 +1,209 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/orion-agent/orion/internal/validate"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Defaults for validation.
+const (
+	// DefaultValidateMaxBytes bounds the content held in memory to repair
+	// and parse it; larger content is streamed to disk unchecked, and the
+	// summary says so.
+	DefaultValidateMaxBytes = 8 << 20
+	// DefaultMaxAttempts is how many corrected attempts a refused write
+	// gets before the daemon says to stop.
+	DefaultMaxAttempts = 3
+)
+
+// checked is content after repair and validation, ready to write.
+type checked struct {
+	// content is the repaired content, or nil when it was too large to
+	// check and is streamed from the journal instead.
+	content    []byte
+	original   []byte
+	repairs    []protocol.Repair
+	validation *protocol.Validation
+}
+
+// policies merges the session's validation policy over the daemon's.
+func (m *Manager) policies(r *record) validate.Policies {
+	if r.Validation == nil {
+		return m.cfg.Validation
+	}
+	return toPolicies(r.Validation).Over(m.cfg.Validation)
+}
+
+func toPolicies(p *protocol.ValidationPolicy) validate.Policies {
+	out := validate.Policies{All: validate.Policy(p.All)}
+	if len(p.Categories) > 0 {
+		out.Categories = make(map[validate.Category]validate.Policy, len(p.Categories))
+		for c, v := range p.Categories {
+			out.Categories[validate.Category(c)] = validate.Policy(v)
+		}
+	}
+	return out
+}
+
+// check reads the session's content (when small enough), repairs it and
+// validates it against the file it replaces.
+func (m *Manager) check(r *record) (checked, error) {
+	size := r.contentBytes()
+	if size > m.cfg.ValidateMaxBytes {
+		return checked{validation: &protocol.Validation{
+			FileType: string(validate.Detect(r.Target, nil)),
+			SyntaxOK: true,
+			Skipped:  fmt.Sprintf("content of %d bytes is over the %d-byte validation limit; written unchecked", size, m.cfg.ValidateMaxBytes),
+		}}, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(size))
+	for _, s := range r.segments() {
+		if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
+			return checked{}, ioError(r.ID, "reading the journal", err)
+		}
+	}
+	original, err := os.ReadFile(r.Target)
+	hasOriginal := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return checked{}, ioError(r.ID, "reading the current target", err)
+	}
+	repaired, fixes, err := validate.Repair(r.Target, buf.Bytes(), original, hasOriginal, validate.RepairOptions{
+		EndMarker:       r.Scanner.Marker,
+		AllowLegacyDone: r.AllowLegacyDone,
+	})
+	var utf8Err *validate.UTF8Error
+	if errors.As(err, &utf8Err) {
+		pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8, "%v", err)
+		pe.Data.SessionID = r.ID
+		return checked{}, pe
+	}
+	if err != nil {
+		return checked{}, ioError(r.ID, "repairing the content", err)
+	}
+	whole := repaired
+	if r.Operation == protocol.OpAppend {
+		// Appended text is checked as part of the file it extends; a BOM
+		// belongs at the start of that file, never in its middle.
+		repaired = bytes.TrimPrefix(repaired, []byte("\ufeff"))
+		whole = append(append([]byte(nil), original...), repaired...)
+	}
+	report := validate.Check(r.Target, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
+	decision := validate.Decide(report, m.policies(r))
+	c := checked{content: repaired, original: original}
+	if err := convert(fixes, &c.repairs); err != nil {
+		return checked{}, err
+	}
+	c.validation = &protocol.Validation{}
+	if err := convert(report, c.validation); err != nil {
+		return checked{}, err
+	}
+	c.validation.Blocked = decision.Blocked
+	c.validation.Summary = decision.Summary
+	if c.validation.Findings == nil {
+		c.validation.Findings = []protocol.Finding{}
+	}
+	return c, nil
+}
+
+// convert copies between the engine's and the wire's types, which share
+// their JSON form.
+func convert(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+// refuse keeps a session whose content a strict policy refused, with the
+// findings, for a corrected attempt.
+func (m *Manager) refuse(e *entry, v *protocol.Validation) error {
+	r := &e.rec
+	r.Stage = protocol.StageNeedsCorrections
+	r.LastValidation = v
+	r.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(r); err != nil {
+		return err
+	}
+	m.stopTimers(e)
+	m.traceStage(r, map[string]any{"validation": v})
+	left := m.cfg.MaxAttempts - r.attempt()
+	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%d attempt(s) left).", r.ID, left)
+	if left <= 0 {
+		next = fmt.Sprintf("This was the last of %d attempts; stop and ask the user.", m.cfg.MaxAttempts)
+	}
+	pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonValidationFailed, "%s %s", v.Summary, next)
+	pe.Data.SessionID = r.ID
+	pe.Data.Validation = v
+	pe.Data.Attempt = r.attempt()
+	pe.Data.MaxAttempts = m.cfg.MaxAttempts
+	return pe
+}
+
+// supersede checks that a corrected attempt may replace the session it
+// names, and returns the new attempt's number.
+func (m *Manager) supersede(id, target string) (int, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &e.rec
+	if r.Stage != protocol.StageNeedsCorrections {
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNotNeedsCorrections,
+			"session %s is %s; supersedes names a session whose write was refused (needs_corrections)", id, r.Stage)
+		pe.Data.SessionID = id
+		return 0, pe
+	}
+	if r.Target != target {
+		pe := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
+			"session %s wrote %s, not %s; a corrected attempt writes the same file", id, r.Target, target)
+		pe.Data.Field = "supersedes"
+		return 0, pe
+	}
+	attempt := r.attempt() + 1
+	if attempt > m.cfg.MaxAttempts {
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonAttemptsExhausted,
+			"%s has had %d attempts, the limit; stop retrying and ask the user what to do", target, r.attempt())
+		pe.Data.SessionID = id
+		pe.Data.Attempt = r.attempt()
+		pe.Data.MaxAttempts = m.cfg.MaxAttempts
+		return 0, pe
+	}
+	return attempt, nil
+}
+
+// markSuperseded retires the refused session once its correction began.
+func (m *Manager) markSuperseded(id, by string) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rec.Stage = protocol.StageSuperseded
+	e.rec.SupersededBy = by
+	e.rec.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(&e.rec); err != nil {
+		m.cfg.Logger.Warn("recording a superseded session", "session", id, "err", err)
+	}
+	if err := m.cfg.Store.DeleteChunks(id); err != nil {
+		m.cfg.Logger.Warn("dropping chunks of a superseded session", "session", id, "err", err)
+	}
+	m.traceStage(&e.rec, map[string]any{"superseded_by": by})
+}
+
+func (r *record) attempt() int {
+	if r.Attempt == 0 {
+		return 1
+	}
+	return r.Attempt
+}

@@ -1,0 +1,128 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Trace methods and notifications. Every request, session transition,
+// validation result, write and error is a trace event kept in the daemon's
+// store for the trace retention period.
+const (
+	// MethodTraceList returns stored trace events that match filters.
+	MethodTraceList = "trace.list"
+	// MethodTraceFollow subscribes the calling connection to new trace
+	// events: each is sent as a trace.event notification until the
+	// connection closes.
+	MethodTraceFollow = "trace.follow"
+	// NotifyTraceEvent carries one new event to a connection that called
+	// trace.follow. Its params are a TraceEventNotification.
+	NotifyTraceEvent = "trace.event"
+)
+
+// Trace event types. They are stable; Fields' keys depend on the type.
+const (
+	// TraceRequest is one handled JSON-RPC request: Method, and in Fields
+	// duration_ms, and error_code and error when it failed.
+	TraceRequest = "request"
+	// TraceStage is a session entering a stage: Fields stage, bytes, lines.
+	TraceStage = "session.stage"
+	// TraceWrite is a file written by finalize: Fields target, bytes, lines,
+	// sha256, mode.
+	TraceWrite = "session.write"
+	// TraceTruncated is a session that ended without its end marker.
+	TraceTruncated = "session.truncated"
+	// TraceConflict is a target changed on disk during its session.
+	TraceConflict = "session.conflict"
+	// TraceValidation is the result of checking content before a write.
+	TraceValidation = "validation"
+	// TraceError is a failure that no request reported.
+	TraceError = "error"
+)
+
+// TraceEvent is one stored trace event, as trace.list returns it and
+// trace.event carries it. It is valid JSON by construction: strings are
+// valid UTF-8 without NUL characters, numbers are finite, long strings are
+// cut on a character boundary and marked.
+type TraceEvent struct {
+	// ID is unique and sorts in time order; pass it as After to page.
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
+	Type string    `json:"type"`
+	// SessionID and Method are empty for events about no session or no
+	// request.
+	SessionID string `json:"session_id,omitempty"`
+	Method    string `json:"method,omitempty"`
+	// Fields is a JSON object whose keys depend on Type.
+	Fields json.RawMessage `json:"fields,omitempty"`
+}
+
+// TraceFilter selects events by session and type.
+type TraceFilter struct {
+	SessionID string `json:"session_id,omitempty"`
+	// Types are exact event types, or prefixes ending in "*" such as
+	// "session.*". Empty means every type.
+	Types []string `json:"types,omitempty"`
+}
+
+// TraceListParams are the params of trace.list. Events come oldest first.
+type TraceListParams struct {
+	TraceFilter
+	// Since (inclusive) and Until (exclusive) bound the events' time.
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// After continues a listing: only events whose ID sorts after it.
+	After string `json:"after,omitempty"`
+	// Limit caps the number of events (default 100, at most 10000).
+	Limit int `json:"limit,omitempty"`
+	// Newest returns the newest Limit matching events instead of the
+	// oldest, still oldest first.
+	Newest bool `json:"newest,omitempty"`
+}
+
+// TraceListResult is the result of trace.list.
+type TraceListResult struct {
+	Events []TraceEvent `json:"events"`
+	// More is true when more events matched than were returned. For an
+	// oldest-first listing, Next is the After of the next page.
+	More bool   `json:"more,omitempty"`
+	Next string `json:"next,omitempty"`
+	// Stats describe the trace recorder since the daemon started.
+	Stats TraceStats `json:"stats"`
+}
+
+// TraceStats count what happened to trace events since the daemon started.
+type TraceStats struct {
+	// Recorded events were accepted; Dropped ones were not, because the
+	// recorder's buffer was full (the write path never waits for tracing).
+	Recorded uint64 `json:"recorded"`
+	Dropped  uint64 `json:"dropped"`
+	// Stored events reached the store; StoreErrors counts failed batches.
+	Stored      uint64 `json:"stored"`
+	StoreErrors uint64 `json:"store_errors,omitempty"`
+	// Pruned events were older than the retention period.
+	Pruned uint64 `json:"pruned,omitempty"`
+	// RetentionMS is how long events are kept.
+	RetentionMS int64 `json:"retention_ms"`
+}
+
+// TraceFollowParams are the params of trace.follow: which new events the
+// connection receives.
+type TraceFollowParams struct {
+	TraceFilter
+}
+
+// TraceFollowResult is the result of trace.follow.
+type TraceFollowResult struct {
+	// Following is true: trace.event notifications follow until the
+	// connection closes.
+	Following bool `json:"following"`
+}
+
+// TraceEventNotification is the params of trace.event.
+type TraceEventNotification struct {
+	Event TraceEvent `json:"event"`
+	// Dropped counts events this connection missed since its previous
+	// notification because it read them too slowly.
+	Dropped uint64 `json:"dropped,omitempty"`
+}

@@ -1,0 +1,75 @@
+package protocol
+
+// Stage added for corrected attempts.
+const (
+	// StageSuperseded: a needs_corrections session replaced by a corrected
+	// attempt (a new session that named it in supersedes).
+	StageSuperseded Stage = "superseded"
+)
+
+// Validation errors.
+const (
+	// CodeValidationFailed: the content was refused by a strict policy; the
+	// session is needs_corrections and data.validation says why.
+	CodeValidationFailed = -32013
+	// ReasonValidationFailed goes with CodeValidationFailed.
+	ReasonValidationFailed = "validation_failed"
+	// ReasonAttemptsExhausted: the corrected-attempt limit was reached.
+	ReasonAttemptsExhausted = "attempts_exhausted"
+	// ReasonNotNeedsCorrections: supersedes named a session that is not
+	// needs_corrections.
+	ReasonNotNeedsCorrections = "session_not_needs_corrections"
+	// ReasonInvalidUTF8: the content is not valid UTF-8 and the policy
+	// refuses it.
+	ReasonInvalidUTF8 = "invalid_utf8"
+)
+
+// ValidationPolicy chooses, per category of finding, whether it blocks the
+// write (strict), is reported (warn) or ignored (off). All applies to every
+// category not named in Categories. Categories: data_syntax, code_syntax,
+// truncation, truncation_hint, placeholder, end_marker.
+type ValidationPolicy struct {
+	All        string            `json:"all,omitempty"`
+	Categories map[string]string `json:"categories,omitempty"`
+}
+
+// Repair is one change the daemon made to the content before checking it.
+type Repair struct {
+	// Kind is stable: end_marker_removed, done_line_removed,
+	// code_fence_removed, line_endings_matched, final_newline_matched,
+	// invalid_utf8_replaced, bom_matched, ...
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+	Count   int    `json:"count,omitempty"`
+}
+
+// Finding is one problem validation found.
+type Finding struct {
+	// Code is stable: syntax_error, truncated, unclosed_fence,
+	// lazy_placeholder, mid_sentence, empty_heading, no_end_marker, ...
+	Code     string `json:"code"`
+	Category string `json:"category"`
+	Severity string `json:"severity"`
+	// Line and Column are 1-based; Column counts characters.
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Message string `json:"message"`
+	Snippet string `json:"snippet,omitempty"`
+	// Preexisting findings were already in the file being replaced and
+	// never block.
+	Preexisting bool `json:"preexisting,omitempty"`
+}
+
+// Validation is the result of checking the content.
+type Validation struct {
+	FileType  string    `json:"file_type"`
+	Checker   string    `json:"checker,omitempty"`
+	SyntaxOK  bool      `json:"syntax_ok"`
+	Truncated bool      `json:"truncated"`
+	Blocked   bool      `json:"blocked"`
+	Summary   string    `json:"summary,omitempty"`
+	Findings  []Finding `json:"findings"`
+	// Skipped says why the content was not checked (too large), if so.
+	Skipped string `json:"skipped,omitempty"`
+}

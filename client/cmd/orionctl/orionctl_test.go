@@ -154,3 +154,23 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("status %+v does not describe the daemon we started", st)
 	}
 }
+
+func TestWriteDryRunAndValidation(t *testing.T) {
+	d := testdaemon.Start(t)
+	target := filepath.Join(d.Root, "conf.json")
+	os.WriteFile(target, []byte("{\"port\": 80}\n"), 0o644)
+	code, out, errOut := orionctl(t, d.Socket, "{\"port\": 8080}\n", "write", "--op", "overwrite", "--dry-run", target)
+	if code != 0 || !strings.Contains(out, "-{\"port\": 80}") || !strings.Contains(out, "+{\"port\": 8080}") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "{\"port\": 80}\n" {
+		t.Fatalf("dry run wrote %q", got)
+	}
+	code, _, errOut = orionctl(t, d.Socket, "{\"port\": \n", "write", "--op", "overwrite", target)
+	if code != exitFailure || !strings.Contains(errOut, "validation_failed") || !strings.Contains(errOut, "line") {
+		t.Fatalf("broken JSON: exit %d, stderr %q", code, errOut)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "{\"port\": 80}\n" {
+		t.Fatalf("refused content was written: %q", got)
+	}
+}

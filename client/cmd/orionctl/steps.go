@@ -93,7 +93,7 @@ func newAppendCmd(g *globals) *cobra.Command {
 }
 
 func newFinalizeCmd(g *globals) *cobra.Command {
-	var endOfInput bool
+	var endOfInput, dryRun, force bool
 	cmd := &cobra.Command{
 		Use:   "finalize SESSION",
 		Short: "Write a session's content to its target",
@@ -107,7 +107,7 @@ simply ended (a file or a pipe, not a model's stream).`,
 				return err
 			}
 			defer c.Close()
-			res, err := c.Finalize(cmd.Context(), protocol.FinalizeParams{SessionID: args[0], EndOfInput: endOfInput})
+			res, err := c.Finalize(cmd.Context(), protocol.FinalizeParams{SessionID: args[0], EndOfInput: endOfInput, DryRun: dryRun, Force: force})
 			if err != nil {
 				return err
 			}
@@ -115,6 +115,8 @@ simply ended (a file or a pipe, not a model's stream).`,
 		},
 	}
 	cmd.Flags().BoolVar(&endOfInput, "end-of-input", false, "the content is complete without an end marker")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "repair and validate, print the diff, write nothing")
+	cmd.Flags().BoolVar(&force, "force", false, "write even if the target changed since the session began")
 	return cmd
 }
 

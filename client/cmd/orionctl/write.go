@@ -25,6 +25,7 @@ func newWriteCmd(g *globals) *cobra.Command {
 		intent    string
 		workspace string
 		chunkSize int
+		dryRun    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "write TARGET",
@@ -69,9 +70,15 @@ current directory. Prints a summary: bytes, lines, sha256.`,
 			if err != nil {
 				return abandon(cmd, c, begun.SessionID, err)
 			}
-			res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID, EndOfInput: true})
+			res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID, EndOfInput: true, DryRun: dryRun})
 			if err != nil {
 				return abandon(cmd, c, begun.SessionID, err)
+			}
+			if dryRun {
+				// Nothing is kept of a dry run.
+				if _, err := c.Abort(ctx, begun.SessionID); err != nil {
+					return err
+				}
 			}
 			return printSummary(cmd, g, res)
 		},
@@ -81,6 +88,7 @@ current directory. Prints a summary: bytes, lines, sha256.`,
 	f.StringVar(&intent, "intent", "orionctl write", "what this write is for, kept with the session")
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
 	f.IntVar(&chunkSize, "chunk-size", client.DefaultChunkSize, "bytes per chunk")
+	f.BoolVar(&dryRun, "dry-run", false, "repair and validate, print the diff against the current file, write nothing")
 	return cmd
 }
 
@@ -133,8 +141,15 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 			name = rel
 		}
 	}
+	if res.DryRun {
+		fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %d bytes, %d lines\n", name, res.Operation, res.Bytes, res.Lines)
+		printChecks(out, res)
+		fmt.Fprint(out, res.Diff)
+		return nil
+	}
 	fmt.Fprintf(out, "wrote %s (%s): %d bytes, %d lines, mode %s\nsha256 %s\n",
 		name, res.Operation, res.Bytes, res.Lines, res.Mode, res.SHA256)
+	printChecks(out, res)
 	if res.Operation == protocol.OpAppend {
 		fmt.Fprintf(out, "file now %d bytes, sha256 %s\n", res.FileBytes, res.FileSHA256)
 	}
@@ -142,4 +157,27 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 		fmt.Fprintf(out, "ignored %d bytes after the end marker: %q\n", res.TrailingBytes, res.TrailingPreview)
 	}
 	return nil
+}
+
+// printChecks lists the repairs, validation findings and warnings of a
+// finalize.
+func printChecks(out io.Writer, res protocol.FinalizeResult) {
+	for _, r := range res.Repairs {
+		fmt.Fprintf(out, "repaired: %s\n", r.Message)
+	}
+	if v := res.Validation; v != nil {
+		if v.Skipped != "" {
+			fmt.Fprintf(out, "not validated: %s\n", v.Skipped)
+		}
+		for _, f := range v.Findings {
+			pre := ""
+			if f.Preexisting {
+				pre = " (already in the file)"
+			}
+			fmt.Fprintf(out, "%s: line %d col %d: %s [%s]%s\n", f.Severity, f.Line, f.Column, f.Message, f.Code, pre)
+		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(out, "warning: %s [%s]\n", w.Message, w.Code)
+	}
 }

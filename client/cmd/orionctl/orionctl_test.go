@@ -44,14 +44,14 @@ func TestWriteFromStdin(t *testing.T) {
 		t.Fatalf("summary %+v", res)
 	}
 
-	// Without a marker, a file that does not end in a newline is still
-	// written exactly.
-	code, _, errOut = orionctl(t, d.Socket, "no newline", "write", "--op", "overwrite", target)
+	// The final newline is matched to the file being replaced, and the
+	// repair is reported.
+	code, out, errOut = orionctl(t, d.Socket, "no newline", "write", "--op", "overwrite", target)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if got, _ := os.ReadFile(target); string(got) != "no newline" {
-		t.Fatalf("file %q", got)
+	if got, _ := os.ReadFile(target); string(got) != "no newline\n" || !strings.Contains(out, "repaired:") {
+		t.Fatalf("file %q, output:\n%s", got, out)
 	}
 }
 

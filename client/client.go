@@ -158,6 +158,13 @@ func (c *Client) Continue(ctx context.Context, id string) (protocol.BeginResult,
 	return r, err
 }
 
+// Undo calls session.undo.
+func (c *Client) Undo(ctx context.Context, id string) (protocol.UndoResult, error) {
+	var r protocol.UndoResult
+	err := c.Call(ctx, protocol.MethodSessionUndo, protocol.SessionIDParams{SessionID: id}, &r)
+	return r, err
+}
+
 // Clean calls session.clean.
 func (c *Client) Clean(ctx context.Context, p protocol.CleanParams) (protocol.CleanResult, error) {
 	var r protocol.CleanResult

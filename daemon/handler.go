@@ -173,6 +173,12 @@ func (h *handler) dispatch(req *jsonrpc2.Request) (any, error) {
 			return nil, err
 		}
 		return h.mgr.Continue(p.SessionID)
+	case protocol.MethodSessionUndo:
+		var p protocol.SessionIDParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.Undo(p.SessionID)
 	case protocol.MethodSessionClean:
 		var p protocol.CleanParams
 		if err := decode(req, &p); err != nil {

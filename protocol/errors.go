@@ -72,6 +72,8 @@ const (
 	ReasonTargetChanged       = "target_changed"
 	ReasonNotTruncated        = "session_not_truncated"
 	ReasonAlreadyContinued    = "session_already_continued"
+	ReasonNothingToUndo       = "nothing_to_undo"
+	ReasonBackupFailed        = "backup_failed"
 	ReasonIO                  = "io_error"
 	ReasonInternal            = "internal_error"
 )

@@ -23,6 +23,7 @@ var Methods = []string{
 	MethodSessionResume,
 	MethodSessionContinue,
 	MethodSessionClean,
+	MethodSessionUndo,
 	MethodDaemonStatus,
 	MethodToolsDefinitions,
 }

@@ -111,3 +111,17 @@ type CleanResult struct {
 	// Pruned sessions were finished long enough ago to forget entirely.
 	Pruned []string `json:"pruned"`
 }
+
+// MethodSessionUndo restores what a completed session replaced.
+const MethodSessionUndo = "session.undo"
+
+// UndoResult is the result of session.undo.
+type UndoResult struct {
+	SessionID  string `json:"session_id"`
+	TargetFile string `json:"target_file"`
+	// Removed is true when the session had created the file, so undoing it
+	// deleted the file; otherwise RestoredBytes were put back.
+	Removed       bool   `json:"removed,omitempty"`
+	RestoredBytes int64  `json:"restored_bytes"`
+	SHA256        string `json:"sha256,omitempty"`
+}

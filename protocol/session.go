@@ -181,6 +181,9 @@ type FinalizeResult struct {
 	// session's write included, oldest first.
 	ContinuedSessions []string  `json:"continued_sessions,omitempty"`
 	Warnings          []Warning `json:"warnings,omitempty"`
+	// BackupID names the backup of the replaced content kept in the store
+	// for session.undo; empty when nothing was replaced.
+	BackupID string `json:"backup_id,omitempty"`
 	// Repairs lists what was changed before the check; Validation what the
 	// check found.
 	Repairs    []Repair    `json:"repairs,omitempty"`
@@ -233,6 +236,8 @@ type SessionInfo struct {
 	Attempt      int         `json:"attempt,omitempty"`
 	Supersedes   string      `json:"supersedes,omitempty"`
 	SupersededBy string      `json:"superseded_by,omitempty"`
+	// Undone is set once session.undo restored what the session replaced.
+	Undone bool `json:"undone,omitempty"`
 }
 
 // ListResult is the result of session.list.

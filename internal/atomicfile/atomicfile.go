@@ -331,3 +331,12 @@ func linkNoReplace(oldpath, newpath string) error {
 	_ = os.Remove(oldpath)
 	return nil
 }
+
+// Remove deletes path and fsyncs its directory, so the removal survives a
+// power failure as a rename does.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}

@@ -106,6 +106,14 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
 	}
 
+	pieces, err := m.backup(r)
+	if err != nil {
+		pe := protocol.Errorf(protocol.CodeIO, protocol.ReasonBackupFailed,
+			"keeping a backup of %s before replacing it failed, so nothing was written: %v", r.Target, err)
+		pe.Data.SessionID = r.ID
+		return protocol.FinalizeResult{}, pe
+	}
+	r.BackupPieces = pieces
 	prev := r.Stage
 	r.PendingSHA256 = ""
 	if c.content != nil {
@@ -138,6 +146,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, err
 	}
 	res.Repairs, res.Validation, res.Attempt = c.repairs, c.validation, r.attempt()
+	if pieces > 0 {
+		res.BackupID = r.ID
+	}
 	return m.complete(e, res), nil
 }
 

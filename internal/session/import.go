@@ -75,6 +75,7 @@ func (m *Manager) forget(id string) error {
 	defer e.mu.Unlock()
 	m.stopTimers(e)
 	m.unwatch(e)
+	m.dropBackup(id, e.rec.BackupPieces)
 	if err := m.cfg.Store.Delete(id); err != nil {
 		return ioError(id, "dropping a session", err)
 	}

@@ -48,6 +48,11 @@ type record struct {
 	SupersededBy   string               `json:"superseded_by,omitempty"`
 	LastValidation *protocol.Validation `json:"last_validation,omitempty"`
 
+	// BackupPieces counts the pieces of the replaced content kept for
+	// undo (0: the session replaced nothing); Undone is set once restored.
+	BackupPieces uint64 `json:"backup_pieces,omitempty"`
+	Undone       bool   `json:"undone,omitempty"`
+
 	// PendingSHA256 is the sha256 the target will have once a finalize of
 	// repaired content lands; recovery compares it after a crash.
 	PendingSHA256 string `json:"pending_sha256,omitempty"`
@@ -137,5 +142,6 @@ func (r *record) info() protocol.SessionInfo {
 		Attempt:          r.attempt(),
 		Supersedes:       r.Supersedes,
 		SupersededBy:     r.SupersededBy,
+		Undone:           r.Undone,
 	}
 }

@@ -142,3 +142,37 @@ func TestDryRunReturnsTheDiffAndWritesNothing(t *testing.T) {
 		t.Fatalf("file %q", got)
 	}
 }
+
+func TestUndoRestoresWhatAFinalizeReplaced(t *testing.T) {
+	h := newHarness(t)
+	big := strings.Repeat("original line\n", 40_000) // several backup pieces
+	os.WriteFile(filepath.Join(h.root, "u.txt"), []byte(big), 0o600)
+	b, res, err := h.writeAll(protocol.BeginParams{TargetFile: "u.txt", Operation: protocol.OpOverwrite}, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BackupID != b.SessionID {
+		t.Fatalf("no backup reported: %+v", res)
+	}
+	u, err := h.mgr.Undo(b.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.read("u.txt"); got != big || u.RestoredBytes != int64(len(big)) {
+		t.Fatalf("undo restored %d bytes, want the %d replaced", len(got), len(big))
+	}
+	if _, err := h.mgr.Undo(b.SessionID); err == nil {
+		t.Fatal("a session was undone twice")
+	}
+
+	created, _, err := h.writeAll(protocol.BeginParams{TargetFile: "fresh.txt", Operation: protocol.OpCreate}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(h.root, "fresh.txt"), []byte("edited since\n"), 0o644)
+	if _, err := h.mgr.Undo(created.SessionID); err == nil {
+		t.Fatal("undo over a file changed since was allowed")
+	} else if c, _ := code(err); c != protocol.CodeTargetChanged {
+		t.Fatalf("undo over a changed file: %v", err)
+	}
+}

@@ -94,9 +94,11 @@ func newRootCmd() *cobra.Command {
 		newAppendCmd(g),
 		newFinalizeCmd(g),
 		newAbortCmd(g),
+		newUndoCmd(g),
 		newSessionsCmd(g),
 		newToolsCmd(g),
 		newStreamCmd(g),
+		newTraceCmd(g),
 	)
 	return root
 }

@@ -143,3 +143,34 @@ func newAbortCmd(g *globals) *cobra.Command {
 		},
 	}
 }
+
+func newUndoCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "undo SESSION",
+		Short: "Restore what a completed session replaced",
+		Long: `Put back the content a completed session replaced (kept in the store as a
+backup), or remove the file if the session created it. Refused if the file
+changed since the session wrote it.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := c.Undo(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			if res.Removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s, which session %s had created\n", res.TargetFile, res.SessionID)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %d bytes, sha256 %s\n", res.TargetFile, res.RestoredBytes, res.SHA256)
+			return nil
+		},
+	}
+}

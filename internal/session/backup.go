@@ -1,0 +1,150 @@
+package session
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// backupBucket holds, per session, the content its finalize replaced, in
+// pieces keyed <session id>/<8-byte piece number>, so session.undo can put
+// it back. Pieces keep values small, as bbolt wants.
+const (
+	backupBucket = "backups"
+	backupPiece  = 256 << 10
+)
+
+func backupKey(id string, n uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(id), '/'), n)
+}
+
+// backup copies the current target into the store before it is replaced.
+// Each piece is durable when stored; the record's BackupPieces, written
+// with the finalize, says how many make the whole.
+func (m *Manager) backup(r *record) (pieces uint64, err error) {
+	f, err := os.Open(r.Target)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, backupPiece)
+	for {
+		n, rerr := io.ReadFull(f, buf)
+		if n > 0 {
+			kv := store.KV{Key: backupKey(r.ID, pieces), Value: append([]byte(nil), buf[:n]...)}
+			if err := m.cfg.Store.PutKV(backupBucket, []store.KV{kv}); err != nil {
+				return 0, err
+			}
+			pieces++
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			// An empty file has zero pieces but still exists: record one
+			// empty piece so undo restores an empty file, not nothing.
+			if pieces == 0 {
+				if err := m.cfg.Store.PutKV(backupBucket, []store.KV{{Key: backupKey(r.ID, 0), Value: []byte{}}}); err != nil {
+					return 0, err
+				}
+				pieces = 1
+			}
+			return pieces, nil
+		}
+		if rerr != nil {
+			return 0, rerr
+		}
+	}
+}
+
+// dropBackup deletes a session's backup pieces.
+func (m *Manager) dropBackup(id string, pieces uint64) {
+	keys := make([][]byte, 0, pieces)
+	for n := range pieces {
+		keys = append(keys, backupKey(id, n))
+	}
+	if len(keys) > 0 {
+		if err := m.cfg.Store.DeleteKV(backupBucket, keys); err != nil {
+			m.cfg.Logger.Warn("dropping a backup", "session", id, "err", err)
+		}
+	}
+}
+
+// Undo restores what a completed session replaced: the old content, or no
+// file at all when the session created it. It refuses if the file changed
+// since the session wrote it.
+func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
+	e, err := m.lookup(id)
+	if err != nil {
+		return protocol.UndoResult{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := &e.rec
+	if r.Stage != protocol.StageCompleted || r.Result == nil || r.Undone || r.Result.DryRun {
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
+			"session %s has no completed write to undo (stage %s, undone %v)", id, r.Stage, r.Undone)
+		pe.Data.SessionID = id
+		return protocol.UndoResult{}, pe
+	}
+	now, err := statTarget(r.Target)
+	if err != nil {
+		return protocol.UndoResult{}, ioError(id, "reading the target", err)
+	}
+	if !now.exists || now.sha256 != r.Result.FileSHA256 {
+		pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
+			"%s changed since session %s wrote it; undo would lose that change, so it is refused", r.Target, id)
+		pe.Data.SessionID = id
+		pe.Data.Path = r.Target
+		return protocol.UndoResult{}, pe
+	}
+	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target}
+	if r.BackupPieces == 0 {
+		if err := atomicfile.Remove(r.Target); err != nil {
+			return protocol.UndoResult{}, ioError(id, "removing the file the session created", err)
+		}
+		res.Removed = true
+	} else {
+		fill := func(w io.Writer) error {
+			for n := range r.BackupPieces {
+				var piece []byte
+				found := false
+				err := m.cfg.Store.ScanKV(backupBucket, backupKey(id, n), func(k, v []byte) (bool, error) {
+					if string(k) == string(backupKey(id, n)) {
+						piece = append(piece, v...)
+						found = true
+					}
+					return false, nil
+				})
+				if err != nil {
+					return err
+				}
+				if !found {
+					return fmt.Errorf("backup piece %d of session %s is missing", n, id)
+				}
+				if _, err := w.Write(piece); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		written, err := atomicfile.Write(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
+		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+			return protocol.UndoResult{}, ioError(id, "restoring "+r.Target, err)
+		}
+		res.RestoredBytes, res.SHA256 = written.Bytes, written.SHA256
+	}
+	r.Undone = true
+	r.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(r); err != nil {
+		return protocol.UndoResult{}, err
+	}
+	m.traceStage(r, map[string]any{"undone": true, "removed": res.Removed, "restored_bytes": res.RestoredBytes})
+	return res, nil
+}

@@ -35,7 +35,11 @@ func (s *Store) write(apply func(tx *bolt.Tx) error) error {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
-	if s.commitMu.TryLock() {
+	// Committing inline saves a lone writer two goroutine handoffs, but
+	// only while writes really come alone: under concurrency a writer that
+	// slipped in between batches would commit by itself and halve the
+	// throughput, so the last batch's size decides.
+	if s.lastBatch.Load() <= 1 && s.commitMu.TryLock() {
 		if len(s.reqs) == 0 {
 			err := s.commitAlone(apply)
 			s.commitMu.Unlock()
@@ -95,6 +99,7 @@ func (s *Store) commitLoop() {
 // retried in a transaction of its own so that one bad request, or one
 // transient failure, cannot fail the others.
 func (s *Store) commit(batch []*request) {
+	s.lastBatch.Store(int32(len(batch)))
 	errs := make([]error, len(batch))
 	applied := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {

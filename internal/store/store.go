@@ -92,6 +92,9 @@ type Store struct {
 	// writer committing inline (see write).
 	commitMu sync.Mutex
 
+	// lastBatch is the size of the last batch the committer committed.
+	lastBatch atomic.Int32
+
 	commits atomic.Uint64
 	writes  atomic.Uint64
 }

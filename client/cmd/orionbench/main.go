@@ -45,6 +45,7 @@ type config struct {
 	sessions  []int
 	baselines []int
 	json      bool
+	extra     []string
 }
 
 // result is one measured case.
@@ -68,6 +69,10 @@ func run(args []string, out io.Writer) error {
 	sessions := fs.String("sessions", "1,8,64", "concurrent session counts to measure")
 	baselines := fs.String("baselines", "1,8", "concurrent writer counts for the fdatasync baseline")
 	fs.BoolVar(&cfg.json, "json", false, "print results as JSON")
+	fs.Func("daemon-arg", "extra flag for oriond run (repeatable), e.g. --daemon-arg=--trace=false", func(v string) error {
+		cfg.extra = append(cfg.extra, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -267,8 +272,9 @@ func startDaemon(ctx context.Context, cfg config) (string, func(), error) {
 		return "", nil, err
 	}
 	socket := filepath.Join(sockDir, "oriond.sock")
-	cmd := exec.CommandContext(ctx, cfg.oriond, "run", "--socket", socket, "--state-dir", filepath.Join(cfg.dir, "state"),
-		"--allow-root", root, "--max-session-bytes", strconv.Itoa(1<<30), "--log-level", "warn")
+	args := append([]string{"run", "--socket", socket, "--state-dir", filepath.Join(cfg.dir, "state"),
+		"--allow-root", root, "--max-session-bytes", strconv.Itoa(1 << 30), "--log-level", "warn"}, cfg.extra...)
+	cmd := exec.CommandContext(ctx, cfg.oriond, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("starting %s: %w (build it with `go build -o bin/ ./daemon/cmd/oriond` and pass --oriond)", cfg.oriond, err)

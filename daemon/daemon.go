@@ -131,6 +131,16 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	if rec == nil {
 		rec = trace.Discard{}
 	}
+	// A *trace.Tracer keeps events in this store: attach it before the
+	// engine records anything, and close it (flushing its queue) before
+	// the store closes.
+	tracer, _ := cfg.Trace.(*trace.Tracer)
+	if tracer != nil {
+		if err := tracer.Attach(st); err != nil {
+			return fmt.Errorf("opening the trace store: %w", err)
+		}
+		defer tracer.Close()
+	}
 	owners := newOwners(log)
 	// The watcher reports to the engine, which needs the watcher to exist
 	// first; events before the engine is up are caught at finalize by hash.
@@ -191,6 +201,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		order:    newSessionOrder(),
 		owners:   owners,
 		trace:    rec,
+		traces:   tracer,
 		inflight: &inflight,
 		status: func() protocol.StatusResult {
 			return protocol.StatusResult{

@@ -24,6 +24,8 @@ type handler struct {
 	order  *sessionOrder
 	owners *owners
 	trace  trace.Recorder
+	// traces answers trace.list and trace.follow; nil when tracing is off.
+	traces *trace.Tracer
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
@@ -51,7 +53,7 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			<-wait
 		}
 		start := time.Now()
-		result, err := h.dispatch(req)
+		result, err := h.dispatch(conn, req)
 		if err == nil {
 			h.owners.claim(ownedSession(result), conn)
 		}
@@ -78,7 +80,7 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 		key = ownedSession(result)
 	}
 	fields := map[string]any{"duration_ms": float64(time.Since(start).Microseconds()) / 1000}
-	if ack, ok := result.(protocol.AppendResult); ok {
+	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
 		fields["seq"] = ack.Seq
 		fields["bytes"] = ack.Bytes
 		fields["end_marker_seen"] = ack.EndMarkerSeen
@@ -87,6 +89,10 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 		rpcErr := toRPCError(err)
 		fields["error_code"] = rpcErr.Code
 		fields["error"] = rpcErr.Message
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			fields["reason"] = pe.Data.Reason
+		}
 	}
 	h.trace.Record(trace.Event{Time: start, Type: "request", SessionID: key, Method: req.Method, Fields: fields})
 }
@@ -123,7 +129,7 @@ func ownedSession(result any) string {
 	return ""
 }
 
-func (h *handler) dispatch(req *jsonrpc2.Request) (any, error) {
+func (h *handler) dispatch(conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
 	switch req.Method {
 	case protocol.MethodSessionBegin:
 		var p protocol.BeginParams
@@ -185,6 +191,33 @@ func (h *handler) dispatch(req *jsonrpc2.Request) (any, error) {
 			return nil, err
 		}
 		return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
+	case protocol.MethodTraceList:
+		var p protocol.TraceListParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		if h.traces == nil {
+			return nil, errTracingOff(req.Method)
+		}
+		return h.traces.List(p)
+	case protocol.MethodTraceFollow:
+		var p protocol.TraceFollowParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		if h.traces == nil {
+			return nil, errTracingOff(req.Method)
+		}
+		// Events go to this connection, from the tracer's goroutine for
+		// it, until the connection closes.
+		stop := h.traces.Follow(p.TraceFilter, func(n protocol.TraceEventNotification) {
+			conn.Notify(context.Background(), protocol.NotifyTraceEvent, n)
+		})
+		go func() {
+			<-conn.DisconnectNotify()
+			stop()
+		}()
+		return protocol.TraceFollowResult{Following: true}, nil
 	case protocol.MethodDaemonStatus:
 		return h.status(), nil
 	case protocol.MethodToolsDefinitions:
@@ -226,4 +259,12 @@ func toRPCError(err error) *jsonrpc2.Error {
 	rpcErr := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
 	rpcErr.SetError(pe.Data)
 	return rpcErr
+}
+
+// errTracingOff answers trace methods when oriond runs with --trace=false.
+func errTracingOff(method string) error {
+	e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
+		"%s: tracing is off in this daemon (oriond run --trace=false)", method)
+	e.Data.Method = method
+	return e
 }

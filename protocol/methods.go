@@ -26,4 +26,6 @@ var Methods = []string{
 	MethodSessionUndo,
 	MethodDaemonStatus,
 	MethodToolsDefinitions,
+	MethodTraceList,
+	MethodTraceFollow,
 }

@@ -121,7 +121,8 @@ func (d *Daemon) Command(extraArgs ...string) *exec.Cmd {
 		"--allow-root", d.Root, "--log-level", "debug"}, d.Args...)
 	args = append(args, extraArgs...)
 	cmd := exec.Command(Binary(d.t), args...)
-	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=")
+	// A developer's own config file must not leak into the tests.
+	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=", "ORION_CONFIG=/dev/null")
 	return cmd
 }
 

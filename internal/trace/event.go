@@ -1,6 +1,13 @@
 // Package trace records what the daemon did — requests, session
 // transitions, validation results, writes, errors — as events that are valid
 // JSON by construction, keyed for lookup by session and by time.
+//
+// Tracer is the Recorder the daemon uses: Record never waits; a background
+// batcher sanitizes each event (see Sanitize), stores it in the daemon's
+// bbolt file (buckets trace.events, keyed by time, and trace.sessions, the
+// per-session index), streams it to followers (trace.follow) and sinks
+// (PostgreSQL, in package tracepg), and prunes events past the retention
+// period. List answers trace.list.
 package trace
 
 import "time"
@@ -9,7 +16,8 @@ import "time"
 type Event struct {
 	Time time.Time `json:"time"`
 	// Type is stable: "request", "session.stage", "session.write",
-	// "session.truncated", "session.conflict", "validation", "error".
+	// "session.truncated", "session.conflict", "validation", "error" (the
+	// protocol.Trace* constants).
 	Type      string         `json:"type"`
 	SessionID string         `json:"session_id,omitempty"`
 	Method    string         `json:"method,omitempty"`

@@ -180,7 +180,7 @@ func (r *runner) fail(format string, args ...any) {
 func (r *runner) start() error {
 	cmd := exec.Command(r.cfg.Oriond, "run", "--socket", r.socket, "--state-dir", r.state,
 		"--allow-root", r.root, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=")
+	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=", "ORION_CONFIG=/dev/null")
 	logPath := filepath.Join(r.cfg.Dir, "oriond.log")
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -38,6 +40,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/orion-agent/orion/internal/paths"
+	"github.com/orion-agent/orion/internal/trace"
+	"github.com/orion-agent/orion/internal/trace/tracepg"
 )
 
 // ConfigFileName is the config file's name in the config directory.
@@ -582,4 +586,48 @@ func maskPassword(dsn string) string {
 		return dsn
 	}
 	return kvPassword.ReplaceAllString(dsn, "${1}*****")
+}
+
+// traceSettings are the flags of oriond run that configure tracing.
+type traceSettings struct {
+	Enabled       bool
+	Retention     time.Duration
+	MaxString     int
+	Postgres      string
+	PostgresTable string
+}
+
+func addTraceFlags(f *pflag.FlagSet, t *traceSettings) {
+	f.BoolVar(&t.Enabled, "trace", true, "record trace events (requests, stage changes, writes, errors) in the store; orionctl trace reads them")
+	f.DurationVar(&t.Retention, "trace-retention", trace.DefaultRetention, "how long trace events are kept")
+	f.IntVar(&t.MaxString, "trace-max-string", trace.DefaultMaxString, "longest string kept in a trace event, in bytes; longer ones are cut on a character boundary and marked")
+	f.StringVar(&t.Postgres, "trace-postgres", "", "also insert trace events into this PostgreSQL database (a postgres:// URL or key=value DSN) [ORION_TRACE_POSTGRES]")
+	f.StringVar(&t.PostgresTable, "trace-postgres-table", tracepg.DefaultTable, "the table, created if missing, trace events go to in PostgreSQL")
+}
+
+// newTracer builds the daemon's trace recorder, or nil when tracing is off.
+func newTracer(t traceSettings, log *slog.Logger) (*trace.Tracer, error) {
+	if !t.Enabled {
+		return nil, nil
+	}
+	if t.Retention < 0 {
+		return nil, fmt.Errorf("--trace-retention %s: give a positive period", t.Retention)
+	}
+	if t.MaxString < 64 {
+		return nil, fmt.Errorf("--trace-max-string %d: give at least 64 bytes", t.MaxString)
+	}
+	var sinks []trace.Sink
+	if t.Postgres != "" {
+		pg, err := tracepg.New(tracepg.Options{DSN: t.Postgres, Table: t.PostgresTable, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, pg)
+	}
+	return trace.New(trace.Options{
+		Retention: t.Retention,
+		Limits:    trace.Limits{MaxString: t.MaxString},
+		Sinks:     sinks,
+		Logger:    log,
+	}), nil
 }

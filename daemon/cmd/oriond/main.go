@@ -20,8 +20,12 @@ func main() {
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "oriond:", err)
 		var ue usageError
-		if errors.As(err, &ue) {
+		var ee exitError
+		switch {
+		case errors.As(err, &ue):
 			os.Exit(2)
+		case errors.As(err, &ee):
+			os.Exit(ee.code)
 		}
 		os.Exit(1)
 	}
@@ -43,6 +47,7 @@ marker, writes the file atomically.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(getenv))
+	addConfigFlag(root)
+	root.AddCommand(newRunCmd(getenv), newServiceCmd(getenv), newConfigCmd(getenv))
 	return root
 }

@@ -5,12 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/daemon"
-	"github.com/orion-agent/orion/internal/paths"
+	"github.com/orion-agent/orion/internal/session"
 )
 
 func newRunCmd(getenv func(string) string) *cobra.Command {
@@ -19,39 +18,33 @@ func newRunCmd(getenv func(string) string) *cobra.Command {
 		roots     []string
 		logFormat string
 		logLevel  string
+		traces    traceSettings
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Serve in the foreground until interrupted",
 		Long: `Serve JSON-RPC 2.0 on a Unix socket until SIGINT or SIGTERM.
 
-Defaults, each overridden by its environment variable and then by its flag:
-  --socket      $ORION_SOCKET, else $XDG_RUNTIME_DIR/orion/oriond.sock,
-                else /tmp/orion-$UID/oriond.sock
-  --state-dir   $ORION_STATE_DIR, else $XDG_STATE_HOME/orion, else ~/.local/state/orion
-  --allow-root  $ORION_ALLOW_ROOTS (colon-separated), else your home directory`,
+Every flag can be set in the config file (TOML; the key is the flag's name:
+see "oriond config"), at --config, $ORION_CONFIG, else
+$XDG_CONFIG_HOME/orion/oriond.toml. Each setting takes the first of: its flag,
+its environment variable, the config file, the default:
+  --socket          $ORION_SOCKET, else $XDG_RUNTIME_DIR/orion/oriond.sock,
+                    else /tmp/orion-$UID/oriond.sock
+  --state-dir       $ORION_STATE_DIR, else $XDG_STATE_HOME/orion,
+                    else ~/.local/state/orion
+  --allow-root      $ORION_ALLOW_ROOTS (colon-separated), else your home directory
+  --trace-postgres  $ORION_TRACE_POSTGRES (keeps a password off the command line)
+"oriond config print" shows the result.
+
+Started by systemd with its output on the journal, oriond writes log lines
+without timestamps (journald adds them) and with syslog priority prefixes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env := paths.Env(getenv)
-			if !cmd.Flags().Changed("socket") {
-				cfg.Socket = paths.DefaultSocket(env)
-			}
-			if !cmd.Flags().Changed("state-dir") {
-				dir, err := paths.DefaultStateDir(env)
-				if err != nil {
-					return err
-				}
-				cfg.StateDir = dir
-			}
-			if !cmd.Flags().Changed("allow-root") {
-				roots = splitRoots(getenv("ORION_ALLOW_ROOTS"))
-				if len(roots) == 0 {
-					home, err := paths.HomeDir(env)
-					if err != nil {
-						return fmt.Errorf("allow-root: no root given and no home directory: %w", err)
-					}
-					roots = []string{home}
-				}
+			// Flags not given take the environment, the config file or
+			// the default, in that order.
+			if _, err := applyConfig(cmd, getenv); err != nil {
+				return err
 			}
 			var err error
 			if cfg.Socket, err = filepath.Abs(cfg.Socket); err != nil {
@@ -61,11 +54,25 @@ Defaults, each overridden by its environment variable and then by its flag:
 				return err
 			}
 			cfg.AllowRoots = roots
-			logger, err := newLogger(logFormat, logLevel)
+			target := detectLogTarget(getenv, os.Stderr)
+			logger, err := newLogger(logFormat, logLevel, target)
 			if err != nil {
 				return usageError{err}
 			}
 			cfg.Logger = logger
+			if target.Manager != "" {
+				logger.Info("started by a service manager", "manager", target.Manager, "journal", target.Journal)
+			}
+			tracer, err := newTracer(traces, logger)
+			if err != nil {
+				return usageError{err}
+			}
+			if tracer != nil {
+				// The daemon attaches it to its store; closing it again
+				// here is harmless and covers a daemon that did not.
+				defer tracer.Close()
+				cfg.Trace = tracer
+			}
 			return daemon.Run(cmd.Context(), cfg, nil)
 		},
 	}
@@ -73,45 +80,34 @@ Defaults, each overridden by its environment variable and then by its flag:
 	f.StringVar(&cfg.Socket, "socket", "", "Unix socket to serve on [ORION_SOCKET]")
 	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the bbolt store [ORION_STATE_DIR]")
 	f.StringArrayVar(&roots, "allow-root", nil, "directory files may be written under; repeatable [ORION_ALLOW_ROOTS]")
-	f.Int64Var(&cfg.MaxChunkBytes, "max-chunk-bytes", 0, "largest chunk accepted (default 1 MiB)")
-	f.Int64Var(&cfg.MaxSessionBytes, "max-session-bytes", 0, "largest session accepted (default 256 MiB)")
-	f.DurationVar(&cfg.IdleTimeout, "idle", 0, "default idle period before session.idle is sent (default 2s)")
-	f.DurationVar(&cfg.AutoFinalize, "auto-finalize", 0, "default time without a chunk before a session without its marker ends truncated (default 30s)")
+	f.Int64Var(&cfg.MaxChunkBytes, "max-chunk-bytes", session.DefaultMaxChunkBytes, "largest chunk accepted, in bytes")
+	f.Int64Var(&cfg.MaxSessionBytes, "max-session-bytes", session.DefaultMaxSessionBytes, "largest session accepted, in bytes")
+	f.DurationVar(&cfg.IdleTimeout, "idle", session.DefaultIdleTimeout, "default idle period before session.idle is sent")
+	f.DurationVar(&cfg.AutoFinalize, "auto-finalize", session.DefaultAutoFinalize, "default time without a chunk before a session without its marker ends truncated")
 	f.StringVar((*string)(&cfg.TruncationPolicy), "truncation-policy", "keep", "default for content without its marker: keep, incomplete_file or write_with_note")
-	f.DurationVar(&cfg.Retention, "retention", 0, "how long an untouched unfinished session is kept before it expires (default 1h)")
-	f.DurationVar(&cfg.SummaryRetention, "summary-retention", 0, "how long a finished session's summary is kept (default 24h)")
+	f.DurationVar(&cfg.Retention, "retention", session.DefaultRetention, "how long an untouched unfinished session is kept before it expires")
+	f.DurationVar(&cfg.SummaryRetention, "summary-retention", session.DefaultSummaryRetention, "how long a finished session's summary is kept")
 	f.StringVar(&cfg.SpoolDir, "spool-dir", "", "recovery spool of session directories left by crashed clients (default <state-dir>/spool)")
-	f.DurationVar(&cfg.SpoolSettle, "spool-settle", 0, "how long a spool entry must stay unchanged before it is imported (default 6s)")
+	f.DurationVar(&cfg.SpoolSettle, "spool-settle", daemon.DefaultSpoolSettle, "how long a spool entry must stay unchanged before it is imported")
 	f.StringVar((*string)(&cfg.Validation.All), "validation", "", "validation policy for every category: strict, warn or off (default: strict for structured-data syntax, truncation and new lazy placeholders, warn for the rest)")
-	f.Int64Var(&cfg.ValidateMaxBytes, "validate-max-bytes", 0, "largest content repaired and validated; larger content is written unchecked (default 8 MiB)")
-	f.IntVar(&cfg.MaxAttempts, "max-attempts", 0, "corrected attempts allowed after a refused write (default 3)")
+	f.Int64Var(&cfg.ValidateMaxBytes, "validate-max-bytes", session.DefaultValidateMaxBytes, "largest content repaired and validated, in bytes; larger content is written unchecked")
+	f.IntVar(&cfg.MaxAttempts, "max-attempts", session.DefaultMaxAttempts, "corrected attempts allowed after a refused write")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addTraceFlags(f, &traces)
+	// Help and `oriond config print` list the flags in this order.
+	f.SortFlags = false
 	return cmd
 }
 
-func splitRoots(s string) []string {
-	var roots []string
-	for _, r := range strings.Split(s, ":") {
-		if r = strings.TrimSpace(r); r != "" {
-			roots = append(roots, r)
-		}
-	}
-	return roots
-}
-
-func newLogger(format, level string) (*slog.Logger, error) {
+func newLogger(format, level string, target logTarget) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	default:
-		return nil, fmt.Errorf("--log-format %q: use text or json", format)
+	h, err := newLogHandler(os.Stderr, format, lv, target)
+	if err != nil {
+		return nil, err
 	}
+	return slog.New(h), nil
 }

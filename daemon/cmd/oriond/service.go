@@ -38,10 +38,20 @@ const (
 	systemdUnitName = "oriond"
 	// launchdLabel is the launchd job label and plist name.
 	launchdLabel = "com.github.orion-agent.oriond"
-	// systemSocket is where a system-wide service listens: its
+	// systemSocket is where a system-wide systemd service listens: in its
 	// RuntimeDirectory, private to the account it runs as.
 	systemSocket = "/run/oriond/oriond.sock"
 )
+
+// systemSocketFor is the socket of a system-wide service on p. A system
+// service has no XDG_RUNTIME_DIR, so its clients cannot find it by the
+// default: they set ORION_SOCKET to this.
+func systemSocketFor(p platform, runAs string) string {
+	if p == platformLaunchd {
+		return "/tmp/oriond-" + runAs + "/oriond.sock"
+	}
+	return systemSocket
+}
 
 // Exit codes of `oriond service status`, after the LSB's for init scripts.
 const (
@@ -164,7 +174,7 @@ func systemdUnit(s installSpec) (string, error) {
 	if s.System {
 		fmt.Fprintf(&b, "User=%s\n", s.RunAs)
 		b.WriteString("# The socket lives in /run/oriond, private to that account; its clients set\n")
-		fmt.Fprintf(&b, "# ORION_SOCKET=%s.\nRuntimeDirectory=oriond\nRuntimeDirectoryMode=0700\n", systemSocket)
+		fmt.Fprintf(&b, "# ORION_SOCKET=%s.\nRuntimeDirectory=oriond\nRuntimeDirectoryMode=0700\n", systemSocketFor(platformSystemd, s.RunAs))
 	}
 	exec, err := systemdExec(s.Exec)
 	if err != nil {
@@ -418,7 +428,7 @@ installed, 1 no service manager here or another failure.`,
 }
 
 // spec is what install would install.
-func (e serviceEnv) spec(cmd *cobra.Command, o *serviceOptions, extra []string, forPrint bool) (installSpec, error) {
+func (e serviceEnv) spec(cmd *cobra.Command, p platform, o *serviceOptions, extra []string, forPrint bool) (installSpec, error) {
 	exe, err := e.executable()
 	if err != nil {
 		return installSpec{}, fmt.Errorf("finding oriond's executable: %w", err)
@@ -443,7 +453,7 @@ func (e serviceEnv) spec(cmd *cobra.Command, o *serviceOptions, extra []string, 
 			return installSpec{}, usageError{errors.New("--system needs --run-as USER: the account the daemon runs as " +
 				"(it writes files with that account's rights; give root only if you mean it)")}
 		}
-		args = append(args, "--socket", systemSocket)
+		args = append(args, "--socket", systemSocketFor(p, s.RunAs))
 	}
 	s.Exec = append(args, extra...)
 	return s, nil
@@ -460,11 +470,8 @@ user manager (or the machine, with --system), but do not start it now; run
 "oriond service start" for that. --print shows the unit and changes nothing;
 it works without a service manager.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := env.spec(cmd, o, args, print)
-			if err != nil {
-				return err
-			}
 			var p platform
+			var err error
 			switch {
 			case print && platformName != "":
 				p, err = platformNamed(platformName)
@@ -474,6 +481,10 @@ it works without a service manager.`,
 					p, err = platformForOS(env.goos)
 				}
 			}
+			if err != nil {
+				return err
+			}
+			spec, err := env.spec(cmd, p, o, args, print)
 			if err != nil {
 				return err
 			}
@@ -504,8 +515,12 @@ it works without a service manager.`,
 			if err := s.Install(); err != nil {
 				return fmt.Errorf("installing %s: %w", path, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "installed %s (%s, enabled)\nstart it now with: oriond service start%s\n",
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "installed %s (%s, enabled)\nstart it now with: oriond service start%s\n",
 				path, describe(p, o.system), systemFlag(o))
+			if o.system {
+				fmt.Fprintf(out, "its clients (running as %s) find it with: export ORION_SOCKET=%s\n", spec.RunAs, systemSocketFor(p, spec.RunAs))
+			}
 			return nil
 		},
 	}
@@ -655,6 +670,21 @@ type logTarget struct {
 // match); launchd sets XPC_SERVICE_NAME and is the parent of its jobs. A
 // terminal on stderr means someone is watching: never a service.
 func detectLogTarget(getenv func(string) string, stderr *os.File) logTarget {
+	return detectLogTargetWith(getenv, stderr, parentIsSystemd)
+}
+
+// parentIsSystemd reports whether the parent process is systemd: PID 1, or
+// a user manager (a process named systemd).
+func parentIsSystemd() bool {
+	ppid := os.Getppid()
+	if ppid == 1 {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
+	return err == nil && strings.TrimSpace(string(b)) == "systemd"
+}
+
+func detectLogTargetWith(getenv func(string) string, stderr *os.File, parentIsSystemd func() bool) logTarget {
 	if term.IsTerminal(int(stderr.Fd())) {
 		return logTarget{}
 	}
@@ -668,7 +698,9 @@ func detectLogTarget(getenv func(string) string, stderr *os.File) logTarget {
 			}
 		}
 	}
-	if getenv("INVOCATION_ID") != "" {
+	// Every process under a service inherits INVOCATION_ID; only the one
+	// systemd started has it for a parent.
+	if getenv("INVOCATION_ID") != "" && parentIsSystemd() {
 		return logTarget{Manager: "systemd"}
 	}
 	if x := getenv("XPC_SERVICE_NAME"); x != "" && x != "0" && os.Getppid() == 1 {

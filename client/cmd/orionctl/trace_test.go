@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rivo/uniseg"
+
+	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/protocol"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func readEvents(t *testing.T, path string) []protocol.TraceEvent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var events []protocol.TraceEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev protocol.TraceEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+// TestLadder draws the ladders of recorded sessions (exported from a real
+// oriond with orionctl trace --export, and one made by hand with odd
+// content) and compares them with testdata/trace/*.ladder.
+func TestLadder(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/trace/*.jsonl")
+	if len(inputs) < 3 {
+		t.Fatalf("inputs %v", inputs)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			events := readEvents(t, in)
+			var out bytes.Buffer
+			if err := renderLadder(&out, events[0].SessionID, events, ladderWidth); err != nil {
+				t.Fatal(err)
+			}
+			// The box holds: every line exactly as wide as the ladder.
+			for i, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+				if w := uniseg.StringWidth(line); w != ladderWidth {
+					t.Errorf("line %d is %d columns, want %d: %q", i+1, w, ladderWidth, line)
+				}
+				if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+					t.Errorf("line %d holds a control character: %q", i+1, line)
+				}
+			}
+			golden := strings.TrimSuffix(in, ".jsonl") + ".ladder"
+			if *update {
+				os.WriteFile(golden, out.Bytes(), 0o644)
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if out.String() != string(want) {
+				t.Fatalf("ladder differs from %s (go test -update rewrites it):\n%s", golden, out.String())
+			}
+		})
+	}
+}
+
+func TestLadderSteps(t *testing.T) {
+	events := readEvents(t, "testdata/trace/completed.jsonl")
+	var titles []string
+	for _, r := range buildRungs(events) {
+		titles = append(titles, r.title+" "+r.status.icon())
+	}
+	if got, want := strings.Join(titles, ", "), "BEGIN ✅, APPEND ✅, FINALIZE ✅"; got != want {
+		t.Fatalf("steps %s, want %s", got, want)
+	}
+	rungs := buildRungs(readEvents(t, "testdata/trace/odd.jsonl"))
+	var got []string
+	for _, r := range rungs {
+		got = append(got, r.title+" "+r.status.icon())
+	}
+	want := "BEGIN ✅, APPEND ✅, TARGET CHANGED ON DISK ❗, FINALIZE ❌, FINALIZE ❌, ERROR ❌, CUSTOM.THING ❓, EXPIRED ❗"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("steps %s\nwant  %s", strings.Join(got, ", "), want)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	for _, s := range []string{
+		"    short",
+		"    Target: /home/me/一个很长的目录名/with spaces/and-a-very-long-file-name-that-does-not-fit.md",
+		"    " + strings.Repeat("x", 200),
+		"    a " + strings.Repeat("🎉", 50),
+	} {
+		lines := wrap(s, 40, "    ")
+		var kept strings.Builder
+		for _, l := range lines {
+			if w := uniseg.StringWidth(l); w > 40 {
+				t.Fatalf("%q: line %q is %d columns", s, l, w)
+			}
+			kept.WriteString(strings.ReplaceAll(l, " ", ""))
+		}
+		if kept.String() != strings.ReplaceAll(s, " ", "") {
+			t.Fatalf("%q wrapped lost text: %q", s, lines)
+		}
+	}
+}
+
+func TestEventLine(t *testing.T) {
+	ev := protocol.TraceEvent{
+		Time: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC), Type: "request", SessionID: "0123456789abcdef",
+		Method: "session.append", Fields: json.RawMessage(`{"seq":3,"error":"bad \u001b[31m\nthing","none":null,"list":[1,"a"]}`),
+	}
+	got := eventLine(ev)
+	want := `2026-01-02T03:04:05.006Z  request          01234567  session.append    error=bad \x1b[31m\nthing list=[1,"a"] seq=3`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestParseWhen(t *testing.T) {
+	now := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"":                     {},
+		"15m":                  now.Add(-15 * time.Minute),
+		"2026-01-02T15:04:05Z": time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+		"2026-01-02":           time.Date(2026, 1, 2, 0, 0, 0, 0, time.Local),
+	} {
+		got, err := parseWhen(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-5m", "yesterday", "2026-13-01"} {
+		if _, err := parseWhen(bad, now); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	code, _, errOut := orionctl(t, "/nonexistent.sock", "", "trace", "--since", "yesterday")
+	if code != exitUsage || !strings.Contains(errOut, "--since") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	code, _, errOut = orionctl(t, "/nonexistent.sock", "", "trace", "--follow", "--export")
+	if code != exitUsage {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestTraceOfARealSession(t *testing.T) {
+	d := testdaemon.Start(t)
+	target := filepath.Join(d.Root, "traced.md")
+	code, out, errOut := orionctl(t, d.Socket, "# Traced\n\nbody \x00 with a NUL\n", "write", target, "--json")
+	if code != 0 {
+		t.Fatalf("write: exit %d: %s", code, errOut)
+	}
+	var res protocol.FinalizeResult
+	json.Unmarshal([]byte(out), &res)
+
+	code, out, errOut = orionctl(t, d.Socket, "", "trace", res.SessionID)
+	if code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"WRITE SESSION TRACE: " + res.SessionID, "BEGIN: ✅", "APPEND: ✅", "FINALIZE: ✅",
+		"Wrote: " + target, "SHA256: " + res.SHA256, "finalizing → completed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the ladder lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = orionctl(t, d.Socket, "", "trace", "--export", res.SessionID)
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) < 6 {
+		t.Fatalf("%d exported events:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		var ev protocol.TraceEvent
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.SessionID != res.SessionID {
+			t.Fatalf("export line %q: %v", l, err)
+		}
+	}
+
+	code, out, _ = orionctl(t, d.Socket, "", "trace", "--type", "session.*", "--json")
+	var list protocol.TraceListResult
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Events) == 0 {
+		t.Fatalf("trace --json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, ev := range list.Events {
+		if !strings.HasPrefix(ev.Type, "session.") {
+			t.Fatalf("--type session.* listed %s", ev.Type)
+		}
+	}
+	code, _, errOut = orionctl(t, d.Socket, "", "trace", "no-such-session")
+	if code != exitFailure || !strings.Contains(errOut, "no trace events") {
+		t.Fatalf("unknown session: exit %d: %s", code, errOut)
+	}
+}
+
+// syncBuffer is a buffer the follower writes while the test reads.
+type syncBuffer struct {
+	ch chan string
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.ch <- string(p)
+	return len(p), nil
+}
+
+func TestTraceFollow(t *testing.T) {
+	d := testdaemon.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{ch: make(chan string, 1000)}
+	done := make(chan int, 1)
+	go func() {
+		var errOut bytes.Buffer
+		done <- run(ctx, []string{"--socket", d.Socket, "trace", "--follow", "--type", "session.write"}, strings.NewReader(""), out, &errOut)
+		_ = errOut
+	}()
+	// Write until the follower shows a write: it may subscribe after the
+	// first one, which the backlog then shows.
+	target := filepath.Join(d.Root, "followed.txt")
+	deadline := time.After(30 * time.Second)
+	for i := 0; ; i++ {
+		if code, _, errOut := orionctl(t, d.Socket, "x\n", "write", "--op", "overwrite", target); code != 0 {
+			t.Fatalf("write: %s", errOut)
+		}
+		select {
+		case line := <-out.ch:
+			if !strings.Contains(line, "session.write") || !strings.Contains(line, "target="+target) {
+				t.Fatalf("followed %q", line)
+			}
+			cancel()
+			if code := <-done; code != 0 {
+				t.Fatalf("follow exited %v after its context ended", code)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no session.write followed")
+		}
+	}
+}

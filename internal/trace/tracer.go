@@ -1,0 +1,429 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/orion-agent/orion/internal/clock"
+	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Store is the part of the daemon's store traces live in; *store.Store has
+// it. Traces use their own buckets of the same bbolt file as the journal.
+type Store interface {
+	PutKV(bucket string, kvs []store.KV) error
+	ScanKV(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error
+	ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error
+	DeleteKV(bucket string, keys [][]byte) error
+}
+
+// Sink receives every event once it is encoded, to keep it somewhere else
+// too (PostgreSQL). Send must not block: a sink that cannot keep up drops
+// events and counts them. Close flushes what it can, within its own
+// deadline.
+type Sink interface {
+	Send(Entry)
+	Close() error
+}
+
+// Entry is one encoded event as it was stored.
+type Entry struct {
+	// Event is the event with its id and sanitized fields.
+	Event protocol.TraceEvent
+	// JSON is Event encoded: valid JSON by construction. Do not modify it.
+	JSON []byte
+}
+
+// Options configure a Tracer. The zero value takes every default.
+type Options struct {
+	// Retention is how long events are kept (default 7 days); negative
+	// keeps them forever.
+	Retention time.Duration
+	// PruneEvery is how often events past the retention are deleted
+	// (default 1h; the first sweep runs a minute after Attach).
+	PruneEvery time.Duration
+	// Buffer is how many events may wait to be stored before Record drops
+	// them (default 8192).
+	Buffer int
+	// MaxBatch is the most events written in one store transaction
+	// (default 512); FlushEvery the longest an event waits for its batch to
+	// fill (default 100ms).
+	MaxBatch   int
+	FlushEvery time.Duration
+	// FollowBuffer is how many events may wait for one slow follower
+	// before it misses some (default 1024).
+	FollowBuffer int
+	// Limits bound the size of each event.
+	Limits Limits
+	// Sinks receive every event besides the store.
+	Sinks  []Sink
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Defaults for Options.
+const (
+	DefaultRetention    = 7 * 24 * time.Hour
+	DefaultPruneEvery   = time.Hour
+	DefaultBuffer       = 8192
+	DefaultMaxBatch     = 512
+	DefaultFlushEvery   = 100 * time.Millisecond
+	DefaultFollowBuffer = 1024
+)
+
+// Tracer is the daemon's Recorder: Record queues an event without waiting;
+// a background batcher sanitizes and encodes events, stores them in the
+// daemon's store keyed by time and by session, hands them to followers and
+// sinks, and prunes events past the retention period.
+//
+// A Tracer is created before the store is open (New) and starts storing
+// once the daemon attaches the store (Attach). Events recorded before that
+// wait in the buffer.
+type Tracer struct {
+	opts Options
+	log  *slog.Logger
+
+	// mu orders Record against Close, so nothing is sent after the
+	// batcher's last drain.
+	mu     sync.RWMutex
+	closed bool
+	ch     chan Event
+
+	st       Store
+	attached chan struct{}
+	flushes  chan chan struct{}
+	quit     chan struct{}
+	done     chan struct{}
+	seq      uint64 // batcher only
+	closing  sync.Once
+
+	followMu  sync.RWMutex
+	followers map[*follower]struct{}
+
+	pruneMu    sync.Mutex
+	pruneTimer clock.Timer
+	pruneOff   bool
+
+	recorded, dropped, stored, storeErrors, pruned atomic.Uint64
+	droppedLogged                                  uint64 // batcher only
+	lastDropLog                                    time.Time
+}
+
+// ErrNotAttached is returned by queries before the daemon attached its
+// store.
+var ErrNotAttached = errors.New("trace: no store attached")
+
+// New returns a Tracer that queues events until Attach.
+func New(opts Options) *Tracer {
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.PruneEvery <= 0 {
+		opts.PruneEvery = DefaultPruneEvery
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = DefaultBuffer
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = DefaultFlushEvery
+	}
+	if opts.FollowBuffer <= 0 {
+		opts.FollowBuffer = DefaultFollowBuffer
+	}
+	opts.Limits = opts.Limits.withDefaults()
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &Tracer{
+		opts:      opts,
+		log:       log,
+		ch:        make(chan Event, opts.Buffer),
+		attached:  make(chan struct{}),
+		flushes:   make(chan chan struct{}),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		followers: make(map[*follower]struct{}),
+	}
+	go t.loop()
+	return t
+}
+
+// Record queues ev and returns at once; when the buffer is full the event
+// is dropped and counted (TraceStats.Dropped). A zero ev.Time means now.
+// Record copies ev.Fields itself but not the values in it: do not modify
+// them afterwards. Requests for trace.* methods are not recorded, so that
+// reading traces does not write them.
+func (t *Tracer) Record(ev Event) {
+	if ev.Type == protocol.TraceRequest && strings.HasPrefix(ev.Method, "trace.") {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = t.opts.Clock.Now()
+	}
+	if len(ev.Fields) > 0 {
+		ev.Fields = maps.Clone(ev.Fields)
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		t.dropped.Add(1)
+		return
+	}
+	select {
+	case t.ch <- ev:
+		t.recorded.Add(1)
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+// Attach starts storing events in st, and pruning them. It reads the last
+// event's key so that keys stay unique across restarts.
+func (t *Tracer) Attach(st Store) error {
+	if st == nil {
+		return errors.New("trace: Attach with a nil store")
+	}
+	select {
+	case <-t.attached:
+		return errors.New("trace: already attached")
+	default:
+	}
+	err := st.ScanKVReverse(bucketEvents, nil, func(k, _ []byte) (bool, error) {
+		if len(k) == keyLen {
+			t.seq = keySeq(k) + 1
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	t.st = st
+	close(t.attached)
+	t.pruneMu.Lock()
+	if !t.pruneOff && t.opts.Retention > 0 {
+		t.pruneTimer = t.opts.Clock.AfterFunc(time.Minute, t.pruneTick)
+	}
+	t.pruneMu.Unlock()
+	return nil
+}
+
+// Close stores what is queued, stops followers and pruning, and closes the
+// sinks. Events recorded afterwards are dropped. Call it before the store
+// closes. It is safe to call more than once.
+func (t *Tracer) Close() error {
+	var err error
+	t.closing.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		close(t.quit)
+		<-t.done
+		t.pruneMu.Lock()
+		t.pruneOff = true
+		if t.pruneTimer != nil {
+			t.pruneTimer.Stop()
+		}
+		t.pruneMu.Unlock()
+		t.followMu.Lock()
+		for f := range t.followers {
+			delete(t.followers, f)
+			close(f.ch)
+		}
+		t.followMu.Unlock()
+		var errs []error
+		for _, s := range t.opts.Sinks {
+			errs = append(errs, s.Close())
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// Stats reports what happened to events since New.
+func (t *Tracer) Stats() protocol.TraceStats {
+	ret := t.opts.Retention
+	if ret < 0 {
+		ret = 0
+	}
+	return protocol.TraceStats{
+		Recorded:    t.recorded.Load(),
+		Dropped:     t.dropped.Load(),
+		Stored:      t.stored.Load(),
+		StoreErrors: t.storeErrors.Load(),
+		Pruned:      t.pruned.Load(),
+		RetentionMS: ret.Milliseconds(),
+	}
+}
+
+// Flush waits until every event recorded before the call is stored. It
+// returns at once, having done nothing, before Attach or after Close.
+func (t *Tracer) Flush() {
+	select {
+	case <-t.attached:
+	default:
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case t.flushes <- done:
+		<-done
+	case <-t.done:
+	}
+}
+
+// loop is the batcher: it waits for the store, then writes events in
+// batches of up to MaxBatch, at most FlushEvery after the first of a batch
+// arrived.
+func (t *Tracer) loop() {
+	defer close(t.done)
+	select {
+	case <-t.attached:
+	case <-t.quit:
+		// Never attached: the sinks still get what was recorded.
+		t.write(t.drain(nil))
+		return
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	pending := make([]Event, 0, t.opts.MaxBatch)
+	for {
+		select {
+		case ev := <-t.ch:
+			pending = append(pending, ev)
+			if len(pending) >= t.opts.MaxBatch {
+				t.write(pending)
+				pending = pending[:0]
+			} else if !armed {
+				timer.Reset(t.opts.FlushEvery)
+				armed = true
+			}
+		case <-timer.C:
+			armed = false
+			t.write(pending)
+			pending = pending[:0]
+		case done := <-t.flushes:
+			t.write(t.drain(pending))
+			pending = pending[:0]
+			close(done)
+		case <-t.quit:
+			t.write(t.drain(pending))
+			return
+		}
+	}
+}
+
+// drain appends every queued event to pending.
+func (t *Tracer) drain(pending []Event) []Event {
+	for {
+		select {
+		case ev := <-t.ch:
+			pending = append(pending, ev)
+		default:
+			return pending
+		}
+	}
+}
+
+// write encodes events, stores them and hands them on.
+func (t *Tracer) write(events []Event) {
+	for len(events) > 0 {
+		n := min(len(events), t.opts.MaxBatch)
+		t.writeBatch(events[:n])
+		events = events[n:]
+	}
+	t.logDrops()
+}
+
+func (t *Tracer) writeBatch(events []Event) {
+	entries := make([]Entry, 0, len(events))
+	kvs := make([]store.KV, 0, len(events))
+	var index []store.KV
+	for _, ev := range events {
+		k := eventKey(ev.Time, t.seq)
+		t.seq++
+		e := t.encode(ev, k)
+		entries = append(entries, e)
+		kvs = append(kvs, store.KV{Key: k, Value: e.JSON})
+		if e.Event.SessionID != "" {
+			index = append(index, store.KV{Key: indexKey(e.Event.SessionID, k), Value: []byte{}})
+		}
+	}
+	if t.st != nil {
+		// Events first: an index entry without its event is skipped by
+		// queries, an event without its index entry would be invisible to
+		// per-session queries.
+		err := t.st.PutKV(bucketEvents, kvs)
+		if err == nil && len(index) > 0 {
+			err = t.st.PutKV(bucketSessions, index)
+		}
+		if err != nil {
+			t.storeErrors.Add(1)
+			t.log.Warn("storing trace events", "events", len(kvs), "err", err)
+		} else {
+			t.stored.Add(uint64(len(kvs)))
+		}
+	}
+	t.fanOut(entries)
+	for _, s := range t.opts.Sinks {
+		for _, e := range entries {
+			s.Send(e)
+		}
+	}
+}
+
+// encode sanitizes ev into its stored form. It never fails: whatever the
+// fields hold, the result is valid JSON.
+func (t *Tracer) encode(ev Event, k []byte) Entry {
+	lim := t.opts.Limits
+	te := protocol.TraceEvent{
+		ID:        eventID(k),
+		Time:      keyTime(k),
+		Type:      CleanString(ev.Type, lim.MaxKey),
+		SessionID: CleanString(ev.SessionID, lim.MaxKey),
+		Method:    CleanString(ev.Method, lim.MaxKey),
+		Fields:    encodeFields(ev.Fields, lim),
+	}
+	if te.Type == "" {
+		te.Type = "unknown"
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(te); err != nil {
+		// Unreachable with sanitized fields; keep the event, not the fields.
+		te.Fields = marshal(map[string]any{truncatedKey: CleanString("fields could not be encoded: "+err.Error(), DefaultMaxString)})
+		buf.Reset()
+		enc.Encode(te)
+	}
+	return Entry{Event: te, JSON: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}
+}
+
+// logDrops warns, at most once a minute, that events were dropped.
+func (t *Tracer) logDrops() {
+	d := t.dropped.Load()
+	if d == t.droppedLogged {
+		return
+	}
+	now := time.Now()
+	if now.Sub(t.lastDropLog) < time.Minute {
+		return
+	}
+	t.log.Warn("trace buffer full: events dropped", "dropped", d-t.droppedLogged, "dropped_total", d)
+	t.droppedLogged, t.lastDropLog = d, now
+}

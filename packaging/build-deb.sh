@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Builds the oriond Debian package with nfpm from packaging/nfpm.yaml, then
+# checks what is in it. CI runs it; so can you:
+#
+#   packaging/build-deb.sh [OUTDIR]      # default OUTDIR: dist
+#
+# Needs Go and dpkg-deb (Debian/Ubuntu: the dpkg package); nfpm itself comes
+# from the Go module proxy at the version pinned below. ORION_VERSION
+# overrides the version derived from git.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# v2.46 and later need modules (go.digitalxero.dev) the module proxy refused
+# here; v2.45.2 builds from the proxy alone.
+NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+
+out=${1:-dist}
+build="$out/build"
+rm -rf "$build"
+mkdir -p "$build/man" "$build/completions"
+out=$(cd "$out" && pwd)
+build="$out/build"
+
+log() { echo "build-deb: $*" >&2; }
+
+# Version: from a v* tag when there is one, else 0.0.0~git<date>.<commit>.
+if [ -z "${ORION_VERSION:-}" ]; then
+	if tag=$(git describe --tags --match 'v[0-9]*' 2>/dev/null); then
+		ORION_VERSION=$(echo "${tag#v}" | sed 's/-/~/g')
+	elif commit=$(git log -1 --format='%cd.%h' --date=format:%Y%m%d 2>/dev/null); then
+		ORION_VERSION="0.0.0~git$commit"
+	else
+		ORION_VERSION="0.0.0~dev"
+	fi
+fi
+# Reproducible: files dated at the last commit.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+	SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+fi
+export ORION_VERSION SOURCE_DATE_EPOCH
+export ORION_ARCH="${ORION_ARCH:-$(go env GOARCH)}"
+export ORION_DEB_BUILD="$build"
+date=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)
+
+log "version $ORION_VERSION, $ORION_ARCH, into $out"
+CGO_ENABLED=0 GOOS=linux GOARCH="$ORION_ARCH" go build -trimpath -ldflags "-s -w" -o "$build/" ./daemon/cmd/oriond ./client/cmd/orionctl
+
+# Completions and man pages come from the binaries themselves; run the ones
+# for this machine when cross-building.
+hostbin="$build"
+if [ "$ORION_ARCH" != "$(go env GOHOSTARCH)" ]; then
+	hostbin="$build/host"
+	CGO_ENABLED=0 go build -trimpath -o "$hostbin/" ./daemon/cmd/oriond ./client/cmd/orionctl
+fi
+for prog in oriond orionctl; do
+	"$hostbin/$prog" completion bash >"$build/completions/$prog.bash"
+	"$hostbin/$prog" completion zsh >"$build/completions/_$prog"
+	"$hostbin/$prog" completion fish >"$build/completions/$prog.fish"
+done
+go run ./packaging/genman -bin "$hostbin/oriond" -date "$date" -extra packaging/man/oriond.extra \
+	-summary "the Orion write-session daemon" | gzip -9n >"$build/man/oriond.1.gz"
+go run ./packaging/genman -bin "$hostbin/orionctl" -date "$date" -extra packaging/man/orionctl.extra \
+	-summary "control oriond, the Orion write-session daemon" | gzip -9n >"$build/man/orionctl.1.gz"
+
+rm -f "$out"/*.deb
+go run "$NFPM" package --packager deb --config packaging/nfpm.yaml --target "$out/" >&2
+deb=$(ls "$out"/*.deb)
+log "built $deb"
+
+# Check the package: control fields, every file where it belongs with its
+# mode, nothing else.
+fail() { log "FAIL: $*"; exit 1; }
+[ "$(dpkg-deb -f "$deb" Package)" = oriond ] || fail "package name"
+[ "$(dpkg-deb -f "$deb" Version)" = "$ORION_VERSION" ] || fail "version $(dpkg-deb -f "$deb" Version)"
+[ "$(dpkg-deb -f "$deb" Architecture)" = "$(dpkg --print-architecture 2>/dev/null || echo "$ORION_ARCH")" ] ||
+	[ "$ORION_ARCH" != "$(go env GOHOSTARCH)" ] || fail "architecture $(dpkg-deb -f "$deb" Architecture)"
+dpkg-deb -c "$deb" | tee "$out/contents.txt" >&2
+want=(
+	"-rwxr-xr-x ./usr/bin/oriond"
+	"-rwxr-xr-x ./usr/bin/orionctl"
+	"-rw-r--r-- ./usr/lib/systemd/user/oriond.service"
+	"-rw-r--r-- ./usr/share/man/man1/oriond.1.gz"
+	"-rw-r--r-- ./usr/share/man/man1/orionctl.1.gz"
+	"-rw-r--r-- ./usr/share/bash-completion/completions/orionctl"
+	"-rw-r--r-- ./usr/share/bash-completion/completions/oriond"
+	"-rw-r--r-- ./usr/share/zsh/vendor-completions/_orionctl"
+	"-rw-r--r-- ./usr/share/zsh/vendor-completions/_oriond"
+	"-rw-r--r-- ./usr/share/fish/vendor_completions.d/orionctl.fish"
+	"-rw-r--r-- ./usr/share/fish/vendor_completions.d/oriond.fish"
+	"-rw-r--r-- ./usr/share/doc/oriond/examples/oriond.toml"
+	"-rw-r--r-- ./usr/share/doc/oriond/README.md"
+)
+files=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $1, $6}')
+for w in "${want[@]}"; do
+	grep -qxF -- "$w" <<<"$files" || fail "missing or wrong mode: $w"
+done
+[ "$(wc -l <<<"$files")" -eq "${#want[@]}" ] || fail "unexpected files:
+$(grep -vxF -f <(printf '%s\n' "${want[@]}") <<<"$files")"
+dpkg-deb -c "$deb" | awk '{print $2}' | grep -qvx 'root/root' && fail "files not owned by root"
+
+# What was packaged works: the binaries run, the unit is the one `oriond
+# service install` writes, the man pages format without warnings.
+x=$(mktemp -d)
+trap 'rm -rf "$x"' EXIT
+dpkg-deb -x "$deb" "$x"
+if [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
+	"$x/usr/bin/oriond" --help >/dev/null
+	"$x/usr/bin/orionctl" --help >/dev/null
+	diff <("$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
+		"$x/usr/lib/systemd/user/oriond.service" || fail "the packaged unit is not what oriond service install writes"
+fi
+if command -v groff >/dev/null; then
+	for page in oriond orionctl; do
+		w=$(zcat "$x/usr/share/man/man1/$page.1.gz" | groff -man -Tutf8 -ww -z 2>&1)
+		[ -z "$w" ] || fail "$page.1: $w"
+	done
+fi
+if command -v systemd-analyze >/dev/null && [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
+	sed "s#/usr/bin/oriond#$x/usr/bin/oriond#" "$x/usr/lib/systemd/user/oriond.service" >"$x/oriond.service"
+	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/oriond.service" 2>&1) || fail "systemd-analyze: $w"
+	[ -z "$w" ] || fail "systemd-analyze: $w"
+fi
+bash -n "$x/usr/share/bash-completion/completions/orionctl" || fail "bash completion does not parse"
+log "ok: $deb"
+echo "$deb"

@@ -102,6 +102,10 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: "validation", SessionID: r.ID, Fields: map[string]any{
+		"ok": !c.validation.Blocked, "file_type": c.validation.FileType, "findings": c.validation.Findings,
+		"repairs": c.repairs, "skipped": c.validation.Skipped, "summary": c.validation.Summary,
+	}})
 	if c.validation.Blocked {
 		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
 	}

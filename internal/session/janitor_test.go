@@ -80,7 +80,11 @@ func TestStoreDoesNotGrowUnderASteadyStreamOfSessions(t *testing.T) {
 		sizes = append(sizes, st.HighWater)
 	}
 	t.Logf("store high-water mark after each round: %v", sizes)
-	if last, second := sizes[len(sizes)-1], sizes[1]; last > second {
-		t.Fatalf("store grew from %d to %d bytes over rounds that each left nothing behind", second, last)
+	// Each round journals ~1.2 MB; without page reuse the high-water mark
+	// would climb by about that much per round. A page or two of slack is
+	// bbolt keeping pages a reader still sees.
+	perRound := int64(40 * 8 * len(chunk))
+	if last, second := sizes[len(sizes)-1], sizes[1]; last-second > perRound/10 {
+		t.Fatalf("store grew from %d to %d bytes over rounds that each left nothing behind (a round writes %d)", second, last, perRound)
 	}
 }

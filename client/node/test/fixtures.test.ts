@@ -21,8 +21,8 @@ async function runFixture(d: Daemon, stream: string): Promise<{ events: Event[];
   const ctl = await StreamController.create({
     socket: d.socket,
     workspaceRoot: d.root,
-    idleMs: 300,
-    autoFinalizeMs: 2000,
+    idleMs: 1500,
+    autoFinalizeMs: 6000,
     chunkBytes: 256,
     flushAfterMs: 3_600_000,
     replay: true,

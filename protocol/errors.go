@@ -93,6 +93,7 @@ type ErrorData struct {
 	// Validation carries the findings of a validation_failed error, and
 	// Attempt / MaxAttempts where corrected attempts count.
 	Validation  *Validation `json:"validation,omitempty"`
+	Edit        *EditResult `json:"edit,omitempty"`
 	Attempt     int         `json:"attempt,omitempty"`
 	MaxAttempts int         `json:"max_attempts,omitempty"`
 }

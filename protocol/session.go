@@ -16,7 +16,12 @@ const (
 )
 
 // Operations lists the operations the daemon accepts, in documentation order.
-var Operations = []Operation{OpCreate, OpOverwrite, OpAppend}
+var Operations = []Operation{OpCreate, OpOverwrite, OpAppend, OpPatch, OpEdit}
+
+// WholeFileOperations are the operations WritePlanTool_begin offers the
+// model: the streamed content is the file (or its end). patch and edit are
+// served to clients that ask for them; the tool does not offer them yet.
+var WholeFileOperations = []Operation{OpCreate, OpOverwrite, OpAppend}
 
 // Stage is where a session stands in its lifecycle.
 type Stage string
@@ -69,6 +74,13 @@ type BeginParams struct {
 	// AllowLegacyDone lets a last line reading DONE end the content, as in
 	// the legacy protocol; DONE is otherwise ordinary content.
 	AllowLegacyDone bool `json:"allow_legacy_done,omitempty"`
+	// PatchSpec says where operation patch puts the streamed text.
+	PatchSpec PatchSpec `json:"patch_spec,omitempty"`
+	// MustExist refuses the session unless the target exists.
+	MustExist bool `json:"must_exist,omitempty"`
+	// BackupRequired (default true) refuses to replace content unless a
+	// backup of it was kept for session.undo; false skips the backup.
+	BackupRequired *bool `json:"backup_required,omitempty"`
 }
 
 // TruncationPolicy is what the daemon does with content that never received
@@ -181,6 +193,8 @@ type FinalizeResult struct {
 	// session's write included, oldest first.
 	ContinuedSessions []string  `json:"continued_sessions,omitempty"`
 	Warnings          []Warning `json:"warnings,omitempty"`
+	// Edit reports, per block or hunk, what a patch or edit did.
+	Edit *EditResult `json:"edit,omitempty"`
 	// BackupID names the backup of the replaced content kept in the store
 	// for session.undo; empty when nothing was replaced.
 	BackupID string `json:"backup_id,omitempty"`

@@ -25,8 +25,8 @@ type ToolsResult struct {
 // carries metadata only: there is deliberately no content parameter, because
 // large content inside a JSON string argument is what breaks.
 func WritePlanToolBegin() ToolDefinition {
-	ops := make([]string, len(Operations))
-	for i, op := range Operations {
+	ops := make([]string, len(WholeFileOperations))
+	for i, op := range WholeFileOperations {
 		ops[i] = string(op)
 	}
 	return ToolDefinition{

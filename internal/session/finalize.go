@@ -54,13 +54,18 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 // apply, changing nothing.
 func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	c, err := m.check(r)
+	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
+		// A dry run reports a failed edit as its result, per block.
+		return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+			DryRun: true, Edit: c.edit, Diff: "", Warnings: []protocol.Warning{{Code: pe.Data.Reason, Message: pe.Message}}}, nil
+	}
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
 	res := protocol.FinalizeResult{
 		SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
-		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true,
+		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true, Edit: c.edit,
 	}
 	if c.content == nil {
 		res.Bytes = r.contentBytes()
@@ -99,6 +104,19 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		}
 	}
 	c, err := m.check(r)
+	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
+		// The edit is kept, like refused content, for a corrected attempt.
+		r.Stage = protocol.StageNeedsCorrections
+		r.UpdatedAt = m.cfg.Clock.Now()
+		if perr := m.put(r); perr != nil {
+			return protocol.FinalizeResult{}, perr
+		}
+		m.stopTimers(e)
+		m.traceStage(r, map[string]any{"edit": c.edit})
+		pe.Message += fmt.Sprintf(" Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
+		pe.Data.Attempt, pe.Data.MaxAttempts = r.attempt(), m.cfg.MaxAttempts
+		return protocol.FinalizeResult{}, pe
+	}
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
@@ -110,7 +128,10 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
 	}
 
-	pieces, err := m.backup(r)
+	var pieces uint64
+	if !r.SkipBackup {
+		pieces, err = m.backup(r)
+	}
 	if err != nil {
 		pe := protocol.Errorf(protocol.CodeIO, protocol.ReasonBackupFailed,
 			"keeping a backup of %s before replacing it failed, so nothing was written: %v", r.Target, err)
@@ -137,7 +158,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	m.traceStage(r, map[string]any{"force": force})
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
-	res, err := m.writeContent(r, r.Target, r.Operation, c.content, "")
+	writeOp := r.Operation
+	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
+		writeOp = protocol.OpOverwrite
+	}
+	res, err := m.writeContent(r, r.Target, writeOp, c.content, "")
 	if err != nil {
 		// Nothing was written, and the content is still journaled: the
 		// session stays finalizable.
@@ -149,7 +174,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		m.traceStage(r, map[string]any{"error": err.Error()})
 		return protocol.FinalizeResult{}, err
 	}
-	res.Repairs, res.Validation, res.Attempt = c.repairs, c.validation, r.attempt()
+	res.Repairs, res.Validation, res.Attempt, res.Edit = c.repairs, c.validation, r.attempt(), c.edit
 	if pieces > 0 {
 		res.BackupID = r.ID
 	}

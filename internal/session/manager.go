@@ -241,7 +241,7 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 // caller (a zero time means now).
 func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time) (protocol.BeginResult, error) {
 	switch p.Operation {
-	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend:
+	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend, protocol.OpPatch, protocol.OpEdit:
 	case "":
 		return protocol.BeginResult{}, missingField("operation")
 	default:
@@ -282,6 +282,9 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 	if base.exists && p.Operation == protocol.OpCreate {
 		return protocol.BeginResult{}, targetExists(target)
 	}
+	if err := checkPartialEdit(p, base.exists, target); err != nil {
+		return protocol.BeginResult{}, err
+	}
 	now := m.cfg.Clock.Now()
 	if createdAt.IsZero() {
 		createdAt = now
@@ -306,6 +309,8 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		TruncationPolicy: p.TruncationPolicy,
 		Validation:       p.Validation,
 		AllowLegacyDone:  p.AllowLegacyDone,
+		PatchSpec:        p.PatchSpec,
+		SkipBackup:       p.BackupRequired != nil && !*p.BackupRequired,
 		Attempt:          attempt,
 		Supersedes:       p.Supersedes,
 		CreatedAt:        createdAt,

@@ -48,6 +48,11 @@ type record struct {
 	SupersededBy   string               `json:"superseded_by,omitempty"`
 	LastValidation *protocol.Validation `json:"last_validation,omitempty"`
 
+	// PatchSpec is the patch_spec of a patch session; SkipBackup is set
+	// when the session said backup_required: false.
+	PatchSpec  json.RawMessage `json:"patch_spec,omitempty"`
+	SkipBackup bool            `json:"skip_backup,omitempty"`
+
 	// BackupPieces counts the pieces of the replaced content kept for
 	// undo (0: the session replaced nothing); Undone is set once restored.
 	BackupPieces uint64 `json:"backup_pieces,omitempty"`

@@ -30,6 +30,8 @@ type checked struct {
 	original   []byte
 	repairs    []protocol.Repair
 	validation *protocol.Validation
+	// edit is what a patch or edit session's edit did.
+	edit *protocol.EditResult
 }
 
 // policies merges the session's validation policy over the daemon's.
@@ -55,6 +57,13 @@ func toPolicies(p *protocol.ValidationPolicy) validate.Policies {
 // validates it against the file it replaces.
 func (m *Manager) check(r *record) (checked, error) {
 	size := r.contentBytes()
+	partial := r.Operation == protocol.OpPatch || r.Operation == protocol.OpEdit
+	if size > m.cfg.ValidateMaxBytes && partial {
+		pe := protocol.Errorf(protocol.CodeTooLarge, protocol.ReasonSessionTooLarge,
+			"a %s of %d bytes is over the %d-byte limit for edits, which are applied in memory; write the whole file instead", r.Operation, size, m.cfg.ValidateMaxBytes)
+		pe.Data.Limit = m.cfg.ValidateMaxBytes
+		return checked{}, pe
+	}
 	if size > m.cfg.ValidateMaxBytes {
 		return checked{validation: &protocol.Validation{
 			FileType: string(validate.Detect(r.Target, nil)),
@@ -73,6 +82,9 @@ func (m *Manager) check(r *record) (checked, error) {
 	hasOriginal := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return checked{}, ioError(r.ID, "reading the current target", err)
+	}
+	if partial {
+		return m.checkEdit(r, buf.Bytes(), original)
 	}
 	repaired, fixes, err := validate.Repair(r.Target, buf.Bytes(), original, hasOriginal, validate.RepairOptions{
 		EndMarker:       r.Scanner.Marker,
@@ -94,22 +106,39 @@ func (m *Manager) check(r *record) (checked, error) {
 		repaired = bytes.TrimPrefix(repaired, []byte("\ufeff"))
 		whole = append(append([]byte(nil), original...), repaired...)
 	}
-	report := validate.Check(r.Target, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
-	decision := validate.Decide(report, m.policies(r))
 	c := checked{content: repaired, original: original}
 	if err := convert(fixes, &c.repairs); err != nil {
 		return checked{}, err
 	}
+	return c, m.validateInto(&c, r, whole, original, hasOriginal)
+}
+
+// checkEdit applies a patch or edit session's content to the file and
+// validates the result against the file as it was.
+func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error) {
+	after, res, err := applyEdit(r, original, content)
+	if err != nil {
+		return checked{edit: res}, err
+	}
+	c := checked{content: after, original: original, edit: res}
+	return c, m.validateInto(&c, r, after, original, true)
+}
+
+// validateInto checks whole (the file as it would be) against original and
+// records the result and the policy's decision in c.
+func (m *Manager) validateInto(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
+	report := validate.Check(r.Target, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
+	decision := validate.Decide(report, m.policies(r))
 	c.validation = &protocol.Validation{}
 	if err := convert(report, c.validation); err != nil {
-		return checked{}, err
+		return err
 	}
 	c.validation.Blocked = decision.Blocked
 	c.validation.Summary = decision.Summary
 	if c.validation.Findings == nil {
 		c.validation.Findings = []protocol.Finding{}
 	}
-	return c, nil
+	return nil
 }
 
 // convert copies between the engine's and the wire's types, which share

@@ -174,3 +174,24 @@ func TestWriteDryRunAndValidation(t *testing.T) {
 		t.Fatalf("refused content was written: %q", got)
 	}
 }
+
+func TestWriteEditFromStdin(t *testing.T) {
+	d := testdaemon.Start(t)
+	target := filepath.Join(d.Root, "main.go")
+	orig := "package main\n\nfunc main() {\n\tprintln(1)\n}\n"
+	os.WriteFile(target, []byte(orig), 0o644)
+	edit := "<<<<<<< SEARCH\n\tprintln(1)\n=======\n\tprintln(2)\n>>>>>>> REPLACE\n"
+	code, out, errOut := orionctl(t, d.Socket, edit, "write", "--op", "edit", "--dry-run", target)
+	if code != 0 || !strings.Contains(out, "+\tprintln(2)") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(target); string(got) != orig {
+		t.Fatalf("dry run changed the file: %q", got)
+	}
+	if code, _, errOut := orionctl(t, d.Socket, edit, "write", "--op", "edit", target); code != 0 {
+		t.Fatalf("edit: exit %d: %s", code, errOut)
+	}
+	if got, _ := os.ReadFile(target); string(got) != strings.Replace(orig, "println(1)", "println(2)", 1) {
+		t.Fatalf("file after the edit: %q", got)
+	}
+}

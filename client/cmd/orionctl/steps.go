@@ -13,7 +13,8 @@ import (
 // seeing what an agent's client does.
 
 func newBeginCmd(g *globals) *cobra.Command {
-	var op, intent, workspace string
+	var op, intent, workspace, spec string
+	var mustExist bool
 	cmd := &cobra.Command{
 		Use:   "begin TARGET",
 		Short: "Open a write session and print its id and end marker",
@@ -33,6 +34,7 @@ func newBeginCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			res, err := c.Begin(cmd.Context(), protocol.BeginParams{
 				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
+				PatchSpec: patchSpec(spec), MustExist: mustExist,
 			})
 			if err != nil {
 				return err
@@ -50,6 +52,8 @@ func newBeginCmd(g *globals) *cobra.Command {
 	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create, overwrite or append")
 	f.StringVar(&intent, "intent", "orionctl begin", "what this write is for")
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
+	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
+	f.BoolVar(&mustExist, "must-exist", false, "refuse unless TARGET exists")
 	return cmd
 }
 

@@ -26,6 +26,8 @@ func newWriteCmd(g *globals) *cobra.Command {
 		workspace string
 		chunkSize int
 		dryRun    bool
+		spec      string
+		mustExist bool
 	)
 	cmd := &cobra.Command{
 		Use:   "write TARGET",
@@ -33,9 +35,14 @@ func newWriteCmd(g *globals) *cobra.Command {
 		Long: `Write TARGET with the content read from stdin: begin a session, stream the
 content in chunks (each journaled by oriond before it is acknowledged), then
 finalize, which writes TARGET atomically. A relative TARGET is relative to the
-current directory. Prints a summary: bytes, lines, sha256.`,
+current directory. Prints a summary: bytes, lines, sha256.
+
+With --op edit, stdin is an edit of TARGET: search/replace blocks, a unified
+diff, or a *** Begin Patch envelope for this one file (the format is
+detected). With --op patch, stdin is the text --patch-spec places.`,
 		Example: `  orionctl write docs/guide.md < guide.md
-  generate-config | orionctl write --op overwrite config.yaml`,
+  generate-config | orionctl write --op overwrite config.yaml
+  orionctl write --op edit --dry-run main.go < fix.diff`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			operation, err := parseOp(op)
@@ -53,6 +60,7 @@ current directory. Prints a summary: bytes, lines, sha256.`,
 			ctx := cmd.Context()
 			begun, err := c.Begin(ctx, protocol.BeginParams{
 				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
+				PatchSpec: patchSpec(spec), MustExist: mustExist,
 			})
 			if err != nil {
 				return err
@@ -87,6 +95,8 @@ current directory. Prints a summary: bytes, lines, sha256.`,
 	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create (fails if TARGET exists), overwrite or append")
 	f.StringVar(&intent, "intent", "orionctl write", "what this write is for, kept with the session")
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
+	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
+	f.BoolVar(&mustExist, "must-exist", false, "refuse unless TARGET exists")
 	f.IntVar(&chunkSize, "chunk-size", client.DefaultChunkSize, "bytes per chunk")
 	f.BoolVar(&dryRun, "dry-run", false, "repair and validate, print the diff against the current file, write nothing")
 	return cmd
@@ -180,4 +190,12 @@ func printChecks(out io.Writer, res protocol.FinalizeResult) {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(out, "warning: %s [%s]\n", w.Message, w.Code)
 	}
+}
+
+// patchSpec passes --patch-spec through as JSON, or nothing when unset.
+func patchSpec(s string) protocol.PatchSpec {
+	if s == "" {
+		return nil
+	}
+	return protocol.PatchSpec(s)
 }

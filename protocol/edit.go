@@ -1,0 +1,56 @@
+package protocol
+
+import "encoding/json"
+
+// Operations that change part of an existing file.
+const (
+	// OpPatch applies a patch_spec (insert at a line or marker, replace
+	// lines, a block or a pattern) with the streamed content as the new
+	// text.
+	OpPatch Operation = "patch"
+	// OpEdit treats the streamed content as the edit itself: search/replace
+	// blocks, a unified diff, or a single-file *** Begin Patch envelope.
+	OpEdit Operation = "edit"
+)
+
+// Edit errors.
+const (
+	// CodeEditFailed: a patch or an edit did not apply; data.edit says, per
+	// block or hunk, which parts did and which to resend.
+	CodeEditFailed = -32014
+	// ReasonEditFailed goes with CodeEditFailed.
+	ReasonEditFailed = "edit_failed"
+	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
+	ReasonInvalidPatchSpec = "invalid_patch_spec"
+	// ReasonTargetMissing: must_exist (or a patch or edit) found no file.
+	ReasonTargetMissing = "target_missing"
+)
+
+// PatchSpec is patch_spec as the wire carries it: {"type": ..., "line",
+// "start_line", "end_line", "marker", "start_marker", "end_marker",
+// "pattern", "regex", "count" (a number or "all"), "keep_markers",
+// "expand"}. Types: insert_before_line, insert_after_line, replace_lines,
+// prepend, insert_before_marker, insert_after_marker, replace_block,
+// replace_pattern, replace_all. The daemon decodes it.
+type PatchSpec = json.RawMessage
+
+// EditBlock is the outcome of one block or hunk of an edit.
+type EditBlock struct {
+	Index int    `json:"index"`
+	Path  string `json:"path,omitempty"`
+	// Status: applied, already_applied, no_match, ambiguous,
+	// context_mismatch, overlap, out_of_range, count_mismatch, conflict.
+	Status    string `json:"status"`
+	StartLine int    `json:"start_line,omitempty"`
+	EndLine   int    `json:"end_line,omitempty"`
+	Matches   []int  `json:"matches,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+// EditResult is what a patch or edit did.
+type EditResult struct {
+	// Format: patch, search_replace, unified_diff or begin_patch.
+	Format  string      `json:"format"`
+	Changed bool        `json:"changed"`
+	Blocks  []EditBlock `json:"blocks"`
+}

@@ -144,7 +144,7 @@ func parseBeginArgs(raw string) beginArgs {
 }
 
 func knownOperation(op string) bool {
-	return slices.Contains(protocol.Operations, protocol.Operation(op))
+	return slices.Contains(protocol.WholeFileOperations, protocol.Operation(op))
 }
 
 func article(kind string) string {

@@ -197,7 +197,7 @@ func Parse(entryDir string) (Entry, *Problem) {
 		return problem(ReasonMissingField, "%s has no target_file; add the path of the file the session was writing", MetadataFile)
 	case m.Operation == "":
 		return problem(ReasonMissingField, "%s has no operation; add one of %s", MetadataFile, operations())
-	case !slices.Contains(protocol.Operations, protocol.Operation(m.Operation)):
+	case !slices.Contains(protocol.WholeFileOperations, protocol.Operation(m.Operation)):
 		return problem(ReasonUnknownOperation, "%s: operation %q is not one of %s", MetadataFile, m.Operation, operations())
 	case strings.ContainsRune(m.TargetFile, 0) || strings.ContainsRune(m.WorkspaceRoot, 0):
 		return problem(ReasonBadPath, "%s: a path contains a NUL byte", MetadataFile)
@@ -390,8 +390,8 @@ func isObject(data []byte) bool {
 }
 
 func operations() string {
-	names := make([]string, len(protocol.Operations))
-	for i, op := range protocol.Operations {
+	names := make([]string, len(protocol.WholeFileOperations))
+	for i, op := range protocol.WholeFileOperations {
 		names[i] = string(op)
 	}
 	return strings.Join(names, ", ")

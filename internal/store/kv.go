@@ -55,28 +55,31 @@ func (s *Store) PutKV(bucket string, kvs []KV) error {
 // reused), must not write to the store, and must not keep k or v after it
 // returns. A bucket that does not exist yet is empty.
 func (s *Store) ScanKV(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
-	if err := checkBucket(bucket); err != nil {
-		return err
-	}
-	return s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bucket))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
-			more, err := fn(k, v)
-			if err != nil || !more {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.scanKV(bucket, fn, func(c *bolt.Cursor) ([]byte, []byte) { return c.Seek(from) }, (*bolt.Cursor).Next)
 }
 
 // ScanKVReverse is ScanKV downwards: from the greatest key <= from (or
 // the last key, when from is nil).
 func (s *Store) ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
+	first := func(c *bolt.Cursor) ([]byte, []byte) {
+		if from == nil {
+			return c.Last()
+		}
+		k, v := c.Seek(from)
+		switch {
+		case k == nil:
+			return c.Last()
+		case !bytes.Equal(k, from):
+			return c.Prev()
+		}
+		return k, v
+	}
+	return s.scanKV(bucket, fn, first, (*bolt.Cursor).Prev)
+}
+
+// scanKV walks a named bucket from first, stepping with next.
+func (s *Store) scanKV(bucket string, fn func(k, v []byte) (bool, error),
+	first, next func(*bolt.Cursor) ([]byte, []byte)) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
@@ -86,18 +89,7 @@ func (s *Store) ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (
 			return nil
 		}
 		c := b.Cursor()
-		var k, v []byte
-		if from == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Seek(from)
-			if k == nil {
-				k, v = c.Last()
-			} else if !bytes.Equal(k, from) {
-				k, v = c.Prev()
-			}
-		}
-		for ; k != nil; k, v = c.Prev() {
+		for k, v := first(c); k != nil; k, v = next(c) {
 			more, err := fn(k, v)
 			if err != nil || !more {
 				return err

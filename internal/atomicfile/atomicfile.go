@@ -106,15 +106,36 @@ type Result struct {
 // callers resolve it first (see pathguard). The temp file is opened with
 // O_EXCL|O_NOFOLLOW, so nothing planted at its name is ever written through.
 func Write(path string, opts Options, fill func(w io.Writer) error) (Result, error) {
+	s, err := Stage(path, opts, fill)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.Commit()
+}
+
+// Staged is new content written and fsynced into a temp file next to its
+// target, not yet in place. Several staged files are what a transaction
+// needs: every new content is durable before the first target changes.
+type Staged struct {
+	path, tmp string
+	mode      Mode
+	res       Result
+	done      bool
+}
+
+// Stage does everything Write does up to the rename, and returns the temp
+// file for Commit or Discard. Until one of them is called the temp file
+// stays; a crash leaves it for CleanTemp.
+func Stage(path string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
 	if opts.Mode != Replace && opts.Mode != CreateNew {
-		return Result{}, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
+		return nil, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
 	}
 	if err := checkTag(opts.Tag); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	if base == "." || base == ".." || base == string(filepath.Separator) {
-		return Result{}, fmt.Errorf("write %s: not a file name", path)
+		return nil, fmt.Errorf("write %s: not a file name", path)
 	}
 
 	perm := opts.Perm & fs.ModePerm
@@ -126,13 +147,13 @@ func Write(path string, opts Options, fill func(w io.Writer) error) (Result, err
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	case opts.Mode == CreateNew:
-		// Fail before streaming anything; the no-replace rename below
+		// Fail before streaming anything; the no-replace rename in Commit
 		// still catches a target created in the meantime.
-		return Result{}, fmt.Errorf("create %s: %w", path, ErrExists)
+		return nil, fmt.Errorf("create %s: %w", path, ErrExists)
 	case fi.IsDir():
-		return Result{}, fmt.Errorf("write %s: %w", path, syscall.EISDIR)
+		return nil, fmt.Errorf("write %s: %w", path, syscall.EISDIR)
 	case fi.Mode().IsRegular():
 		perm = fi.Mode().Perm()
 		owner, _ = fi.Sys().(*syscall.Stat_t)
@@ -140,12 +161,15 @@ func Write(path string, opts Options, fill func(w io.Writer) error) (Result, err
 
 	f, tmp, err := createTemp(dir, opts.Tag, base)
 	if err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	placed := false // the temp name no longer exists once renamed
+	closed := false
+	kept := false
 	defer func() {
-		if !placed {
+		if !closed {
 			f.Close()
+		}
+		if !kept {
 			os.Remove(tmp)
 		}
 	}()
@@ -153,10 +177,10 @@ func Write(path string, opts Options, fill func(w io.Writer) error) (Result, err
 	bw := bufio.NewWriterSize(f, 64<<10)
 	hw := &hashWriter{w: bw, h: sha256.New()}
 	if err := fill(hw); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if err := bw.Flush(); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	if owner != nil {
 		// Keeps a file owned by the user who owns it when the daemon runs
@@ -164,39 +188,68 @@ func Write(path string, opts Options, fill func(w io.Writer) error) (Result, err
 		// changes; the file then belongs to the daemon's user, as with any
 		// editor's save.
 		if err := f.Chown(int(owner.Uid), int(owner.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
-			return Result{}, fmt.Errorf("write %s: %w", path, err)
+			return nil, fmt.Errorf("write %s: %w", path, err)
 		}
 	}
 	// After Chown, which may clear mode bits, and explicitly rather than
 	// at open, where the umask would alter it.
 	if err := f.Chmod(perm); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
+	closed = true
 	if err := f.Close(); err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
+	kept = true
+	return &Staged{path: path, tmp: tmp, mode: opts.Mode,
+		res: Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}}, nil
+}
 
-	if opts.Mode == CreateNew {
-		err = renameNoReplace(tmp, path)
+// Result describes the staged content.
+func (s *Staged) Result() Result { return s.res }
+
+// TempPath is the staged temp file's path.
+func (s *Staged) TempPath() string { return s.tmp }
+
+// Commit renames the temp file over the target (without replacing in
+// CreateNew mode) and fsyncs the directory. On an error other than
+// ErrNotDurable the temp file is removed and the target is untouched.
+func (s *Staged) Commit() (Result, error) {
+	if s.done {
+		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
+	}
+	s.done = true
+	var err error
+	if s.mode == CreateNew {
+		err = renameNoReplace(s.tmp, s.path)
 		if errors.Is(err, ErrExists) {
-			return Result{}, fmt.Errorf("create %s: %w", path, ErrExists)
+			os.Remove(s.tmp)
+			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
 		}
 	} else {
-		err = os.Rename(tmp, path)
+		err = os.Rename(s.tmp, s.path)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("write %s: %w", path, err)
+		os.Remove(s.tmp)
+		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
 	}
-	placed = true
+	if err := syncDir(filepath.Dir(s.path)); err != nil {
+		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
+	}
+	return s.res, nil
+}
 
-	res := Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}
-	if err := syncDir(dir); err != nil {
-		return res, fmt.Errorf("write %s: sync directory: %w: %w", path, ErrNotDurable, err)
+// Discard removes the temp file; the target was never touched. It is a
+// no-op after Commit.
+func (s *Staged) Discard() {
+	if s.done {
+		return
 	}
-	return res, nil
+	s.done = true
+	os.Remove(s.tmp)
 }
 
 // CleanTemp removes leftover temp files in dir: with tag "" every name

@@ -514,3 +514,61 @@ func TestCleanTempMissingDir(t *testing.T) {
 		t.Fatal("CleanTemp of a missing directory succeeded")
 	}
 }
+
+// A staged write leaves the target alone until Commit, and Discard leaves
+// nothing behind: what a transaction relies on to stage every file first.
+func TestStageCommitAndDiscard(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	writeFile(t, a, "old a\n", 0o600)
+
+	sa, err := atomicfile.Stage(a, atomicfile.Options{Tag: "tx1"}, content("new a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := atomicfile.Stage(b, atomicfile.Options{Mode: atomicfile.CreateNew, Tag: "tx1"}, content("new b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, a, "old a\n", 0o600)
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("b exists before commit: %v", err)
+	}
+	if _, err := os.Stat(sa.TempPath()); err != nil {
+		t.Fatalf("staged temp file: %v", err)
+	}
+	res, err := sa.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("new a\n"))
+	if res.SHA256 != hex.EncodeToString(sum[:]) || res.Bytes != 6 {
+		t.Errorf("commit result %+v", res)
+	}
+	checkFile(t, a, "new a\n", 0o600)
+	if _, err := sa.Commit(); err == nil {
+		t.Error("a second Commit succeeded")
+	}
+	sb.Discard()
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("b exists after discard: %v", err)
+	}
+	noTemp(t, dir)
+}
+
+// A CreateNew stage whose target appears before Commit fails at Commit and
+// keeps the file that appeared.
+func TestStageCreateNewLosesRace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "new.txt")
+	s, err := atomicfile.Stage(p, atomicfile.Options{Mode: atomicfile.CreateNew}, content("mine\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p, "theirs\n", 0o644)
+	if _, err := s.Commit(); !errors.Is(err, atomicfile.ErrExists) {
+		t.Fatalf("Commit = %v, want ErrExists", err)
+	}
+	checkFile(t, p, "theirs\n", 0o644)
+	noTemp(t, dir)
+}

@@ -9,7 +9,7 @@
 //
 //	go run ./internal/cmd/validatecorpus [-seed N] [-cuts N] [-per-type N]
 //	    [-max-size BYTES] [-npm-dir DIR]... [-dir [NAME=]DIR]... [-no-default]
-//	    [-v] [-json] [-fail-on-miss]
+//	    [-v [-keep N]] [-json] [-fail-on-miss]
 //
 // The corpus is found at run time, never committed. The exit status is 2
 // on bad usage; with -fail-on-miss it is 1 when a class of file types
@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 0, "files checked at once (0: GOMAXPROCS)")
 	noDefault := fs.Bool("no-default", false, "do not gather from the default sources (GOROOT, GOMODCACHE, npm root -g, /usr/share, Python's stdlib)")
 	verbose := fs.Bool("v", false, "list false positives, missed truncations and placeholder hits")
+	keep := fs.Int("keep", 25, "with -v, how many false positives and misses to list per type")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
 	failOnMiss := fs.Bool("fail-on-miss", false, "exit with status 1 when a class misses its target")
 	var npmDirs, dirs listFlag
@@ -113,11 +114,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "source %-10s %5d files  %s\n", s.Name, perSource[s.Name], s.Dir)
 		perSource[s.Name] = 0 // print each name's count once
 	}
-	keep := 0
+	kept := 0
 	if *verbose {
-		keep = 25
+		kept = *keep
 	}
-	rows := corpus.Evaluate(ctx, files, corpus.EvalOptions{Cuts: *cuts, Seed: *seed, Workers: *workers, Keep: keep})
+	rows := corpus.Evaluate(ctx, files, corpus.EvalOptions{Cuts: *cuts, Seed: *seed, Workers: *workers, Keep: kept})
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -28,6 +28,10 @@ func codeEndIssues(typ FileType, path string, src []byte, ls *lines) []issue {
 		if is, ok := idleLastStatement(typ, src, path, ls); ok {
 			return []issue{is}
 		}
+	case TypeTOML:
+		if is, ok := tomlEmptyTable(ls); ok {
+			return []issue{is}
+		}
 	case TypeShell:
 		if is, ok := shellWithoutCommands(ls); ok {
 			return []issue{is}
@@ -37,6 +41,12 @@ func codeEndIssues(typ FileType, path string, src []byte, ls *lines) []issue {
 			return []issue{is}
 		}
 		if is, ok := yamlScalarRoot(src, ls); ok {
+			return []issue{is}
+		}
+		if is, ok := yamlCutItem(src, ls); ok {
+			return []issue{is}
+		}
+		if is, ok := yamlOpenValue(src, ls); ok {
 			return []issue{is}
 		}
 	}
@@ -99,8 +109,19 @@ func trailingComment(typ FileType, ls *lines) (issue, bool) {
 	if ok && cutSourceMapPragma(raw) {
 		return hint(CodeMidStatement, ls, n, fmt.Sprintf("the content ends at line %d with an incomplete source map comment (%s, expected a file name ending in .map); it looks cut off: send the rest of the file", n, quoteLine(raw))), true
 	}
+	if !ok {
+		text, ok = inlineComment(typ, raw)
+	}
 	if !ok || text == "" || isDirectiveComment(raw, text) {
 		return issue{}, false
+	}
+	if w := strings.ToLower(lastField(text)); connectives[w] && w == lastField(text) {
+		// No sentence ends with "the", "to" or "and": whatever comes
+		// before, the comment was cut.
+		return hint(CodeMidSentence, ls, n, fmt.Sprintf("the content ends at line %d with a comment that stops on the word %q, in the middle of a sentence (%s); it looks cut off: send the rest of the file", n, w, quoteLine(raw))), true
+	}
+	if raw[0] != '#' && raw[0] != '/' {
+		return issue{}, false // an inline comment: only a dangling word says it was cut
 	}
 	r, _ := utf8.DecodeLastRuneInString(text)
 	if !unicode.IsLetter(r) && r != ',' && r != '(' && r != '[' {
@@ -116,6 +137,31 @@ func trailingComment(typ FileType, ls *lines) (issue, bool) {
 		return issue{}, false
 	}
 	return hint(CodeMidSentence, ls, n, fmt.Sprintf("the content ends with a comment that stops mid-sentence at line %d (%s) and no code after it; it looks cut off: send the rest of the file", n, quoteLine(raw))), true
+}
+
+// inlineComment returns the text of a '#' comment that follows a value on
+// a YAML, TOML or shell line ("port = 80  # the default"), and ok. The '#'
+// must follow white space outside quotes, as all three languages require.
+func inlineComment(t FileType, line string) (string, bool) {
+	if t != TypeYAML && t != TypeTOML && t != TypeShell {
+		return "", false
+	}
+	var quote rune
+	prev := ' '
+	for i, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == '#' && (prev == ' ' || prev == '\t') && i > 0:
+			return strings.TrimSpace(line[i+1:]), true
+		}
+		prev = r
+	}
+	return "", false
 }
 
 // hasDataBefore reports whether a line before n is neither blank nor a
@@ -163,7 +209,8 @@ func isWordRune(r rune) bool {
 // occurs nowhere else in the content and is not a keyword of the language,
 // but a longer word that starts with it does occur, in the content or among
 // the language's keywords ("requ" in JavaScript, where "require" is common;
-// "stri" where "string" is a type). A cut falls inside a word far more
+// "stri" where "string" is a type). A longer word from the content counts
+// only after the same separator as the last word (see leadIn). A cut falls inside a word far more
 // often than between two, and a cut word is usually the start of one the
 // file or its language uses, while a complete file rarely ends with a word
 // it never uses again that is also the start of another word. Words
@@ -199,11 +246,15 @@ func cutWord(typ FileType, src []byte, ls *lines) (issue, bool) {
 	}
 	prefixOf := ""
 	for k := range kw {
-		if len(k) > len(w) && strings.HasPrefix(k, w) && !inflections[k[len(w):]] && (prefixOf == "" || k < prefixOf) {
+		// The literals of a data language ("true", "false") are not
+		// inflected forms of anything: "fals" is cut, not a word.
+		inflected := inflections[k[min(len(w), len(k)):]] && typ.Class() != ClassData
+		if len(k) > len(w) && strings.HasPrefix(k, w) && !inflected && (prefixOf == "" || k < prefixOf) {
 			prefixOf = k
 		}
 	}
 	rest := s[:i]
+	lead := leadIn(s, i)
 	for j := 0; j < len(rest); {
 		k := strings.Index(rest[j:], w)
 		if k < 0 {
@@ -228,7 +279,7 @@ func cutWord(typ FileType, src []byte, ls *lines) (issue, bool) {
 		if e == end {
 			return issue{}, false // the word occurs whole: it is complete
 		}
-		if prefixOf == "" && !inflections[rest[end:e]] {
+		if prefixOf == "" && !inflections[rest[end:e]] && leadIn(rest, start) == lead {
 			prefixOf = rest[start:e]
 		}
 	}
@@ -236,6 +287,21 @@ func cutWord(typ FileType, src []byte, ls *lines) (issue, bool) {
 		return issue{}, false
 	}
 	return hint(CodeMidWord, ls, n, fmt.Sprintf("the content ends with %q at line %d, which looks like a word cut short (%q is used, %q never on its own); it looks cut off: send the rest of the file", w, n, prefixOf, w)), true
+}
+
+// leadIn returns the rune before the word at s[i:], with the start of the
+// text and all white space read as ' '. A word cut short is the start of a
+// word that stands in the same place: after the same separator. A file
+// extension or a domain ("nfpm.1.gz", "github.com") is not cut when the
+// file elsewhere has a word it starts ("gzip", "commit"), and neither is a
+// value ("group: test") that only appears elsewhere as the start of a path
+// component ("./testdata/").
+func leadIn(s string, i int) rune {
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	if r == utf8.RuneError || unicode.IsSpace(r) {
+		return ' '
+	}
+	return r
 }
 
 // keywords are the words each language uses whether or not a file spells
@@ -247,7 +313,7 @@ var keywords = map[FileType]map[string]bool{
 	TypeJSX:        jsKeywords,
 	TypeTypeScript: tsKeywords,
 	TypeTSX:        tsKeywords,
-	TypeShell:      wordSet("if then else elif fi case esac for while until do done in function select time local export readonly declare typeset unset return exit shift break continue echo printf read source eval exec trap set test true false cd pwd mkdir rm cp mv cat grep sed awk sort uniq head tail find xargs"),
+	TypeShell:      wordSet("null stdout stderr if then else elif fi case esac for while until do done in function select time local export readonly declare typeset unset return exit shift break continue echo printf read source eval exec trap set test true false cd pwd mkdir rm cp mv cat grep sed awk sort uniq head tail find xargs"),
 	TypeYAML:       wordSet("true false null yes no"),
 	TypeTOML:       wordSet("true false inf nan"),
 	TypeCSS:        wordSet("important inherit initial unset none auto block inline flex grid absolute relative fixed sticky hidden visible solid dashed dotted transparent bold normal italic center left right top bottom color background border margin padding display position width height font"),

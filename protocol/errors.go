@@ -96,6 +96,10 @@ type ErrorData struct {
 	Edit        *EditResult `json:"edit,omitempty"`
 	Attempt     int         `json:"attempt,omitempty"`
 	MaxAttempts int         `json:"max_attempts,omitempty"`
+	// TxID and Files name the transaction and the files of a multi-file
+	// write that failed, each with its own reason.
+	TxID  string      `json:"tx_id,omitempty"`
+	Files []FileError `json:"files,omitempty"`
 }
 
 // Error is an application error as it travels over the wire. Both the daemon

@@ -207,6 +207,10 @@ type FinalizeResult struct {
 	// DryRun results carry the diff and change nothing.
 	DryRun bool   `json:"dry_run,omitempty"`
 	Diff   string `json:"diff,omitempty"`
+	// TxID names the transaction the session was committed in.
+	TxID string `json:"tx_id,omitempty"`
+	// Files lists every file a multi-file edit changed.
+	Files []FileChange `json:"files,omitempty"`
 }
 
 // SessionIDParams are the params of methods that name one session.
@@ -252,6 +256,8 @@ type SessionInfo struct {
 	SupersededBy string      `json:"superseded_by,omitempty"`
 	// Undone is set once session.undo restored what the session replaced.
 	Undone bool `json:"undone,omitempty"`
+	// TxID names the transaction the session belongs to.
+	TxID string `json:"tx_id,omitempty"`
 }
 
 // ListResult is the result of session.list.

@@ -1,10 +1,13 @@
 package session
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
@@ -28,38 +31,83 @@ func backupKey(id string, n uint64) []byte {
 // Each piece is durable when stored; the record's BackupPieces, written
 // with the finalize, says how many make the whole.
 func (m *Manager) backup(r *record) (pieces uint64, err error) {
-	f, err := os.Open(r.Target)
+	b, err := m.backupFile(r.ID, r.Target)
+	return b.pieces, err
+}
+
+// backedUp describes a file as backupFile copied it.
+type backedUp struct {
+	pieces uint64
+	exists bool
+	sha256 string
+	perm   fs.FileMode
+}
+
+// backupFile copies the file at path into the store under id, hashing what
+// it copied, so a caller can tell whether that is the content it expects.
+// A file that does not exist has no pieces.
+func (m *Manager) backupFile(id, path string) (backedUp, error) {
+	var b backedUp
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return b, nil
 	}
 	if err != nil {
-		return 0, err
+		return b, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return b, err
+	}
+	b.exists, b.perm = true, fi.Mode().Perm()
+	h := sha256.New()
 	buf := make([]byte, backupPiece)
 	for {
 		n, rerr := io.ReadFull(f, buf)
-		if n > 0 {
-			kv := store.KV{Key: backupKey(r.ID, pieces), Value: append([]byte(nil), buf[:n]...)}
+		if n > 0 || b.pieces == 0 && rerr != nil {
+			// An empty file still gets one (empty) piece, so undo restores
+			// an empty file, not nothing.
+			h.Write(buf[:n])
+			kv := store.KV{Key: backupKey(id, b.pieces), Value: append([]byte(nil), buf[:n]...)}
 			if err := m.cfg.Store.PutKV(backupBucket, []store.KV{kv}); err != nil {
-				return 0, err
+				return b, err
 			}
-			pieces++
+			b.pieces++
 		}
 		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-			// An empty file has zero pieces but still exists: record one
-			// empty piece so undo restores an empty file, not nothing.
-			if pieces == 0 {
-				if err := m.cfg.Store.PutKV(backupBucket, []store.KV{{Key: backupKey(r.ID, 0), Value: []byte{}}}); err != nil {
-					return 0, err
-				}
-				pieces = 1
-			}
-			return pieces, nil
+			b.sha256 = hex.EncodeToString(h.Sum(nil))
+			return b, nil
 		}
 		if rerr != nil {
-			return 0, rerr
+			return b, rerr
 		}
+	}
+}
+
+// backupFill writes a backup's pieces, in order, for atomicfile.Write.
+func (m *Manager) backupFill(id string, pieces uint64) func(w io.Writer) error {
+	return func(w io.Writer) error {
+		for n := range pieces {
+			key := backupKey(id, n)
+			found := false
+			err := m.cfg.Store.ScanKV(backupBucket, key, func(k, v []byte) (bool, error) {
+				if string(k) == string(key) {
+					found = true
+					if _, err := w.Write(v); err != nil {
+						return false, err
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("backup piece %d of %s is missing", n, id)
+			}
+		}
+		return nil
 	}
 }
 
@@ -93,6 +141,19 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 		pe.Data.SessionID = id
 		return protocol.UndoResult{}, pe
 	}
+	if len(r.Changes) > 0 {
+		res, err := m.undoChanges(r)
+		if err != nil {
+			return res, err
+		}
+		r.Undone = true
+		r.UpdatedAt = m.cfg.Clock.Now()
+		if err := m.put(r); err != nil {
+			return res, err
+		}
+		m.traceStage(r, map[string]any{"undone": true, "files": len(r.Changes)})
+		return res, nil
+	}
 	now, err := statTarget(r.Target)
 	if err != nil {
 		return protocol.UndoResult{}, ioError(id, "reading the target", err)
@@ -111,29 +172,7 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 		}
 		res.Removed = true
 	} else {
-		fill := func(w io.Writer) error {
-			for n := range r.BackupPieces {
-				var piece []byte
-				found := false
-				err := m.cfg.Store.ScanKV(backupBucket, backupKey(id, n), func(k, v []byte) (bool, error) {
-					if string(k) == string(backupKey(id, n)) {
-						piece = append(piece, v...)
-						found = true
-					}
-					return false, nil
-				})
-				if err != nil {
-					return err
-				}
-				if !found {
-					return fmt.Errorf("backup piece %d of session %s is missing", n, id)
-				}
-				if _, err := w.Write(piece); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		fill := m.backupFill(id, r.BackupPieces)
 		written, err := atomicfile.Write(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
 		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 			return protocol.UndoResult{}, ioError(id, "restoring "+r.Target, err)

@@ -37,6 +37,9 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 		// crash right after the write) gets the same summary again.
 		return *r.Result, nil
 	}
+	if r.TxID != "" {
+		return protocol.FinalizeResult{}, txMember(r, "it is written with the other files of its transaction")
+	}
 	truncated := r.Stage == protocol.StageTruncated
 	if !r.Stage.Open() && !truncated {
 		return protocol.FinalizeResult{}, closed(r)
@@ -45,6 +48,12 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 		return protocol.FinalizeResult{}, markerMissing(r)
 	}
 	if p.DryRun {
+		if ok, content, err := m.isEnvelope(r); err != nil || ok {
+			if err != nil {
+				return protocol.FinalizeResult{}, err
+			}
+			return m.finalizeEnvelope(e, content, p.Force, true)
+		}
 		return m.dryRun(r)
 	}
 	return m.finalizeLocked(e, p.Force)
@@ -86,17 +95,14 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 // finalizeLocked writes the content of an entry whose lock is held.
 func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
-	// The path was checked at begin; check again, because a directory on
-	// the way may have been swapped for a symlink since.
-	target, err := m.cfg.Guard.Resolve(r.Target, "")
-	if err != nil {
-		return protocol.FinalizeResult{}, pathError(err)
+	if err := m.recheckPath(r); err != nil {
+		return protocol.FinalizeResult{}, err
 	}
-	if target != r.Target {
-		pe := protocol.Errorf(protocol.CodePathNotAllowed, protocol.ReasonSymlinkEscape,
-			"%s now resolves to %s: a symlink changed since the session began; begin a new session", r.Target, target)
-		pe.Data.Path = r.Target
-		return protocol.FinalizeResult{}, pe
+	if ok, content, err := m.isEnvelope(r); err != nil || ok {
+		if err != nil {
+			return protocol.FinalizeResult{}, err
+		}
+		return m.finalizeEnvelope(e, content, force, false)
 	}
 	if !force {
 		if err := m.checkUnchanged(r); err != nil {
@@ -105,17 +111,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	c, err := m.check(r)
 	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
-		// The edit is kept, like refused content, for a corrected attempt.
-		r.Stage = protocol.StageNeedsCorrections
-		r.UpdatedAt = m.cfg.Clock.Now()
-		if perr := m.put(r); perr != nil {
-			return protocol.FinalizeResult{}, perr
-		}
-		m.stopTimers(e)
-		m.traceStage(r, map[string]any{"edit": c.edit})
-		pe.Message += fmt.Sprintf(" Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
-		pe.Data.Attempt, pe.Data.MaxAttempts = r.attempt(), m.cfg.MaxAttempts
-		return protocol.FinalizeResult{}, pe
+		return protocol.FinalizeResult{}, m.refuseEdit(e, pe, c.edit)
 	}
 	if err != nil {
 		return protocol.FinalizeResult{}, err
@@ -179,6 +175,22 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		res.BackupID = r.ID
 	}
 	return m.complete(e, res), nil
+}
+
+// recheckPath resolves the target again: it was checked at begin, but a
+// directory on the way may have been swapped for a symlink since.
+func (m *Manager) recheckPath(r *record) error {
+	target, err := m.cfg.Guard.Resolve(r.Target, "")
+	if err != nil {
+		return pathError(err)
+	}
+	if target != r.Target {
+		pe := protocol.Errorf(protocol.CodePathNotAllowed, protocol.ReasonSymlinkEscape,
+			"%s now resolves to %s: a symlink changed since the session began; begin a new session", r.Target, target)
+		pe.Data.Path = r.Target
+		return pe
+	}
+	return nil
 }
 
 // complete records a successful write and releases what the session held.
@@ -273,35 +285,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 		mode = atomicfile.CreateNew
 	}
 	content := newCounter()
-	segments := r.segments()
-	fill := func(w io.Writer) error {
-		if op == protocol.OpAppend {
-			if err := copyExisting(w, path); err != nil {
-				return err
-			}
-		}
-		cw := io.MultiWriter(w, content)
-		if repaired != nil {
-			if _, err := cw.Write(repaired); err != nil {
-				return err
-			}
-			segments = nil
-		}
-		for _, s := range segments {
-			n, err := m.cfg.Store.CopyRange(s.ID, cw, 0, s.Bytes)
-			if err != nil {
-				return fmt.Errorf("streaming the journal of session %s: %w", s.ID, err)
-			}
-			if n != s.Bytes {
-				return fmt.Errorf("journal of session %s holds %d content bytes, expected %d", s.ID, n, s.Bytes)
-			}
-		}
-		if note != "" {
-			_, err := io.WriteString(w, note)
-			return err
-		}
-		return nil
-	}
+	fill := m.contentFill(r, path, op, repaired, note, content)
 	written, err := atomicfile.Write(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
@@ -337,6 +321,41 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 		}
 	}
 	return res, nil
+}
+
+// contentFill returns what fills the new file at path: the existing file
+// first for append, then the repaired content (or, when nil, the journal),
+// then note. What comes from the session also passes through content.
+func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
+	return func(w io.Writer) error {
+		if op == protocol.OpAppend {
+			if err := copyExisting(w, path); err != nil {
+				return err
+			}
+		}
+		cw := io.MultiWriter(w, content)
+		if repaired != nil {
+			_, err := cw.Write(repaired)
+			if err == nil && note != "" {
+				_, err = io.WriteString(w, note)
+			}
+			return err
+		}
+		for _, s := range r.segments() {
+			n, err := m.cfg.Store.CopyRange(s.ID, cw, 0, s.Bytes)
+			if err != nil {
+				return fmt.Errorf("streaming the journal of session %s: %w", s.ID, err)
+			}
+			if n != s.Bytes {
+				return fmt.Errorf("journal of session %s holds %d content bytes, expected %d", s.ID, n, s.Bytes)
+			}
+		}
+		if note != "" {
+			_, err := io.WriteString(w, note)
+			return err
+		}
+		return nil
+	}
 }
 
 // expectationWarnings compares what arrived with what begin announced.

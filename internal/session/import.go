@@ -38,7 +38,7 @@ func (m *Manager) Import(id string, p protocol.BeginParams, createdAt time.Time,
 			return "", err
 		}
 	}
-	begun, err := m.begin(p, func() string { return id }, createdAt)
+	begun, err := m.begin(p, func() string { return id }, createdAt, "")
 	if err != nil {
 		return "", err
 	}
@@ -76,6 +76,9 @@ func (m *Manager) forget(id string) error {
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.dropBackup(id, e.rec.BackupPieces)
+	for _, c := range e.rec.Changes {
+		m.dropBackup(c.BackupID, c.BackupPieces)
+	}
 	if err := m.cfg.Store.Delete(id); err != nil {
 		return ioError(id, "dropping a session", err)
 	}

@@ -66,6 +66,7 @@ func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.Clea
 		}
 		e.mu.Unlock()
 	}
+	m.pruneTxs()
 	// Expiring a continuation releases the truncated sessions it chained;
 	// they expire with it.
 	for _, id := range res.Expired {
@@ -88,6 +89,28 @@ func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.Clea
 		}
 	}
 	return res
+}
+
+// pruneTxs forgets transactions none of whose sessions is left.
+func (m *Manager) pruneTxs() {
+	m.mu.Lock()
+	var gone []string
+	for id, te := range m.txs {
+		left := false
+		for _, sid := range te.rec.Sessions {
+			if _, ok := m.sessions[sid]; ok {
+				left = true
+			}
+		}
+		if !left {
+			gone = append(gone, id)
+			delete(m.txs, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range gone {
+		m.dropTx(id)
+	}
 }
 
 func (m *Manager) expireLocked(e *entry) {

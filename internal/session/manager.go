@@ -83,6 +83,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*entry
+	txs      map[string]*txEntry
 	closed   bool
 }
 
@@ -146,7 +147,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Notify == nil {
 		cfg.Notify = func(string, string, any) {}
 	}
-	m := &Manager{cfg: cfg, sessions: make(map[string]*entry)}
+	m := &Manager{cfg: cfg, sessions: make(map[string]*entry), txs: make(map[string]*txEntry)}
 	err := cfg.Store.ForEachMeta(func(id string, meta []byte) error {
 		var r record
 		if err := json.Unmarshal(meta, &r); err != nil {
@@ -163,6 +164,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	for _, e := range m.sessions {
 		m.recover(e)
+	}
+	if err := m.recoverTxs(); err != nil {
+		return nil, fmt.Errorf("loading transactions: %w", err)
 	}
 	m.startJanitor()
 	return m, nil
@@ -234,12 +238,12 @@ func Instructions(target string, op protocol.Operation, marker string) string {
 
 // Begin opens a session after checking the operation and the target.
 func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
-	return m.begin(p, m.cfg.NewID, time.Time{})
+	return m.begin(p, m.cfg.NewID, time.Time{}, "")
 }
 
 // begin is Begin with the session's id and creation time chosen by the
-// caller (a zero time means now).
-func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time) (protocol.BeginResult, error) {
+// caller (a zero time means now), and the transaction it belongs to.
+func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
 	switch p.Operation {
 	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend, protocol.OpPatch, protocol.OpEdit:
 	case "":
@@ -313,6 +317,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		SkipBackup:       p.BackupRequired != nil && !*p.BackupRequired,
 		Attempt:          attempt,
 		Supersedes:       p.Supersedes,
+		TxID:             txID,
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
@@ -461,10 +466,22 @@ func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 	if !r.Stage.Open() && r.Stage != protocol.StageTruncated && r.Stage != protocol.StageNeedsCorrections {
 		return protocol.AbortResult{}, closed(r)
 	}
+	if err := m.abortLocked(e); err != nil {
+		return protocol.AbortResult{}, err
+	}
+	return protocol.AbortResult{SessionID: r.ID, Stage: r.Stage}, nil
+}
+
+// abortLocked ends a session whose lock is held, dropping its content.
+func (m *Manager) abortLocked(e *entry) error {
+	r := &e.rec
+	if finished(r.Stage) || r.Stage == protocol.StageSuperseded {
+		return nil
+	}
 	r.Stage = protocol.StageAborted
 	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.put(r); err != nil {
-		return protocol.AbortResult{}, err
+		return err
 	}
 	m.stopTimers(e)
 	m.unwatch(e)
@@ -473,7 +490,7 @@ func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 	}
 	m.cfg.Logger.Info("session aborted", "session", r.ID)
 	m.traceStage(r, nil)
-	return protocol.AbortResult{SessionID: r.ID, Stage: r.Stage}, nil
+	return nil
 }
 
 // Get describes one session.

@@ -66,6 +66,12 @@ type record struct {
 	// session from an import a crash cut short lacks it and is redone.
 	Imported bool `json:"imported,omitempty"`
 
+	// TxID names the tx.begin transaction the session belongs to; such a
+	// session is written only by tx.commit. Changes are the files a
+	// multi-file edit changed, with their backups, for undo.
+	TxID    string       `json:"tx_id,omitempty"`
+	Changes []fileChange `json:"changes,omitempty"`
+
 	Conflict   string                      `json:"conflict,omitempty"`
 	Truncation *protocol.TruncationContext `json:"truncation,omitempty"`
 	CreatedAt  time.Time                   `json:"created_at"`
@@ -148,5 +154,6 @@ func (r *record) info() protocol.SessionInfo {
 		Supersedes:       r.Supersedes,
 		SupersededBy:     r.SupersededBy,
 		Undone:           r.Undone,
+		TxID:             r.TxID,
 	}
 }

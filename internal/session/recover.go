@@ -174,6 +174,10 @@ func (m *Manager) Continue(id string) (protocol.BeginResult, error) {
 	}
 	e.mu.Lock()
 	prev := e.rec
+	if prev.TxID != "" {
+		e.mu.Unlock()
+		return protocol.BeginResult{}, txMember(&prev, "a continuation would leave it; abort the transaction and begin a new one")
+	}
 	if prev.Stage != protocol.StageTruncated {
 		e.mu.Unlock()
 		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNotTruncated,

@@ -82,6 +82,11 @@ func (m *Manager) onAutoFinalize(e *entry, id string) {
 		e.mu.Unlock()
 		return
 	}
+	if r.Scanner.MarkerSeen() && r.TxID != "" {
+		// A transaction's file is written by tx.commit, with the others.
+		e.mu.Unlock()
+		return
+	}
 	if r.Scanner.MarkerSeen() {
 		_, err := m.finalizeLocked(e, false)
 		e.mu.Unlock()
@@ -108,6 +113,10 @@ func (m *Manager) truncateLocked(e *entry) (protocol.TruncationContext, error) {
 	policy := r.TruncationPolicy
 	if policy == "" {
 		policy = m.cfg.TruncationPolicy
+	}
+	if r.TxID != "" {
+		// Writing one file of a transaction alone would break all or none.
+		policy = protocol.TruncationKeep
 	}
 	switch policy {
 	case protocol.TruncationIncompleteFile:

@@ -26,10 +26,11 @@ const (
 type checked struct {
 	// content is the repaired content, or nil when it was too large to
 	// check and is streamed from the journal instead.
-	content    []byte
-	original   []byte
-	repairs    []protocol.Repair
-	validation *protocol.Validation
+	content     []byte
+	original    []byte
+	hasOriginal bool
+	repairs     []protocol.Repair
+	validation  *protocol.Validation
 	// edit is what a patch or edit session's edit did.
 	edit *protocol.EditResult
 }
@@ -106,7 +107,7 @@ func (m *Manager) check(r *record) (checked, error) {
 		repaired = bytes.TrimPrefix(repaired, []byte("\ufeff"))
 		whole = append(append([]byte(nil), original...), repaired...)
 	}
-	c := checked{content: repaired, original: original}
+	c := checked{content: repaired, original: original, hasOriginal: hasOriginal}
 	if err := convert(fixes, &c.repairs); err != nil {
 		return checked{}, err
 	}
@@ -120,7 +121,7 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	if err != nil {
 		return checked{edit: res}, err
 	}
-	c := checked{content: after, original: original, edit: res}
+	c := checked{content: after, original: original, hasOriginal: true, edit: res}
 	return c, m.validateInto(&c, r, after, original, true)
 }
 

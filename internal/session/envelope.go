@@ -1,0 +1,293 @@
+package session
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/internal/validate"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// A "*** Begin Patch" envelope streamed into an edit session names its own
+// files: it may add, update, delete and move several. Its paths resolve
+// against the session's workspace_root, or, without one, against the
+// directory of the session's target; each is checked by the path guard like
+// a target. The whole envelope is applied as one transaction.
+
+// envelopePlan is an envelope applied in memory, ready to commit.
+type envelopePlan struct {
+	edit    *protocol.EditResult
+	changes []fileChange
+	files   []protocol.FileChange
+	diff    bytes.Buffer
+	// errs are the files validation refused.
+	errs []protocol.FileError
+}
+
+// isEnvelope reads an edit session's content and reports whether it is a
+// Begin Patch envelope.
+func (m *Manager) isEnvelope(r *record) (bool, []byte, error) {
+	if r.Operation != protocol.OpEdit || r.contentBytes() > m.cfg.ValidateMaxBytes {
+		return false, nil, nil
+	}
+	var buf bytes.Buffer
+	for _, s := range r.segments() {
+		if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
+			return false, nil, ioError(r.ID, "reading the journal", err)
+		}
+	}
+	return edit.Detect(buf.Bytes()) == edit.FormatEnvelope, buf.Bytes(), nil
+}
+
+// planEnvelope applies the envelope to the files as they are now and
+// validates every file it would leave.
+func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error) {
+	root := r.WorkspaceRoot
+	if root == "" {
+		root = filepath.Dir(r.Target)
+	}
+	resolved := map[string]string{}
+	var pathErr error
+	read := func(p string) ([]byte, bool, error) {
+		abs, err := m.cfg.Guard.Resolve(p, root)
+		if err != nil {
+			pathErr = pathError(err)
+			return nil, false, pathErr
+		}
+		resolved[p] = abs
+		data, err := os.ReadFile(abs)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, false, nil
+		}
+		return data, err == nil, err
+	}
+	res, err := edit.ApplyEnvelope(content, read)
+	plan := &envelopePlan{edit: &protocol.EditResult{}}
+	if cerr := convert(res, plan.edit); cerr != nil {
+		return nil, ioError(r.ID, "encoding the edit result", cerr)
+	}
+	if plan.edit.Blocks == nil {
+		plan.edit.Blocks = []protocol.EditBlock{}
+	}
+	if pathErr != nil {
+		return nil, pathErr
+	}
+	if err != nil {
+		pe := protocol.Errorf(protocol.CodeEditFailed, protocol.ReasonEditFailed, "%s: %v", r.Target, err)
+		pe.Data.SessionID = r.ID
+		pe.Data.Edit = plan.edit
+		return plan, pe
+	}
+
+	add := func(c fileChange, content []byte) {
+		c.SessionID = r.ID
+		if c.OldExists {
+			c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
+		}
+		if content != nil {
+			body := content
+			c.fill = func(w io.Writer) error { _, err := w.Write(body); return err }
+		}
+		plan.changes = append(plan.changes, c)
+	}
+	for _, op := range res.Files {
+		path := resolved[op.Path]
+		old := op.Old
+		fc := protocol.FileChange{Kind: string(op.Kind), TargetFile: path, Bytes: int64(len(op.Content))}
+		dest := path
+		switch op.Kind {
+		case edit.OpAdd:
+			add(fileChange{Path: path, Kind: changeCreate}, op.Content)
+		case edit.OpUpdate:
+			add(fileChange{Path: path, Kind: changeWrite, OldExists: true, OldSHA256: sha(old)}, op.Content)
+		case edit.OpDelete:
+			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
+			fc.Bytes = 0
+		case edit.OpMove:
+			dest = resolved[op.MoveTo]
+			fc.MovedTo = dest
+			add(fileChange{Path: dest, Kind: changeCreate}, op.Content)
+			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
+		}
+		if op.Kind != edit.OpDelete {
+			fc.SHA256 = sha(op.Content)
+			report := validate.Check(dest, op.Content, old, op.Kind != edit.OpAdd, validate.CheckOptions{EndMarkerSeen: true})
+			decision := validate.Decide(report, m.policies(r))
+			v := &protocol.Validation{}
+			if err := convert(report, v); err != nil {
+				return nil, ioError(r.ID, "encoding the validation result", err)
+			}
+			v.Blocked, v.Summary = decision.Blocked, decision.Summary
+			if v.Findings == nil {
+				v.Findings = []protocol.Finding{}
+			}
+			fc.Validation = v
+			if v.Blocked {
+				plan.errs = append(plan.errs, protocol.FileError{SessionID: r.ID, TargetFile: dest,
+					Code: protocol.CodeValidationFailed, Reason: protocol.ReasonValidationFailed, Message: v.Summary, Validation: v})
+			}
+		}
+		plan.files = append(plan.files, fc)
+		after := op.Content
+		if op.Kind == edit.OpDelete {
+			after = nil
+		}
+		if op.Kind == edit.OpMove {
+			plan.diff.WriteString(validate.Diff(path, old, nil))
+			plan.diff.WriteString(validate.Diff(dest, nil, after))
+		} else {
+			plan.diff.WriteString(validate.Diff(path, old, after))
+		}
+	}
+	return plan, nil
+}
+
+// finalizeEnvelope applies an envelope session as one transaction; with
+// dryRun it returns the diff of every file and writes nothing.
+func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool) (protocol.FinalizeResult, error) {
+	r := &e.rec
+	if !force && !dryRun {
+		if err := m.checkUnchanged(r); err != nil {
+			return protocol.FinalizeResult{}, err
+		}
+	}
+	plan, err := m.planEnvelope(r, content)
+	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
+		if dryRun {
+			return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+				DryRun: true, Edit: plan.edit, Warnings: []protocol.Warning{{Code: pe.Data.Reason, Message: pe.Message}}}, nil
+		}
+		return protocol.FinalizeResult{}, m.refuseEdit(e, pe, plan.edit)
+	}
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	res := protocol.FinalizeResult{
+		SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
+		Attempt: r.attempt(), Edit: plan.edit, Files: plan.files, Bytes: int64(len(content)),
+	}
+	if dryRun {
+		res.DryRun, res.Diff = true, plan.diff.String()
+		return res, nil
+	}
+	if len(plan.errs) > 0 {
+		v := plan.errs[0].Validation
+		err := m.refuse(e, v)
+		if pe, ok := err.(*protocol.Error); ok {
+			pe.Message = fmt.Sprintf("%s: %s", plan.errs[0].TargetFile, pe.Message)
+			pe.Data.Files = plan.errs
+		}
+		return protocol.FinalizeResult{}, err
+	}
+	tx := &txRecord{ID: r.ID, Stage: protocol.TxOpen, Sessions: []string{r.ID}, Edit: true, CreatedAt: m.cfg.Clock.Now()}
+	m.unwatch(e)
+	if err := m.applyChanges(tx, plan.changes); err != nil {
+		m.watch(e)
+		if tx.Stage == protocol.TxRolledBack {
+			m.dropTx(tx.ID)
+		}
+		if pe, ok := err.(*protocol.Error); ok {
+			pe.Data.SessionID = r.ID
+		}
+		return protocol.FinalizeResult{}, err
+	}
+	for _, c := range plan.changes {
+		if c.Path == r.Target && c.Kind != changeDelete {
+			res.FileBytes, res.FileSHA256 = c.NewBytes, c.NewSHA256
+			res.Mode = fmt.Sprintf("%#o", c.NewMode)
+		}
+		if c.BackupPieces > 0 {
+			res.BackupID = r.ID
+		}
+	}
+	res.Stage = protocol.StageCompleted
+	if err := m.settleTx(tx, []protocol.FinalizeResult{res}); err != nil {
+		m.watch(e)
+		return protocol.FinalizeResult{}, err
+	}
+	r.Changes = tx.Files
+	res = m.complete(e, res)
+	m.dropTx(tx.ID)
+	return res, nil
+}
+
+// refuseEdit keeps an edit that did not apply, like refused content, for a
+// corrected attempt.
+func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditResult) error {
+	r := &e.rec
+	r.Stage = protocol.StageNeedsCorrections
+	r.UpdatedAt = m.cfg.Clock.Now()
+	if err := m.put(r); err != nil {
+		return err
+	}
+	m.stopTimers(e)
+	m.traceStage(r, map[string]any{"edit": res})
+	pe.Message += fmt.Sprintf(" Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
+	pe.Data.Attempt, pe.Data.MaxAttempts = r.attempt(), m.cfg.MaxAttempts
+	return pe
+}
+
+// undoChanges restores every file a multi-file edit changed, as one
+// transaction, refusing if any of them changed since.
+func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
+	res := protocol.UndoResult{SessionID: r.ID, TargetFile: r.Target}
+	undo := make([]fileChange, 0, len(r.Changes))
+	for i := len(r.Changes) - 1; i >= 0; i-- {
+		c := r.Changes[i]
+		now, err := statTarget(c.Path)
+		if err != nil {
+			return res, ioError(r.ID, "reading "+c.Path, err)
+		}
+		if !c.isNew(now) {
+			pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
+				"%s changed since session %s wrote it; undo would lose that change, so it is refused", c.Path, r.ID)
+			pe.Data.SessionID, pe.Data.Path = r.ID, c.Path
+			return res, pe
+		}
+		u := fileChange{Path: c.Path, SessionID: r.ID, OldExists: now.exists, OldSHA256: now.sha256}
+		if u.OldExists {
+			u.BackupID = r.ID + "-undo#" + strconv.Itoa(len(undo))
+		}
+		switch {
+		case !c.OldExists:
+			u.Kind = changeDelete
+		case now.exists:
+			u.Kind = changeWrite
+			u.fill = m.backupFill(c.BackupID, c.BackupPieces)
+		default:
+			u.Kind = changeCreate
+			u.fill = m.backupFill(c.BackupID, c.BackupPieces)
+		}
+		undo = append(undo, u)
+	}
+	tx := &txRecord{ID: r.ID + "-undo", Stage: protocol.TxOpen, Sessions: []string{r.ID}, Edit: true, CreatedAt: m.cfg.Clock.Now()}
+	if err := m.applyChanges(tx, undo); err != nil {
+		if tx.Stage == protocol.TxRolledBack {
+			m.dropTx(tx.ID)
+		}
+		return res, err
+	}
+	for _, u := range undo {
+		m.dropBackup(u.BackupID, u.BackupPieces)
+		if u.Path == r.Target {
+			res.Removed = u.Kind == changeDelete
+			res.RestoredBytes, res.SHA256 = u.NewBytes, u.NewSHA256
+		}
+	}
+	m.dropTx(tx.ID)
+	return res, nil
+}
+
+func sha(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,7 +1,10 @@
 package validate
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -13,16 +16,36 @@ import (
 // document. They read the structure the parser built around the last
 // node, since the text alone says nothing.
 
+// yamlDocs returns the documents of a YAML stream; nil if it does not
+// parse.
+func yamlDocs(src []byte) []*yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var docs []*yaml.Node
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			return nil
+		}
+		if len(doc.Content) == 1 {
+			docs = append(docs, doc.Content[0])
+		}
+	}
+}
+
 // yamlLastPath returns the nodes from the root of the last document in src
 // down to its last node, following the last item of each sequence and the
 // last key and value of each mapping; nil if src does not parse.
 func yamlLastPath(src []byte) []*yaml.Node {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil || len(doc.Content) != 1 {
+	docs := yamlDocs(src)
+	if len(docs) == 0 {
 		return nil
 	}
 	var path []*yaml.Node
-	for n := doc.Content[0]; n != nil; {
+	for n := docs[len(docs)-1]; n != nil; {
 		path = append(path, n)
 		switch {
 		case n.Kind == yaml.MappingNode && len(n.Content) >= 2:
@@ -34,6 +57,32 @@ func yamlLastPath(src []byte) []*yaml.Node {
 		}
 	}
 	return path
+}
+
+// valuesUnderKeys counts the plain scalar values of a YAML stream that
+// stand on the line under their key ("want:\n  _") rather than after it.
+// A file written that way throughout uses it as its style; only when the
+// last value is the one such value is it the sign of a cut.
+func valuesUnderKeys(src []byte) int {
+	count := 0
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Kind == yaml.ScalarNode && v.Style == 0 && v.Line > k.Line {
+					count++
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	for _, d := range yamlDocs(src) {
+		walk(d)
+	}
+	return count
 }
 
 // isPlainWord reports whether n is a plain (unquoted, untagged) string
@@ -79,7 +128,7 @@ func yamlCutItem(src []byte, ls *lines) (issue, bool) {
 		parent, n := path[i-1], path[i]
 		if parent.Kind == yaml.MappingNode && isPlainWord(n) {
 			key := parent.Content[len(parent.Content)-2]
-			if n.Line > key.Line && n.Column > key.Column {
+			if n.Line > key.Line && n.Column > key.Column && valuesUnderKeys(src) == 1 {
 				return yamlHint(ls, n.Line, fmt.Sprintf("the YAML ends at line %d with the plain value %q on the line under the key %q; a value on its own line there is what a cut inside a nested key leaves (expected \"%s: value\" or a nested mapping): send the rest of the file", n.Line, n.Value, key.Value, n.Value)), true
 			}
 		}

@@ -61,6 +61,8 @@ func TestIncompleteness(t *testing.T) {
 		{"YAMLListOfMappingsIsFine", "a.yaml", "contents:\n  - src: a\n    dst: b\n  - src: c\n    dst: d\n", "", 0},
 		{"YAMLListOfWordsIsFine", "a.yaml", "os:\n  - linux\n  - osx\n", "", 0},
 		{"YAMLWordUnderKey", "a.yaml", "version: 2\nlinters:\n  defa", validate.CodeMidStatement, 3},
+		{"YAMLWordUnderKeyInLastDocument", "a.yaml", "a:\n  b: 1\n---\nversion: 2\nlinters:\n  defa", validate.CodeMidStatement, 6},
+		{"YAMLValuesUnderKeysAsStyleAreFine", "a.yaml", "unify:\n- _\nwant:\n  _\n---\nunify:\n- test\nwant:\n  test\n", "", 0},
 		{"YAMLNestedKeyIsFine", "a.yaml", "version: 2\nlinters:\n  default: none\n", "", 0},
 		{"YAMLItemCutAfterFirstKey", "a.yaml", "steps:\n  - name: a\n    run: x\n  - name: b\n    run: y\n  - name: c\n", validate.CodeMidStatement, 6},
 		{"YAMLItemsAlikeAreFine", "a.yaml", "steps:\n  - name: a\n    run: x\n  - name: b\n    run: y\n  - name: c\n    run: z\n", "", 0},

@@ -165,6 +165,34 @@ func (c *Client) Undo(ctx context.Context, id string) (protocol.UndoResult, erro
 	return r, err
 }
 
+// TxBegin calls tx.begin.
+func (c *Client) TxBegin(ctx context.Context, p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	var r protocol.TxBeginResult
+	err := c.Call(ctx, protocol.MethodTxBegin, p, &r)
+	return r, err
+}
+
+// TxCommit calls tx.commit.
+func (c *Client) TxCommit(ctx context.Context, p protocol.TxCommitParams) (protocol.TxCommitResult, error) {
+	var r protocol.TxCommitResult
+	err := c.Call(ctx, protocol.MethodTxCommit, p, &r)
+	return r, err
+}
+
+// TxAbort calls tx.abort.
+func (c *Client) TxAbort(ctx context.Context, id string) (protocol.TxInfo, error) {
+	var r protocol.TxInfo
+	err := c.Call(ctx, protocol.MethodTxAbort, protocol.TxIDParams{TxID: id}, &r)
+	return r, err
+}
+
+// TxGet calls tx.get.
+func (c *Client) TxGet(ctx context.Context, id string) (protocol.TxInfo, error) {
+	var r protocol.TxInfo
+	err := c.Call(ctx, protocol.MethodTxGet, protocol.TxIDParams{TxID: id}, &r)
+	return r, err
+}
+
 // Clean calls session.clean.
 func (c *Client) Clean(ctx context.Context, p protocol.CleanParams) (protocol.CleanResult, error) {
 	var r protocol.CleanResult

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
@@ -108,6 +109,9 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if armed := failpoint.Armed(); len(armed) > 0 {
+		log.Warn("test failpoints are armed: this daemon will kill itself on purpose", "env", failpoint.EnvVar, "points", armed)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("creating the state directory: %w", err)

@@ -55,7 +55,9 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		start := time.Now()
 		result, err := h.dispatch(conn, req)
 		if err == nil {
-			h.owners.claim(ownedSession(result), conn)
+			for _, id := range ownedSessions(result) {
+				h.owners.claim(id, conn)
+			}
 		}
 		h.traceRequest(req, key, result, err, start)
 		if err != nil {
@@ -76,8 +78,8 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 // traceRequest records one handled request: which, for which session, how
 // long, and how it failed.
 func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, err error, start time.Time) {
-	if key == "" {
-		key = ownedSession(result)
+	if ids := ownedSessions(result); key == "" && len(ids) == 1 {
+		key = ids[0]
 	}
 	fields := map[string]any{"duration_ms": float64(time.Since(start).Microseconds()) / 1000}
 	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
@@ -115,18 +117,24 @@ func sessionKey(req *jsonrpc2.Request) string {
 	return p.SessionID
 }
 
-// ownedSession names the session a successful request makes this
+// ownedSessions names the sessions a successful request makes this
 // connection the driver of.
-func ownedSession(result any) string {
+func ownedSessions(result any) []string {
 	switch r := result.(type) {
 	case protocol.BeginResult:
-		return r.SessionID
+		return []string{r.SessionID}
 	case protocol.AppendResult:
-		return r.SessionID
+		return []string{r.SessionID}
 	case protocol.ResumeResult:
-		return r.SessionID
+		return []string{r.SessionID}
+	case protocol.TxBeginResult:
+		ids := make([]string, len(r.Sessions))
+		for i, s := range r.Sessions {
+			ids[i] = s.SessionID
+		}
+		return ids
 	}
-	return ""
+	return nil
 }
 
 func (h *handler) dispatch(conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
@@ -191,6 +199,30 @@ func (h *handler) dispatch(conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, err
 			return nil, err
 		}
 		return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
+	case protocol.MethodTxBegin:
+		var p protocol.TxBeginParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.TxBegin(p)
+	case protocol.MethodTxCommit:
+		var p protocol.TxCommitParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.TxCommit(p)
+	case protocol.MethodTxAbort:
+		var p protocol.TxIDParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.TxAbort(p.TxID)
+	case protocol.MethodTxGet:
+		var p protocol.TxIDParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return h.mgr.TxGet(p.TxID)
 	case protocol.MethodTraceList:
 		var p protocol.TraceListParams
 		if err := decode(req, &p); err != nil {

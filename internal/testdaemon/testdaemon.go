@@ -60,8 +60,10 @@ type Daemon struct {
 	Socket   string
 	StateDir string
 	Root     string
-	// Args are extra flags for oriond run.
+	// Args are extra flags for oriond run, and Env extra environment
+	// variables (such as armed failpoints), both read at every (re)start.
 	Args   []string
+	Env    []string
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	waitCh chan error
@@ -123,6 +125,7 @@ func (d *Daemon) Command(extraArgs ...string) *exec.Cmd {
 	cmd := exec.Command(Binary(d.t), args...)
 	// A developer's own config file must not leak into the tests.
 	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=", "ORION_CONFIG=/dev/null")
+	cmd.Env = append(cmd.Env, d.Env...)
 	return cmd
 }
 
@@ -160,6 +163,24 @@ func (d *Daemon) Restart() {
 		if time.Now().After(deadline) {
 			d.t.Fatalf("oriond did not open %s within 30s\n%s", d.Socket, d.logs.String())
 		}
+	}
+}
+
+// Wait waits for oriond to exit by itself (as an armed failpoint makes it)
+// and returns how it exited.
+func (d *Daemon) Wait() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil {
+		return nil
+	}
+	select {
+	case err := <-d.waitCh:
+		d.cmd = nil
+		return err
+	case <-time.After(60 * time.Second):
+		d.t.Fatalf("oriond did not exit within 60s\n%s", d.logs.String())
+		return nil
 	}
 }
 

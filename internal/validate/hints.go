@@ -109,6 +109,12 @@ func trailingComment(typ FileType, ls *lines) (issue, bool) {
 	if ok && cutSourceMapPragma(raw) {
 		return hint(CodeMidStatement, ls, n, fmt.Sprintf("the content ends at line %d with an incomplete source map comment (%s, expected a file name ending in .map); it looks cut off: send the rest of the file", n, quoteLine(raw))), true
 	}
+	if ok && typ.Class() == ClassCode && openBrackets(text) > 0 {
+		// Code in a comment (a //sys directive, a commented-out call)
+		// keeps its brackets balanced on its line; one left open on the
+		// last line was cut.
+		return hint(CodeMidStatement, ls, n, fmt.Sprintf("the content ends at line %d with a comment that opens a bracket and never closes it (%s); it looks cut off: send the rest of the file", n, quoteLine(raw))), true
+	}
 	if !ok {
 		text, ok = inlineComment(typ, raw)
 	}
@@ -137,6 +143,20 @@ func trailingComment(typ FileType, ls *lines) (issue, bool) {
 		return issue{}, false
 	}
 	return hint(CodeMidSentence, ls, n, fmt.Sprintf("the content ends with a comment that stops mid-sentence at line %d (%s) and no code after it; it looks cut off: send the rest of the file", n, quoteLine(raw))), true
+}
+
+// openBrackets returns how many '(' and '[' of s are left open at its end.
+func openBrackets(s string) int {
+	depth := 0
+	for _, r := range s {
+		switch r {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth = max(depth-1, 0)
+		}
+	}
+	return depth
 }
 
 // inlineComment returns the text of a '#' comment that follows a value on

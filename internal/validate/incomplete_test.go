@@ -41,6 +41,8 @@ func TestIncompleteness(t *testing.T) {
 		{"GoConstWithoutValue", "a.go", "package a\n\nconst Max", validate.CodeTruncated, 3},
 		{"GoDocCommentCut", "a.go", "package a\n\n// Max is the largest value that", validate.CodeMidSentence, 3},
 		{"GoDirectiveAtEndIsFine", "a.go", "package a\n\n//go:generate stringer -type T\n", "", 0},
+		{"GoDirectiveWithOpenParen", "a.go", "package a\n\n//sys\tLstat(pat", validate.CodeMidStatement, 3},
+		{"GoDirectiveWithClosedParensIsFine", "a.go", "package a\n\n//sys\tLstat(path string) (err error)\n", "", 0},
 		{"GoWordCut", "a.go", "package a\n\nimport \"fmt\"\n\nvar x = fmt.Sprint(1)\n\nvar y = fm", validate.CodeMidWord, 7},
 		{"JSIdleStatement", "a.js", "const a = require('a')\nmodule.exp", validate.CodeMidStatement, 2},
 		{"JSKeywordPrefix", "a.js", "const a = 1\nconst b = requ", validate.CodeMidWord, 2},

@@ -95,6 +95,7 @@ func newRootCmd() *cobra.Command {
 		newFinalizeCmd(g),
 		newAbortCmd(g),
 		newUndoCmd(g),
+		newTxCmd(g),
 		newSessionsCmd(g),
 		newToolsCmd(g),
 		newStreamCmd(g),

@@ -195,3 +195,53 @@ func TestWriteEditFromStdin(t *testing.T) {
 		t.Fatalf("file after the edit: %q", got)
 	}
 }
+
+func TestWriteMultiFileEnvelope(t *testing.T) {
+	d := testdaemon.Start(t)
+	main := filepath.Join(d.Root, "main.go")
+	orig := "package main\n\nfunc main() {\n\tprintln(1)\n}\n"
+	os.WriteFile(main, []byte(orig), 0o644)
+	os.WriteFile(filepath.Join(d.Root, "old.txt"), []byte("old\n"), 0o644)
+	envelope := "*** Begin Patch\n*** Update File: main.go\n@@\n-\tprintln(1)\n+\tprintln(2)\n" +
+		"*** Add File: new.txt\n+new\n*** Delete File: old.txt\n*** End Patch\n"
+	code, out, errOut := orionctl(t, d.Socket, envelope, "write", "--op", "edit", "--workspace-root", d.Root, main)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"3 files", "update", "add", "delete"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if got, _ := os.ReadFile(main); !strings.Contains(string(got), "println(2)") {
+		t.Errorf("main.go: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root, "old.txt")); err == nil {
+		t.Error("old.txt still there")
+	}
+}
+
+func TestTxWrite(t *testing.T) {
+	d := testdaemon.Start(t)
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "a"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "b"), []byte("{\"b\": 1}\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "bad"), []byte("{\"b\": \n"), 0o644)
+	a, b := filepath.Join(d.Root, "a.txt"), filepath.Join(d.Root, "b.json")
+
+	// One file that fails validation keeps the other from being written.
+	code, _, errOut := orionctl(t, d.Socket, "", "tx", "write", a+"="+filepath.Join(src, "a"), b+"="+filepath.Join(src, "bad"))
+	if code == 0 || !strings.Contains(errOut, "b.json") {
+		t.Fatalf("a refused transaction: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(a); err == nil {
+		t.Fatal("a.txt was written although b.json was refused")
+	}
+	code, out, errOut := orionctl(t, d.Socket, "", "tx", "write", a+"="+filepath.Join(src, "a"), b+"="+filepath.Join(src, "b"))
+	if code != 0 || !strings.Contains(out, "committed: 2 files") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(b); string(got) != "{\"b\": 1}\n" {
+		t.Fatalf("b.json: %q", got)
+	}
+}

@@ -49,7 +49,7 @@ func newBeginCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create, overwrite or append")
+	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create, overwrite, append, patch or edit")
 	f.StringVar(&intent, "intent", "orionctl begin", "what this write is for")
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
 	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)

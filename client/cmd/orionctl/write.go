@@ -38,8 +38,10 @@ finalize, which writes TARGET atomically. A relative TARGET is relative to the
 current directory. Prints a summary: bytes, lines, sha256.
 
 With --op edit, stdin is an edit of TARGET: search/replace blocks, a unified
-diff, or a *** Begin Patch envelope for this one file (the format is
-detected). With --op patch, stdin is the text --patch-spec places.`,
+diff, or a *** Begin Patch envelope (the format is detected). An envelope
+names its own files, relative to --workspace-root (default: the current
+directory), and may add, update, delete and move several: they are written
+all or none. With --op patch, stdin is the text --patch-spec places.`,
 		Example: `  orionctl write docs/guide.md < guide.md
   generate-config | orionctl write --op overwrite config.yaml
   orionctl write --op edit --dry-run main.go < fix.diff`,
@@ -92,7 +94,7 @@ detected). With --op patch, stdin is the text --patch-spec places.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create (fails if TARGET exists), overwrite or append")
+	f.StringVar(&op, "op", string(protocol.OpCreate), "operation: create (fails if TARGET exists), overwrite, append, patch or edit")
 	f.StringVar(&intent, "intent", "orionctl write", "what this write is for, kept with the session")
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
 	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
@@ -145,16 +147,23 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 	if g.json {
 		return printJSON(out, res)
 	}
-	name := res.TargetFile
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, name); err == nil && filepath.IsLocal(rel) {
-			name = rel
-		}
-	}
+	name := displayName(res.TargetFile)
 	if res.DryRun {
 		fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %d bytes, %d lines\n", name, res.Operation, res.Bytes, res.Lines)
 		printChecks(out, res)
 		fmt.Fprint(out, res.Diff)
+		return nil
+	}
+	if len(res.Files) > 0 {
+		fmt.Fprintf(out, "applied the edit to %d files, all or none:\n", len(res.Files))
+		for _, f := range res.Files {
+			to := ""
+			if f.MovedTo != "" {
+				to = " -> " + displayName(f.MovedTo)
+			}
+			fmt.Fprintf(out, "  %-6s %s%s\n", f.Kind, displayName(f.TargetFile), to)
+		}
+		printChecks(out, res)
 		return nil
 	}
 	fmt.Fprintf(out, "wrote %s (%s): %d bytes, %d lines, mode %s\nsha256 %s\n",
@@ -167,6 +176,17 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 		fmt.Fprintf(out, "ignored %d bytes after the end marker: %q\n", res.TrailingBytes, res.TrailingPreview)
 	}
 	return nil
+}
+
+// displayName shows a path relative to the current directory when it lies
+// inside it.
+func displayName(path string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+	}
+	return path
 }
 
 // printChecks lists the repairs, validation findings and warnings of a

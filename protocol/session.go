@@ -18,9 +18,10 @@ const (
 // Operations lists the operations the daemon accepts, in documentation order.
 var Operations = []Operation{OpCreate, OpOverwrite, OpAppend, OpPatch, OpEdit}
 
-// WholeFileOperations are the operations WritePlanTool_begin offers the
-// model: the streamed content is the file (or its end). patch and edit are
-// served to clients that ask for them; the tool does not offer them yet.
+// WholeFileOperations are the operations whose streamed content is the
+// file (or its end) and that need nothing besides the content: the ones a
+// recovery spool entry may name, since its metadata.json has no place for a
+// patch_spec. WritePlanTool_begin offers all of Operations.
 var WholeFileOperations = []Operation{OpCreate, OpOverwrite, OpAppend}
 
 // Stage is where a session stands in its lifecycle.
@@ -49,7 +50,8 @@ type BeginParams struct {
 	Intent string `json:"intent,omitempty"`
 	// TargetFile is absolute, or relative to WorkspaceRoot.
 	TargetFile string `json:"target_file"`
-	// Operation is one of create, overwrite, append.
+	// Operation is one of Operations: create, overwrite, append, patch,
+	// edit.
 	Operation Operation `json:"operation"`
 	// WorkspaceRoot is the directory a relative TargetFile resolves against.
 	// It must itself lie inside an allowed root.

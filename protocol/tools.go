@@ -23,19 +23,23 @@ type ToolsResult struct {
 
 // WritePlanToolBegin returns the definition of WritePlanTool_begin. It
 // carries metadata only: there is deliberately no content parameter, because
-// large content inside a JSON string argument is what breaks.
+// large content inside a JSON string argument is what breaks. A patch says
+// where its text goes in patch_spec, a small object; the text itself, like
+// an edit, is streamed after the call.
 func WritePlanToolBegin() ToolDefinition {
-	ops := make([]string, len(WholeFileOperations))
-	for i, op := range WholeFileOperations {
+	ops := make([]string, len(Operations))
+	for i, op := range Operations {
 		ops[i] = string(op)
 	}
 	return ToolDefinition{
 		Type: "function",
 		Function: FunctionSpec{
 			Name: ToolName,
-			Description: "Start writing a file. Call this with metadata only, never with the file's content. " +
-				"The result gives you an end marker. Then write the complete file content as plain assistant " +
-				"text (no JSON, no code fence, no commentary), and finish with the end marker on a line of its own.",
+			Description: "Start writing or changing a file. Call this with metadata only, never with the file's content. " +
+				"The result gives you an end marker. Then write the content as plain assistant text " +
+				"(no JSON, no code fence, no commentary), and finish with the end marker on a line of its own. " +
+				"The content is the whole file (create, overwrite), the text to add (append), " +
+				"the new text for the place patch_spec names (patch), or the edit itself (edit).",
 			Parameters: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
@@ -44,19 +48,74 @@ func WritePlanToolBegin() ToolDefinition {
 						"description": "One sentence saying what this write does and why.",
 					},
 					"target_file": map[string]any{
-						"type":        "string",
-						"description": "Path of the file to write, relative to the workspace root.",
+						"type": "string",
+						"description": "Path of the file to write, relative to the workspace root. " +
+							"For an edit written as a *** Begin Patch envelope, an existing file the envelope updates; the envelope's own paths say which files change.",
 					},
 					"operation": map[string]any{
-						"type":        "string",
-						"enum":        ops,
-						"description": "create: new file, fails if it exists. overwrite: replace the whole file. append: add to the end.",
+						"type": "string",
+						"enum": ops,
+						"description": "create: new file, fails if it exists. overwrite: replace the whole file. append: add to the end. " +
+							"patch: change one part of an existing file; patch_spec says where, and your text is the new text for that place. " +
+							"edit: change an existing file; your text is the edit, in one of three formats: " +
+							"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE; several blocks, applied in order), " +
+							"a unified diff (---/+++ header, @@ hunks with context lines), " +
+							"or a *** Begin Patch ... *** End Patch envelope (*** Add File:, *** Update File: with @@ context, *** Delete File:, *** Move to:), " +
+							"which may touch several files and is applied all or nothing.",
 					},
+					"patch_spec": patchSpecSchema(),
 				},
 				"required":             []string{"intent", "target_file", "operation"},
 				"additionalProperties": false,
 			},
 		},
+	}
+}
+
+// patchSpecSchema describes patch_spec (see PatchSpec): the type and the
+// fields each type takes.
+func patchSpecSchema() map[string]any {
+	integer := func(desc string) map[string]any { return map[string]any{"type": "integer", "description": desc} }
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	boolean := func(desc string) map[string]any { return map[string]any{"type": "boolean", "description": desc} }
+	return map[string]any{
+		"type": "object",
+		"description": "Required with operation patch, left out otherwise: where your text goes. " +
+			"Lines are 1-based and inclusive. A marker or pattern must match exactly once unless count says otherwise; " +
+			"when it does not, nothing is written and the error lists the matches.",
+		"properties": map[string]any{
+			"type": map[string]any{
+				"type": "string",
+				"enum": []string{
+					"insert_before_line", "insert_after_line", "replace_lines", "prepend",
+					"insert_before_marker", "insert_after_marker", "replace_block", "replace_pattern", "replace_all",
+				},
+				"description": "insert_before_line, insert_after_line: at line (insert_after_line with line 0 inserts at the top). " +
+					"replace_lines: lines start_line to end_line. prepend: at the top. " +
+					"insert_before_marker, insert_after_marker: before the line where marker starts, after the line where it ends. " +
+					"replace_block: from the line with start_marker through the next line with end_marker, those lines included unless keep_markers. " +
+					"replace_pattern: matches of the regular expression pattern. replace_all: occurrences of the literal text pattern.",
+			},
+			"line":         integer("The line of insert_before_line and insert_after_line."),
+			"start_line":   integer("First line replace_lines replaces."),
+			"end_line":     integer("Last line replace_lines replaces."),
+			"marker":       str("Text that locates insert_before_marker and insert_after_marker."),
+			"start_marker": str("Text on the first line of the block replace_block replaces."),
+			"end_marker":   str("Text on the last line of that block."),
+			"pattern":      str("replace_pattern: a regular expression (RE2). replace_all: literal text."),
+			"regex":        boolean("Makes marker, start_marker and end_marker regular expressions (RE2) instead of literal text."),
+			"count": map[string]any{
+				"anyOf": []any{
+					map[string]any{"type": "integer", "minimum": 1},
+					map[string]any{"type": "string", "enum": []string{"all"}},
+				},
+				"description": `How many matches replace_pattern and replace_all must find: a number, or "all" for any number. Default: 1 for replace_pattern, all for replace_all.`,
+			},
+			"keep_markers": boolean("replace_block: keep the start_marker and end_marker lines and replace only the lines between them."),
+			"expand":       boolean("replace_pattern: expand $1 and ${name} in your text. Off by default, since code often contains $."),
+		},
+		"required":             []string{"type"},
+		"additionalProperties": false,
 	}
 }
 

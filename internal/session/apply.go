@@ -13,6 +13,7 @@ import (
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -105,6 +106,15 @@ type txRecord struct {
 
 func (m *Manager) putTx(tx *txRecord) error {
 	tx.UpdatedAt = m.cfg.Clock.Now()
+	files := make([]string, len(tx.Files))
+	for i, c := range tx.Files {
+		files[i] = string(c.Kind) + " " + c.Path
+	}
+	for _, id := range tx.Sessions {
+		// One event per session, so a session's trace shows its transaction.
+		m.cfg.Trace.Record(trace.Event{Time: tx.UpdatedAt, Type: "tx.stage", SessionID: id, Fields: map[string]any{
+			"tx_id": tx.ID, "stage": tx.Stage, "files": files, "error": tx.Error}})
+	}
 	b, err := json.Marshal(tx)
 	if err != nil {
 		return ioError("", "encoding the transaction record", err)
@@ -345,7 +355,9 @@ func (m *Manager) reopenMembers(tx *txRecord) {
 	for _, id := range tx.Sessions {
 		if e, err := m.lookup(id); err == nil {
 			e.mu.Lock()
-			m.watch(e)
+			if e.rec.acceptsContent() {
+				m.watch(e)
+			}
 			e.mu.Unlock()
 		}
 	}

@@ -228,12 +228,24 @@ func EndMarker(id string) string {
 // Instructions is the text the model receives as the WritePlanTool_begin
 // result: what to write, how, and how to end.
 func Instructions(target string, op protocol.Operation, marker string) string {
+	end := fmt.Sprintf("When you are finished, write %s on a line of its own.", marker)
+	switch op {
+	case protocol.OpPatch:
+		return fmt.Sprintf("Now output only the text to insert into %s, or to put in place of what patch_spec names, "+
+			"as plain text: not the rest of the file, no JSON, no code fence around it, no explanation before or after it. %s", target, end)
+	case protocol.OpEdit:
+		return fmt.Sprintf("Now output the edit to %s as plain text, in one of three formats: "+
+			"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE; "+
+			"several blocks are applied in order), a unified diff (---/+++ header, @@ hunks with context lines), "+
+			"or a *** Begin Patch ... *** End Patch envelope, which may touch several files and is applied all or nothing. "+
+			"No JSON, no code fence around it, no explanation before or after it. %s", target, end)
+	}
 	what := "the complete content of " + target
 	if op == protocol.OpAppend {
 		what = "only the text to add to the end of " + target
 	}
 	return fmt.Sprintf("Now output %s as plain text: no JSON, no code fence around the whole file, "+
-		"no explanation before or after it. When you are finished, write %s on a line of its own.", what, marker)
+		"no explanation before or after it. %s", what, end)
 }
 
 // Begin opens a session after checking the operation and the target.

@@ -22,10 +22,12 @@ const (
 )
 
 // argValue is one member's value: its JSON kind and, for strings, the
-// decoded text.
+// decoded text; for objects and arrays, the raw text (skipped loosely: it
+// may still not be valid JSON).
 type argValue struct {
 	kind string // string, number, boolean, null, object, array
 	str  string
+	raw  string
 }
 
 // argsScan is what scanArgs found.
@@ -155,11 +157,13 @@ func (sc *argsScanner) value() argValue {
 	case c == '"':
 		return argValue{kind: "string", str: sc.str()}
 	case c == '{' || c == '[':
+		start := sc.i
 		sc.nested()
+		raw := string(sc.in[start:sc.i])
 		if c == '{' {
-			return argValue{kind: "object"}
+			return argValue{kind: "object", raw: raw}
 		}
-		return argValue{kind: "array"}
+		return argValue{kind: "array", raw: raw}
 	case c == 't':
 		sc.literal("true")
 		return argValue{kind: "boolean"}

@@ -32,9 +32,13 @@ func argsOutcome(raw string) any {
 		if ignored == nil {
 			ignored = []string{}
 		}
-		v = map[string]any{"params": map[string]string{
+		params := map[string]any{
 			"intent": a.params.Intent, "target_file": a.params.TargetFile, "operation": string(a.params.Operation),
-		}, "ignored": ignored}
+		}
+		if a.params.PatchSpec != nil {
+			params["patch_spec"] = a.params.PatchSpec
+		}
+		v = map[string]any{"params": params, "ignored": ignored}
 	}
 	b, _ := json.Marshal(v)
 	var out any
@@ -99,6 +103,7 @@ func FuzzScanArgsMatchesEncodingJSON(f *testing.F) {
 	f.Add(`{"intent":"a","target_file":"b","operation":"create"}`)
 	f.Add(`{"x":[1,{"y":"}"}],"z":null,"w":-1.5e3}`)
 	f.Add(`{"s":"\ud83d\ude80\u00e9\n"}`)
+	f.Add(`{"operation":"patch","patch_spec":{"type":"replace_all","pattern":"a\"}","count":"all"}}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		sc := scanArgs(s)
 		var m map[string]any
@@ -112,6 +117,14 @@ func FuzzScanArgsMatchesEncodingJSON(f *testing.F) {
 			for k, v := range m {
 				if str, ok := v.(string); ok && sc.fields[k].str != str {
 					t.Fatalf("%q: member %q is %q, scanner %q", s, k, str, sc.fields[k].str)
+				}
+				// An object's raw text (what patch_spec passes on) is the
+				// same value.
+				if obj, ok := v.(map[string]any); ok {
+					var raw any
+					if err := json.Unmarshal([]byte(sc.fields[k].raw), &raw); err != nil || !reflect.DeepEqual(raw, any(obj)) {
+						t.Fatalf("%q: member %q is %v, scanner's raw text %q", s, k, obj, sc.fields[k].raw)
+					}
 				}
 			}
 		}

@@ -99,6 +99,44 @@ var recipes = map[string]func() string{
 		return r.String()
 	},
 
+	// A file is created, then changed part by part: a patch whose
+	// patch_spec arrives in fragments (only the new line is streamed), then
+	// an edit streamed as a search/replace block.
+	"patch_and_edit": func() string {
+		r := newRecorder()
+		r.start()
+		r.toolStart(0, "call_create", "WritePlanTool_begin")
+		r.toolArgs(0, beginArgs("Write the config", "config.txt", "create"))
+		r.finish("tool_calls")
+
+		r.start()
+		r.content(lines("name = orion\nport = 8080\nmode = dev\n")...)
+		r.content("{{marker}}\n", "Created config.txt.")
+		r.finish("stop")
+
+		r.start()
+		r.toolStart(0, "call_patch", "WritePlanTool_begin")
+		args := `{"intent": "Move to port 9090", "target_file": "config.txt", "operation": "patch", ` +
+			`"patch_spec": {"type": "replace_lines", "start_line": 2, "end_line": 2}}`
+		r.toolArgs(0, split(args, 7, 13, 2, 29)...)
+		r.finish("tool_calls")
+
+		r.start()
+		r.content("port = 9090\n", "{{marker}}\n")
+		r.finish("stop")
+
+		r.start()
+		r.toolStart(0, "call_edit", "WritePlanTool_begin")
+		r.toolArgs(0, beginArgs("Switch to production mode", "config.txt", "edit"))
+		r.finish("tool_calls")
+
+		r.start()
+		r.content(lines("<<<<<<< SEARCH\nmode = dev\n=======\nmode = prod\n>>>>>>> REPLACE\n")...)
+		r.content("{{marker}}\n", "Done.")
+		r.finish("stop")
+		return r.String()
+	},
+
 	// The marker split across deltas, after look-alikes that are content:
 	// a marker with text after it, and one quoted inside a line.
 	"marker_split": func() string {

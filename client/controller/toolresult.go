@@ -48,12 +48,20 @@ type beginFailed struct {
 }
 
 // resendArgs shows the model the exact call to make: what it sent that was
-// usable, and a <placeholder> for each part it must supply.
+// usable, and a <placeholder> for each part it must supply. PatchSpec is
+// there for a patch only: the object sent, or a placeholder.
 type resendArgs struct {
 	Intent     string `json:"intent"`
 	TargetFile string `json:"target_file"`
 	Operation  string `json:"operation"`
+	PatchSpec  any    `json:"patch_spec,omitempty"`
 }
+
+// Placeholders of resendArgs for what did not arrive usable.
+const (
+	operationPlaceholder = "<create, overwrite, append, patch or edit>"
+	patchSpecPlaceholder = `<object saying where your text goes, e.g. {"type": "replace_lines", "start_line": 3, "end_line": 5}>`
+)
 
 // beginArgs are the parsed arguments of a WritePlanTool_begin call, or the
 // failure to send back instead.
@@ -66,6 +74,43 @@ type beginArgs struct {
 const resendAdvice = `Call WritePlanTool_begin again with complete JSON arguments: exactly the three string fields shown in "resend", ` +
 	`replacing any <...> placeholder. Put no file content in the arguments: you write the content as plain text after the call.`
 
+// patchResendAdvice is resendAdvice for a resend that carries a patch_spec.
+const patchResendAdvice = `Call WritePlanTool_begin again with complete JSON arguments: exactly the fields shown in "resend", with patch_spec as a JSON object, ` +
+	`replacing any <...> placeholder. Put no file content in the arguments: you write the text as plain text after the call.`
+
+// patchSpecArg is what arrived as patch_spec.
+type patchSpecArg struct {
+	sent    bool            // a value other than null arrived
+	obj     json.RawMessage // the object, when it is one and valid JSON
+	empty   bool            // obj is {}
+	problem string          // why what arrived is not a usable object
+}
+
+func readPatchSpec(sc argsScan) patchSpecArg {
+	v, ok := sc.fields["patch_spec"]
+	if !ok || v.kind == "null" {
+		return patchSpecArg{}
+	}
+	if v.kind != "object" {
+		return patchSpecArg{sent: true, problem: fmt.Sprintf(`"patch_spec" must be an object, not %s`, article(v.kind))}
+	}
+	// The scanner skips nested values loosely; the daemon needs valid JSON.
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v.raw), &m); err != nil {
+		return patchSpecArg{sent: true, problem: `"patch_spec" is not valid JSON`}
+	}
+	return patchSpecArg{sent: true, obj: json.RawMessage(v.raw), empty: len(m) == 0}
+}
+
+// resend is the patch_spec to show in a resend: the object sent, or a
+// placeholder.
+func (p patchSpecArg) resend() any {
+	if p.obj != nil && !p.empty {
+		return p.obj
+	}
+	return patchSpecPlaceholder
+}
+
 // parseBeginArgs checks a WritePlanTool_begin call's arguments. Whatever
 // is wrong, the result says what to resend; it never degrades to "{}".
 func parseBeginArgs(raw string) beginArgs {
@@ -73,7 +118,7 @@ func parseBeginArgs(raw string) beginArgs {
 	resend := &resendArgs{
 		Intent:     "<one sentence: what this write does>",
 		TargetFile: "<path of the file to write>",
-		Operation:  "<create, overwrite or append>",
+		Operation:  operationPlaceholder,
 	}
 	if v, ok := sc.fields["intent"]; ok && v.kind == "string" && v.str != "" {
 		resend.Intent = v.str
@@ -84,8 +129,16 @@ func parseBeginArgs(raw string) beginArgs {
 	if v, ok := sc.fields["operation"]; ok && v.kind == "string" && knownOperation(v.str) {
 		resend.Operation = v.str
 	}
+	spec := readPatchSpec(sc)
+	if resend.Operation == string(protocol.OpPatch) {
+		resend.PatchSpec = spec.resend()
+	}
 	fail := func(code, msg string) beginArgs {
-		return beginArgs{failed: &beginFailed{Error: code, Message: msg + " " + resendAdvice, Resend: resend, Received: preview(raw)}}
+		advice := resendAdvice
+		if resend.PatchSpec != nil {
+			advice = patchResendAdvice
+		}
+		return beginArgs{failed: &beginFailed{Error: code, Message: msg + " " + advice, Resend: resend, Received: preview(raw)}}
 	}
 	switch sc.status {
 	case argsEmpty:
@@ -124,7 +177,21 @@ func parseBeginArgs(raw string) beginArgs {
 	}
 	intent, target, op := str("intent"), str("target_file"), str("operation")
 	if op != "" && !knownOperation(op) {
-		problems = append(problems, fmt.Sprintf(`"operation" must be create, overwrite or append, not "%s"`, op))
+		problems = append(problems, fmt.Sprintf(`"operation" must be create, overwrite, append, patch or edit, not "%s"`, op))
+	}
+	switch patch := op == string(protocol.OpPatch); {
+	case patch && !spec.sent:
+		problems = append(problems, `"patch_spec" is missing: operation patch needs it to say where your text goes`)
+	case patch && spec.problem != "":
+		problems = append(problems, spec.problem)
+	case patch && spec.empty:
+		problems = append(problems, `"patch_spec" is empty: operation patch needs its type and fields to say where your text goes`)
+	case !patch && knownOperation(op) && spec.sent && !spec.empty:
+		// Text meant for one place would replace or extend the whole file.
+		problems = append(problems, fmt.Sprintf(`"patch_spec" goes only with operation patch, not "%s": `+
+			`use patch to change only the part it names, or leave patch_spec out`, op))
+		resend.Operation = fmt.Sprintf("<patch, or %s without patch_spec>", op)
+		resend.PatchSpec = spec.resend()
 	}
 	if len(problems) > 0 {
 		return fail(ErrArgumentsInvalid, "The arguments of WritePlanTool_begin are incomplete: "+
@@ -132,19 +199,20 @@ func parseBeginArgs(raw string) beginArgs {
 	}
 	var ignored []string
 	for name := range sc.fields {
-		if name != "intent" && name != "target_file" && name != "operation" {
+		if name != "intent" && name != "target_file" && name != "operation" && name != "patch_spec" {
 			ignored = append(ignored, name)
 		}
 	}
 	slices.Sort(ignored)
-	return beginArgs{
-		params:  protocol.BeginParams{Intent: intent, TargetFile: target, Operation: protocol.Operation(op)},
-		ignored: ignored,
+	p := protocol.BeginParams{Intent: intent, TargetFile: target, Operation: protocol.Operation(op)}
+	if op == string(protocol.OpPatch) {
+		p.PatchSpec = spec.obj
 	}
+	return beginArgs{params: p, ignored: ignored}
 }
 
 func knownOperation(op string) bool {
-	return slices.Contains(protocol.WholeFileOperations, protocol.Operation(op))
+	return slices.Contains(protocol.Operations, protocol.Operation(op))
 }
 
 func article(kind string) string {
@@ -219,6 +287,10 @@ func refusalAdvice(reason string) string {
 		return "Choose a target_file in a directory that exists."
 	case protocol.ReasonIsDirectory, protocol.ReasonSpecialFile:
 		return "Choose a target_file that is a regular file."
+	case protocol.ReasonTargetMissing:
+		return `patch and edit change an existing file: use "operation": "create" to write a new one, or choose a target_file that exists.`
+	case protocol.ReasonInvalidPatchSpec:
+		return "Correct patch_spec as this says and call WritePlanTool_begin again."
 	}
 	return ""
 }
@@ -230,7 +302,8 @@ func toJSON(v any) string {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// Only plain strings and bools are encoded here.
+		// Only strings, bools and patch_spec objects already checked to be
+		// valid JSON are encoded here.
 		panic(err)
 	}
 	return strings.TrimSuffix(b.String(), "\n")

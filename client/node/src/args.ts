@@ -9,7 +9,10 @@ export type ArgsStatus = "ok" | "empty" | "truncated" | "malformed";
 
 export interface ArgValue {
   kind: "string" | "number" | "boolean" | "null" | "object" | "array";
+  /** The decoded text of a string. */
   str: string;
+  /** The raw text of an object or array (skipped loosely: it may still not be valid JSON). */
+  raw?: string;
 }
 
 export interface ArgsScan {
@@ -99,8 +102,9 @@ class Scanner {
     const c = this.peek();
     if (c === '"') return { kind: "string", str: this.str() };
     if (c === "{" || c === "[") {
+      const start = this.i;
       this.nested();
-      return { kind: c === "{" ? "object" : "array", str: "" };
+      return { kind: c === "{" ? "object" : "array", str: "", raw: this.input.slice(start, this.i).join("") };
     }
     if (c === "t") return this.literal("true", "boolean");
     if (c === "f") return this.literal("false", "boolean");

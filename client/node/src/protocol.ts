@@ -12,6 +12,10 @@ export const Methods = {
   sessionResume: "session.resume",
   sessionContinue: "session.continue",
   sessionClean: "session.clean",
+  txBegin: "tx.begin",
+  txCommit: "tx.commit",
+  txAbort: "tx.abort",
+  txGet: "tx.get",
   daemonStatus: "daemon.status",
   toolsDefinitions: "tools.definitions",
 } as const;
@@ -27,8 +31,41 @@ export const Notifications = {
 /** The one tool the model sees. */
 export const ToolName = "WritePlanTool_begin";
 
-export type Operation = "create" | "overwrite" | "append";
-export const Operations: readonly Operation[] = ["create", "overwrite", "append"];
+/**
+ * create, overwrite and append stream the file (or its end); patch streams
+ * the new text for the place patch_spec names; edit streams the edit itself
+ * (search/replace blocks, a unified diff or a *** Begin Patch envelope).
+ */
+export type Operation = "create" | "overwrite" | "append" | "patch" | "edit";
+export const Operations: readonly Operation[] = ["create", "overwrite", "append", "patch", "edit"];
+
+export type PatchType =
+  | "insert_before_line"
+  | "insert_after_line"
+  | "replace_lines"
+  | "prepend"
+  | "insert_before_marker"
+  | "insert_after_marker"
+  | "replace_block"
+  | "replace_pattern"
+  | "replace_all";
+
+/** patch_spec of operation patch: where the streamed text goes. The daemon checks it. */
+export interface PatchSpec {
+  type: PatchType;
+  line?: number;
+  start_line?: number;
+  end_line?: number;
+  marker?: string;
+  start_marker?: string;
+  end_marker?: string;
+  pattern?: string;
+  regex?: boolean;
+  /** A positive number, or "all". */
+  count?: number | string;
+  keep_markers?: boolean;
+  expand?: boolean;
+}
 
 export type Stage =
   | "awaiting_content"
@@ -56,6 +93,9 @@ export const ErrorCodes = {
   invalidOperation: -32010,
   io: -32011,
   targetChanged: -32012,
+  editFailed: -32014,
+  txNotFound: -32015,
+  txFailed: -32016,
 } as const;
 
 /** Stable reasons carried in an error's data. */
@@ -84,6 +124,15 @@ export const Reasons = {
   targetChanged: "target_changed",
   notTruncated: "session_not_truncated",
   alreadyContinued: "session_already_continued",
+  editFailed: "edit_failed",
+  invalidPatchSpec: "invalid_patch_spec",
+  targetMissing: "target_missing",
+  txNotFound: "tx_not_found",
+  txState: "tx_state",
+  txMember: "tx_member",
+  txRefused: "tx_refused",
+  txRolledBack: "tx_rolled_back",
+  duplicateTarget: "duplicate_target",
   io: "io_error",
   internal: "internal_error",
 } as const;
@@ -97,6 +146,9 @@ export interface ErrorData {
   path?: string;
   allowed_roots?: string[];
   method?: string;
+  edit?: EditResult;
+  tx_id?: string;
+  files?: FileError[];
 }
 
 export interface BeginParams {
@@ -109,6 +161,10 @@ export interface BeginParams {
   expected_lines?: number;
   expected_bytes?: number;
   truncation_policy?: TruncationPolicy;
+  /** Required with operation patch. */
+  patch_spec?: PatchSpec;
+  must_exist?: boolean;
+  backup_required?: boolean;
 }
 
 export interface BeginResult {
@@ -164,6 +220,98 @@ export interface FinalizeResult {
   mode: string;
   continued_sessions?: string[];
   warnings?: Warning[];
+  /** What a patch or edit did, per block or hunk. */
+  edit?: EditResult;
+  backup_id?: string;
+  dry_run?: boolean;
+  diff?: string;
+  tx_id?: string;
+  /** Every file a multi-file edit changed. */
+  files?: FileChange[];
+}
+
+/** The outcome of one block or hunk of an edit. */
+export interface EditBlock {
+  index: number;
+  path?: string;
+  /** applied, already_applied, no_match, ambiguous, context_mismatch, overlap, out_of_range, count_mismatch, conflict. */
+  status: string;
+  start_line?: number;
+  end_line?: number;
+  matches?: number[];
+  message?: string;
+}
+
+/** What a patch or edit did. */
+export interface EditResult {
+  /** patch, search_replace, unified_diff or begin_patch. */
+  format: string;
+  changed: boolean;
+  blocks: EditBlock[];
+}
+
+/** One file a multi-file edit changed: kind add, update, delete or move. */
+export interface FileChange {
+  kind: string;
+  target_file: string;
+  moved_to?: string;
+  bytes: number;
+  sha256?: string;
+}
+
+/** What went wrong with one file of a transaction or a multi-file edit. */
+export interface FileError {
+  session_id?: string;
+  target_file: string;
+  code: number;
+  reason: string;
+  message: string;
+  edit?: EditResult;
+}
+
+/** open -> committing -> committed, or rolled_back, needs_corrections, aborted. */
+export type TxStage = "open" | "committing" | "committed" | "rolled_back" | "needs_corrections" | "aborted";
+
+/** tx.begin: one session per file, each as session.begin takes it. */
+export interface TxBeginParams {
+  intent?: string;
+  /** The default for files that give none. */
+  workspace_root?: string;
+  files: BeginParams[];
+}
+
+/** The sessions to stream each file's content into, in the order of the files. */
+export interface TxBeginResult {
+  tx_id: string;
+  stage: TxStage;
+  sessions: BeginResult[];
+}
+
+export interface TxCommitParams {
+  tx_id: string;
+  end_of_input?: boolean;
+  force?: boolean;
+  dry_run?: boolean;
+}
+
+/** One summary per file, in the order of the files. */
+export interface TxCommitResult {
+  tx_id: string;
+  stage: TxStage;
+  files: FinalizeResult[];
+  dry_run?: boolean;
+}
+
+/** A transaction, as tx.get and tx.abort return it. */
+export interface TxInfo {
+  tx_id: string;
+  intent?: string;
+  stage: TxStage;
+  sessions: string[];
+  created_at: string;
+  updated_at: string;
+  error?: string;
+  files?: FinalizeResult[];
 }
 
 export interface AbortResult {

@@ -1,9 +1,9 @@
 // Tool results for WritePlanTool_begin, word for word those of
 // client/controller/toolresult.go: the shared fixtures hold both to it.
 
-import { scanArgs } from "./args";
+import { ArgValue, scanArgs } from "./args";
 import { OrionError } from "./errors";
-import { BeginParams, FinalizeResult, Operation, Operations, Reasons } from "./protocol";
+import { BeginParams, FinalizeResult, Operation, Operations, PatchSpec, Reasons } from "./protocol";
 
 /** Errors a WritePlanTool_begin tool result can carry in its "error" field. */
 export const ToolErrors = {
@@ -20,31 +20,71 @@ export interface BeginFailed {
   ok: false;
   error: string;
   message: string;
-  resend?: { intent: string; target_file: string; operation: string };
+  /** The call to make instead; patch_spec for a patch only: the object sent, or a placeholder. */
+  resend?: { intent: string; target_file: string; operation: string; patch_spec?: PatchSpec | string };
   received?: string;
 }
 
 export interface BeginArgs {
-  params?: Pick<BeginParams, "intent" | "target_file" | "operation">;
+  params?: Pick<BeginParams, "intent" | "target_file" | "operation" | "patch_spec">;
   ignored: string[];
   failed?: BeginFailed;
 }
+
+const operationPlaceholder = "<create, overwrite, append, patch or edit>";
+const patchSpecPlaceholder = '<object saying where your text goes, e.g. {"type": "replace_lines", "start_line": 3, "end_line": 5}>';
 
 const resendAdvice =
   'Call WritePlanTool_begin again with complete JSON arguments: exactly the three string fields shown in "resend", ' +
   "replacing any <...> placeholder. Put no file content in the arguments: you write the content as plain text after the call.";
 
+/** patchResendAdvice is resendAdvice for a resend that carries a patch_spec. */
+const patchResendAdvice =
+  'Call WritePlanTool_begin again with complete JSON arguments: exactly the fields shown in "resend", with patch_spec as a JSON object, ' +
+  "replacing any <...> placeholder. Put no file content in the arguments: you write the text as plain text after the call.";
+
 function knownOperation(op: string): op is Operation {
   return (Operations as readonly string[]).includes(op);
+}
+
+/** What arrived as patch_spec. */
+interface PatchSpecArg {
+  /** A value other than null arrived. */
+  sent: boolean;
+  /** The object, when it is one and valid JSON. */
+  obj?: PatchSpec;
+  /** obj is {}. */
+  empty: boolean;
+  /** Why what arrived is not a usable object. */
+  problem: string;
+}
+
+function readPatchSpec(fields: Map<string, ArgValue>): PatchSpecArg {
+  const v = fields.get("patch_spec");
+  if (!v || v.kind === "null") return { sent: false, empty: false, problem: "" };
+  if (v.kind !== "object") return { sent: true, empty: false, problem: `"patch_spec" must be an object, not ${article(v.kind)}` };
+  // The scanner skips nested values loosely; the daemon needs valid JSON.
+  let obj: PatchSpec;
+  try {
+    obj = JSON.parse(v.raw ?? "") as PatchSpec;
+  } catch {
+    return { sent: true, empty: false, problem: '"patch_spec" is not valid JSON' };
+  }
+  return { sent: true, obj, empty: Object.keys(obj).length === 0, problem: "" };
+}
+
+/** The patch_spec to show in a resend: the object sent, or a placeholder. */
+function resendSpec(p: PatchSpecArg): PatchSpec | string {
+  return p.obj && !p.empty ? p.obj : patchSpecPlaceholder;
 }
 
 /** parseBeginArgs checks a call's arguments; what is wrong says what to resend. */
 export function parseBeginArgs(raw: string): BeginArgs {
   const sc = scanArgs(raw);
-  const resend = {
+  const resend: NonNullable<BeginFailed["resend"]> = {
     intent: "<one sentence: what this write does>",
     target_file: "<path of the file to write>",
-    operation: "<create, overwrite or append>",
+    operation: operationPlaceholder,
   };
   const f = (name: string) => sc.fields.get(name);
   const intentV = f("intent");
@@ -53,9 +93,12 @@ export function parseBeginArgs(raw: string): BeginArgs {
   if (targetV?.kind === "string" && targetV.str !== "") resend.target_file = targetV.str;
   const opV = f("operation");
   if (opV?.kind === "string" && knownOperation(opV.str)) resend.operation = opV.str;
+  const spec = readPatchSpec(sc.fields);
+  if (resend.operation === "patch") resend.patch_spec = resendSpec(spec);
 
   const fail = (code: string, msg: string): BeginArgs => {
-    const failed: BeginFailed = { ok: false, error: code, message: msg + " " + resendAdvice, resend };
+    const advice = resend.patch_spec !== undefined ? patchResendAdvice : resendAdvice;
+    const failed: BeginFailed = { ok: false, error: code, message: msg + " " + advice, resend };
     const received = preview(raw);
     if (received !== "") failed.received = received;
     return { ignored: [], failed };
@@ -92,7 +135,20 @@ export function parseBeginArgs(raw: string): BeginArgs {
   const target = str("target_file");
   const op = str("operation");
   if (op !== "" && !knownOperation(op)) {
-    problems.push(`"operation" must be create, overwrite or append, not "${op}"`);
+    problems.push(`"operation" must be create, overwrite, append, patch or edit, not "${op}"`);
+  }
+  const patch = op === "patch";
+  if (patch && !spec.sent) {
+    problems.push('"patch_spec" is missing: operation patch needs it to say where your text goes');
+  } else if (patch && spec.problem !== "") {
+    problems.push(spec.problem);
+  } else if (patch && spec.empty) {
+    problems.push('"patch_spec" is empty: operation patch needs its type and fields to say where your text goes');
+  } else if (!patch && knownOperation(op) && spec.sent && !spec.empty) {
+    // Text meant for one place would replace or extend the whole file.
+    problems.push(`"patch_spec" goes only with operation patch, not "${op}": use patch to change only the part it names, or leave patch_spec out`);
+    resend.operation = `<patch, or ${op} without patch_spec>`;
+    resend.patch_spec = resendSpec(spec);
   }
   if (problems.length > 0) {
     return fail(
@@ -100,8 +156,10 @@ export function parseBeginArgs(raw: string): BeginArgs {
       "The arguments of WritePlanTool_begin are incomplete: " + problems.join("; ") + ". No file was started.",
     );
   }
-  const ignored = [...sc.fields.keys()].filter((k) => k !== "intent" && k !== "target_file" && k !== "operation").sort();
-  return { params: { intent, target_file: target, operation: op as Operation }, ignored };
+  const params: NonNullable<BeginArgs["params"]> = { intent, target_file: target, operation: op as Operation };
+  if (patch) params.patch_spec = spec.obj;
+  const ignored = [...sc.fields.keys()].filter((k) => k !== "intent" && k !== "target_file" && k !== "operation" && k !== "patch_spec").sort();
+  return { params, ignored };
 }
 
 function article(kind: string): string {
@@ -156,6 +214,10 @@ function refusalAdvice(reason: string): string {
     case Reasons.isDirectory:
     case Reasons.specialFile:
       return "Choose a target_file that is a regular file.";
+    case Reasons.targetMissing:
+      return 'patch and edit change an existing file: use "operation": "create" to write a new one, or choose a target_file that exists.';
+    case Reasons.invalidPatchSpec:
+      return "Correct patch_spec as this says and call WritePlanTool_begin again.";
   }
   return "";
 }

@@ -21,7 +21,10 @@ const cases = JSON.parse(
 function outcome(raw: string): unknown {
   const a = parseBeginArgs(raw);
   if (a.failed) return JSON.parse(JSON.stringify(a.failed));
-  return { params: { intent: a.params!.intent, target_file: a.params!.target_file, operation: a.params!.operation }, ignored: a.ignored };
+  const p = a.params!;
+  const params: Record<string, unknown> = { intent: p.intent, target_file: p.target_file, operation: p.operation };
+  if (p.patch_spec !== undefined) params.patch_spec = p.patch_spec;
+  return { params, ignored: a.ignored };
 }
 
 for (const c of cases) {

@@ -120,10 +120,14 @@ function filesUnder(root: string): Record<string, string> {
   return out;
 }
 
-/** checkSums: every finalize summary describes the file on disk. */
+/** checkSums: each file's last finalize summary describes the file on disk (an earlier one, the file before a later edit). */
 function checkSums(events: Event[]): void {
+  const last = new Map<string, Event>();
   for (const e of events) {
-    if (e.type !== "finalized" || !e.result) continue;
+    if (e.type === "finalized" && e.result) last.set(e.result.target_file, e);
+  }
+  for (const e of last.values()) {
+    if (!e.result) continue;
     const b = fs.readFileSync(e.result.target_file);
     const sum = createHash("sha256").update(b).digest("hex");
     assert.equal(sum, e.result.file_sha256, `${e.result.target_file}: sha256 of the file`);

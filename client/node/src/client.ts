@@ -29,6 +29,11 @@ import {
   StatusResult,
   ToolDefinition,
   TruncationContext,
+  TxBeginParams,
+  TxBeginResult,
+  TxCommitParams,
+  TxCommitResult,
+  TxInfo,
 } from "./protocol";
 
 /** ClientOptions configure OrionClient.connect. */
@@ -205,6 +210,20 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   }
   clean(p: CleanParams = {}): Promise<CleanResult> {
     return this.call(Methods.sessionClean, p);
+  }
+  /** txBegin opens one session per file; stream each, then txCommit writes all or none. */
+  txBegin(p: TxBeginParams): Promise<TxBeginResult> {
+    return this.call(Methods.txBegin, p);
+  }
+  /** txCommit checks every file, then writes all of them or none. */
+  txCommit(p: TxCommitParams): Promise<TxCommitResult> {
+    return this.call(Methods.txCommit, p);
+  }
+  txAbort(txId: string): Promise<TxInfo> {
+    return this.call(Methods.txAbort, { tx_id: txId });
+  }
+  txGet(txId: string): Promise<TxInfo> {
+    return this.call(Methods.txGet, { tx_id: txId });
   }
   status(): Promise<StatusResult> {
     return this.call(Methods.daemonStatus);

@@ -9,7 +9,8 @@ const (
 	// text.
 	OpPatch Operation = "patch"
 	// OpEdit treats the streamed content as the edit itself: search/replace
-	// blocks, a unified diff, or a single-file *** Begin Patch envelope.
+	// blocks, a unified diff, or a *** Begin Patch envelope, which may touch
+	// several files and is applied as one transaction.
 	OpEdit Operation = "edit"
 )
 

@@ -177,6 +177,13 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		c.OldPerm = uint32(b.perm)
 	}
 
+	// The record names every file before any temp file exists, so that a
+	// crash while staging leaves temp files the next start can find.
+	tx.Files, tx.Stage, tx.Error = changes, txPreparing, ""
+	if err := m.putTx(tx); err != nil {
+		dropBackups()
+		return err
+	}
 	staged := make([]*atomicfile.Staged, len(changes))
 	discard := func() {
 		for _, s := range staged {
@@ -198,6 +205,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		if err != nil {
 			discard()
 			dropBackups()
+			m.unprepare(tx)
 			if errors.Is(err, atomicfile.ErrExists) {
 				return targetExists(c.Path)
 			}
@@ -208,10 +216,11 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		c.NewSHA256, c.NewBytes, c.NewMode = res.SHA256, res.Bytes, uint32(res.Mode)
 	}
 
-	tx.Files, tx.Stage, tx.Error = changes, protocol.TxCommitting, ""
+	tx.Files, tx.Stage = changes, protocol.TxCommitting
 	if err := m.putTx(tx); err != nil {
 		discard()
 		dropBackups()
+		m.unprepare(tx)
 		return err
 	}
 	failpoint.Hit("tx.committing")
@@ -256,15 +265,41 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 // place; an error fails the commit there, as a failing rename would.
 var testHookRenamed func(i int) error
 
+// txPreparing is the stage of a transaction whose new contents are being
+// staged: no target has changed yet. It never leaves the daemon.
+const txPreparing protocol.TxStage = "preparing"
+
+// unprepare returns a transaction whose staging failed (or was cut short by
+// a crash) to where it was: its temp files removed, its files untouched, and
+// committable again.
+func (m *Manager) unprepare(tx *txRecord) {
+	m.cleanTxTemps(tx)
+	tx.Stage = protocol.TxOpen
+	if err := m.putTx(tx); err != nil {
+		m.cfg.Logger.Error("recording an unprepared transaction", "tx", tx.ID, "err", err)
+	}
+}
+
+// cleanTxTemps removes the temp files a transaction staged.
+func (m *Manager) cleanTxTemps(tx *txRecord) {
+	dirs := map[string]bool{}
+	for _, c := range tx.Files {
+		dirs[filepath.Dir(c.Path)] = true
+	}
+	for dir := range dirs {
+		if _, err := atomicfile.CleanTemp(dir, tx.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.cfg.Logger.Warn("cleaning temp files of a transaction", "tx", tx.ID, "err", err)
+		}
+	}
+}
+
 // rollBack puts every file of a committing transaction back as it was,
 // and records the transaction as rolled back. A file that holds neither
 // its old nor its new content was changed by someone else since; it is
 // left alone and logged, since restoring it would lose that change.
 func (m *Manager) rollBack(tx *txRecord, why string) {
-	dirs := map[string]bool{}
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		c := &tx.Files[i]
-		dirs[filepath.Dir(c.Path)] = true
 		now, err := statTarget(c.Path)
 		switch {
 		case err != nil:
@@ -284,11 +319,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 			}
 		}
 	}
-	for dir := range dirs {
-		if _, err := atomicfile.CleanTemp(dir, tx.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			m.cfg.Logger.Warn("cleaning temp files of a rolled-back transaction", "tx", tx.ID, "err", err)
-		}
-	}
+	m.cleanTxTemps(tx)
 	tx.Stage, tx.Error = protocol.TxRolledBack, why
 	if err := m.putTx(tx); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back transaction", "tx", tx.ID, "err", err)
@@ -318,10 +349,12 @@ func (m *Manager) recoverTxs() error {
 	for i := range txs {
 		tx := &txs[i]
 		switch tx.Stage {
+		case txPreparing:
+			m.cfg.Logger.Info("removing what a crash left of a transaction being staged", "tx", tx.ID)
+			m.unprepare(tx)
 		case protocol.TxCommitting:
 			m.cfg.Logger.Info("rolling back a transaction a crash interrupted", "tx", tx.ID, "files", len(tx.Files))
 			m.rollBack(tx, "the daemon stopped while the transaction was being committed")
-			m.reopenMembers(tx)
 		case protocol.TxCommitted:
 			for j, id := range tx.Sessions {
 				e, err := m.lookup(id)
@@ -347,20 +380,6 @@ func (m *Manager) recoverTxs() error {
 		m.txs[tx.ID] = &txEntry{rec: *tx}
 	}
 	return nil
-}
-
-// reopenMembers makes the sessions of a rolled-back transaction
-// finalizable again.
-func (m *Manager) reopenMembers(tx *txRecord) {
-	for _, id := range tx.Sessions {
-		if e, err := m.lookup(id); err == nil {
-			e.mu.Lock()
-			if e.rec.acceptsContent() {
-				m.watch(e)
-			}
-			e.mu.Unlock()
-		}
-	}
 }
 
 func (m *Manager) dropTx(id string) {

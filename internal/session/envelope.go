@@ -192,9 +192,9 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 	m.unwatch(e)
 	if err := m.applyChanges(tx, plan.changes); err != nil {
 		m.watch(e)
-		if tx.Stage == protocol.TxRolledBack {
-			m.dropTx(tx.ID)
-		}
+		// A failed multi-file edit's record is of no more use; its
+		// session (or the undone one) stays as it was.
+		m.dropTx(tx.ID)
 		if pe, ok := err.(*protocol.Error); ok {
 			pe.Data.SessionID = r.ID
 		}
@@ -271,9 +271,9 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 	}
 	tx := &txRecord{ID: r.ID + "-undo", Stage: protocol.TxOpen, Sessions: []string{r.ID}, Edit: true, CreatedAt: m.cfg.Clock.Now()}
 	if err := m.applyChanges(tx, undo); err != nil {
-		if tx.Stage == protocol.TxRolledBack {
-			m.dropTx(tx.ID)
-		}
+		// A failed multi-file edit's record is of no more use; its
+		// session (or the undone one) stays as it was.
+		m.dropTx(tx.ID)
 		return res, err
 	}
 	for _, u := range undo {

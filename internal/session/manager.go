@@ -162,11 +162,13 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading sessions: %w", err)
 	}
-	for _, e := range m.sessions {
-		m.recover(e)
-	}
+	// Transactions first: a roll-back rewrites targets, which sessions
+	// must not see as external changes once they watch them again.
 	if err := m.recoverTxs(); err != nil {
 		return nil, fmt.Errorf("loading transactions: %w", err)
+	}
+	for _, e := range m.sessions {
+		m.recover(e)
 	}
 	m.startJanitor()
 	return m, nil

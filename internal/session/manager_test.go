@@ -296,7 +296,13 @@ func TestConflictBlocksFinalizeUnlessForced(t *testing.T) {
 		name   string
 		change func(h *harness)
 	}{
-		{"WatcherEvent", func(h *harness) { h.mgr.TargetChanged(filepath.Join(h.root, "f.txt"), "write") }},
+		{"WatcherEvent", func(h *harness) {
+			os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("edited\n"), 0o644)
+			h.mgr.TargetChanged(filepath.Join(h.root, "f.txt"), "write")
+			// Put back as it was: the event still counts, since the file
+			// changed while the session saw it.
+			os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("original\n"), 0o644)
+		}},
 		{"HashOnly", func(h *harness) { os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("edited\n"), 0o644) }},
 		{"Deleted", func(h *harness) { os.Remove(filepath.Join(h.root, "f.txt")) }},
 	}
@@ -318,6 +324,19 @@ func TestConflictBlocksFinalizeUnlessForced(t *testing.T) {
 				t.Fatalf("forced finalize wrote %q", got)
 			}
 		})
+	}
+}
+
+// An event for a target that still holds what the session began from (a
+// late event of an earlier write, a roll-back) is not a conflict.
+func TestLateEventForAnUnchangedTargetIsNoConflict(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("original\n"), 0o644)
+	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
+	h.append(b.SessionID, "new\n"+b.EndMarker)
+	h.mgr.TargetChanged(filepath.Join(h.root, "f.txt"), "create")
+	if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID}); err != nil {
+		t.Fatal(err)
 	}
 }
 

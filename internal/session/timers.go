@@ -211,7 +211,8 @@ func (m *Manager) unwatch(e *entry) {
 
 // TargetChanged records an external change to path (kind: write, create,
 // rename, remove, rescan) against every session watching it, and notifies
-// their clients. A rescan re-hashes instead of assuming a change.
+// their clients. Every event is checked against the file itself: only a
+// target that no longer holds what the session began from is a conflict.
 func (m *Manager) TargetChanged(path, kind string) {
 	m.mu.Lock()
 	entries := m.entries()
@@ -224,12 +225,13 @@ func (m *Manager) TargetChanged(path, kind string) {
 			e.mu.Unlock()
 			continue
 		}
-		if kind == "rescan" {
-			now, err := statTarget(path)
-			if err != nil || (now.exists == r.BaseExists && now.sha256 == r.BaseSHA256) {
-				e.mu.Unlock()
-				continue
-			}
+		// An event can arrive late: the rename of a finalize that ended
+		// just before this session began, or a roll-back restoring the
+		// file. A target that still holds what the session began from has
+		// lost nothing, so only a real difference is a conflict.
+		if now, err := statTarget(path); err != nil || (now.exists == r.BaseExists && now.sha256 == r.BaseSHA256) {
+			e.mu.Unlock()
+			continue
 		}
 		r.Conflict = kind
 		r.UpdatedAt = m.cfg.Clock.Now()

@@ -53,6 +53,10 @@ type Report struct {
 	Mismatched    int64 `json:"mismatched_targets"`
 	LeftoverTemps int   `json:"leftover_temp_files"`
 	Reconnects    int64 `json:"reconnects"`
+	// Transactions counts the three-file transactions committed; TornTxs
+	// the times their files were found neither all old nor all new.
+	Transactions int64 `json:"transactions"`
+	TornTxs      int64 `json:"torn_transactions"`
 	// Failures describes each problem found, for the test to print.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -60,7 +64,7 @@ type Report struct {
 // OK reports whether the run found no loss, no torn or wrong target and no
 // leftover temp file.
 func (r *Report) OK() bool {
-	return r.LostBytes == 0 && r.Mismatched == 0 && r.LeftoverTemps == 0 && len(r.Failures) == 0
+	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && len(r.Failures) == 0
 }
 
 type runner struct {
@@ -76,6 +80,7 @@ type runner struct {
 	failures []string
 
 	sessions, chunks, acked, lost, mismatched, reconnects atomic.Int64
+	txs, tornTxs                                          atomic.Int64
 }
 
 // Run performs the crash run.
@@ -120,6 +125,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			r.client(streamCtx, i, rand.New(rand.NewPCG(cfg.Seed, uint64(i))))
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.txClient(streamCtx, rand.New(rand.NewPCG(cfg.Seed, 1<<33)))
+	}()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<32))
 	kills := 0
 	for kills < cfg.Kills && ctx.Err() == nil {
@@ -158,14 +168,16 @@ func (r *runner) snapshot(kills int) Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Report{
-		Kills:      kills,
-		Sessions:   r.sessions.Load(),
-		Chunks:     r.chunks.Load(),
-		AckedBytes: r.acked.Load(),
-		LostBytes:  r.lost.Load(),
-		Mismatched: r.mismatched.Load(),
-		Reconnects: r.reconnects.Load(),
-		Failures:   append([]string(nil), r.failures...),
+		Kills:        kills,
+		Sessions:     r.sessions.Load(),
+		Chunks:       r.chunks.Load(),
+		AckedBytes:   r.acked.Load(),
+		LostBytes:    r.lost.Load(),
+		Mismatched:   r.mismatched.Load(),
+		Reconnects:   r.reconnects.Load(),
+		Transactions: r.txs.Load(),
+		TornTxs:      r.tornTxs.Load(),
+		Failures:     append([]string(nil), r.failures...),
 	}
 }
 
@@ -440,4 +452,139 @@ func findTemps(root string) ([]string, error) {
 		}
 	}
 	return temps, nil
+}
+
+// txFiles are the files the transaction client rewrites together.
+var txFiles = []string{"tx-a.txt", "tx-b.txt", "tx-c.txt"}
+
+// txClient commits one three-file transaction after another, each file
+// starting with the round's generation, and checks after every reconnect
+// (a kill, so possibly mid-commit) that the three files share one
+// generation: all old or all new, never a mix.
+func (r *runner) txClient(ctx context.Context, rng *rand.Rand) {
+	k := &conn{r: r}
+	defer func() {
+		if k.c != nil {
+			k.c.Close()
+		}
+	}()
+	finishCtx := context.WithoutCancel(ctx)
+	for gen := 1; ctx.Err() == nil; gen++ {
+		if err := r.txRound(finishCtx, k, rng, gen); err != nil {
+			r.fail("transaction %d: %v", gen, err)
+			return
+		}
+		r.txs.Add(1)
+	}
+}
+
+func (r *runner) txRound(ctx context.Context, k *conn, rng *rand.Rand, gen int) error {
+	contents := make([]string, len(txFiles))
+	files := make([]protocol.BeginParams, len(txFiles))
+	for i, name := range txFiles {
+		contents[i] = fmt.Sprintf("generation %d\n", gen) + randomContent(rng, 1+rng.IntN(6000))
+		files[i] = protocol.BeginParams{TargetFile: filepath.Join(r.root, name), Operation: protocol.OpOverwrite}
+	}
+	var tx protocol.TxBeginResult
+	for {
+		c, err := k.get(ctx)
+		if err != nil {
+			return err
+		}
+		if tx, err = c.TxBegin(ctx, protocol.TxBeginParams{Intent: "crash test transaction", Files: files}); err == nil {
+			break
+		}
+		if err := k.broken(err); err != nil {
+			return fmt.Errorf("tx.begin: %w", err)
+		}
+		if err := r.checkTxFilesServing(ctx, k, gen-1); err != nil {
+			return err
+		}
+	}
+	for i, s := range tx.Sessions {
+		for {
+			c, err := k.get(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = c.Append(ctx, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: contents[i] + s.EndMarker + "\n"})
+			if err == nil {
+				break
+			}
+			if err := k.broken(err); err != nil {
+				return fmt.Errorf("append: %w", err)
+			}
+			if next, err := r.resume(ctx, k, s.SessionID); err != nil {
+				return err
+			} else if next > 1 {
+				break
+			}
+		}
+	}
+	for {
+		c, err := k.get(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = c.TxCommit(ctx, protocol.TxCommitParams{TxID: tx.TxID})
+		if err == nil {
+			break
+		}
+		if berr := k.broken(err); berr != nil {
+			return fmt.Errorf("tx.commit: %w", berr)
+		}
+		// A kill, maybe in the middle of the commit: whatever the daemon
+		// recovered must be one whole generation.
+		if cerr := r.checkTxFilesServing(ctx, k, gen-1, gen); cerr != nil {
+			return fmt.Errorf("%v (after tx.commit failed with %v)", cerr, err)
+		}
+	}
+	return r.checkTxFiles(gen)
+}
+
+// checkTxFilesServing checks the files once a daemon answers again: it
+// recovers before it opens its socket. A connect alone proves nothing: a
+// killed daemon's listening socket can outlive its connections for a
+// moment, and a connect to it succeeds while the files are exactly as the
+// kill left them.
+func (r *runner) checkTxFilesServing(ctx context.Context, k *conn, accepted ...int) error {
+	for {
+		c, err := k.get(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err = c.Status(ctx); err == nil {
+			break
+		}
+		if err := k.broken(err); err != nil {
+			return fmt.Errorf("daemon.status: %w", err)
+		}
+	}
+	return r.checkTxFiles(accepted...)
+}
+
+// checkTxFiles checks that every transaction file holds one of the
+// accepted generations, the same for all (generation 0: none exist yet).
+func (r *runner) checkTxFiles(accepted ...int) error {
+	var seen []string
+	for _, name := range txFiles {
+		b, err := os.ReadFile(filepath.Join(r.root, name))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			seen = append(seen, "generation 0")
+		case err != nil:
+			return err
+		default:
+			first, _, _ := strings.Cut(string(b), "\n")
+			seen = append(seen, first)
+		}
+	}
+	for _, g := range accepted {
+		want := fmt.Sprintf("generation %d", g)
+		if seen[0] == want && seen[1] == want && seen[2] == want {
+			return nil
+		}
+	}
+	r.tornTxs.Add(1)
+	return fmt.Errorf("transaction files hold %v, want one of generations %v for all three", seen, accepted)
 }

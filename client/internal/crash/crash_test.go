@@ -10,7 +10,8 @@ import (
 )
 
 // TestNothingAcknowledgedIsLostUnderSIGKILL kills the real daemon 50 times
-// while four clients stream, and checks every byte and every target.
+// while four clients stream and a fifth commits three-file transactions,
+// and checks every byte, every target, and that no transaction is torn.
 func TestNothingAcknowledgedIsLostUnderSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash run skipped in -short mode")
@@ -28,12 +29,13 @@ func TestNothingAcknowledgedIsLostUnderSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d",
-		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects)
+	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d, transactions %d",
+		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects, rep.Transactions)
 	if !rep.OK() {
-		t.Fatalf("lost %d bytes, %d wrong targets, %d temp files left:\n%v", rep.LostBytes, rep.Mismatched, rep.LeftoverTemps, rep.Failures)
+		t.Fatalf("lost %d bytes, %d wrong targets, %d torn transactions, %d temp files left:\n%v",
+			rep.LostBytes, rep.Mismatched, rep.TornTxs, rep.LeftoverTemps, rep.Failures)
 	}
-	if rep.Kills != 50 || rep.Sessions == 0 || rep.Reconnects == 0 {
+	if rep.Kills != 50 || rep.Sessions == 0 || rep.Reconnects == 0 || rep.Transactions == 0 {
 		t.Fatalf("the run did not exercise crashes: %+v", rep)
 	}
 }

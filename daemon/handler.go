@@ -31,17 +31,22 @@ type handler struct {
 	inflight *sync.WaitGroup
 }
 
-// Handle is called from the connection's read loop: it only fixes the
-// request's place in its session's queue and hands it to a goroutine.
+// Handle is called from the connection's read loop: it only decodes the
+// params, fixes the request's place in its session's queue and hands it to
+// a goroutine.
 func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
 		// No client notifications are defined yet; $/cancelRequest and
 		// friends are ignored rather than answered, as JSON-RPC requires.
 		return
 	}
+	// Params are decoded once, here: the session key that orders the
+	// request comes from them, and a 1 KiB chunk costs more to scan than
+	// anything else the read loop does.
+	params, decodeErr := decodeParams(req)
 	var wait <-chan struct{}
 	done := func() {}
-	key := sessionKey(req)
+	key := sessionKey(req.Method, params)
 	if key != "" {
 		wait, done = h.order.enqueue(key)
 	}
@@ -53,7 +58,11 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			<-wait
 		}
 		start := time.Now()
-		result, err := h.dispatch(conn, req)
+		var result any
+		err := decodeErr
+		if err == nil {
+			result, err = h.dispatch(conn, req.Method, params)
+		}
 		if err == nil {
 			for _, id := range ownedSessions(result) {
 				h.owners.claim(id, conn)
@@ -99,22 +108,26 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 	h.trace.Record(trace.Event{Time: start, Type: "request", SessionID: key, Method: req.Method, Fields: fields})
 }
 
-// sessionKey peeks at the session a request is about, for ordering.
-func sessionKey(req *jsonrpc2.Request) string {
-	switch req.Method {
+// sessionKey names the session a request is about, for ordering, from its
+// decoded params.
+func sessionKey(method string, params any) string {
+	switch method {
 	case protocol.MethodSessionAppend, protocol.MethodSessionFinalize, protocol.MethodSessionAbort,
 		protocol.MethodSessionResume, protocol.MethodSessionContinue:
 	default:
 		return ""
 	}
-	if req.Params == nil {
-		return ""
+	switch p := params.(type) {
+	case *protocol.AppendParams:
+		return p.SessionID
+	case *protocol.FinalizeParams:
+		return p.SessionID
+	case *protocol.SessionIDParams:
+		return p.SessionID
+	case *protocol.ContinueParams:
+		return p.SessionID
 	}
-	var p protocol.SessionIDParams
-	if json.Unmarshal(*req.Params, &p) != nil {
-		return ""
-	}
-	return p.SessionID
+	return ""
 }
 
 // ownedSessions names the sessions a successful request makes this
@@ -137,108 +150,56 @@ func ownedSessions(result any) []string {
 	return nil
 }
 
-func (h *handler) dispatch(conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
-	switch req.Method {
+// dispatch calls the engine for method with params from decodeParams.
+func (h *handler) dispatch(conn *jsonrpc2.Conn, method string, params any) (any, error) {
+	switch method {
 	case protocol.MethodSessionBegin:
-		var p protocol.BeginParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
-		return h.mgr.Begin(p)
+		return h.mgr.Begin(*params.(*protocol.BeginParams))
 	case protocol.MethodSessionAppend:
-		var p protocol.AppendParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
-		return h.mgr.Append(p)
+		return h.mgr.Append(*params.(*protocol.AppendParams))
 	case protocol.MethodSessionFinalize:
-		var p protocol.FinalizeParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
-		return h.mgr.Finalize(p)
+		return h.mgr.Finalize(*params.(*protocol.FinalizeParams))
 	case protocol.MethodSessionAbort:
-		var p protocol.SessionIDParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.SessionIDParams)
 		return h.mgr.Abort(p.SessionID)
 	case protocol.MethodSessionGet:
-		var p protocol.SessionIDParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.SessionIDParams)
 		return h.mgr.Get(p.SessionID)
 	case protocol.MethodSessionList:
-		var p protocol.ListParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.ListParams)
 		return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
 	case protocol.MethodSessionResume:
-		var p protocol.SessionIDParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.SessionIDParams)
 		return h.mgr.Resume(p.SessionID)
 	case protocol.MethodSessionContinue:
-		var p protocol.ContinueParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.ContinueParams)
 		return h.mgr.Continue(p.SessionID)
 	case protocol.MethodSessionUndo:
-		var p protocol.SessionIDParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.SessionIDParams)
 		return h.mgr.Undo(p.SessionID)
 	case protocol.MethodSessionClean:
-		var p protocol.CleanParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.CleanParams)
 		return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
 	case protocol.MethodTxBegin:
-		var p protocol.TxBeginParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
-		return h.mgr.TxBegin(p)
+		return h.mgr.TxBegin(*params.(*protocol.TxBeginParams))
 	case protocol.MethodTxCommit:
-		var p protocol.TxCommitParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
-		return h.mgr.TxCommit(p)
+		return h.mgr.TxCommit(*params.(*protocol.TxCommitParams))
 	case protocol.MethodTxAbort:
-		var p protocol.TxIDParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.TxIDParams)
 		return h.mgr.TxAbort(p.TxID)
 	case protocol.MethodTxGet:
-		var p protocol.TxIDParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.TxIDParams)
 		return h.mgr.TxGet(p.TxID)
 	case protocol.MethodTraceList:
-		var p protocol.TraceListParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.TraceListParams)
 		if h.traces == nil {
-			return nil, errTracingOff(req.Method)
+			return nil, errTracingOff(method)
 		}
-		return h.traces.List(p)
+		return h.traces.List(*p)
 	case protocol.MethodTraceFollow:
-		var p protocol.TraceFollowParams
-		if err := decode(req, &p); err != nil {
-			return nil, err
-		}
+		p := params.(*protocol.TraceFollowParams)
 		if h.traces == nil {
-			return nil, errTracingOff(req.Method)
+			return nil, errTracingOff(method)
 		}
 		// Events go to this connection, from the tracer's goroutine for
 		// it, until the connection closes.
@@ -256,17 +217,52 @@ func (h *handler) dispatch(conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, err
 		return protocol.ToolsResult{Tools: []protocol.ToolDefinition{protocol.WritePlanToolBegin()}}, nil
 	default:
 		e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
-			"unknown method %q; daemon.status lists the methods this daemon serves", req.Method)
-		e.Data.Method = req.Method
+			"unknown method %q; daemon.status lists the methods this daemon serves", method)
+		e.Data.Method = method
 		return nil, e
 	}
 }
 
-// decode unmarshals params into v. Absent params decode as an empty object,
-// so a missing required field is reported by name rather than as "no params".
-func decode(req *jsonrpc2.Request, v any) error {
-	if req.Params == nil || string(*req.Params) == "null" {
-		return nil
+// newParams returns a pointer to the params type of method, or nil for a
+// method without params.
+func newParams(method string) any {
+	switch method {
+	case protocol.MethodSessionBegin:
+		return new(protocol.BeginParams)
+	case protocol.MethodSessionAppend:
+		return new(protocol.AppendParams)
+	case protocol.MethodSessionFinalize:
+		return new(protocol.FinalizeParams)
+	case protocol.MethodSessionAbort, protocol.MethodSessionGet, protocol.MethodSessionResume, protocol.MethodSessionUndo:
+		return new(protocol.SessionIDParams)
+	case protocol.MethodSessionList:
+		return new(protocol.ListParams)
+	case protocol.MethodSessionContinue:
+		return new(protocol.ContinueParams)
+	case protocol.MethodSessionClean:
+		return new(protocol.CleanParams)
+	case protocol.MethodTxBegin:
+		return new(protocol.TxBeginParams)
+	case protocol.MethodTxCommit:
+		return new(protocol.TxCommitParams)
+	case protocol.MethodTxAbort, protocol.MethodTxGet:
+		return new(protocol.TxIDParams)
+	case protocol.MethodTraceList:
+		return new(protocol.TraceListParams)
+	case protocol.MethodTraceFollow:
+		return new(protocol.TraceFollowParams)
+	}
+	return nil
+}
+
+// decodeParams decodes a request's params into the type its method takes;
+// a method that takes none gets nil. Absent params decode as an empty
+// object, so a missing required field is reported by name rather than as
+// "no params".
+func decodeParams(req *jsonrpc2.Request) (any, error) {
+	v := newParams(req.Method)
+	if v == nil || req.Params == nil || string(*req.Params) == "null" {
+		return v, nil
 	}
 	if err := json.Unmarshal(*req.Params, v); err != nil {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
@@ -276,9 +272,9 @@ func decode(req *jsonrpc2.Request, v any) error {
 		if errors.As(err, &typeErr) {
 			e.Data.Field = typeErr.Field
 		}
-		return e
+		return nil, e
 	}
-	return nil
+	return v, nil
 }
 
 // toRPCError keeps an application error's code, reason and message; an

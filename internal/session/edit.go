@@ -12,8 +12,9 @@ import (
 // checkPartialEdit refuses at begin what a patch or edit can never do: a
 // malformed patch_spec, or a file that is not there to change.
 func checkPartialEdit(p protocol.BeginParams, exists bool, target string) error {
-	partial := p.Operation == protocol.OpPatch || p.Operation == protocol.OpEdit
-	if (p.MustExist || partial) && !exists {
+	// An edit may be a *** Begin Patch envelope that only adds files, so
+	// its target need not exist yet; finalize says so if it was not one.
+	if (p.MustExist || p.Operation == protocol.OpPatch) && !exists {
 		e := protocol.Errorf(protocol.CodeInvalidTarget, protocol.ReasonTargetMissing,
 			"%s does not exist, and operation %s (or must_exist) needs an existing file; use create", target, p.Operation)
 		e.Data.Path = target

@@ -99,6 +99,30 @@ func TestFailedEditNeedsCorrectionsAndResendIsANoOp(t *testing.T) {
 	}
 }
 
+// An edit may name a file that does not exist yet, for an envelope that
+// adds files; anything else finds it missing at finalize.
+func TestEditOfAMissingFile(t *testing.T) {
+	h := newHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "new.go", Operation: protocol.OpEdit})
+	h.append(b.SessionID, "*** Begin Patch\n*** Add File: new.go\n+package x\n*** End Patch\n"+b.EndMarker+"\n")
+	if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.read("new.go"); got != "package x\n" {
+		t.Fatalf("new.go = %q", got)
+	}
+	b = h.begin(protocol.BeginParams{TargetFile: "other.go", Operation: protocol.OpEdit})
+	h.append(b.SessionID, "<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"+b.EndMarker+"\n")
+	if _, reason := code(h.finalizeErr(b.SessionID)); reason != protocol.ReasonTargetMissing {
+		t.Fatalf("search/replace on a missing file: reason %q", reason)
+	}
+}
+
+func (h *harness) finalizeErr(id string) error {
+	_, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: id})
+	return err
+}
+
 func TestPatchSpecAndMustExistAreCheckedAtBegin(t *testing.T) {
 	h := newHarness(t)
 	os.WriteFile(filepath.Join(h.root, "m.go"), []byte(goFile), 0o644)
@@ -109,7 +133,7 @@ func TestPatchSpecAndMustExistAreCheckedAtBegin(t *testing.T) {
 	}{
 		{"NoSpec", protocol.BeginParams{TargetFile: "m.go", Operation: protocol.OpPatch}, protocol.ReasonInvalidPatchSpec},
 		{"UnknownType", protocol.BeginParams{TargetFile: "m.go", Operation: protocol.OpPatch, PatchSpec: json.RawMessage(`{"type":"teleport"}`)}, protocol.ReasonInvalidPatchSpec},
-		{"EditMissingFile", protocol.BeginParams{TargetFile: "nope.go", Operation: protocol.OpEdit}, protocol.ReasonTargetMissing},
+		{"PatchMissingFile", protocol.BeginParams{TargetFile: "nope.go", Operation: protocol.OpPatch, PatchSpec: json.RawMessage(`{"type":"prepend"}`)}, protocol.ReasonTargetMissing},
 		{"MustExist", protocol.BeginParams{TargetFile: "nope.go", Operation: protocol.OpOverwrite, MustExist: true}, protocol.ReasonTargetMissing},
 	}
 	for _, tt := range tests {

@@ -84,6 +84,12 @@ func (m *Manager) check(r *record) (checked, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return checked{}, ioError(r.ID, "reading the current target", err)
 	}
+	if partial && !hasOriginal {
+		pe := protocol.Errorf(protocol.CodeInvalidTarget, protocol.ReasonTargetMissing,
+			"%s does not exist, and a %s changes an existing file; use create, or a *** Begin Patch envelope with *** Add File", r.Target, r.Operation)
+		pe.Data.SessionID, pe.Data.Path = r.ID, r.Target
+		return checked{}, pe
+	}
 	if partial {
 		return m.checkEdit(r, buf.Bytes(), original)
 	}

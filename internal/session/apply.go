@@ -298,6 +298,7 @@ func (m *Manager) cleanTxTemps(tx *txRecord) {
 // its old nor its new content was changed by someone else since; it is
 // left alone and logged, since restoring it would lose that change.
 func (m *Manager) rollBack(tx *txRecord, why string) {
+	restored := make([]bool, len(tx.Files))
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		c := &tx.Files[i]
 		now, err := statTarget(c.Path)
@@ -305,24 +306,37 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 		case err != nil:
 			m.cfg.Logger.Error("reading a file to roll back", "tx", tx.ID, "path", c.Path, "err", err)
 		case c.isOld(now):
+			restored[i] = true
 		case !c.isNew(now):
 			m.cfg.Logger.Warn("not rolling back a file someone else changed", "tx", tx.ID, "path", c.Path)
 		case !c.OldExists:
-			if err := atomicfile.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err := atomicfile.Remove(c.Path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				m.cfg.Logger.Error("removing a file the rolled-back transaction created", "tx", tx.ID, "path", c.Path, "err", err)
 			}
+			restored[i] = err == nil
 		default:
 			_, err := atomicfile.Write(c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
 				m.backupFill(c.BackupID, c.BackupPieces))
 			if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 				m.cfg.Logger.Error("restoring a file of a rolled-back transaction", "tx", tx.ID, "path", c.Path, "err", err)
 			}
+			restored[i] = err == nil
 		}
 	}
 	m.cleanTxTemps(tx)
 	tx.Stage, tx.Error = protocol.TxRolledBack, why
 	if err := m.putTx(tx); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back transaction", "tx", tx.ID, "err", err)
+		return
+	}
+	// A backup is kept only where the old content is not back in place;
+	// a new commit backs the files up again.
+	for i, c := range tx.Files {
+		if restored[i] && c.BackupPieces > 0 {
+			m.dropBackup(c.BackupID, c.BackupPieces)
+			tx.Files[i].BackupPieces = 0
+		}
 	}
 	m.cfg.Logger.Info("transaction rolled back", "tx", tx.ID, "why", why)
 }

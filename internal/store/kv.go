@@ -25,24 +25,41 @@ func checkBucket(name string) error {
 // PutKV stores kvs in the named bucket, creating it if needed, in one
 // durable transaction shared with concurrent writes (group commit).
 func (s *Store) PutKV(bucket string, kvs []KV) error {
-	if err := checkBucket(bucket); err != nil {
-		return err
-	}
-	for _, kv := range kvs {
-		// Rejected here, a bad key fails alone instead of failing the
-		// batch it would have been committed with.
-		if len(kv.Key) == 0 || len(kv.Key) > bolt.MaxKeySize {
-			return fmt.Errorf("store: key of %d bytes in bucket %q", len(kv.Key), bucket)
+	return s.PutKVs(Put{Bucket: bucket, KVs: kvs})
+}
+
+// Put is the keys and values PutKVs stores in one bucket.
+type Put struct {
+	Bucket string
+	KVs    []KV
+}
+
+// PutKVs stores each put's keys and values in its bucket, creating buckets
+// as needed, all in one durable transaction shared with concurrent writes:
+// either every put is stored or none is.
+func (s *Store) PutKVs(puts ...Put) error {
+	for _, p := range puts {
+		if err := checkBucket(p.Bucket); err != nil {
+			return err
+		}
+		for _, kv := range p.KVs {
+			// Rejected here, a bad key fails alone instead of failing
+			// the batch it would have been committed with.
+			if len(kv.Key) == 0 || len(kv.Key) > bolt.MaxKeySize {
+				return fmt.Errorf("store: key of %d bytes in bucket %q", len(kv.Key), p.Bucket)
+			}
 		}
 	}
 	return s.write(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte(bucket))
-		if err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			if err := b.Put(kv.Key, kv.Value); err != nil {
+		for _, p := range puts {
+			b, err := tx.CreateBucketIfNotExists([]byte(p.Bucket))
+			if err != nil {
 				return err
+			}
+			for _, kv := range p.KVs {
+				if err := b.Put(kv.Key, kv.Value); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

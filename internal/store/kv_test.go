@@ -77,3 +77,54 @@ func TestKV(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPutKVs(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), "kv.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.PutKVs(
+		store.Put{Bucket: "events", KVs: []store.KV{{Key: []byte("e1"), Value: []byte("one")}}},
+		store.Put{Bucket: "index", KVs: []store.KV{{Key: []byte("s1/e1"), Value: []byte{}}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := after.Commits-before.Commits, uint64(1); got != want {
+		t.Fatalf("commits: got %d, want %d", got, want)
+	}
+	for _, bucket := range []string{"events", "index"} {
+		n := 0
+		if err := s.ScanKV(bucket, nil, func(k, v []byte) (bool, error) { n++; return true, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Fatalf("bucket %s holds %d keys, want 1", bucket, n)
+		}
+	}
+
+	t.Run("ErrReservedBucket", func(t *testing.T) {
+		err := s.PutKVs(
+			store.Put{Bucket: "events", KVs: []store.KV{{Key: []byte("e2"), Value: []byte("two")}}},
+			store.Put{Bucket: "chunks", KVs: []store.KV{{Key: []byte("x"), Value: []byte("y")}}},
+		)
+		if err == nil {
+			t.Fatal("PutKVs into the journal's own bucket succeeded")
+		}
+		if err := s.ScanKV("events", []byte("e2"), func(k, v []byte) (bool, error) {
+			t.Fatalf("stored %q although the call failed", k)
+			return false, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -19,7 +19,7 @@ import (
 // Store is the part of the daemon's store traces live in; *store.Store has
 // it. Traces use their own buckets of the same bbolt file as the journal.
 type Store interface {
-	PutKV(bucket string, kvs []store.KV) error
+	PutKVs(puts ...store.Put) error
 	ScanKV(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error
 	ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error
 	DeleteKV(bucket string, keys [][]byte) error
@@ -365,14 +365,15 @@ func (t *Tracer) writeBatch(events []Event) {
 		}
 	}
 	if t.st != nil {
-		// Events first: an index entry without its event is skipped by
-		// queries, an event without its index entry would be invisible to
-		// per-session queries.
-		err := t.st.PutKV(bucketEvents, kvs)
-		if err == nil && len(index) > 0 {
-			err = t.st.PutKV(bucketSessions, index)
+		// Events and their index entries in one transaction: a commit of
+		// its own for the index would cost every batch a second pair of
+		// fsyncs, queued with the appends, and could leave an index
+		// entry without its event after a crash.
+		puts := []store.Put{{Bucket: bucketEvents, KVs: kvs}}
+		if len(index) > 0 {
+			puts = append(puts, store.Put{Bucket: bucketSessions, KVs: index})
 		}
-		if err != nil {
+		if err := t.st.PutKVs(puts...); err != nil {
 			t.storeErrors.Add(1)
 			t.log.Warn("storing trace events", "events", len(kvs), "err", err)
 		} else {

@@ -249,9 +249,9 @@ type blockingStore struct {
 	once    sync.Once
 }
 
-func (b *blockingStore) PutKV(bucket string, kvs []store.KV) error {
+func (b *blockingStore) PutKVs(puts ...store.Put) error {
 	<-b.release
-	return b.Store.PutKV(bucket, kvs)
+	return b.Store.PutKVs(puts...)
 }
 
 func (b *blockingStore) open() { b.once.Do(func() { close(b.release) }) }

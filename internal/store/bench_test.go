@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,7 +85,9 @@ func BenchmarkAppend(b *testing.B) {
 				ids[w] = fmt.Sprint("session-", w)
 			}
 			seqs := make([]uint64, writers)
-			meta := []byte(`{"state":"streaming","bytes":123456,"updated":"2025-01-01T00:00:00Z"}`)
+			// The size of the session record oriond rewrites with every
+			// chunk.
+			meta := bytes.Repeat([]byte("m"), 500)
 			runWriters(b, writers, func(w int) error {
 				seqs[w]++
 				return s.Append(ids[w], seqs[w], chunk1K, meta)

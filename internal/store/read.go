@@ -22,7 +22,7 @@ const (
 func (s *Store) Meta(id string) ([]byte, error) {
 	var meta []byte
 	err := s.view(func(tx *bolt.Tx) error {
-		v, ok := lookup(tx.Bucket(bucketSessions), []byte(id))
+		v, ok := sessionMeta(tx, []byte(id))
 		if !ok {
 			return notFound(id)
 		}
@@ -62,6 +62,9 @@ func (s *Store) ForEachMeta(fn func(id string, meta []byte) error) error {
 				}
 			}
 			for ; k != nil; k, v = c.Next() {
+				if m, ok := chunkMeta(tx, k); ok {
+					v = m
+				}
 				if len(ids) == forEachRoundIDs || (len(ids) > 0 && len(arena)+len(v) > forEachRoundBytes) {
 					more = true
 					break
@@ -153,7 +156,7 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 			c := b.Cursor()
 			var k, v []byte
 			if first {
-				lk, _ := c.Last()
+				lk := lastSeq(c)
 				if lk == nil || n == 0 {
 					done = true
 					return nil
@@ -164,7 +167,7 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 				k, v = c.Seek(encodeSeq(next))
 			}
 			for ; ; k, v = c.Next() {
-				if k == nil || decodeSeq(k) > last {
+				if k == nil || len(k) != seqLen || decodeSeq(k) > last {
 					done = true
 					return nil
 				}
@@ -207,11 +210,21 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 // if the content is no longer than off.
 func seekOffset(c *bolt.Cursor, off int64) (k, v []byte, skip int64) {
 	var pos int64
-	for k, v = c.First(); k != nil; k, v = c.Next() {
+	for k, v = c.First(); k != nil && len(k) == seqLen; k, v = c.Next() {
 		if pos+int64(len(v)) > off {
 			return k, v, off - pos
 		}
 		pos += int64(len(v))
 	}
 	return nil, nil, 0
+}
+
+// lastSeq moves c to the last chunk of its bucket, past the metadata kept
+// after the chunks, and returns its key, or nil if there is none.
+func lastSeq(c *bolt.Cursor) []byte {
+	k, _ := c.Last()
+	for k != nil && len(k) != seqLen {
+		k, _ = c.Prev()
+	}
+	return k
 }

@@ -751,3 +751,130 @@ func TestCloseDrains(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendMeta checks that the metadata written by the last Append or
+// PutMeta, whichever came last, is the session's, wherever it is kept.
+func TestAppendMeta(t *testing.T) {
+	type step struct {
+		op   string // "put", "append", "dropchunks"
+		meta string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		want  string
+	}{
+		{"AppendOnly", []step{{"append", "a1"}, {"append", "a2"}}, "a2"},
+		{"PutThenAppend", []step{{"put", "p1"}, {"append", "a1"}}, "a1"},
+		{"AppendThenPut", []step{{"put", "p1"}, {"append", "a1"}, {"put", "p2"}}, "p2"},
+		{"PutAppendPutAppend", []step{{"put", "p1"}, {"append", "a1"}, {"put", "p2"}, {"append", "a2"}}, "a2"},
+		{"DeleteChunksKeepsLastAppend", []step{{"put", "p1"}, {"append", "a1"}, {"dropchunks", ""}}, "a1"},
+		{"DeleteChunksAfterPut", []step{{"append", "a1"}, {"put", "p1"}, {"dropchunks", ""}}, "p1"},
+		{"EmptyAppendMeta", []step{{"put", "p1"}, {"append", ""}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			s := openStore(t, path)
+			seq := uint64(0)
+			chunks := 0
+			for _, st := range tt.steps {
+				var err error
+				switch st.op {
+				case "put":
+					err = s.PutMeta("s", []byte(st.meta))
+				case "append":
+					seq++
+					chunks++
+					err = s.Append("s", seq, []byte(fmt.Sprint("chunk", seq, ";")), []byte(st.meta))
+				case "dropchunks":
+					chunks = 0
+					err = s.DeleteChunks("s")
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", st.op, err)
+				}
+			}
+			check := func(s *store.Store) {
+				t.Helper()
+				got, err := s.Meta("s")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != tt.want {
+					t.Fatalf("Meta = %q, want %q", got, tt.want)
+				}
+				var seen []string
+				if err := s.ForEachMeta(func(id string, meta []byte) error {
+					seen = append(seen, id+"="+string(meta))
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if want := []string{"s=" + tt.want}; fmt.Sprint(seen) != fmt.Sprint(want) {
+					t.Fatalf("ForEachMeta saw %q, want %q", seen, want)
+				}
+				st, err := s.Stats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Sessions != 1 || st.Chunks != chunks {
+					t.Fatalf("Stats: %d sessions, %d chunks; want 1, %d", st.Sessions, st.Chunks, chunks)
+				}
+				var content bytes.Buffer
+				if _, err := s.CopyRange("s", &content, 0, -1); err != nil {
+					t.Fatal(err)
+				}
+				var want strings.Builder
+				for i := seq - uint64(chunks) + 1; i <= seq && chunks > 0; i++ {
+					fmt.Fprint(&want, "chunk", i, ";")
+				}
+				if content.String() != want.String() {
+					t.Fatalf("content %q, want %q", content.String(), want.String())
+				}
+			}
+			check(s)
+			s.Close()
+			check(openStore(t, path))
+		})
+	}
+}
+
+func TestSchemaMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s := openStore(t, path)
+	if err := s.PutMeta("old", []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	schema := func(v uint64) uint64 {
+		t.Helper()
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var got uint64
+		err = db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte("meta"))
+			got = binary.BigEndian.Uint64(b.Get([]byte("schema")))
+			if v == 0 {
+				return nil
+			}
+			return b.Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, v))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	schema(1) // as written by a version 1 build
+	s = openStore(t, path)
+	if got, err := s.Meta("old"); err != nil || string(got) != "m1" {
+		t.Fatalf("Meta after migration = %q, %v", got, err)
+	}
+	s.Close()
+	if got, want := schema(0), uint64(2); got != want {
+		t.Fatalf("schema version after Open: got %d, want %d", got, want)
+	}
+}

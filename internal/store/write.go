@@ -22,6 +22,12 @@ func (s *Store) PutMeta(id string, meta []byte) error {
 	}
 	key := []byte(id)
 	return s.write(func(tx *bolt.Tx) error {
+		// The metadata of the last Append would supersede meta.
+		if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
+			if err := chunks.Delete(keyChunkMeta); err != nil {
+				return err
+			}
+		}
 		return tx.Bucket(bucketSessions).Put(key, meta)
 	})
 }
@@ -48,7 +54,17 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte) error {
 		if err := chunks.Put(seqKey, chunk); err != nil {
 			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 		}
-		return tx.Bucket(bucketSessions).Put(key, meta)
+		// The metadata goes next to the chunk (see the package comment);
+		// the sessions bucket is written only to list a session that had
+		// no PutMeta yet.
+		if err := chunks.Put(keyChunkMeta, meta); err != nil {
+			return fmt.Errorf("store: session %q: %w", id, err)
+		}
+		sessions := tx.Bucket(bucketSessions)
+		if _, ok := lookup(sessions, key); ok {
+			return nil
+		}
+		return sessions.Put(key, meta)
 	})
 }
 
@@ -61,12 +77,20 @@ func (s *Store) DeleteChunks(id string) error {
 	}
 	key := []byte(id)
 	return s.write(func(tx *bolt.Tx) error {
-		chunks := tx.Bucket(bucketChunks)
-		if chunks.Bucket(key) == nil {
-			if _, ok := lookup(tx.Bucket(bucketSessions), key); !ok {
+		sessions, chunks := tx.Bucket(bucketSessions), tx.Bucket(bucketChunks)
+		b := chunks.Bucket(key)
+		if b == nil {
+			if _, ok := lookup(sessions, key); !ok {
 				return notFound(id)
 			}
 			return nil
+		}
+		// The metadata kept among the chunks moves to the sessions
+		// bucket before they go.
+		if meta, ok := lookup(b, keyChunkMeta); ok {
+			if err := sessions.Put(key, append([]byte(nil), meta...)); err != nil {
+				return err
+			}
 		}
 		return chunks.DeleteBucket(key)
 	})
@@ -110,4 +134,23 @@ func lookup(b *bolt.Bucket, key []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return v, true
+}
+
+// sessionMeta returns the current metadata of the session key: the last
+// Append's, kept among its chunks, or else the sessions bucket's.
+func sessionMeta(tx *bolt.Tx, key []byte) ([]byte, bool) {
+	if v, ok := chunkMeta(tx, key); ok {
+		return v, true
+	}
+	return lookup(tx.Bucket(bucketSessions), key)
+}
+
+// chunkMeta returns the metadata of the session key's last Append, unless
+// a PutMeta has replaced it since.
+func chunkMeta(tx *bolt.Tx, key []byte) ([]byte, bool) {
+	chunks := tx.Bucket(bucketChunks).Bucket(key)
+	if chunks == nil {
+		return nil, false
+	}
+	return lookup(chunks, keyChunkMeta)
 }

@@ -50,7 +50,7 @@ func TestPatchAndEditOperations(t *testing.T) {
 			if got := h.read("m.go"); got != tt.want {
 				t.Fatalf("file:\n%s\nwant:\n%s", got, tt.want)
 			}
-			if res.Edit == nil || !res.Edit.Changed || res.BackupID == "" {
+			if res.Edit == nil || !res.Edit.Changed || res.BackupID == "" || res.Operation != tt.op {
 				t.Fatalf("summary %+v", res)
 			}
 		})

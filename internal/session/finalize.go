@@ -171,6 +171,8 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, err
 	}
 	res.Repairs, res.Validation, res.Attempt, res.Edit = c.repairs, c.validation, r.attempt(), c.edit
+	// The file was written whole, but the session did a patch or an edit.
+	res.Operation = r.Operation
 	if pieces > 0 {
 		res.BackupID = r.ID
 	}

@@ -119,15 +119,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		}
 		if op.Kind != edit.OpDelete {
 			fc.SHA256 = sha(op.Content)
-			report := validate.Check(dest, op.Content, old, op.Kind != edit.OpAdd, validate.CheckOptions{EndMarkerSeen: true})
-			decision := validate.Decide(report, m.policies(r))
-			v := &protocol.Validation{}
-			if err := convert(report, v); err != nil {
+			v, err := m.validateFile(r, dest, op.Content, old, op.Kind != edit.OpAdd)
+			if err != nil {
 				return nil, ioError(r.ID, "encoding the validation result", err)
-			}
-			v.Blocked, v.Summary = decision.Blocked, decision.Summary
-			if v.Findings == nil {
-				v.Findings = []protocol.Finding{}
 			}
 			fc.Validation = v
 			if v.Blocked {

@@ -229,10 +229,12 @@ func (m *Manager) checkMembers(entries []*entry, p protocol.TxCommitParams) ([]c
 	checks := make([]checked, len(entries))
 	var fileErrs []protocol.FileError
 	fail := func(r *record, err error, v *protocol.Validation, ed *protocol.EditResult) {
-		fe := protocol.FileError{SessionID: r.ID, TargetFile: r.Target, Code: protocol.CodeIO,
-			Reason: protocol.ReasonIO, Message: err.Error(), Validation: v, Edit: ed}
-		if pe, ok := err.(*protocol.Error); ok {
-			fe.Code, fe.Reason, fe.Message = pe.Code, pe.Data.Reason, pe.Message
+		fe := fileError(r, err)
+		if v != nil {
+			fe.Validation = v
+		}
+		if ed != nil {
+			fe.Edit = ed
 		}
 		fileErrs = append(fileErrs, fe)
 	}
@@ -305,18 +307,12 @@ func (m *Manager) txDryRun(tx *txRecord, entries []*entry, p protocol.TxCommitPa
 	for _, e := range entries {
 		r := &e.rec
 		if !r.Scanner.MarkerSeen() && !p.EndOfInput {
-			pe := markerMissing(r)
-			fileErrs = append(fileErrs, protocol.FileError{SessionID: r.ID, TargetFile: r.Target,
-				Code: pe.Code, Reason: pe.Data.Reason, Message: pe.Message})
+			fileErrs = append(fileErrs, fileError(r, markerMissing(r)))
 			continue
 		}
 		res, err := m.dryRun(r)
 		if err != nil {
-			fe := protocol.FileError{SessionID: r.ID, TargetFile: r.Target, Code: protocol.CodeIO, Message: err.Error()}
-			if pe, ok := err.(*protocol.Error); ok {
-				fe.Code, fe.Reason, fe.Message, fe.Validation = pe.Code, pe.Data.Reason, pe.Message, pe.Data.Validation
-			}
-			fileErrs = append(fileErrs, fe)
+			fileErrs = append(fileErrs, fileError(r, err))
 			continue
 		}
 		res.TxID = tx.ID
@@ -375,6 +371,18 @@ func (m *Manager) TxGet(id string) (protocol.TxInfo, error) {
 func (tx *txRecord) info() protocol.TxInfo {
 	return protocol.TxInfo{TxID: tx.ID, Intent: tx.Intent, Stage: tx.Stage, Sessions: tx.Sessions,
 		CreatedAt: tx.CreatedAt, UpdatedAt: tx.UpdatedAt, Error: tx.Error, Files: tx.Results}
+}
+
+// fileError describes what err says about r's file, keeping a protocol
+// error's code, reason, findings and per-block edit results.
+func fileError(r *record, err error) protocol.FileError {
+	fe := protocol.FileError{SessionID: r.ID, TargetFile: r.Target, Code: protocol.CodeIO,
+		Reason: protocol.ReasonIO, Message: err.Error()}
+	if pe, ok := err.(*protocol.Error); ok {
+		fe.Code, fe.Reason, fe.Message = pe.Code, pe.Data.Reason, pe.Message
+		fe.Validation, fe.Edit = pe.Data.Validation, pe.Data.Edit
+	}
+	return fe
 }
 
 // txMember refuses a call that would write one file of a transaction alone.

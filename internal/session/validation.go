@@ -134,18 +134,24 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 // validateInto checks whole (the file as it would be) against original and
 // records the result and the policy's decision in c.
 func (m *Manager) validateInto(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
-	report := validate.Check(r.Target, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
+	v, err := m.validateFile(r, r.Target, whole, original, hasOriginal)
+	c.validation = v
+	return err
+}
+
+// validateFile checks the file path would become, under r's policy.
+func (m *Manager) validateFile(r *record, path string, whole, original []byte, hasOriginal bool) (*protocol.Validation, error) {
+	report := validate.Check(path, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
 	decision := validate.Decide(report, m.policies(r))
-	c.validation = &protocol.Validation{}
-	if err := convert(report, c.validation); err != nil {
-		return err
+	v := &protocol.Validation{}
+	if err := convert(report, v); err != nil {
+		return nil, err
 	}
-	c.validation.Blocked = decision.Blocked
-	c.validation.Summary = decision.Summary
-	if c.validation.Findings == nil {
-		c.validation.Findings = []protocol.Finding{}
+	v.Blocked, v.Summary = decision.Blocked, decision.Summary
+	if v.Findings == nil {
+		v.Findings = []protocol.Finding{}
 	}
-	return nil
+	return v, nil
 }
 
 // convert copies between the engine's and the wire's types, which share

@@ -225,3 +225,14 @@ func (d *Daemon) Logs() string {
 	}
 	return d.logs.String()
 }
+
+// PID is the running oriond's process id, or 0 when it is not running, for
+// tests that read its memory or open descriptors from /proc.
+func (d *Daemon) PID() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}

@@ -62,6 +62,31 @@ type Config struct {
 	Validation       validate.Policies
 	ValidateMaxBytes int64
 	MaxAttempts      int
+	// ConfigPaths are the config file and directory oriond reads at start;
+	// like the state directory, socket directory and spool, a session may
+	// never write them (see pathguard.Protection).
+	ConfigPaths []string
+	// Home is the directory whose dotfiles are protected by default
+	// ("" means the user's home directory).
+	Home string
+	// AllowProtected lifts default-protected paths (--allow-protected).
+	AllowProtected []string
+}
+
+// Protection is what the guard refuses inside the roots.
+func (c *Config) Protection() pathguard.Protection {
+	spool := c.SpoolDir
+	if spool == "" {
+		spool = filepath.Join(c.StateDir, "spool")
+	}
+	home := c.Home
+	if home == "" {
+		home = pathguard.HomeDir()
+	}
+	// The socket and its lock, not their directory: a socket in a shared
+	// directory such as /tmp must not protect all of it.
+	always := append([]string{c.StateDir, spool, c.Socket, c.Socket + ".lock"}, c.ConfigPaths...)
+	return pathguard.Protection{Always: always, Default: pathguard.DefaultProtected(home), Allowed: c.AllowProtected}
 }
 
 // DefaultSpoolSettle is longer than the seeds' client save interval (5 s),
@@ -116,7 +141,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("creating the state directory: %w", err)
 	}
-	guard, err := pathguard.New(cfg.AllowRoots)
+	guard, err := pathguard.NewProtected(cfg.AllowRoots, cfg.Protection())
 	if err != nil {
 		return fmt.Errorf("allow-root: %w", err)
 	}
@@ -197,6 +222,8 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 
 	started := time.Now().UTC()
+	always, byDefault := guard.ProtectedList()
+	protected := append(always, byDefault...)
 	chunkLimit, sessionLimit := mgr.Limits()
 	var inflight sync.WaitGroup
 	h := &handler{
@@ -209,17 +236,19 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		inflight: &inflight,
 		status: func() protocol.StatusResult {
 			return protocol.StatusResult{
-				Version:         Version(),
-				ProtocolVersion: protocol.Version,
-				PID:             os.Getpid(),
-				Socket:          cfg.Socket,
-				StateDir:        cfg.StateDir,
-				AllowedRoots:    guard.Roots(),
-				StartedAt:       started,
-				OpenSessions:    mgr.OpenCount(),
-				MaxChunkBytes:   chunkLimit,
-				MaxSessionBytes: sessionLimit,
-				Methods:         protocol.Methods,
+				Version:          Version(),
+				ProtocolVersion:  protocol.Version,
+				PID:              os.Getpid(),
+				Socket:           cfg.Socket,
+				StateDir:         cfg.StateDir,
+				AllowedRoots:     guard.Roots(),
+				StartedAt:        started,
+				OpenSessions:     mgr.OpenCount(),
+				MaxChunkBytes:    chunkLimit,
+				MaxSessionBytes:  sessionLimit,
+				Methods:          protocol.Methods,
+				ProtectedPaths:   protected,
+				AllowedProtected: cfg.AllowProtected,
 			}
 		},
 	}

@@ -62,6 +62,8 @@ const (
 	ReasonIsDirectory         = "target_is_directory"
 	ReasonSpecialFile         = "target_is_special_file"
 	ReasonParentMissing       = "parent_directory_missing"
+	ReasonProtected           = "protected_path"
+	ReasonPathChanged         = "path_changed"
 	ReasonChunkTooLarge       = "chunk_too_large"
 	ReasonSessionTooLarge     = "session_too_large"
 	ReasonMarkerMissing       = "end_marker_missing"

@@ -286,4 +286,10 @@ type StatusResult struct {
 	MaxChunkBytes   int64     `json:"max_chunk_bytes"`
 	MaxSessionBytes int64     `json:"max_session_bytes"`
 	Methods         []string  `json:"methods"`
+	// ProtectedPaths are refused whatever the allowed roots say: the
+	// daemon's own files always, the rest unless lifted with
+	// --allow-protected (AllowedProtected). An entry without a slash is a
+	// name matching any path component (".git").
+	ProtectedPaths   []string `json:"protected_paths"`
+	AllowedProtected []string `json:"allowed_protected,omitempty"`
 }

@@ -9,6 +9,10 @@
 // fsynced, because until then the rename itself may be lost. Temp files are
 // named with TempPrefix so the leftovers of a crash can be found and removed
 // with CleanTemp.
+//
+// Every operation is relative to one open directory (a *confine.Dir): the
+// temp file and the target are single names in it, so no path is resolved
+// twice and nothing written here can land outside that directory.
 package atomicfile
 
 import (
@@ -22,12 +26,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"github.com/orion-agent/orion/internal/confine"
 )
 
 // TempPrefix starts every temp file name, so a crash leftover can be found.
@@ -89,8 +92,8 @@ type Result struct {
 	Mode os.FileMode
 }
 
-// Write replaces the content of path with what fill writes. It creates a
-// temp file in path's directory, named TempPrefix+Tag+"-"+random+"-"+base,
+// Write replaces the content of name in dir with what fill writes. It
+// creates a temp file in dir, named TempPrefix+Tag+"-"+random+"-"+base,
 // and calls fill to write the new content into it; fill may stream any
 // amount, and must not keep w after it returns. Everything written is hashed
 // and counted. Write then fsyncs the temp file, sets its mode (and, where
@@ -102,11 +105,11 @@ type Result struct {
 // removed if fill panics. An error wrapping ErrNotDurable means the rename
 // happened but the directory fsync failed.
 //
-// path is not resolved: a symlink at path is replaced, not followed, so
-// callers resolve it first (see pathguard). The temp file is opened with
-// O_EXCL|O_NOFOLLOW, so nothing planted at its name is ever written through.
-func Write(path string, opts Options, fill func(w io.Writer) error) (Result, error) {
-	s, err := Stage(path, opts, fill)
+// A symlink at name is replaced, not followed; a directory or a special
+// file there is refused. The temp file is created with O_EXCL|O_NOFOLLOW,
+// so nothing planted at its name is ever written through.
+func Write(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (Result, error) {
+	s, err := Stage(dir, name, opts, fill)
 	if err != nil {
 		return Result{}, err
 	}
@@ -117,7 +120,9 @@ func Write(path string, opts Options, fill func(w io.Writer) error) (Result, err
 // target, not yet in place. Several staged files are what a transaction
 // needs: every new content is durable before the first target changes.
 type Staged struct {
-	path, tmp string
+	dir       *confine.Dir
+	path      string // for messages
+	name, tmp string
 	mode      Mode
 	res       Result
 	done      bool
@@ -125,16 +130,16 @@ type Staged struct {
 
 // Stage does everything Write does up to the rename, and returns the temp
 // file for Commit or Discard. Until one of them is called the temp file
-// stays; a crash leaves it for CleanTemp.
-func Stage(path string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
+// stays; a crash leaves it for CleanTemp. dir must stay open until then.
+func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
+	path := dir.Join(name)
 	if opts.Mode != Replace && opts.Mode != CreateNew {
 		return nil, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
 	}
 	if err := checkTag(opts.Tag); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	if base == "." || base == ".." || base == string(filepath.Separator) {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
 		return nil, fmt.Errorf("write %s: not a file name", path)
 	}
 
@@ -142,8 +147,8 @@ func Stage(path string, opts Options, fill func(w io.Writer) error) (*Staged, er
 	if perm == 0 {
 		perm = 0o644
 	}
-	var owner *syscall.Stat_t // the existing target's, to carry over
-	fi, err := os.Lstat(path)
+	var owner *confine.Info // the existing target's, to carry over
+	fi, err := dir.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -152,14 +157,20 @@ func Stage(path string, opts Options, fill func(w io.Writer) error) (*Staged, er
 		// Fail before streaming anything; the no-replace rename in Commit
 		// still catches a target created in the meantime.
 		return nil, fmt.Errorf("create %s: %w", path, ErrExists)
-	case fi.IsDir():
+	case fi.Mode.IsDir():
 		return nil, fmt.Errorf("write %s: %w", path, syscall.EISDIR)
-	case fi.Mode().IsRegular():
-		perm = fi.Mode().Perm()
-		owner, _ = fi.Sys().(*syscall.Stat_t)
+	case fi.Mode.IsRegular():
+		perm = fi.Mode.Perm()
+		owner = &fi
+	default:
+		// A FIFO, socket or device: renaming over it would be harmless,
+		// but it is no file a model may mean to write.
+		if err := dir.CheckWritable(name); err != nil && fi.Mode&fs.ModeSymlink == 0 {
+			return nil, err
+		}
 	}
 
-	f, tmp, err := createTemp(dir, opts.Tag, base)
+	f, tmp, err := createTemp(dir, opts.Tag, name)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -170,7 +181,7 @@ func Stage(path string, opts Options, fill func(w io.Writer) error) (*Staged, er
 			f.Close()
 		}
 		if !kept {
-			os.Remove(tmp)
+			dir.Remove(tmp)
 		}
 	}()
 
@@ -204,15 +215,15 @@ func Stage(path string, opts Options, fill func(w io.Writer) error) (*Staged, er
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	kept = true
-	return &Staged{path: path, tmp: tmp, mode: opts.Mode,
+	return &Staged{dir: dir, path: path, name: name, tmp: tmp, mode: opts.Mode,
 		res: Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}}, nil
 }
 
 // Result describes the staged content.
 func (s *Staged) Result() Result { return s.res }
 
-// TempPath is the staged temp file's path.
-func (s *Staged) TempPath() string { return s.tmp }
+// TempPath is the staged temp file's path, for messages and tests.
+func (s *Staged) TempPath() string { return s.dir.Join(s.tmp) }
 
 // Commit renames the temp file over the target (without replacing in
 // CreateNew mode) and fsyncs the directory. On an error other than
@@ -224,19 +235,19 @@ func (s *Staged) Commit() (Result, error) {
 	s.done = true
 	var err error
 	if s.mode == CreateNew {
-		err = renameNoReplace(s.tmp, s.path)
-		if errors.Is(err, ErrExists) {
-			os.Remove(s.tmp)
+		err = s.dir.RenameNoReplace(s.tmp, s.name)
+		if errors.Is(err, fs.ErrExist) {
+			s.dir.Remove(s.tmp)
 			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
 		}
 	} else {
-		err = os.Rename(s.tmp, s.path)
+		err = s.dir.Rename(s.tmp, s.name)
 	}
 	if err != nil {
-		os.Remove(s.tmp)
+		s.dir.Remove(s.tmp)
 		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
 	}
-	if err := syncDir(filepath.Dir(s.path)); err != nil {
+	if err := s.dir.Sync(); err != nil {
 		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
 	}
 	return s.res, nil
@@ -249,7 +260,7 @@ func (s *Staged) Discard() {
 		return
 	}
 	s.done = true
-	os.Remove(s.tmp)
+	s.dir.Remove(s.tmp)
 }
 
 // CleanTemp removes leftover temp files in dir: with tag "" every name
@@ -258,8 +269,8 @@ func (s *Staged) Discard() {
 // past a file it cannot remove. A live writer's temp file is removed too, making that Write fail,
 // so call it with tag "" only when no Write runs in dir (at startup), and
 // otherwise with the tag of a writer known to be gone.
-func CleanTemp(dir, tag string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+func CleanTemp(dir *confine.Dir, tag string) ([]string, error) {
+	names, err := dir.Names()
 	if err != nil {
 		return nil, fmt.Errorf("clean temp files: %w", err)
 	}
@@ -271,17 +282,20 @@ func CleanTemp(dir, tag string) ([]string, error) {
 	}
 	var removed []string
 	var errs []error
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) || e.IsDir() {
+	for _, name := range names {
+		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		err := os.Remove(filepath.Join(dir, e.Name()))
+		if fi, err := dir.Lstat(name); err != nil || fi.Mode.IsDir() {
+			continue
+		}
+		err := dir.Remove(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist): // removed by someone else
 		case err != nil:
 			errs = append(errs, err)
 		default:
-			removed = append(removed, e.Name())
+			removed = append(removed, name)
 		}
 	}
 	if len(errs) > 0 {
@@ -314,16 +328,16 @@ var randomToken = func() string {
 }
 
 // createTemp creates a new temp file in dir. O_EXCL|O_NOFOLLOW makes the
-// open fail rather than write through anything already at the name, such as
-// a symlink planted by another user of the directory; then a new name is
+// create fail rather than write through anything already at the name, such
+// as a symlink planted by another user of the directory; then a new name is
 // tried.
-func createTemp(dir, tag, base string) (*os.File, string, error) {
+func createTemp(dir *confine.Dir, tag, base string) (*os.File, string, error) {
 	const attempts = 10
 	var err error
 	for range attempts {
-		name := filepath.Join(dir, tempName(tag, randomToken(), base))
+		name := tempName(tag, randomToken(), base)
 		var f *os.File
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+		f, err = dir.CreateExclusive(name, 0o600)
 		if err == nil {
 			return f, name, nil
 		}
@@ -355,41 +369,11 @@ func checkTag(tag string) error {
 	return nil
 }
 
-// syncDir fsyncs a directory, making a rename in it durable.
-func syncDir(dir string) error {
-	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// linkNoReplace moves oldpath to newpath unless newpath exists, using
-// link(2), which never replaces, and then removing oldpath. It is the
-// fallback where the file system has no no-replace rename.
-func linkNoReplace(oldpath, newpath string) error {
-	if err := os.Link(oldpath, newpath); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return ErrExists
-		}
-		return err
-	}
-	// The content is in place under its final name; the old name is a
-	// second link to it. If removing it fails, it is a leftover CleanTemp
-	// will find, not a reason to report the write as failed.
-	_ = os.Remove(oldpath)
-	return nil
-}
-
-// Remove deletes path and fsyncs its directory, so the removal survives a
+// Remove deletes name from dir and fsyncs dir, so the removal survives a
 // power failure as a rename does.
-func Remove(path string) error {
-	if err := os.Remove(path); err != nil {
+func Remove(dir *confine.Dir, name string) error {
+	if err := dir.Remove(name); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return dir.Sync()
 }

@@ -8,7 +8,3 @@ func SetRandomToken(f func() string) (restore func()) {
 	randomToken = f
 	return func() { randomToken = old }
 }
-
-// LinkNoReplace exposes the link(2) fallback, which the kernel under test
-// may never need.
-var LinkNoReplace = linkNoReplace

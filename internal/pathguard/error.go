@@ -25,6 +25,13 @@ const (
 	// ReasonParentMissing: a directory on the way to the target does not
 	// exist or is not a directory. Directories are never created.
 	ReasonParentMissing = "parent_directory_missing"
+	// ReasonProtected: the target is inside a root but protected (see
+	// Protection): the daemon's own files, or a file that runs code or
+	// holds credentials.
+	ReasonProtected = "protected_path"
+	// ReasonPathChanged: the path resolves to another file or directory
+	// than when it was checked, because something on the way was replaced.
+	ReasonPathChanged = "path_changed"
 )
 
 // Error is a refusal by the guard. Callers switch on Reason; Msg is written

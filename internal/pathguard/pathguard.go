@@ -3,8 +3,9 @@
 // not) in an existing directory inside one of the allowed roots.
 //
 // A Guard only checks; it does not open anything. Between Resolve and the
-// write, another process could swap a directory for a symlink, so callers
-// write to the returned path promptly and never to the unresolved target.
+// write, another process could swap a directory for a symlink, so a
+// resolved path is never opened by name: package confine reaches it again
+// through descriptors of the roots, and checks it again there.
 package pathguard
 
 import (
@@ -26,6 +27,8 @@ type Guard struct {
 	// symlinked root (/tmp/x where /tmp -> /private/tmp) is lexically inside
 	// one of these, so it is not misreported as outside the roots.
 	given []string
+	// protect is refused inside the roots (see Protection).
+	protect protection
 }
 
 // New returns a Guard for roots. Each root must be an absolute path to an
@@ -33,6 +36,11 @@ type Guard struct {
 // comparisons are between real paths. An empty list is an error rather than
 // a guard that refuses everything, because that is always a misconfiguration.
 func New(roots []string) (*Guard, error) {
+	return NewProtected(roots, Protection{})
+}
+
+// NewProtected is New with paths inside the roots that are refused anyway.
+func NewProtected(roots []string, p Protection) (*Guard, error) {
 	if len(roots) == 0 {
 		return nil, errors.New("no allowed roots configured; give at least one absolute directory")
 	}
@@ -63,6 +71,7 @@ func New(roots []string) (*Guard, error) {
 			g.given = append(g.given, clean)
 		}
 	}
+	g.protect = newProtection(p, g.roots)
 	return g, nil
 }
 
@@ -124,6 +133,11 @@ func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
 			msg = fmt.Sprintf("target %q resolves to %s through the symlink %s -> %s, outside the allowed roots (%s); give a path inside them that does not go through that symlink", target, w.path, w.escapeLink, w.escapeText, g.rootList())
 		}
 		return "", &Error{Reason: ReasonSymlinkEscape, Path: w.path, Msg: msg}
+	}
+	// Before anything about existence: a protected path is refused as
+	// such whether or not its directory exists yet.
+	if entry, ok := g.Protected(w.path); ok {
+		return "", g.ProtectedError(w.path, entry)
 	}
 	if err != nil {
 		return "", fmt.Errorf("resolving target %q: %w", target, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
@@ -153,7 +154,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 	for i := range changes {
 		c := &changes[i]
 		if !c.OldExists {
-			if now, err := statTarget(c.Path); err != nil || now.exists {
+			if now, err := m.statTarget(c.Path); err != nil || now.exists {
 				dropBackups()
 				return txChanged(tx, c.Path, "it was created by someone else")
 			}
@@ -184,13 +185,37 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		dropBackups()
 		return err
 	}
+	// Each file's directory stays open from staging to its rename, so the
+	// temp file and the target are named in the same directory.
 	staged := make([]*atomicfile.Staged, len(changes))
+	dirs := make([]*confine.Dir, len(changes))
+	names := make([]string, len(changes))
+	defer func() {
+		for _, d := range dirs {
+			if d != nil {
+				d.Close()
+			}
+		}
+	}()
 	discard := func() {
 		for _, s := range staged {
 			if s != nil {
 				s.Discard()
 			}
 		}
+	}
+	for i := range changes {
+		d, name, err := m.openParent(changes[i].Path)
+		if err != nil {
+			dropBackups()
+			m.unprepare(tx)
+			if pe := confinedError("", "opening the directory of "+changes[i].Path, err); pe.Data.Reason != protocol.ReasonIO {
+				pe.Data.TxID, pe.Data.Path = tx.ID, changes[i].Path
+				return pe
+			}
+			return txIOError(tx, "opening the directory of "+changes[i].Path, err)
+		}
+		dirs[i], names[i] = d, name
 	}
 	for i := range changes {
 		c := &changes[i]
@@ -201,7 +226,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		if c.Kind == changeCreate {
 			mode = atomicfile.CreateNew
 		}
-		s, err := atomicfile.Stage(c.Path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: tx.ID}, c.fill)
+		s, err := atomicfile.Stage(dirs[i], names[i], atomicfile.Options{Mode: mode, Perm: 0o644, Tag: tx.ID}, c.fill)
 		if err != nil {
 			discard()
 			dropBackups()
@@ -228,7 +253,9 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		c := &changes[i]
 		var err error
 		if c.Kind == changeDelete {
-			err = atomicfile.Remove(c.Path)
+			if err = dirs[i].CheckWritable(names[i]); err == nil {
+				err = atomicfile.Remove(dirs[i], names[i])
+			}
 			if errors.Is(err, fs.ErrNotExist) {
 				err = nil
 			}
@@ -282,12 +309,12 @@ func (m *Manager) unprepare(tx *txRecord) {
 
 // cleanTxTemps removes the temp files a transaction staged.
 func (m *Manager) cleanTxTemps(tx *txRecord) {
-	dirs := map[string]bool{}
+	dirs := map[string]string{}
 	for _, c := range tx.Files {
-		dirs[filepath.Dir(c.Path)] = true
+		dirs[filepath.Dir(c.Path)] = c.Path
 	}
-	for dir := range dirs {
-		if _, err := atomicfile.CleanTemp(dir, tx.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, path := range dirs {
+		if _, err := m.cleanTemp(path, tx.ID); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			m.cfg.Logger.Warn("cleaning temp files of a transaction", "tx", tx.ID, "err", err)
 		}
 	}
@@ -301,7 +328,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 	restored := make([]bool, len(tx.Files))
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		c := &tx.Files[i]
-		now, err := statTarget(c.Path)
+		now, err := m.statTarget(c.Path)
 		switch {
 		case err != nil:
 			m.cfg.Logger.Error("reading a file to roll back", "tx", tx.ID, "path", c.Path, "err", err)
@@ -310,13 +337,13 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 		case !c.isNew(now):
 			m.cfg.Logger.Warn("not rolling back a file someone else changed", "tx", tx.ID, "path", c.Path)
 		case !c.OldExists:
-			err := atomicfile.Remove(c.Path)
+			err := m.removeFile(c.Path)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				m.cfg.Logger.Error("removing a file the rolled-back transaction created", "tx", tx.ID, "path", c.Path, "err", err)
 			}
 			restored[i] = err == nil
 		default:
-			_, err := atomicfile.Write(c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
+			_, err := m.writeFile(c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
 				m.backupFill(c.BackupID, c.BackupPieces))
 			if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 				m.cfg.Logger.Error("restoring a file of a rolled-back transaction", "tx", tx.ID, "path", c.Path, "err", err)

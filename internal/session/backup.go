@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/store"
@@ -48,8 +47,8 @@ type backedUp struct {
 // A file that does not exist has no pieces.
 func (m *Manager) backupFile(id, path string) (backedUp, error) {
 	var b backedUp
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	f, err := m.openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
 	}
 	if err != nil {
@@ -154,9 +153,9 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 		m.traceStage(r, map[string]any{"undone": true, "files": len(r.Changes)})
 		return res, nil
 	}
-	now, err := statTarget(r.Target)
+	now, err := m.statTarget(r.Target)
 	if err != nil {
-		return protocol.UndoResult{}, ioError(id, "reading the target", err)
+		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
 	if !now.exists || now.sha256 != r.Result.FileSHA256 {
 		pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
@@ -167,15 +166,15 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	}
 	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target}
 	if r.BackupPieces == 0 {
-		if err := atomicfile.Remove(r.Target); err != nil {
-			return protocol.UndoResult{}, ioError(id, "removing the file the session created", err)
+		if err := m.removeFile(r.Target); err != nil {
+			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
 		}
 		res.Removed = true
 	} else {
 		fill := m.backupFill(id, r.BackupPieces)
-		written, err := atomicfile.Write(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
+		written, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
 		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-			return protocol.UndoResult{}, ioError(id, "restoring "+r.Target, err)
+			return protocol.UndoResult{}, confinedError(id, "restoring "+r.Target, err)
 		}
 		res.RestoredBytes, res.SHA256 = written.Bytes, written.SHA256
 	}

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -63,11 +61,13 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 			return nil, false, pathErr
 		}
 		resolved[p] = abs
-		data, err := os.ReadFile(abs)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, false, nil
+		data, ok, err := m.readTarget(abs)
+		if err != nil {
+			if pe := confinedError(r.ID, "reading "+abs, err); pe.Data.Reason != protocol.ReasonIO {
+				pathErr = pe
+			}
 		}
-		return data, err == nil, err
+		return data, ok, err
 	}
 	res, err := edit.ApplyEnvelope(content, read)
 	plan := &envelopePlan{edit: &protocol.EditResult{}}
@@ -237,9 +237,9 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 	undo := make([]fileChange, 0, len(r.Changes))
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		c := r.Changes[i]
-		now, err := statTarget(c.Path)
+		now, err := m.statTarget(c.Path)
 		if err != nil {
-			return res, ioError(r.ID, "reading "+c.Path, err)
+			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}
 		if !c.isNew(now) {
 			pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
@@ -250,9 +249,9 @@ func (m *Manager) completeContinued(id, by string) {
 // checkUnchanged refuses a write over a target that changed since begin,
 // whether the watcher saw it or only the hash tells.
 func (m *Manager) checkUnchanged(r *record) error {
-	now, err := statTarget(r.Target)
+	now, err := m.statTarget(r.Target)
 	if err != nil {
-		return ioError(r.ID, "reading the current target", err)
+		return confinedError(r.ID, "reading the current target", err)
 	}
 	event := r.Conflict
 	if event == "" && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
@@ -288,12 +287,12 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 	}
 	content := newCounter()
 	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, err := atomicfile.Write(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	written, err := m.writeFile(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}
 	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-		return protocol.FinalizeResult{}, ioError(r.ID, "writing "+path, err)
+		return protocol.FinalizeResult{}, confinedError(r.ID, "writing "+path, err)
 	}
 	res := protocol.FinalizeResult{
 		SessionID:     r.ID,
@@ -331,7 +330,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if op == protocol.OpAppend {
-			if err := copyExisting(w, path); err != nil {
+			if err := m.copyExisting(w, path); err != nil {
 				return err
 			}
 		}
@@ -403,40 +402,3 @@ func (c *counter) lines() int64 {
 }
 
 func (c *counter) sum() string { return hex.EncodeToString(c.h.Sum(nil)) }
-
-func copyExisting(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
-}
-
-// targetState is what a target looked like at one moment.
-type targetState struct {
-	exists bool
-	size   int64
-	sha256 string
-}
-
-func statTarget(path string) (targetState, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return targetState{}, nil
-	}
-	if err != nil {
-		return targetState{}, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return targetState{}, err
-	}
-	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil))}, nil
-}

@@ -13,11 +13,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/orion-agent/orion/internal/clock"
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
@@ -80,6 +82,8 @@ type Config struct {
 // serialized by that session's lock.
 type Manager struct {
 	cfg Config
+	// files reaches targets only through descriptors of the allowed roots.
+	files *confine.FS
 
 	mu       sync.Mutex
 	sessions map[string]*entry
@@ -90,6 +94,10 @@ type Manager struct {
 type entry struct {
 	mu  sync.Mutex
 	rec record
+	// info is rec as last journaled, read by List, Get and OpenCount
+	// without e.mu: a finalize streaming a large file (or a stuck write)
+	// holds e.mu, and status and listings must still answer.
+	info atomic.Pointer[protocol.SessionInfo]
 	// Timers for the idle prompt and auto-finalize; reset by every chunk.
 	idle, auto clock.Timer
 	// watching is true while the target is registered with the watcher.
@@ -147,8 +155,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Notify == nil {
 		cfg.Notify = func(string, string, any) {}
 	}
-	m := &Manager{cfg: cfg, sessions: make(map[string]*entry), txs: make(map[string]*txEntry)}
-	err := cfg.Store.ForEachMeta(func(id string, meta []byte) error {
+	files, err := confine.New(cfg.Guard)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{cfg: cfg, files: files, sessions: make(map[string]*entry), txs: make(map[string]*txEntry)}
+	err = cfg.Store.ForEachMeta(func(id string, meta []byte) error {
 		var r record
 		if err := json.Unmarshal(meta, &r); err != nil {
 			// One unreadable record must not keep the daemon from serving
@@ -156,7 +168,10 @@ func New(cfg Config) (*Manager, error) {
 			cfg.Logger.Error("skipping unreadable session record", "session", id, "err", err)
 			return nil
 		}
-		m.sessions[id] = &entry{rec: r}
+		e := &entry{rec: r}
+		e.rec.published = &e.info
+		e.publish()
+		m.sessions[id] = e
 		return nil
 	})
 	if err != nil {
@@ -187,6 +202,7 @@ func (m *Manager) Close() {
 		m.unwatch(e)
 		e.mu.Unlock()
 	}
+	m.files.Close()
 }
 
 // entries returns every entry; m.mu must be held.
@@ -293,7 +309,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 			return protocol.BeginResult{}, err
 		}
 	}
-	base, err := statTarget(target)
+	base, err := m.statTarget(target)
 	if err != nil {
 		return protocol.BeginResult{}, ioError("", "reading the current target", err)
 	}
@@ -348,6 +364,8 @@ func (m *Manager) open(r *record, shownTarget string) (protocol.BeginResult, err
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r}
+	e.rec.published = &e.info
+	e.publish()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
 	m.mu.Unlock()
@@ -376,7 +394,28 @@ func (m *Manager) put(r *record) error {
 	if err := m.cfg.Store.PutMeta(r.ID, meta); err != nil {
 		return ioError(r.ID, "journaling the session", err)
 	}
+	r.publish()
 	return nil
+}
+
+// publish makes the record's current state what listings show.
+func (r *record) publish() {
+	if r.published != nil {
+		info := r.info()
+		r.published.Store(&info)
+	}
+}
+
+func (e *entry) publish() { e.rec.publish() }
+
+// snapshot is the entry as last published.
+func (e *entry) snapshot() protocol.SessionInfo {
+	if p := e.info.Load(); p != nil {
+		return *p
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rec.info()
 }
 
 // Append journals one chunk. It returns only after the chunk and the
@@ -430,6 +469,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	}
 	first := r.Stage != protocol.StageStreaming
 	*r = next
+	r.publish()
 	m.resetTimers(e)
 	if first {
 		m.traceStage(r, nil)
@@ -513,9 +553,7 @@ func (m *Manager) Get(id string) (protocol.SessionInfo, error) {
 	if err != nil {
 		return protocol.SessionInfo{}, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.rec.info(), nil
+	return e.snapshot(), nil
 }
 
 // List describes the unfinished sessions (open, truncated, needing
@@ -526,11 +564,9 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 	m.mu.Unlock()
 	infos := make([]protocol.SessionInfo, 0, len(entries))
 	for _, e := range entries {
-		e.mu.Lock()
-		if all || unfinished(e.rec.Stage) {
-			infos = append(infos, e.rec.info())
+		if info := e.snapshot(); all || unfinished(info.Stage) {
+			infos = append(infos, info)
 		}
-		e.mu.Unlock()
 	}
 	sort.Slice(infos, func(i, j int) bool {
 		if !infos[i].CreatedAt.Equal(infos[j].CreatedAt) {
@@ -553,11 +589,9 @@ func (m *Manager) OpenCount() int {
 	m.mu.Unlock()
 	n := 0
 	for _, e := range entries {
-		e.mu.Lock()
-		if e.rec.Stage.Open() {
+		if e.snapshot().Stage.Open() {
 			n++
 		}
-		e.mu.Unlock()
 	}
 	return n
 }

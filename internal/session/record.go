@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/orion-agent/orion/protocol"
@@ -11,6 +12,10 @@ import (
 // rewritten in the same transaction as every chunk, so after a crash the
 // metadata always agrees with the chunks that were acknowledged.
 type record struct {
+	// published is where the entry holding this record keeps what
+	// listings show; copies of the record share it.
+	published *atomic.Pointer[protocol.SessionInfo]
+
 	ID            string             `json:"id"`
 	Intent        string             `json:"intent,omitempty"`
 	RequestedPath string             `json:"requested_path"`

@@ -6,11 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -22,7 +19,7 @@ func (m *Manager) recover(e *entry) {
 		// A crash hit between "finalizing" and "completed": the rename
 		// either happened or not. Temp files of that write are garbage
 		// either way.
-		if removed, err := atomicfile.CleanTemp(filepath.Dir(r.Target), r.ID); err != nil {
+		if removed, err := m.cleanTemp(r.Target, r.ID); err != nil {
 			m.cfg.Logger.Warn("cleaning temp files of an interrupted finalize", "session", r.ID, "err", err)
 		} else if len(removed) > 0 {
 			m.cfg.Logger.Info("removed temp files of an interrupted finalize", "session", r.ID, "files", removed)
@@ -53,10 +50,10 @@ func (m *Manager) recover(e *entry) {
 // finalize would have written.
 func (m *Manager) landed(r *record) bool {
 	if r.PendingSHA256 != "" {
-		now, err := statTarget(r.Target)
+		now, err := m.statTarget(r.Target)
 		return err == nil && now.exists && now.sha256 == r.PendingSHA256
 	}
-	f, err := os.Open(r.Target)
+	f, err := m.openRegular(r.Target)
 	if err != nil {
 		return false
 	}
@@ -95,11 +92,15 @@ func (m *Manager) landed(r *record) bool {
 // summaryOfLanded rebuilds the finalize summary of a write that landed,
 // from the file itself: it holds exactly what the session wrote.
 func (m *Manager) summaryOfLanded(r *record) (protocol.FinalizeResult, error) {
-	f, err := os.Open(r.Target)
+	f, err := m.openRegular(r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
 	if r.Operation == protocol.OpAppend {
 		if _, err := f.Seek(r.BaseSize, io.SeekStart); err != nil {
 			return protocol.FinalizeResult{}, err
@@ -109,11 +110,7 @@ func (m *Manager) summaryOfLanded(r *record) (protocol.FinalizeResult, error) {
 	if _, err := io.Copy(content, f); err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	file, err := statTarget(r.Target)
-	if err != nil {
-		return protocol.FinalizeResult{}, err
-	}
-	fi, err := os.Stat(r.Target)
+	file, err := m.statTarget(r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}

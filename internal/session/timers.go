@@ -217,7 +217,24 @@ func (m *Manager) TargetChanged(path, kind string) {
 	m.mu.Lock()
 	entries := m.entries()
 	m.mu.Unlock()
+	// The target is read before any session lock is taken: reading may be
+	// slow (a large file) and a session's lock is what finalize, status
+	// and listings wait on.
+	var now targetState
+	read := false
 	for _, e := range entries {
+		if info := e.snapshot(); info.TargetFile != path || info.Conflict != "" {
+			continue
+		}
+		if !read {
+			var err error
+			if now, err = m.statTarget(path); err != nil {
+				// Something unreadable now stands at the target (a FIFO,
+				// a symlink): that is a change too.
+				now = targetState{exists: true, sha256: "unreadable: " + err.Error()}
+			}
+			read = true
+		}
 		e.mu.Lock()
 		r := &e.rec
 		watched := r.acceptsContent() || r.Stage == protocol.StageTruncated
@@ -229,7 +246,7 @@ func (m *Manager) TargetChanged(path, kind string) {
 		// just before this session began, or a roll-back restoring the
 		// file. A target that still holds what the session began from has
 		// lost nothing, so only a real difference is a conflict.
-		if now, err := statTarget(path); err != nil || (now.exists == r.BaseExists && now.sha256 == r.BaseSHA256) {
+		if now.exists == r.BaseExists && now.sha256 == r.BaseSHA256 {
 			e.mu.Unlock()
 			continue
 		}

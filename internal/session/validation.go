@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -79,10 +78,9 @@ func (m *Manager) check(r *record) (checked, error) {
 			return checked{}, ioError(r.ID, "reading the journal", err)
 		}
 	}
-	original, err := os.ReadFile(r.Target)
-	hasOriginal := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return checked{}, ioError(r.ID, "reading the current target", err)
+	original, hasOriginal, err := m.readTarget(r.Target)
+	if err != nil {
+		return checked{}, confinedError(r.ID, "reading the current target", err)
 	}
 	if partial && !hasOriginal {
 		pe := protocol.Errorf(protocol.CodeInvalidTarget, protocol.ReasonTargetMissing,

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/orion-agent/orion/protocol"
@@ -66,7 +67,7 @@ func (e Entry) Target() string {
 // io.ErrUnexpectedEOF if content.txt shrank since, so a recovered session is
 // never silently shorter than what was found.
 func (e Entry) Open() (io.ReadCloser, error) {
-	f, err := os.Open(e.ContentPath)
+	f, err := openNoBlock(e.ContentPath)
 	if err != nil {
 		return nil, fmt.Errorf("spool: opening content: %w", err)
 	}
@@ -312,11 +313,14 @@ func readSmall(dir, path string, limit int64, missingReason string) ([]byte, fs.
 	case fi.Size() > limit:
 		return problem(ReasonBadMetadataJSON, "%s is %d bytes, more than the %d such a file can hold", name, fi.Size(), limit)
 	}
-	f, err := os.Open(path)
+	f, err := openNoBlock(path)
 	if err != nil {
 		return problem(ReasonUnreadable, "cannot read %s: %v", name, err)
 	}
 	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() {
+		return problem(ReasonNotRegularFile, "%s is not a regular file", name)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return problem(ReasonUnreadable, "cannot read %s: %v", name, err)
@@ -415,4 +419,15 @@ func kind(fi fs.FileInfo) string {
 	default:
 		return "special file"
 	}
+}
+
+// openNoBlock opens a spool file without following a symlink and without
+// waiting: a FIFO swapped in after the Lstat opens at once (and is then
+// refused as not regular) instead of stopping the scan.
+func openNoBlock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -468,7 +468,10 @@ trace-postgres is masked.`,
 			if err != nil {
 				return err
 			}
-			return printConfig(cmd.OutOrStdout(), r)
+			if err := printConfig(cmd.OutOrStdout(), r); err != nil {
+				return err
+			}
+			return printProtected(cmd, r, getenv)
 		},
 	}
 	// The same flags as run, bound to a run command that never runs.

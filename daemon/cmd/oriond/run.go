@@ -14,11 +14,13 @@ import (
 
 func newRunCmd(getenv func(string) string) *cobra.Command {
 	var (
-		cfg       daemon.Config
-		roots     []string
-		logFormat string
-		logLevel  string
-		traces    traceSettings
+		cfg   daemon.Config
+		roots []string
+		// allowProtected lifts default-protected paths.
+		allowProtected []string
+		logFormat      string
+		logLevel       string
+		traces         traceSettings
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -43,10 +45,10 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Flags not given take the environment, the config file or
 			// the default, in that order.
-			if _, err := applyConfig(cmd, getenv); err != nil {
+			res, err := applyConfig(cmd, getenv)
+			if err != nil {
 				return err
 			}
-			var err error
 			if cfg.Socket, err = filepath.Abs(cfg.Socket); err != nil {
 				return err
 			}
@@ -54,6 +56,12 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 				return err
 			}
 			cfg.AllowRoots = roots
+			if cfg.AllowProtected, err = protectedEntries(allowProtected); err != nil {
+				return usageError{fmt.Errorf("allow-protected: %w", err)}
+			}
+			if cfg.ConfigPaths, err = configPaths(res, getenv); err != nil {
+				return err
+			}
 			target := detectLogTarget(getenv, os.Stderr)
 			logger, err := newLogger(logFormat, logLevel, target)
 			if err != nil {
@@ -80,6 +88,7 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.StringVar(&cfg.Socket, "socket", "", "Unix socket to serve on [ORION_SOCKET]")
 	f.StringVar(&cfg.StateDir, "state-dir", "", "directory for the bbolt store [ORION_STATE_DIR]")
 	f.StringArrayVar(&roots, "allow-root", nil, "directory files may be written under; repeatable [ORION_ALLOW_ROOTS]")
+	f.StringArrayVar(&allowProtected, "allow-protected", nil, "protected path (or name, such as .git) sessions may write after all; repeatable (oriond config print lists them)")
 	f.Int64Var(&cfg.MaxChunkBytes, "max-chunk-bytes", session.DefaultMaxChunkBytes, "largest chunk accepted, in bytes")
 	f.Int64Var(&cfg.MaxSessionBytes, "max-session-bytes", session.DefaultMaxSessionBytes, "largest session accepted, in bytes")
 	f.DurationVar(&cfg.IdleTimeout, "idle", session.DefaultIdleTimeout, "default idle period before session.idle is sent")

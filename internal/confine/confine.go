@@ -1,0 +1,195 @@
+//go:build unix
+
+// Package confine is the daemon's only way to the files it writes for a
+// model: every operation goes through a descriptor of an allowed root and
+// then of the target's directory, resolved without leaving the root at any
+// step (os.Root), and is named relative to that directory descriptor. A path
+// checked earlier is never opened by name again, so a directory swapped for
+// a symlink between the check and the use cannot redirect a write outside
+// the roots (the threat model in the README's "Security model").
+//
+// Symlinks that stay inside a root are followed, as os.Root does. On Linux
+// the kernel's own name of the opened directory is compared with the path
+// the caller expects, so a redirection inside the root is refused too: a
+// reply never names a file other than the one written, and a protected path
+// reached through a symlink is caught at the moment of use.
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/orion-agent/orion/internal/pathguard"
+)
+
+// FS holds a descriptor of every allowed root for the daemon's life.
+type FS struct {
+	roots []root
+	guard *pathguard.Guard
+}
+
+type root struct {
+	path string // real, clean, absolute
+	r    *os.Root
+}
+
+// errEscapes is os.Root's (unexported) error for a path that leaves the
+// root, captured once so it can be told from a missing directory.
+var errEscapes = func() error {
+	r, err := os.OpenRoot("/")
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	_, err = r.Open("..")
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return nil
+}()
+
+// New opens every root of g. The guard also says which paths inside the
+// roots are protected; they are refused here, at the moment of use, as
+// well as when a session begins.
+func New(g *pathguard.Guard) (*FS, error) {
+	f := &FS{guard: g}
+	for _, p := range g.Roots() {
+		r, err := os.OpenRoot(p)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("opening allowed root %s: %w", p, err)
+		}
+		f.roots = append(f.roots, root{path: p, r: r})
+	}
+	return f, nil
+}
+
+// Close releases the roots' descriptors.
+func (f *FS) Close() error {
+	var errs []error
+	for _, r := range f.roots {
+		errs = append(errs, r.r.Close())
+	}
+	f.roots = nil
+	return errors.Join(errs...)
+}
+
+// rootOf returns the outermost root holding the clean absolute path p, and
+// p relative to it. The outermost one, because a symlink from a nested root
+// into its parent root is as allowed as the parent root itself.
+func (f *FS) rootOf(p string) (root, string, bool) {
+	best := -1
+	for i, r := range f.roots {
+		if within(r.path, p) && (best < 0 || len(r.path) < len(f.roots[best].path)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return root{}, "", false
+	}
+	rel, err := filepath.Rel(f.roots[best].path, p)
+	if err != nil {
+		return root{}, "", false
+	}
+	return f.roots[best], rel, true
+}
+
+func within(root, p string) bool {
+	if p == root || root == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(p, root) && p[len(root)] == filepath.Separator
+}
+
+// OpenDir opens the directory dir (absolute, as a guard resolved it) inside
+// its root. It fails with a *pathguard.Error when dir is outside every root,
+// leads out of its root through a symlink, is protected, is missing or is
+// not a directory, or (on Linux) now names another directory than dir
+// because something on the way was swapped since dir was resolved.
+func (f *FS) OpenDir(dir string) (*Dir, error) {
+	dir = filepath.Clean(dir)
+	if !filepath.IsAbs(dir) {
+		return nil, &pathguard.Error{Reason: pathguard.ReasonRelativePath, Path: dir,
+			Msg: fmt.Sprintf("directory %q is not absolute", dir)}
+	}
+	r, rel, ok := f.rootOf(dir)
+	if !ok {
+		return nil, &pathguard.Error{Reason: pathguard.ReasonOutsideRoots, Path: dir,
+			Msg: fmt.Sprintf("%s is outside the allowed roots (%s); give a path inside one of them", dir, strings.Join(f.guard.Roots(), ", "))}
+	}
+	file, err := r.r.Open(rel)
+	if err != nil {
+		return nil, openDirError(dir, err)
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		file.Close()
+		return nil, &pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
+			Msg: fmt.Sprintf("%s is not a directory, so nothing can be written below it; write into an existing directory", dir)}
+	}
+	if real, ok := kernelPath(file); ok && real != dir {
+		file.Close()
+		return nil, moved(dir, real, f.guard.Inside(real))
+	}
+	if entry, ok := f.guard.Protected(dir); ok {
+		file.Close()
+		return nil, protectedError(dir, entry, f.guard)
+	}
+	return &Dir{f: file, Path: dir, guard: f.guard}, nil
+}
+
+// OpenParent opens the directory holding path and returns it with path's
+// last element, the name every operation on the file uses.
+func (f *FS) OpenParent(path string) (*Dir, string, error) {
+	path = filepath.Clean(path)
+	base := filepath.Base(path)
+	if base == "." || base == ".." || base == string(filepath.Separator) {
+		return nil, "", fmt.Errorf("%s: not a file name", path)
+	}
+	d, err := f.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, "", err
+	}
+	if entry, ok := f.guard.Protected(path); ok {
+		d.Close()
+		return nil, "", protectedError(path, entry, f.guard)
+	}
+	return d, base, nil
+}
+
+func openDirError(dir string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
+		return &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: dir,
+			Msg: fmt.Sprintf("%s now leads out of the allowed roots through a symlink; nothing was written there. Give a path whose symlinks stay inside the roots", dir)}
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
+		return &pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
+			Msg: fmt.Sprintf("directory %s does not exist (any more), so nothing can be written in it; write into an existing directory", dir)}
+	}
+	return fmt.Errorf("opening %s: %w", dir, err)
+}
+
+// moved is the refusal for a directory that resolves elsewhere than when it
+// was checked: a directory or symlink on the way changed meanwhile.
+func moved(dir, real string, inside bool) error {
+	if !inside {
+		return &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: dir,
+			Msg: fmt.Sprintf("%s now leads to %s, outside the allowed roots: a directory on the way was replaced by a symlink; nothing was written", dir, real)}
+	}
+	return &pathguard.Error{Reason: pathguard.ReasonPathChanged, Path: dir,
+		Msg: fmt.Sprintf("%s now leads to %s: a directory on the way was replaced or a symlink changed since the path was checked; nothing was written. Check the path and begin a new session", dir, real)}
+}
+
+func protectedError(path, entry string, g *pathguard.Guard) error {
+	return g.ProtectedError(path, entry)
+}

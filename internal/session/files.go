@@ -1,0 +1,149 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Every file a session reads or writes is reached here, through the
+// descriptors of package confine: the target's directory is opened inside
+// its root at the moment of use and every operation names the file
+// relative to it. A path checked at begin (or at finalize) is never opened
+// by name, so swapping a directory for a symlink in between cannot move a
+// read or a write outside the roots or onto a protected path.
+
+// openParent opens the directory of path inside its root.
+func (m *Manager) openParent(path string) (*confine.Dir, string, error) {
+	return m.files.OpenParent(path)
+}
+
+// openRegular opens the target at path for reading: a regular file, or an
+// error satisfying errors.Is(err, fs.ErrNotExist) when it (or its
+// directory) is missing. A FIFO or device planted there is refused without
+// blocking.
+func (m *Manager) openRegular(path string) (*os.File, error) {
+	d, name, err := m.openParent(path)
+	if err != nil {
+		var pe *pathguard.Error
+		if errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing {
+			return nil, &os.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+		}
+		return nil, err
+	}
+	defer d.Close()
+	return d.OpenRegular(name)
+}
+
+// readTarget returns the target's content, or ok false when it does not
+// exist.
+func (m *Manager) readTarget(path string) (data []byte, ok bool, err error) {
+	f, err := m.openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	data, err = io.ReadAll(f)
+	return data, err == nil, err
+}
+
+// targetState is what a target looked like at one moment.
+type targetState struct {
+	exists bool
+	size   int64
+	sha256 string
+	perm   fs.FileMode
+}
+
+// statTarget hashes the target as it is now.
+func (m *Manager) statTarget(path string) (targetState, error) {
+	f, err := m.openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return targetState{}, nil
+	}
+	if err != nil {
+		return targetState{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return targetState{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return targetState{}, err
+	}
+	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil)), perm: fi.Mode().Perm()}, nil
+}
+
+// copyExisting copies the target's current content to w (nothing when it
+// does not exist), for append.
+func (m *Manager) copyExisting(w io.Writer, path string) error {
+	f, err := m.openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// writeFile replaces path atomically with what fill writes.
+func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, error) {
+	d, name, err := m.openParent(path)
+	if err != nil {
+		return atomicfile.Result{}, err
+	}
+	defer d.Close()
+	return atomicfile.Write(d, name, opts, fill)
+}
+
+// removeFile removes path and makes the removal durable.
+func (m *Manager) removeFile(path string) error {
+	d, name, err := m.openParent(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.CheckWritable(name); err != nil {
+		return err
+	}
+	return atomicfile.Remove(d, name)
+}
+
+// cleanTemp removes the temp files tag left in the directory of path.
+func (m *Manager) cleanTemp(path, tag string) ([]string, error) {
+	d, _, err := m.openParent(path)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return atomicfile.CleanTemp(d, tag)
+}
+
+// confinedError maps a refusal of the confined layer onto the wire's path
+// codes, and anything else onto io_error.
+func confinedError(id, doing string, err error) *protocol.Error {
+	var pe *pathguard.Error
+	if errors.As(err, &pe) {
+		e := pathError(pe).(*protocol.Error)
+		e.Data.SessionID = id
+		return e
+	}
+	return ioError(id, doing, err)
+}

@@ -93,6 +93,13 @@ func (b *lockedBuffer) String() string {
 // it when the test ends.
 func Start(t *testing.T, extraArgs ...string) *Daemon {
 	t.Helper()
+	return StartEnv(t, nil, extraArgs...)
+}
+
+// StartEnv is Start with extra environment variables from the first start
+// on, such as a HOME whose dotfiles the daemon protects.
+func StartEnv(t *testing.T, env []string, extraArgs ...string) *Daemon {
+	t.Helper()
 	// Socket paths are limited to ~104 bytes, and t.TempDir() paths carry
 	// the test name, so the socket gets its own short directory.
 	sockDir, err := os.MkdirTemp("", "orion")
@@ -110,6 +117,7 @@ func Start(t *testing.T, extraArgs ...string) *Daemon {
 		StateDir: filepath.Join(t.TempDir(), "state"),
 		Root:     root,
 		Args:     extraArgs,
+		Env:      env,
 	}
 	d.Restart()
 	t.Cleanup(d.Stop)

@@ -108,9 +108,11 @@ func within(root, p string) bool {
 
 // OpenDir opens the directory dir (absolute, as a guard resolved it) inside
 // its root. It fails with a *pathguard.Error when dir is outside every root,
-// leads out of its root through a symlink, is protected, is missing or is
-// not a directory, or (on Linux) now names another directory than dir
-// because something on the way was swapped since dir was resolved.
+// leads out of its root through a symlink, is missing or is not a
+// directory, or (on Linux) now names another directory than dir because
+// something on the way was swapped since dir was resolved. Protection is
+// checked per file, by OpenParent: a lifted file may sit in a protected
+// directory.
 func (f *FS) OpenDir(dir string) (*Dir, error) {
 	dir = filepath.Clean(dir)
 	if !filepath.IsAbs(dir) {
@@ -140,10 +142,6 @@ func (f *FS) OpenDir(dir string) (*Dir, error) {
 		file.Close()
 		return nil, moved(dir, real, f.guard.Inside(real))
 	}
-	if entry, ok := f.guard.Protected(dir); ok {
-		file.Close()
-		return nil, protectedError(dir, entry, f.guard)
-	}
 	return &Dir{f: file, Path: dir, guard: f.guard}, nil
 }
 
@@ -159,6 +157,9 @@ func (f *FS) OpenParent(path string) (*Dir, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// The directory is the one checked (OpenDir compared the kernel's
+	// name of it with the path), so the file's path here is its real path:
+	// a protected file reached through a swapped symlink is caught too.
 	if entry, ok := f.guard.Protected(path); ok {
 		d.Close()
 		return nil, "", protectedError(path, entry, f.guard)

@@ -48,7 +48,7 @@ func reasonOf(err error) string {
 }
 
 func TestOpenDir(t *testing.T) {
-	fsys, root, out := setup(t, pathguard.Protection{Default: []string{".git"}})
+	fsys, root, out := setup(t, pathguard.Protection{})
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -57,7 +57,6 @@ func TestOpenDir(t *testing.T) {
 	}
 	must(os.Symlink(out, filepath.Join(root, "escape")))
 	must(os.Symlink("sub", filepath.Join(root, "inside")))
-	must(os.Mkdir(filepath.Join(root, ".git"), 0o755))
 	must(os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
 	tests := []struct {
 		name, dir, reason string
@@ -70,7 +69,6 @@ func TestOpenDir(t *testing.T) {
 		{name: "RedirectedInsideRoot", dir: filepath.Join(root, "inside"), reason: pathguard.ReasonPathChanged, linuxOnly: true},
 		{name: "Missing", dir: filepath.Join(root, "nope"), reason: pathguard.ReasonParentMissing},
 		{name: "NotADirectory", dir: filepath.Join(root, "file"), reason: pathguard.ReasonParentMissing},
-		{name: "Protected", dir: filepath.Join(root, ".git"), reason: pathguard.ReasonProtected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

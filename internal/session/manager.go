@@ -311,7 +311,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 	}
 	base, err := m.statTarget(target)
 	if err != nil {
-		return protocol.BeginResult{}, ioError("", "reading the current target", err)
+		return protocol.BeginResult{}, confinedError("", "reading the current target", err)
 	}
 	if base.exists && p.Operation == protocol.OpCreate {
 		return protocol.BeginResult{}, targetExists(target)

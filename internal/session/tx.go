@@ -162,7 +162,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 		} else {
 			now, err := m.statTarget(r.Target)
 			if err != nil {
-				return protocol.TxCommitResult{}, ioError(r.ID, "reading the current target", err)
+				return protocol.TxCommitResult{}, confinedError(r.ID, "reading the current target", err)
 			}
 			ch.OldExists, ch.OldSHA256 = now.exists, now.sha256
 		}

@@ -124,4 +124,7 @@ type UndoResult struct {
 	Removed       bool   `json:"removed,omitempty"`
 	RestoredBytes int64  `json:"restored_bytes"`
 	SHA256        string `json:"sha256,omitempty"`
+	// RemovedDirs are the directories the session had made for its files
+	// and that the undo left empty, so it removed them too.
+	RemovedDirs []string `json:"removed_dirs,omitempty"`
 }

@@ -193,8 +193,11 @@ type FinalizeResult struct {
 	Mode string `json:"mode"`
 	// ContinuedSessions lists the truncated sessions whose content this
 	// session's write included, oldest first.
-	ContinuedSessions []string  `json:"continued_sessions,omitempty"`
-	Warnings          []Warning `json:"warnings,omitempty"`
+	ContinuedSessions []string `json:"continued_sessions,omitempty"`
+	// CreatedDirs are the directories that did not exist and were made for
+	// the file(s), outermost first; an undo removes them again when empty.
+	CreatedDirs []string  `json:"created_dirs,omitempty"`
+	Warnings    []Warning `json:"warnings,omitempty"`
 	// Edit reports, per block or hunk, what a patch or edit did.
 	Edit *EditResult `json:"edit,omitempty"`
 	// BackupID names the backup of the replaced content kept in the store

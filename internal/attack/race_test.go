@@ -238,6 +238,21 @@ func TestSymlinkSwapRace(t *testing.T) {
 		a.check(t)
 	})
 
+	t.Run("MakeParents", func(t *testing.T) {
+		a := newArena(t, d, "mkdir")
+		a.run(t, 2, func(r *rpc, c, i int) error {
+			// Directories that do not exist yet are made at finalize,
+			// while work/ may have been swapped for the symlink.
+			b, err := r.stream(protocol.BeginParams{TargetFile: filepath.Join(a.work, fmt.Sprintf("d%d", c), fmt.Sprintf("n%d", i), "f"),
+				Operation: protocol.OpCreate}, "content", true)
+			if err != nil {
+				return err
+			}
+			return asErr(r.call(protocol.MethodSessionFinalize, protocol.FinalizeParams{SessionID: b.SessionID, Force: true}, nil))
+		})
+		a.check(t)
+	})
+
 	t.Run("TxCommit", func(t *testing.T) {
 		a := newArena(t, d, "tx")
 		for c := range 2 {

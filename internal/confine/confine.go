@@ -173,9 +173,13 @@ func openDirError(dir string, err error) error {
 		return &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: dir,
 			Msg: fmt.Sprintf("%s now leads out of the allowed roots through a symlink; nothing was written there. Give a path whose symlinks stay inside the roots", dir)}
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &missingDir{&pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
+			Msg: fmt.Sprintf("directory %s does not exist", dir)}}
+	}
+	if errors.Is(err, errNotDir) {
 		return &pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
-			Msg: fmt.Sprintf("directory %s does not exist (any more), so nothing can be written in it; write into an existing directory", dir)}
+			Msg: fmt.Sprintf("a file stands where a directory on the way to %s should be, so nothing can be written there; write into a directory", dir)}
 	}
 	return fmt.Errorf("opening %s: %w", dir, err)
 }

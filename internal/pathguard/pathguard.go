@@ -1,6 +1,7 @@
 // Package pathguard decides whether the daemon may write a target path: the
 // path must resolve, through ".." and symlinks, to a regular file (existing or
-// not) in an existing directory inside one of the allowed roots.
+// not) inside one of the allowed roots, and not be protected. Directories on
+// the way that do not exist yet are allowed: they are made at the write.
 //
 // A Guard only checks; it does not open anything. Between Resolve and the
 // write, another process could swap a directory for a symlink, so a
@@ -142,12 +143,14 @@ func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("resolving target %q: %w", target, err)
 	}
+	if w.notDir {
+		return "", &Error{Reason: ReasonParentMissing, Path: w.missing,
+			Msg: fmt.Sprintf("%s is not a directory, so target %q cannot be written below it; write into a directory", w.missing, target)}
+	}
 	if w.missing != "" {
-		msg := fmt.Sprintf("directory %s does not exist, so target %q cannot be written; directories are not created: create it first or write into an existing directory", w.missing, target)
-		if w.notDir {
-			msg = fmt.Sprintf("%s is not a directory, so target %q cannot be written below it; write into an existing directory", w.missing, target)
-		}
-		return "", &Error{Reason: ReasonParentMissing, Path: w.missing, Msg: msg}
+		// Missing directories are made when the file is written, inside
+		// the root (package confine), as editors and agents expect.
+		return w.path, nil
 	}
 
 	fi, err := os.Lstat(w.path)

@@ -132,9 +132,9 @@ func TestResolve(t *testing.T) {
 		{name: "RootItself", target: abs("a"), reason: pathguard.ReasonIsDirectory},
 		{name: "SymlinkToDirectory", target: abs("a/in_dir"), reason: pathguard.ReasonIsDirectory},
 		{name: "FIFO", target: abs("a/fifo"), reason: pathguard.ReasonSpecialFile},
-		{name: "ParentMissing", target: "nope/new.txt", workspace: ws, reason: pathguard.ReasonParentMissing},
-		{name: "ParentMissingDeep", target: "nope/deeper/new.txt", workspace: ws, reason: pathguard.ReasonParentMissing},
 		{name: "ParentIsFile", target: "file.txt/new.txt", workspace: ws, reason: pathguard.ReasonParentMissing},
+		{name: "ParentMissingMadeAtWrite", target: "nope/deeper/new.txt", workspace: ws, want: "a/nope/deeper/new.txt"},
+		{name: "ParentMissingThenDotDotOut", target: "nope/../../outside/x.txt", workspace: ws, reason: pathguard.ReasonOutsideRoots},
 		{name: "SiblingPrefixRoot", target: abs("ab/x.txt"), reason: pathguard.ReasonOutsideRoots},
 		{name: "SiblingPrefixRootViaDotDot", target: "../ab/x.txt", workspace: ws, reason: pathguard.ReasonOutsideRoots},
 		{name: "SecondRoot", target: abs("b/new.txt"), want: "b/new.txt"},
@@ -212,10 +212,10 @@ func TestErrorMessages(t *testing.T) {
 			wantMsg:  []string{`"out_dir/new.txt"`, filepath.Join(root, "out_dir") + " -> ../outside", root},
 		},
 		{
-			name:     "ParentMissing",
-			target:   "nope/new.txt",
-			wantPath: filepath.Join(root, "nope"),
-			wantMsg:  []string{filepath.Join(root, "nope"), "does not exist"},
+			name:     "ParentIsFile",
+			target:   "file.txt/new.txt",
+			wantPath: filepath.Join(root, "file.txt"),
+			wantMsg:  []string{filepath.Join(root, "file.txt"), "is not a directory"},
 		},
 	}
 	for _, tt := range tests {

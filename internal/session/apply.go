@@ -67,6 +67,9 @@ type fileChange struct {
 	NewSHA256 string `json:"new_sha256,omitempty"`
 	NewBytes  int64  `json:"new_bytes,omitempty"`
 	NewMode   uint32 `json:"new_mode,omitempty"`
+	// CreatedDirs are the directories made for the file, removed again
+	// (when empty) by a roll-back or an undo.
+	CreatedDirs []string `json:"created_dirs,omitempty"`
 
 	// fill writes the new content into the staged temp file.
 	fill func(io.Writer) error
@@ -204,9 +207,23 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 			}
 		}
 	}
+	removeMade := func() {
+		for i := len(changes) - 1; i >= 0; i-- {
+			m.files.RemoveEmptyDirs(changes[i].CreatedDirs)
+			changes[i].CreatedDirs = nil
+		}
+	}
 	for i := range changes {
-		d, name, err := m.openParent(changes[i].Path)
+		var d *confine.Dir
+		var name string
+		var err error
+		if changes[i].Kind == changeDelete {
+			d, name, err = m.openParent(changes[i].Path)
+		} else {
+			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Path)
+		}
 		if err != nil {
+			removeMade()
 			dropBackups()
 			m.unprepare(tx)
 			if pe := confinedError("", "opening the directory of "+changes[i].Path, err); pe.Data.Reason != protocol.ReasonIO {
@@ -229,6 +246,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		s, err := atomicfile.Stage(dirs[i], names[i], atomicfile.Options{Mode: mode, Perm: 0o644, Tag: tx.ID}, c.fill)
 		if err != nil {
 			discard()
+			removeMade()
 			dropBackups()
 			m.unprepare(tx)
 			if errors.Is(err, atomicfile.ErrExists) {
@@ -244,6 +262,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 	tx.Files, tx.Stage = changes, protocol.TxCommitting
 	if err := m.putTx(tx); err != nil {
 		discard()
+		removeMade()
 		dropBackups()
 		m.unprepare(tx)
 		return err
@@ -343,7 +362,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 			}
 			restored[i] = err == nil
 		default:
-			_, err := m.writeFile(c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
+			_, _, err := m.writeFile(c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
 				m.backupFill(c.BackupID, c.BackupPieces))
 			if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 				m.cfg.Logger.Error("restoring a file of a rolled-back transaction", "tx", tx.ID, "path", c.Path, "err", err)
@@ -352,6 +371,11 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 		}
 	}
 	m.cleanTxTemps(tx)
+	for i := len(tx.Files) - 1; i >= 0; i-- {
+		if restored[i] {
+			m.files.RemoveEmptyDirs(tx.Files[i].CreatedDirs)
+		}
+	}
 	tx.Stage, tx.Error = protocol.TxRolledBack, why
 	if err := m.putTx(tx); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back transaction", "tx", tx.ID, "err", err)

@@ -170,9 +170,10 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
 		}
 		res.Removed = true
+		res.RemovedDirs = m.files.RemoveEmptyDirs(r.Result.CreatedDirs)
 	} else {
 		fill := m.backupFill(id, r.BackupPieces)
-		written, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
+		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
 		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 			return protocol.UndoResult{}, confinedError(id, "restoring "+r.Target, err)
 		}

@@ -202,6 +202,7 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		if c.BackupPieces > 0 {
 			res.BackupID = r.ID
 		}
+		res.CreatedDirs = append(res.CreatedDirs, c.CreatedDirs...)
 	}
 	res.Stage = protocol.StageCompleted
 	if err := m.settleTx(tx, []protocol.FinalizeResult{res}); err != nil {
@@ -269,6 +270,9 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 		// session (or the undone one) stays as it was.
 		m.dropTx(tx.ID)
 		return res, err
+	}
+	for i := len(r.Changes) - 1; i >= 0; i-- {
+		res.RemovedDirs = append(res.RemovedDirs, m.files.RemoveEmptyDirs(r.Changes[i].CreatedDirs)...)
 	}
 	for _, u := range undo {
 		m.dropBackup(u.BackupID, u.BackupPieces)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/confine"
@@ -103,14 +104,40 @@ func (m *Manager) copyExisting(w io.Writer, path string) error {
 	return err
 }
 
-// writeFile replaces path atomically with what fill writes.
-func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, error) {
+// openParentMaking is openParent that first makes the directories on the
+// way that do not exist (inside the root, see confine.MkdirAll), as
+// editors and agents do. It returns the directories it made, so a failed
+// write, an undo or a roll-back can remove them again.
+func (m *Manager) openParentMaking(path string) (*confine.Dir, string, []string, error) {
 	d, name, err := m.openParent(path)
+	if err == nil || !confine.IsMissingDir(err) {
+		return d, name, nil, err
+	}
+	made, err := m.files.MkdirAll(filepath.Dir(path))
+	if err == nil {
+		d, name, err = m.openParent(path)
+	}
 	if err != nil {
-		return atomicfile.Result{}, err
+		m.files.RemoveEmptyDirs(made)
+		return nil, "", nil, err
+	}
+	return d, name, made, nil
+}
+
+// writeFile replaces path atomically with what fill writes, making the
+// missing directories on the way; it returns those it made.
+func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMaking(path)
+	if err != nil {
+		return atomicfile.Result{}, nil, err
 	}
 	defer d.Close()
-	return atomicfile.Write(d, name, opts, fill)
+	res, err := atomicfile.Write(d, name, opts, fill)
+	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+		m.files.RemoveEmptyDirs(made)
+		return res, nil, err
+	}
+	return res, made, err
 }
 
 // removeFile removes path and makes the removal durable.

@@ -287,7 +287,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 	}
 	content := newCounter()
 	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, err := m.writeFile(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	written, made, err := m.writeFile(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}
@@ -307,6 +307,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 		EndMarkerSeen: r.Scanner.MarkerSeen(),
 		TrailingBytes: r.Scanner.TrailingLen(),
 		Mode:          fmt.Sprintf("%#o", written.Mode.Perm()),
+		CreatedDirs:   made,
 	}
 	if err != nil {
 		// The rename happened; only the directory sync failed.

@@ -207,6 +207,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 		if ch.OldExists {
 			res.BackupID = r.ID
 		}
+		res.CreatedDirs = ch.CreatedDirs
 		results[i] = res
 	}
 	if err := m.settleTx(tx, results); err != nil {

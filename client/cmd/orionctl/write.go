@@ -192,6 +192,9 @@ func displayName(path string) string {
 // printChecks lists the repairs, validation findings and warnings of a
 // finalize.
 func printChecks(out io.Writer, res protocol.FinalizeResult) {
+	for _, d := range res.CreatedDirs {
+		fmt.Fprintf(out, "made directory %s\n", displayName(d))
+	}
 	for _, r := range res.Repairs {
 		fmt.Fprintf(out, "repaired: %s\n", r.Message)
 	}

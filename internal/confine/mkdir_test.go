@@ -1,0 +1,49 @@
+package confine_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/pathguard"
+)
+
+func TestMkdirAll(t *testing.T) {
+	fsys, root, out := setup(t, pathguard.Protection{Default: []string{".git"}})
+	if err := os.Symlink(out, filepath.Join(root, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	made, err := fsys.MkdirAll(filepath.Join(root, "sub", "a", "b"))
+	if want := []string{filepath.Join(root, "sub", "a"), filepath.Join(root, "sub", "a", "b")}; err != nil || !slices.Equal(made, want) {
+		t.Fatalf("MkdirAll = %v, %v; want %v", made, err, want)
+	}
+	if made, err := fsys.MkdirAll(filepath.Join(root, "sub", "a", "b")); err != nil || len(made) != 0 {
+		t.Fatalf("MkdirAll of an existing directory = %v, %v", made, err)
+	}
+	for _, tt := range []struct{ dir, reason string }{
+		{filepath.Join(root, "esc", "new"), pathguard.ReasonSymlinkEscape},
+		{filepath.Join(root, "file", "new"), pathguard.ReasonParentMissing},
+		{filepath.Join(root, "p", ".git", "hooks"), pathguard.ReasonProtected},
+	} {
+		if made, err := fsys.MkdirAll(tt.dir); reasonOf(err) != tt.reason || len(made) != 0 {
+			t.Errorf("MkdirAll(%s) = %v, %v; want reason %s and nothing made", tt.dir, made, err, tt.reason)
+		}
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("MkdirAll made %v outside the root", entries)
+	}
+	if _, err := os.Stat(filepath.Join(root, "p")); err == nil {
+		t.Fatal("MkdirAll made the parent of a protected directory before refusing")
+	}
+	if err := os.WriteFile(filepath.Join(root, "sub", "a", "keep"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed := fsys.RemoveEmptyDirs(made)
+	if !slices.Equal(removed, []string{filepath.Join(root, "sub", "a", "b")}) {
+		t.Fatalf("RemoveEmptyDirs = %v, want only the empty one", removed)
+	}
+}

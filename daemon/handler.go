@@ -259,12 +259,32 @@ func newParams(method string) any {
 // a method that takes none gets nil. Absent params decode as an empty
 // object, so a missing required field is reported by name rather than as
 // "no params".
+//
+// Every field is then checked against its limit (protocol/limits.go), so
+// nothing oversized reaches the engine, the store, the log or the trace.
 func decodeParams(req *jsonrpc2.Request) (any, error) {
-	v := newParams(req.Method)
-	if v == nil || req.Params == nil || string(*req.Params) == "null" {
-		return v, nil
+	if err := protocol.CheckMethod(req.Method); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(*req.Params, v); err != nil {
+	v := newParams(req.Method)
+	if v == nil {
+		return nil, nil
+	}
+	raw := []byte("{}")
+	if req.Params != nil && string(*req.Params) != "null" {
+		raw = *req.Params
+	}
+	var err error
+	if _, ok := v.(*protocol.AppendParams); ok {
+		v, err = decodeAppend(raw)
+	} else {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
 			"malformed params for %s: %v", req.Method, err)
 		e.Data.Method = req.Method
@@ -273,6 +293,14 @@ func decodeParams(req *jsonrpc2.Request) (any, error) {
 			e.Data.Field = typeErr.Field
 		}
 		return nil, e
+	}
+	if invalidText(req) {
+		return nil, errInvalidText(req.Method, v)
+	}
+	if c, ok := v.(paramsChecker); ok {
+		if err := c.Check(); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }

@@ -264,7 +264,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) e
 			c.Close()
 			continue
 		}
-		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h,
+		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, textCheckCodec{jsonrpc2.VSCodeObjectCodec{}}), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		mu.Lock()
 		conns[conn] = struct{}{}

@@ -192,6 +192,42 @@ func (r *rpc) appendRaw(params string) *jsonrpc2.Error {
 	return r.call(protocol.MethodSessionAppend, json.RawMessage(params), nil)
 }
 
+// TestInvalidUTF8ChunkRefused: a chunk with invalid UTF-8 was stored with
+// U+FFFD in place of the bytes, and the ack counted the replacement. Now it
+// is refused with invalid_utf8, and so is a lone surrogate escape (what a
+// client that cuts UTF-16 strings between the halves of an emoji sends);
+// nothing is stored or counted and the seq stays free.
+func TestInvalidUTF8ChunkRefused(t *testing.T) {
+	d := testdaemon.Start(t)
+	r := dial(t, d)
+	var b protocol.BeginResult
+	r.must(protocol.MethodSessionBegin, protocol.BeginParams{TargetFile: d.Root + "/u.txt", Operation: protocol.OpCreate}, &b)
+	for name, chunk := range map[string]string{
+		"InvalidByte":    "caf\xe9\\n",
+		"CutRune":        "smile \xf0\x9f\x98",
+		"LoneHigh":       `smile \ud83d`,
+		"LoneLow":        `\ude00 smile`,
+		"HighThenLetter": `\ud83dA`,
+	} {
+		je := r.appendRaw(`{"session_id":"` + b.SessionID + `","seq":1,"chunk":"` + chunk + `"}`)
+		wantReason(t, name, je, "invalid_utf8", "chunk")
+	}
+	var info protocol.SessionInfo
+	r.must(protocol.MethodSessionGet, protocol.SessionIDParams{SessionID: b.SessionID}, &info)
+	if info.LastSeq != 0 || info.Bytes != 0 {
+		t.Fatalf("after refused chunks: last_seq %d, bytes %d; want nothing stored", info.LastSeq, info.Bytes)
+	}
+	// Whole characters, escaped or not, and a real U+FFFD still go through.
+	var ack protocol.AppendResult
+	if je := r.appendRaw(`{"session_id":"` + b.SessionID + `","seq":1,"chunk":"\ud83d\ude00 caf\u00e9 \ufffd\n"}`); je != nil {
+		t.Fatalf("valid chunk refused: %v %s", je, rawData(je))
+	}
+	r.must(protocol.MethodSessionGet, protocol.SessionIDParams{SessionID: b.SessionID}, &info)
+	if want := int64(len("\U0001F600 café \uFFFD\n")); info.LastSeq != 1 || info.Bytes != want {
+		t.Fatalf("after the valid chunk: last_seq %d, bytes %d; want 1, %d (ack %+v)", info.LastSeq, info.Bytes, want, ack)
+	}
+}
+
 // TestNullChunkRefused: chunk null (or no chunk at all) was taken as an
 // empty chunk and used up its seq. Now it is refused with missing_field and
 // the seq stays free; an empty string is still a chunk (a client may flush

@@ -139,11 +139,17 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	// engine records anything, and close it (flushing its queue) before
 	// the store closes.
 	tracer, _ := cfg.Trace.(*trace.Tracer)
+	var rejected trace.Recorder
 	if tracer != nil {
 		if err := tracer.Attach(st); err != nil {
 			return fmt.Errorf("opening the trace store: %w", err)
 		}
 		defer tracer.Close()
+		rejected = tracer.Rejected()
+	} else {
+		lim := trace.NewLimiter(rec, trace.LimiterOptions{})
+		defer lim.Stop()
+		rejected = lim
 	}
 	owners := newOwners(log)
 	// The watcher reports to the engine, which needs the watcher to exist
@@ -205,9 +211,15 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		order:    newSessionOrder(),
 		owners:   owners,
 		trace:    rec,
+		rejected: rejected,
 		traces:   tracer,
 		inflight: &inflight,
 		status: func() protocol.StatusResult {
+			var ts *protocol.TraceStats
+			if tracer != nil {
+				s := tracer.Stats()
+				ts = &s
+			}
 			return protocol.StatusResult{
 				Version:         Version(),
 				ProtocolVersion: protocol.Version,
@@ -220,6 +232,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				MaxChunkBytes:   chunkLimit,
 				MaxSessionBytes: sessionLimit,
 				Methods:         protocol.Methods,
+				Trace:           ts,
 			}
 		},
 	}

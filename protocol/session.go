@@ -286,4 +286,7 @@ type StatusResult struct {
 	MaxChunkBytes   int64     `json:"max_chunk_bytes"`
 	MaxSessionBytes int64     `json:"max_session_bytes"`
 	Methods         []string  `json:"methods"`
+	// Trace describes the trace store (retention, size and its cap, what
+	// was dropped); absent when tracing is off.
+	Trace *TraceStats `json:"trace,omitempty"`
 }

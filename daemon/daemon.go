@@ -164,11 +164,17 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	// engine records anything, and close it (flushing its queue) before
 	// the store closes.
 	tracer, _ := cfg.Trace.(*trace.Tracer)
+	var rejected trace.Recorder
 	if tracer != nil {
 		if err := tracer.Attach(st); err != nil {
 			return fmt.Errorf("opening the trace store: %w", err)
 		}
 		defer tracer.Close()
+		rejected = tracer.Rejected()
+	} else {
+		lim := trace.NewLimiter(rec, trace.LimiterOptions{})
+		defer lim.Stop()
+		rejected = lim
 	}
 	owners := newOwners(log)
 	// The watcher reports to the engine, which needs the watcher to exist
@@ -232,9 +238,15 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		order:    newSessionOrder(),
 		owners:   owners,
 		trace:    rec,
+		rejected: rejected,
 		traces:   tracer,
 		inflight: &inflight,
 		status: func() protocol.StatusResult {
+			var ts *protocol.TraceStats
+			if tracer != nil {
+				s := tracer.Stats()
+				ts = &s
+			}
 			return protocol.StatusResult{
 				Version:          Version(),
 				ProtocolVersion:  protocol.Version,
@@ -249,6 +261,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				Methods:          protocol.Methods,
 				ProtectedPaths:   protected,
 				AllowedProtected: cfg.AllowProtected,
+				Trace:            ts,
 			}
 		},
 	}
@@ -293,7 +306,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) e
 			c.Close()
 			continue
 		}
-		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h,
+		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, textCheckCodec{jsonrpc2.VSCodeObjectCodec{}}), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		mu.Lock()
 		conns[conn] = struct{}{}

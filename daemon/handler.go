@@ -24,6 +24,10 @@ type handler struct {
 	order  *sessionOrder
 	owners *owners
 	trace  trace.Recorder
+	// rejected records the requests that failed, at a bounded rate: their
+	// fields come from the client, and a flood of them must not fill the
+	// store.
+	rejected trace.Recorder
 	// traces answers trace.list and trace.follow; nil when tracing is off.
 	traces *trace.Tracer
 	// inflight lets shutdown wait for requests already being handled, so
@@ -69,23 +73,36 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			}
 		}
 		h.traceRequest(req, key, result, err, start)
+		method := shortMethod(req.Method)
 		if err != nil {
 			rpcErr := toRPCError(err)
-			h.log.Debug("request failed", "method", req.Method, "code", rpcErr.Code, "err", rpcErr.Message)
+			h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
 			if rerr := conn.ReplyWithError(ctx, req.ID, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
-				h.log.Warn("replying", "method", req.Method, "err", rerr)
+				h.log.Warn("replying", "method", method, "err", rerr)
 			}
 			return
 		}
-		h.log.Debug("request", "method", req.Method, "duration", time.Since(start))
+		h.log.Debug("request", "method", method, "duration", time.Since(start))
 		if rerr := conn.Reply(ctx, req.ID, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
-			h.log.Warn("replying", "method", req.Method, "err", rerr)
+			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 	}()
 }
 
+// maxRejectedError bounds the error message kept in the trace event of a
+// rejected request: room for any message the daemon writes, not for a
+// client's payload quoted in one.
+const maxRejectedError = 1 << 10
+
+// shortMethod is a method name as it may be logged and traced: one over
+// protocol.MaxMethodBytes is refused, and kept only cut and marked.
+func shortMethod(method string) string {
+	return trace.CleanString(method, protocol.MaxMethodBytes)
+}
+
 // traceRequest records one handled request: which, for which session, how
-// long, and how it failed.
+// long, and how it failed. A failed one goes through the rate limit of
+// h.rejected, with its client-given fields bounded.
 func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, err error, start time.Time) {
 	if ids := ownedSessions(result); key == "" && len(ids) == 1 {
 		key = ids[0]
@@ -96,16 +113,20 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 		fields["bytes"] = ack.Bytes
 		fields["end_marker_seen"] = ack.EndMarkerSeen
 	}
-	if err != nil {
-		rpcErr := toRPCError(err)
-		fields["error_code"] = rpcErr.Code
-		fields["error"] = rpcErr.Message
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			fields["reason"] = pe.Data.Reason
-		}
+	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: req.Method, Fields: fields}
+	if err == nil {
+		h.trace.Record(ev)
+		return
 	}
-	h.trace.Record(trace.Event{Time: start, Type: "request", SessionID: key, Method: req.Method, Fields: fields})
+	rpcErr := toRPCError(err)
+	fields["error_code"] = rpcErr.Code
+	fields["error"] = trace.CleanString(rpcErr.Message, maxRejectedError)
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		fields["reason"] = pe.Data.Reason
+	}
+	ev.Method = shortMethod(req.Method)
+	h.rejected.Record(ev)
 }
 
 // sessionKey names the session a request is about, for ordering, from its
@@ -259,12 +280,32 @@ func newParams(method string) any {
 // a method that takes none gets nil. Absent params decode as an empty
 // object, so a missing required field is reported by name rather than as
 // "no params".
+//
+// Every field is then checked against its limit (protocol/limits.go), so
+// nothing oversized reaches the engine, the store, the log or the trace.
 func decodeParams(req *jsonrpc2.Request) (any, error) {
-	v := newParams(req.Method)
-	if v == nil || req.Params == nil || string(*req.Params) == "null" {
-		return v, nil
+	if err := protocol.CheckMethod(req.Method); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(*req.Params, v); err != nil {
+	v := newParams(req.Method)
+	if v == nil {
+		return nil, nil
+	}
+	raw := []byte("{}")
+	if req.Params != nil && string(*req.Params) != "null" {
+		raw = *req.Params
+	}
+	var err error
+	if _, ok := v.(*protocol.AppendParams); ok {
+		v, err = decodeAppend(raw)
+	} else {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
 			"malformed params for %s: %v", req.Method, err)
 		e.Data.Method = req.Method
@@ -273,6 +314,14 @@ func decodeParams(req *jsonrpc2.Request) (any, error) {
 			e.Data.Field = typeErr.Field
 		}
 		return nil, e
+	}
+	if invalidText(req) {
+		return nil, errInvalidText(req.Method, v)
+	}
+	if c, ok := v.(paramsChecker); ok {
+		if err := c.Check(); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }

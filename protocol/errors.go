@@ -31,7 +31,8 @@ const (
 	// CodeInvalidTarget: the target is a directory, a special file, or its
 	// parent directory is missing.
 	CodeInvalidTarget = -32007
-	// CodeTooLarge: a chunk or a session exceeds its size limit.
+	// CodeTooLarge: a chunk, a session or a field of the params exceeds
+	// its size limit; data.limit gives the limit.
 	CodeTooLarge = -32008
 	// CodeMarkerMissing: finalize was called before the end marker arrived
 	// and without end_of_input.

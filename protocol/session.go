@@ -295,4 +295,7 @@ type StatusResult struct {
 	// name matching any path component (".git").
 	ProtectedPaths   []string `json:"protected_paths"`
 	AllowedProtected []string `json:"allowed_protected,omitempty"`
+	// Trace describes the trace store (retention, size and its cap, what
+	// was dropped); absent when tracing is off.
+	Trace *TraceStats `json:"trace,omitempty"`
 }

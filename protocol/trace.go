@@ -38,6 +38,11 @@ const (
 	TraceValidation = "validation"
 	// TraceError is a failure that no request reported.
 	TraceError = "error"
+	// TraceSuppressed counts the events of rejected requests held back
+	// because they came faster than the trace keeps them: Fields events,
+	// since, by_reason and by_method (counts, at most 16 keys each, the
+	// rest under "other").
+	TraceSuppressed = "requests.suppressed"
 )
 
 // TraceEvent is one stored trace event, as trace.list returns it and
@@ -104,6 +109,15 @@ type TraceStats struct {
 	Pruned uint64 `json:"pruned,omitempty"`
 	// RetentionMS is how long events are kept.
 	RetentionMS int64 `json:"retention_ms"`
+	// Bytes is the size of the stored events and their index entries (keys
+	// and values), which MaxBytes caps (0: no cap); Evicted counts events
+	// deleted, oldest first, to stay under it.
+	Bytes    int64  `json:"bytes"`
+	MaxBytes int64  `json:"max_bytes,omitempty"`
+	Evicted  uint64 `json:"evicted,omitempty"`
+	// Suppressed counts events of rejected requests that were only
+	// counted, in requests.suppressed events, because they came too fast.
+	Suppressed uint64 `json:"suppressed,omitempty"`
 }
 
 // TraceFollowParams are the params of trace.follow: which new events the

@@ -52,7 +52,7 @@ func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.Clea
 		r := &e.rec
 		age := now.Sub(r.UpdatedAt)
 		switch {
-		case unfinished(r.Stage) && r.ContinuedBy == "" && age > retention:
+		case unfinished(r.Stage) && r.ContinuedBy == "" && age > m.expiresAfter(r, retention):
 			m.expireLocked(e)
 			res.Expired = append(res.Expired, r.ID)
 		case finished(r.Stage) && age > summaryRetention:
@@ -128,6 +128,17 @@ func (m *Manager) expireLocked(e *entry) {
 	}
 	m.cfg.Logger.Info("session expired", "session", r.ID)
 	m.traceStage(r, nil)
+}
+
+// expiresAfter is how long an unfinished session may sit untouched: the
+// retention, or longer for a session still waiting out its own
+// auto-finalize period, which must end it (written or truncated), not an
+// expiry that drops its content first.
+func (m *Manager) expiresAfter(r *record, retention time.Duration) time.Duration {
+	if r.acceptsContent() {
+		return max(retention, m.autoFinalizeTimeout(r))
+	}
+	return retention
 }
 
 func finished(s protocol.Stage) bool {

@@ -274,6 +274,11 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 // begin is Begin with the session's id and creation time chosen by the
 // caller (a zero time means now), and the transaction it belongs to.
 func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
+	// The daemon checked the request already; a spooled session's
+	// metadata.json was never checked, and the record keeps every field.
+	if err := p.Check(); err != nil {
+		return protocol.BeginResult{}, err
+	}
 	switch p.Operation {
 	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend, protocol.OpPatch, protocol.OpEdit:
 	case "":

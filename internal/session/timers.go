@@ -18,16 +18,24 @@ const (
 
 func (m *Manager) idleTimeout(r *record) time.Duration {
 	if r.IdleMS > 0 {
-		return time.Duration(r.IdleMS) * time.Millisecond
+		return sessionTimeout(r.IdleMS)
 	}
 	return m.cfg.IdleTimeout
 }
 
 func (m *Manager) autoFinalizeTimeout(r *record) time.Duration {
 	if r.AutoFinalizeMS > 0 {
-		return time.Duration(r.AutoFinalizeMS) * time.Millisecond
+		return sessionTimeout(r.AutoFinalizeMS)
 	}
 	return m.cfg.AutoFinalize
+}
+
+// sessionTimeout converts a session's own timeout. Begin refuses values
+// over the maximum, but a record journaled before it did may hold one, and
+// multiplied unclamped it would overflow into a timer of a few
+// milliseconds.
+func sessionTimeout(ms int64) time.Duration {
+	return time.Duration(min(ms, protocol.MaxSessionTimeoutMS)) * time.Millisecond
 }
 
 // resetTimers restarts the idle and auto-finalize timers of a session that

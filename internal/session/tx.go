@@ -9,7 +9,7 @@ import (
 )
 
 // MaxTxFiles bounds the files of one transaction.
-const MaxTxFiles = 256
+const MaxTxFiles = protocol.MaxTxFiles
 
 // txEntry is a tx.begin transaction held in memory; its lock serializes
 // commit and abort.
@@ -40,11 +40,8 @@ func (m *Manager) TxBegin(p protocol.TxBeginParams) (protocol.TxBeginResult, err
 	if len(p.Files) == 0 {
 		return protocol.TxBeginResult{}, missingField("files")
 	}
-	if len(p.Files) > MaxTxFiles {
-		pe := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
-			"a transaction of %d files is over the limit of %d", len(p.Files), MaxTxFiles)
-		pe.Data.Field, pe.Data.Limit = "files", MaxTxFiles
-		return protocol.TxBeginResult{}, pe
+	if err := p.Check(); err != nil {
+		return protocol.TxBeginResult{}, err
 	}
 	files := append([]protocol.BeginParams(nil), p.Files...)
 	seen := map[string]int{}

@@ -22,6 +22,11 @@ var (
 	buildErr  error
 )
 
+// Race is true when the tests (and so the oriond they run) are built with
+// the race detector, which slows the daemon's JSON decoding tenfold or
+// more: tests that send huge requests size them down under it.
+const Race = raceEnabled
+
 // Binary builds oriond once per test process (with -race when the tests
 // run with it, so the daemon's own races are caught too) and returns its
 // path.

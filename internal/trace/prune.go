@@ -35,23 +35,63 @@ func (t *Tracer) Prune(before time.Time) (int, error) {
 }
 
 func (t *Tracer) pruneLocked(before time.Time) (int, error) {
+	end := string(eventKey(before, 0))
+	n, err := t.dropOldest(func(k []byte, _ int64) bool { return string(k) < end })
+	t.pruned.Add(uint64(n))
+	return n, err
+}
+
+// evict makes room for incoming bytes under MaxBytes: when they would take
+// the stored total over it, it deletes the oldest events down to a tenth
+// under it (less incoming), so that a store at its cap pays for one
+// deletion per tenth of the cap written rather than one per batch.
+func (t *Tracer) evict(incoming int64) {
+	limit := t.opts.MaxBytes
+	if limit <= 0 || t.bytes.Load()+incoming <= limit {
+		return
+	}
+	target := limit - limit/10 - incoming
+	t.pruneMu.Lock()
+	defer t.pruneMu.Unlock()
+	if t.st == nil {
+		return
+	}
+	before := t.bytes.Load()
+	n, err := t.dropOldest(func(_ []byte, freed int64) bool { return t.bytes.Load()-freed > target })
+	t.evicted.Add(uint64(n))
+	if err != nil {
+		t.log.Warn("evicting trace events over --trace-max-bytes", "err", err)
+		return
+	}
+	t.log.Debug("evicted the oldest trace events", "events", n, "bytes_before", before,
+		"bytes_after", t.bytes.Load(), "max_bytes", limit)
+}
+
+// dropOldest deletes events from the oldest up, with their index entries,
+// while more says to go on, and returns how many it deleted. more gets the
+// next event's key and the bytes already freed in the page being
+// collected, which t.bytes does not reflect yet. pruneMu must be held.
+func (t *Tracer) dropOldest(more func(k []byte, freed int64) bool) (int, error) {
 	if t.st == nil {
 		return 0, ErrNotAttached
 	}
-	end := eventKey(before, 0)
 	total := 0
 	for {
 		var keys, index [][]byte
+		var freed int64
 		err := t.st.ScanKV(bucketEvents, nil, func(k, v []byte) (bool, error) {
-			if string(k) >= string(end) {
+			if !more(k, freed) {
 				return false, nil
 			}
 			keys = append(keys, append([]byte(nil), k...))
+			freed += int64(len(k) + len(v))
 			var ev struct {
 				SessionID string `json:"session_id"`
 			}
 			if json.Unmarshal(v, &ev) == nil && ev.SessionID != "" {
-				index = append(index, indexKey(ev.SessionID, k))
+				ik := indexKey(ev.SessionID, k)
+				index = append(index, ik)
+				freed += int64(len(ik))
 			}
 			return len(keys) < prunePage, nil
 		})
@@ -71,8 +111,8 @@ func (t *Tracer) pruneLocked(before time.Time) (int, error) {
 		if err := t.st.DeleteKV(bucketEvents, keys); err != nil {
 			return total, err
 		}
+		t.bytes.Add(-freed)
 		total += len(keys)
-		t.pruned.Add(uint64(len(keys)))
 		if len(keys) < prunePage {
 			return total, nil
 		}

@@ -47,6 +47,12 @@ type Options struct {
 	// Retention is how long events are kept (default 7 days); negative
 	// keeps them forever.
 	Retention time.Duration
+	// MaxBytes caps the stored events and their index entries, counted as
+	// the bytes of their keys and values (default 256 MiB); negative means
+	// no cap. A batch that takes the total over it deletes the oldest
+	// events until the total is a tenth under it. The bbolt file never
+	// shrinks, but the pages freed are reused, so the file stops growing.
+	MaxBytes int64
 	// PruneEvery is how often events past the retention are deleted
 	// (default 1h; the first sweep runs a minute after Attach).
 	PruneEvery time.Duration
@@ -63,6 +69,8 @@ type Options struct {
 	FollowBuffer int
 	// Limits bound the size of each event.
 	Limits Limits
+	// Rejected limits the rate of the events sent through Rejected.
+	Rejected LimiterOptions
 	// Sinks receive every event besides the store.
 	Sinks  []Sink
 	Clock  clock.Clock
@@ -77,6 +85,7 @@ const (
 	DefaultMaxBatch     = 512
 	DefaultFlushEvery   = 100 * time.Millisecond
 	DefaultFollowBuffer = 1024
+	DefaultMaxBytes     = 256 << 20
 )
 
 // Tracer is the daemon's Recorder: Record queues an event without waiting;
@@ -112,9 +121,15 @@ type Tracer struct {
 	pruneTimer clock.Timer
 	pruneOff   bool
 
-	recorded, dropped, stored, storeErrors, pruned atomic.Uint64
-	droppedLogged                                  uint64 // batcher only
-	lastDropLog                                    time.Time
+	// rejected is the Limiter in front of the Tracer for Rejected.
+	rejected *Limiter
+
+	recorded, dropped, stored, storeErrors, pruned, evicted atomic.Uint64
+	// bytes is the size of the stored events and index entries, as
+	// MaxBytes counts it: summed at Attach, then kept up to date.
+	bytes         atomic.Int64
+	droppedLogged uint64 // batcher only
+	lastDropLog   time.Time
 }
 
 // ErrNotAttached is returned by queries before the daemon attached its
@@ -125,6 +140,9 @@ var ErrNotAttached = errors.New("trace: no store attached")
 func New(opts Options) *Tracer {
 	if opts.Retention == 0 {
 		opts.Retention = DefaultRetention
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
 	}
 	if opts.PruneEvery <= 0 {
 		opts.PruneEvery = DefaultPruneEvery
@@ -159,9 +177,18 @@ func New(opts Options) *Tracer {
 		done:      make(chan struct{}),
 		followers: make(map[*follower]struct{}),
 	}
+	if opts.Rejected.Clock == nil {
+		opts.Rejected.Clock = opts.Clock
+	}
+	t.rejected = NewLimiter(t, opts.Rejected)
 	go t.loop()
 	return t
 }
+
+// Rejected is the Recorder for the events of rejected requests: it passes
+// them to the Tracer at a bounded rate and summarizes the rest (see
+// Limiter), so that a flood of bad requests cannot fill the store.
+func (t *Tracer) Rejected() Recorder { return t.rejected }
 
 // Record queues ev and returns at once; when the buffer is full the event
 // is dropped and counted (TraceStats.Dropped). A zero ev.Time means now.
@@ -212,6 +239,20 @@ func (t *Tracer) Attach(st Store) error {
 	if err != nil {
 		return err
 	}
+	// The total MaxBytes caps is not stored: summing it once here costs a
+	// walk of what is at most MaxBytes of keys and values, and can never
+	// disagree with the buckets.
+	var total int64
+	for _, b := range []string{bucketEvents, bucketSessions} {
+		err := st.ScanKV(b, nil, func(k, v []byte) (bool, error) {
+			total += int64(len(k) + len(v))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	t.bytes.Store(total)
 	t.st = st
 	close(t.attached)
 	t.pruneMu.Lock()
@@ -228,6 +269,9 @@ func (t *Tracer) Attach(st Store) error {
 func (t *Tracer) Close() error {
 	var err error
 	t.closing.Do(func() {
+		// The count of the last rejected requests held back goes in
+		// before the batcher's last drain.
+		t.rejected.Stop()
 		t.mu.Lock()
 		t.closed = true
 		t.mu.Unlock()
@@ -267,6 +311,10 @@ func (t *Tracer) Stats() protocol.TraceStats {
 		StoreErrors: t.storeErrors.Load(),
 		Pruned:      t.pruned.Load(),
 		RetentionMS: ret.Milliseconds(),
+		Bytes:       t.bytes.Load(),
+		MaxBytes:    max(t.opts.MaxBytes, 0),
+		Evicted:     t.evicted.Load(),
+		Suppressed:  t.rejected.Suppressed(),
 	}
 }
 
@@ -298,6 +346,9 @@ func (t *Tracer) loop() {
 		t.write(t.drain(nil))
 		return
 	}
+	// A store filled before the cap (or under a larger one) is brought
+	// under it before anything new is added.
+	t.evict(0)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
@@ -343,28 +394,46 @@ func (t *Tracer) drain(pending []Event) []Event {
 // write encodes events, stores them and hands them on.
 func (t *Tracer) write(events []Event) {
 	for len(events) > 0 {
-		n := min(len(events), t.opts.MaxBatch)
-		t.writeBatch(events[:n])
+		n := t.writeBatch(events[:min(len(events), t.opts.MaxBatch)])
 		events = events[n:]
 	}
 	t.logDrops()
 }
 
-func (t *Tracer) writeBatch(events []Event) {
+// writeBatch stores a batch of events from the first of events, one
+// transaction, and returns how many it took: all of them, unless under a
+// MaxBytes cap they come to more than a quarter of it, so that making room
+// for a batch never has to delete most of what is kept.
+func (t *Tracer) writeBatch(events []Event) int {
 	entries := make([]Entry, 0, len(events))
 	kvs := make([]store.KV, 0, len(events))
 	var index []store.KV
+	var size int64
+	budget := t.opts.MaxBytes / 4
 	for _, ev := range events {
 		k := eventKey(ev.Time, t.seq)
-		t.seq++
 		e := t.encode(ev, k)
+		esize := int64(len(k) + len(e.JSON))
+		var ik []byte
+		if e.Event.SessionID != "" {
+			ik = indexKey(e.Event.SessionID, k)
+			esize += int64(len(ik))
+		}
+		if budget > 0 && len(entries) > 0 && size+esize > budget {
+			break
+		}
+		t.seq++
 		entries = append(entries, e)
 		kvs = append(kvs, store.KV{Key: k, Value: e.JSON})
-		if e.Event.SessionID != "" {
-			index = append(index, store.KV{Key: indexKey(e.Event.SessionID, k), Value: []byte{}})
+		if ik != nil {
+			index = append(index, store.KV{Key: ik, Value: []byte{}})
 		}
+		size += esize
 	}
 	if t.st != nil {
+		// Room first, so the stored total never exceeds the cap (unless
+		// one event does by itself).
+		t.evict(size)
 		// Events and their index entries in one transaction: a commit of
 		// its own for the index would cost every batch a second pair of
 		// fsyncs, queued with the appends, and could leave an index
@@ -378,6 +447,7 @@ func (t *Tracer) writeBatch(events []Event) {
 			t.log.Warn("storing trace events", "events", len(kvs), "err", err)
 		} else {
 			t.stored.Add(uint64(len(kvs)))
+			t.bytes.Add(size)
 		}
 	}
 	t.fanOut(entries)
@@ -386,6 +456,7 @@ func (t *Tracer) writeBatch(events []Event) {
 			s.Send(e)
 		}
 	}
+	return len(entries)
 }
 
 // encode sanitizes ev into its stored form. It never fails: whatever the

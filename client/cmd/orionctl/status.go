@@ -34,6 +34,14 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(st.AllowedRoots, ", "))
 			fmt.Fprintf(out, "open sessions:  %d\n", st.OpenSessions)
 			fmt.Fprintf(out, "limits:         %d bytes per chunk, %d per session\n", st.MaxChunkBytes, st.MaxSessionBytes)
+			if tr := st.Trace; tr != nil {
+				capped := "no cap"
+				if tr.MaxBytes > 0 {
+					capped = fmt.Sprintf("of %d", tr.MaxBytes)
+				}
+				fmt.Fprintf(out, "trace:          %d bytes stored (%s), kept %s; %d evicted, %d rejected requests only counted\n",
+					tr.Bytes, capped, time.Duration(tr.RetentionMS)*time.Millisecond, tr.Evicted, tr.Suppressed)
+			}
 			return nil
 		},
 	}

@@ -59,6 +59,10 @@ var envKeys = map[string]string{
 // relative path is relative to the file's directory.
 var pathKeys = map[string]bool{"socket": true, "state-dir": true, "allow-root": true, "spool-dir": true}
 
+// emptyListOK are list settings whose empty list is their default, as
+// `oriond config print` writes it: nothing lifted.
+var emptyListOK = map[string]bool{"allow-protected": true}
+
 // secretKeys are shown with their password masked.
 var secretKeys = map[string]bool{"trace-postgres": true}
 
@@ -267,7 +271,7 @@ func splitList(s string) []string {
 // setValues sets f (a list gets every value) without marking it Changed.
 func setValues(f *pflag.Flag, vals []string) error {
 	if len(vals) == 0 {
-		if isList(f) {
+		if isList(f) && !emptyListOK[f.Name] {
 			return errors.New("empty list; give at least one value")
 		}
 		return nil
@@ -596,6 +600,7 @@ type traceSettings struct {
 	Enabled       bool
 	Retention     time.Duration
 	MaxString     int
+	MaxBytes      int64
 	Postgres      string
 	PostgresTable string
 }
@@ -604,9 +609,14 @@ func addTraceFlags(f *pflag.FlagSet, t *traceSettings) {
 	f.BoolVar(&t.Enabled, "trace", true, "record trace events (requests, stage changes, writes, errors) in the store; orionctl trace reads them")
 	f.DurationVar(&t.Retention, "trace-retention", trace.DefaultRetention, "how long trace events are kept")
 	f.IntVar(&t.MaxString, "trace-max-string", trace.DefaultMaxString, "longest string kept in a trace event, in bytes; longer ones are cut on a character boundary and marked")
+	f.Int64Var(&t.MaxBytes, "trace-max-bytes", trace.DefaultMaxBytes, "cap on the stored trace events, in bytes (0: no cap); over it the oldest are deleted first")
 	f.StringVar(&t.Postgres, "trace-postgres", "", "also insert trace events into this PostgreSQL database (a postgres:// URL or key=value DSN) [ORION_TRACE_POSTGRES]")
 	f.StringVar(&t.PostgresTable, "trace-postgres-table", tracepg.DefaultTable, "the table, created if missing, trace events go to in PostgreSQL")
 }
+
+// minTraceMaxBytes is the smallest --trace-max-bytes: a few hundred events,
+// so that a cap set too low still keeps the last moments of a session.
+const minTraceMaxBytes = 64 << 10
 
 // newTracer builds the daemon's trace recorder, or nil when tracing is off.
 func newTracer(t traceSettings, log *slog.Logger) (*trace.Tracer, error) {
@@ -619,6 +629,13 @@ func newTracer(t traceSettings, log *slog.Logger) (*trace.Tracer, error) {
 	if t.MaxString < 64 {
 		return nil, fmt.Errorf("--trace-max-string %d: give at least 64 bytes", t.MaxString)
 	}
+	maxBytes := t.MaxBytes
+	switch {
+	case maxBytes == 0:
+		maxBytes = -1 // trace.Options: negative is no cap, zero the default
+	case maxBytes < minTraceMaxBytes:
+		return nil, fmt.Errorf("--trace-max-bytes %d: give at least %d bytes, or 0 for no cap", t.MaxBytes, minTraceMaxBytes)
+	}
 	var sinks []trace.Sink
 	if t.Postgres != "" {
 		pg, err := tracepg.New(tracepg.Options{DSN: t.Postgres, Table: t.PostgresTable, Logger: log})
@@ -629,6 +646,7 @@ func newTracer(t traceSettings, log *slog.Logger) (*trace.Tracer, error) {
 	}
 	return trace.New(trace.Options{
 		Retention: t.Retention,
+		MaxBytes:  maxBytes,
 		Limits:    trace.Limits{MaxString: t.MaxString},
 		Sinks:     sinks,
 		Logger:    log,

@@ -17,6 +17,7 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 
 	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/internal/trace"
 )
 
 // printed is one line of `oriond config print`.
@@ -311,5 +312,53 @@ func TestPackagedExampleConfig(t *testing.T) {
 	}
 	if n < 15 || files != n {
 		t.Fatalf("%d example settings, %d read from the file", n, files)
+	}
+}
+
+// TestTraceMaxBytes: --trace-max-bytes is a setting like the others (flag,
+// config file, shown by config print with its default), and a cap too
+// small to keep a session's events is refused.
+func TestTraceMaxBytes(t *testing.T) {
+	env := map[string]string{"HOME": t.TempDir(), "ORION_CONFIG": os.DevNull}
+	got, out, err := configPrint(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got["trace-max-bytes"]; p.Value != int64(trace.DefaultMaxBytes) || p.Source != "default" {
+		t.Fatalf("trace-max-bytes printed as %+v\n%s", p, out)
+	}
+	path := writeConfig(t, "trace-max-bytes = 1048576\n")
+	got, out, err = configPrint(t, map[string]string{"HOME": t.TempDir()}, "--config", path)
+	if err != nil || got["trace-max-bytes"].Value != int64(1<<20) || got["trace-max-bytes"].Source != "config file" {
+		t.Fatalf("from the config file: %+v %v\n%s", got["trace-max-bytes"], err, out)
+	}
+	for _, tc := range []struct {
+		max  int64
+		want string // "" for accepted
+	}{
+		{trace.DefaultMaxBytes, ""},
+		{0, ""},
+		{64 << 10, ""},
+		{1000, "--trace-max-bytes 1000: give at least 65536 bytes, or 0 for no cap"},
+		{-1, "--trace-max-bytes -1: give at least 65536 bytes, or 0 for no cap"},
+	} {
+		tr, err := newTracer(traceSettings{Enabled: true, Retention: time.Hour, MaxString: 1024, MaxBytes: tc.max}, nil)
+		if tc.want == "" {
+			if err != nil {
+				t.Fatalf("--trace-max-bytes %d: %v", tc.max, err)
+			}
+			want := tc.max
+			if want == 0 {
+				want = -1
+			}
+			if got := tr.Stats().MaxBytes; got != max(want, 0) {
+				t.Fatalf("--trace-max-bytes %d: the tracer caps at %d", tc.max, got)
+			}
+			tr.Close()
+			continue
+		}
+		if err == nil || err.Error() != tc.want {
+			t.Fatalf("--trace-max-bytes %d: %v, want %q", tc.max, err, tc.want)
+		}
 	}
 }

@@ -1,0 +1,188 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// paramsChecker is implemented by every params type whose fields have
+// limits (protocol/limits.go).
+type paramsChecker interface {
+	Check() error
+}
+
+// appendWire is session.append's params with the chunk as a pointer: null
+// and absent decode to nil, which a plain string cannot tell from "".
+type appendWire struct {
+	protocol.AppendParams
+	Chunk *string `json:"chunk"`
+}
+
+// decodeAppend decodes session.append's params, refusing a null or absent
+// chunk, which a plain string would take as an empty chunk that uses up a
+// seq. (A chunk that is not valid Unicode is caught before, on the frame:
+// see textCheckCodec.)
+func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
+	var w appendWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, err
+	}
+	p := &w.AppendParams
+	if w.Chunk == nil {
+		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMissingField,
+			"chunk is required: send the next piece of content as a string (\"\" for none)")
+		e.Data.Field, e.Data.SessionID = "chunk", p.SessionID
+		return nil, e
+	}
+	p.Chunk = *w.Chunk
+	return p, nil
+}
+
+// invalidTextField is the member textCheckCodec adds to a request whose
+// JSON text does not decode without replacement; jsonrpc2 keeps unknown
+// members in Request.ExtraFields, the only way from the codec to the
+// handler.
+const invalidTextField = "orion.invalid_text"
+
+// textCheckCodec wraps the codec that reads frames and marks a request
+// whose JSON text holds invalid UTF-8 or a lone surrogate escape (\ud800).
+// It must look at the frame: jsonrpc2 decodes a request's params into
+// interface{} values and encodes them again before a handler sees them,
+// and encoding/json replaces both with U+FFFD on the way, so in
+// Request.Params a replaced character looks like a real one. The handler
+// refuses a marked request (invalid_utf8) rather than write or count
+// characters the client never sent.
+type textCheckCodec struct {
+	jsonrpc2.ObjectCodec
+}
+
+// ReadObject reads one message with the wrapped codec, checking its text
+// before it is decoded.
+func (c textCheckCodec) ReadObject(stream *bufio.Reader, v any) error {
+	u, ok := v.(json.Unmarshaler)
+	if !ok {
+		return c.ObjectCodec.ReadObject(stream, v)
+	}
+	return c.ObjectCodec.ReadObject(stream, &textChecked{u})
+}
+
+// textChecked gets the message's JSON text from the codec's decoder and
+// passes it on, marked when it is not valid Unicode.
+type textChecked struct{ v json.Unmarshaler }
+
+func (t *textChecked) UnmarshalJSON(b []byte) error {
+	if validJSONText(b) {
+		return t.v.UnmarshalJSON(b)
+	}
+	return t.v.UnmarshalJSON(markInvalidText(b))
+}
+
+// markInvalidText adds invalidTextField to the JSON object b; anything
+// else (a batch) is returned as it is.
+func markInvalidText(b []byte) []byte {
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return b
+	}
+	rest := trimmed[1:]
+	out := make([]byte, 0, len(b)+len(invalidTextField)+8)
+	out = append(out, `{"`+invalidTextField+`":true`...)
+	if r := bytes.TrimLeft(rest, " \t\r\n"); len(r) == 0 || r[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// invalidText reports whether textCheckCodec marked req.
+func invalidText(req *jsonrpc2.Request) bool {
+	for _, f := range req.ExtraFields {
+		if f.Name == invalidTextField {
+			return true
+		}
+	}
+	return false
+}
+
+// errInvalidText refuses a request textCheckCodec marked, naming the chunk
+// when that is where the replaced characters are.
+func errInvalidText(method string, params any) *protocol.Error {
+	e := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8,
+		"the params of %s are not valid UTF-8 (invalid bytes, or a lone UTF-16 surrogate escape such as \\ud800); "+
+			"nothing was done: send text, and split it between characters, not inside one", method)
+	e.Data.Method, e.Data.Field = method, "params"
+	if p, ok := params.(*protocol.AppendParams); ok {
+		e.Data.SessionID = p.SessionID
+		if strings.Contains(p.Chunk, "\uFFFD") {
+			e.Message = fmt.Sprintf("chunk %d is not valid UTF-8 (invalid bytes, or a lone UTF-16 surrogate escape such as \\ud800); "+
+				"nothing was stored: send text, and split it between characters, not inside one", p.Seq)
+			e.Data.Field = "chunk"
+		}
+	}
+	return e
+}
+
+// validJSONText reports whether the JSON text b decodes without
+// replacement: it is valid UTF-8 and every \u escape of a surrogate is half
+// of a pair. b must be valid JSON, where a backslash occurs only inside a
+// string and starts an escape.
+func validJSONText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(b) || b[i+1] != 'u' {
+			i++ // a one-character escape, \\ among them
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		if !ok {
+			return false
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			lo, ok := hex4(b, i+8)
+			if !ok || b[i+6] != '\\' || b[i+7] != 'u' || lo < 0xDC00 || lo >= 0xE000 {
+				return false
+			}
+			i += 11
+		case r >= 0xDC00 && r < 0xE000:
+			return false
+		default:
+			i += 5
+		}
+	}
+	return true
+}
+
+// hex4 decodes the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

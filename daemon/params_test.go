@@ -1,0 +1,171 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+func request(method, params string) *jsonrpc2.Request {
+	req := &jsonrpc2.Request{Method: method}
+	if params != "" {
+		raw := json.RawMessage(params)
+		req.Params = &raw
+	}
+	return req
+}
+
+// TestDecodeAppend: a chunk that is not there is refused, not taken as an
+// empty one; everything else decodes as before.
+func TestDecodeAppend(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params string
+		chunk  string // the chunk decoded, when accepted
+		reason string // the reason refused, else ""
+	}{
+		{"OK", `{"session_id":"s","seq":1,"chunk":"hello\n"}`, "hello\n", ""},
+		{"EmptyChunk", `{"session_id":"s","seq":1,"chunk":""}`, "", ""},
+		{"NullChunk", `{"session_id":"s","seq":1,"chunk":null}`, "", protocol.ReasonMissingField},
+		{"MissingChunk", `{"session_id":"s","seq":1}`, "", protocol.ReasonMissingField},
+		{"NoParams", ``, "", protocol.ReasonMissingField},
+		{"NullParams", `null`, "", protocol.ReasonMissingField},
+		{"SessionIDTooLong", `{"session_id":"` + strings.Repeat("s", 200) + `","seq":1,"chunk":"x"}`, "", protocol.ReasonFieldTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := decodeParams(request(protocol.MethodSessionAppend, tc.params))
+			if tc.reason != "" {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Data.Reason != tc.reason {
+					t.Fatalf("decodeParams: %v, want reason %s", err, tc.reason)
+				}
+				if tc.reason != protocol.ReasonFieldTooLarge && pe.Data.Field != "chunk" {
+					t.Fatalf("error names field %q, want chunk", pe.Data.Field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decodeParams: %v", err)
+			}
+			p := v.(*protocol.AppendParams)
+			if p.Chunk != tc.chunk || p.SessionID != "s" || p.Seq != 1 {
+				t.Fatalf("decoded %+v, want chunk %q", p, tc.chunk)
+			}
+		})
+	}
+}
+
+// TestDecodeParamsChecksLimits: every method's params and the method name
+// itself are checked before anything uses them.
+func TestDecodeParamsChecksLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, params string
+		reason, field        string
+	}{
+		{"Method", strings.Repeat("m", 16<<10), `{}`, protocol.ReasonFieldTooLarge, "method"},
+		{"Intent", protocol.MethodSessionBegin, `{"intent":"` + strings.Repeat("i", 5000) + `","target_file":"a","operation":"create"}`, protocol.ReasonFieldTooLarge, "intent"},
+		{"Duration", protocol.MethodSessionBegin, `{"target_file":"a","operation":"create","auto_finalize_ms":9223372036854775807}`, protocol.ReasonInvalidDuration, "auto_finalize_ms"},
+		{"TxIntent", protocol.MethodTxBegin, `{"files":[{"target_file":"a","operation":"create","intent":"` + strings.Repeat("i", 5000) + `"}]}`, protocol.ReasonFieldTooLarge, "files[0].intent"},
+		{"TraceSession", protocol.MethodTraceList, `{"session_id":"` + strings.Repeat("s", 200) + `"}`, protocol.ReasonFieldTooLarge, "session_id"},
+		{"Clean", protocol.MethodSessionClean, `{"older_than_ms":-1}`, protocol.ReasonInvalidDuration, "older_than_ms"},
+		{"Malformed", protocol.MethodSessionGet, `{"session_id":5}`, protocol.ReasonMalformedParams, "session_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeParams(request(tc.method, tc.params))
+			var pe *protocol.Error
+			if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
+				t.Fatalf("decodeParams: %v (data %+v), want reason %s field %s", err, pe, tc.reason, tc.field)
+			}
+			if len(pe.Message) > 512 {
+				t.Fatalf("the error quotes the value: %d bytes", len(pe.Message))
+			}
+		})
+	}
+}
+
+// readFrame reads one Content-Length frame holding body through the
+// daemon's codec, as a connection does.
+func readFrame(t *testing.T, body string) *jsonrpc2.Request {
+	t.Helper()
+	frame := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+	var req jsonrpc2.Request
+	codec := textCheckCodec{jsonrpc2.VSCodeObjectCodec{}}
+	if err := codec.ReadObject(bufio.NewReader(strings.NewReader(frame)), &req); err != nil {
+		t.Fatalf("reading %q: %v", body, err)
+	}
+	return &req
+}
+
+// TestTextCheckCodec: invalid UTF-8 and lone surrogate escapes, which
+// jsonrpc2 and encoding/json turn into U+FFFD before a handler sees the
+// params, are caught on the frame and refused as invalid_utf8; valid text,
+// a real U+FFFD among it, passes untouched.
+func TestTextCheckCodec(t *testing.T) {
+	for _, tc := range []struct {
+		name, chunk string
+		reason      string
+		field       string
+	}{
+		{"OK", `hello\n`, "", ""},
+		{"SurrogatePair", `\ud83d\ude00`, "", ""},
+		{"ReplacementChar", "\uFFFD and \\ufffd", "", ""},
+		{"EscapedBackslash", `\\ud800`, "", ""},
+		{"InvalidByte", "caf\xe9", protocol.ReasonInvalidUTF8, "chunk"},
+		{"TruncatedRune", "\xf0\x9f\x98", protocol.ReasonInvalidUTF8, "chunk"},
+		{"LoneHighSurrogate", `a\ud83d`, protocol.ReasonInvalidUTF8, "chunk"},
+		{"LoneLowSurrogate", `\ude00b`, protocol.ReasonInvalidUTF8, "chunk"},
+		{"HighThenOther", `\ud83d\u0041`, protocol.ReasonInvalidUTF8, "chunk"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := readFrame(t, `{"jsonrpc":"2.0","id":7,"method":"session.append","params":{"session_id":"s","seq":1,"chunk":"`+tc.chunk+`"}}`)
+			if req.Method != protocol.MethodSessionAppend || req.ID.Num != 7 {
+				t.Fatalf("the frame decoded as %+v", req)
+			}
+			v, err := decodeParams(req)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("decodeParams: %v", err)
+				}
+				var want struct{ Chunk string }
+				json.Unmarshal([]byte(`{"chunk":"`+tc.chunk+`"}`), &want)
+				if got := v.(*protocol.AppendParams).Chunk; got != want.Chunk {
+					t.Fatalf("chunk %q, want %q", got, want.Chunk)
+				}
+				return
+			}
+			var pe *protocol.Error
+			if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field || pe.Data.SessionID != "s" {
+				t.Fatalf("decodeParams: %v, want %s on %s", err, tc.reason, tc.field)
+			}
+		})
+	}
+	// Elsewhere in the params, the field is the params.
+	req := readFrame(t, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.begin\",\"params\":{\"target_file\":\"caf\xe9\",\"operation\":\"create\"}}")
+	if _, err := decodeParams(req); err == nil || err.(*protocol.Error).Data.Field != "params" {
+		t.Fatalf("invalid target_file: %v", err)
+	}
+}
+
+func TestMarkInvalidText(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1}`:   `{"orion.invalid_text":true,"a":1}`,
+		` { } `:     `{"orion.invalid_text":true } `,
+		`[{"a":1}]`: `[{"a":1}]`,
+	} {
+		got := markInvalidText([]byte(in))
+		if !bytes.Equal(got, []byte(want)) {
+			t.Errorf("markInvalidText(%q) = %q, want %q", in, got, want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("markInvalidText(%q) = %q: not JSON", in, got)
+		}
+	}
+}

@@ -87,7 +87,9 @@ func Detect(content []byte) Format {
 		switch {
 		case strings.TrimSpace(l) == envelopeBegin:
 			return FormatEnvelope
-		case searchRE.MatchString(l):
+		case searchRE.MatchString(l), replaceRE.MatchString(l):
+			// A REPLACE marker first means blocks that lost their SEARCH
+			// marker: the parser says so, better than "unknown format".
 			return FormatSearchReplace
 		case strings.HasPrefix(l, "diff --git "), strings.HasPrefix(l, "@@"),
 			strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):

@@ -349,6 +349,7 @@ func ApplyEnvelope(content []byte, read ReadFunc) (Result, error) {
 		}
 	}
 	res, err = finish(FormatEnvelope, nil, blocks, func() []byte { return nil })
+	res.Dialect = DialectCodex
 	if err != nil {
 		return res, err
 	}

@@ -179,11 +179,12 @@ func cleanPath(l string) string {
 // re-indented to the file), else without blank lines at its edges. An
 // empty SEARCH section fills an empty file.
 //
-// Cline's blocks are searched for after the previous block's change first
-// (Cline's prompt lists them in file order), and match exactly, then line
-// by line ignoring surrounding whitespace, then, for three lines or more,
-// by their first and last lines alone (Cline's block anchor). An empty
-// SEARCH section replaces the whole file.
+// Cline's blocks are searched for after the previous block's change
+// (Cline's prompt lists them in file order, and the first match there is
+// replaced), else anywhere if they match once; they match exactly, then
+// line by line ignoring surrounding whitespace, then, for three lines or
+// more, by their first and last lines alone (Cline's block anchor, which
+// must match once). An empty SEARCH section replaces the whole file.
 //
 // In both, a block whose REPLACE text is in the file once and whose SEARCH
 // text is not (or only inside it) is already applied.
@@ -281,18 +282,26 @@ func applyClineBlock(d *doc, b srBlock, cursor int) (BlockResult, int) {
 		return BlockResult{Status: StatusApplied, StartLine: 1, EndLine: n, Match: MatchExact}, len(b.replace)
 	}
 	search, replace := b.search, b.replace
-	find := func(lo int) ([]int, Match) {
+	// Cline replaces the first match after the previous block: its prompt
+	// has the model list blocks in file order, so repeated text is told
+	// apart by the blocks before it. A fuzzy anchor match must be unique.
+	var others []int
+	find := func(lo int, first bool) ([]int, Match) {
 		at, m := findUnique(d.lines, search, lo, n, MatchIndentation)
+		if len(at) > 1 && first {
+			others = oneBased(at[1:])
+			at = at[:1]
+		}
 		if len(at) == 0 && len(search) >= 3 {
 			at, m = findAnchor(d.lines, search, lo), MatchAnchor
 		}
 		return at, m
 	}
-	at, m := find(cursor)
+	at, m := find(cursor, true)
 	if len(at) == 0 && cursor > 0 {
 		// Out of order: Cline refuses it; a block that matches once in
 		// the whole file is unambiguous all the same.
-		at, m = find(0)
+		at, m = find(0, false)
 	}
 	if done, ok := alreadyApplied(d, search, replace, at); ok {
 		return done, done.EndLine
@@ -314,7 +323,11 @@ func applyClineBlock(d *doc, b srBlock, cursor int) (BlockResult, int) {
 		repl = reindent(search, d.lines[p:p+len(search)], replace)
 	}
 	d.splice(p, p+len(search), repl)
-	return BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}, p + len(repl)
+	r := BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}
+	if others != nil {
+		r.Message = fmt.Sprintf("the first match after the previous block was replaced; the SEARCH text is also at line(s) %s", lineList(others))
+	}
+	return r, p + len(repl)
 }
 
 // findAnchor finds the runs of len(search) lines, at or after lo, whose

@@ -153,3 +153,33 @@ func TestAiderEditBlock(t *testing.T) {
 			edit: "=======\nA\n>>>>>>> REPLACE\n", err: edit.ErrSyntax, msg: []string{"outside a block"}},
 	})
 }
+
+// A reply whose first block names no file (the target) and whose next
+// names the target by its path edits that file once, not twice.
+func TestAiderTargetNamedTwoWays(t *testing.T) {
+	tree := map[string]string{"/w/app.py": "a = 1\nb = 1\n", "/w/lib.py": "c = 1\n"}
+	read := func(p string) ([]byte, bool, error) {
+		if p[0] != '/' {
+			p = "/w/" + p
+		}
+		s, ok := tree[p]
+		return []byte(s), ok, nil
+	}
+	same := func(a, b string) bool {
+		abs := func(p string) string {
+			if p[0] != '/' {
+				return "/w/" + p
+			}
+			return p
+		}
+		return abs(a) == abs(b)
+	}
+	reply := "<<<<<<< SEARCH\na = 1\n=======\na = 2\n>>>>>>> REPLACE\n" + block("app.py", "b = 1\n", "b = 2\n") + block("lib.py", "c = 1\n", "c = 2\n")
+	res, err := edit.ApplyFiles([]byte(reply), "/w/app.py", read, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 2 || res.Files[0].Path != "/w/app.py" || string(res.Files[0].Content) != "a = 2\nb = 2\n" || res.Files[1].Path != "lib.py" {
+		t.Fatalf("files %+v", res.Files)
+	}
+}

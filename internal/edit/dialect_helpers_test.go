@@ -51,7 +51,7 @@ func runDialectCases(t *testing.T, cases []dialectCase) {
 				s, ok := tc.files[p]
 				return []byte(s), ok, nil
 			}
-			res, err := edit.ApplyFiles([]byte(tc.edit), target, read)
+			res, err := edit.ApplyFiles([]byte(tc.edit), target, read, nil)
 			if tc.dialect != "" && res.Dialect != tc.dialect {
 				t.Errorf("dialect = %q, want %q", res.Dialect, tc.dialect)
 			}

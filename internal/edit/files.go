@@ -49,7 +49,11 @@ func NamedFiles(content []byte) []string {
 // created by blocks whose SEARCH sections are all empty (Aider's way to
 // make a new file), and is an error for any other block. Other formats
 // edit target alone.
-func ApplyFiles(content []byte, target string, read ReadFunc) (Result, error) {
+//
+// same, when not nil, tells whether two paths name one file (the caller
+// resolves them), so that blocks naming a file in two spellings, or the
+// target by name and by default, edit it once.
+func ApplyFiles(content []byte, target string, read ReadFunc, same func(a, b string) bool) (Result, error) {
 	switch f := Detect(content); f {
 	case FormatEnvelope:
 		return ApplyEnvelope(content, read)
@@ -85,6 +89,14 @@ func ApplyFiles(content []byte, target string, read ReadFunc) (Result, error) {
 			p = target
 		} else {
 			p = path.Clean(p)
+		}
+		if same != nil {
+			for _, q := range order {
+				if q != p && same(p, q) {
+					p = q
+					break
+				}
+			}
 		}
 		blocks[i].path = p
 		if _, ok := byFile[p]; !ok {

@@ -128,7 +128,12 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		}
 		return data, ok, err
 	}
-	res, err := edit.ApplyFiles(content, r.Target, read)
+	same := func(a, b string) bool {
+		ra, erra := m.cfg.Guard.Resolve(a, root)
+		rb, errb := m.cfg.Guard.Resolve(b, root)
+		return erra == nil && errb == nil && ra == rb
+	}
+	res, err := edit.ApplyFiles(content, r.Target, read, same)
 	plan := &envelopePlan{edit: &protocol.EditResult{}}
 	if cerr := convert(res, plan.edit); cerr != nil {
 		return nil, ioError(r.ID, "encoding the edit result", cerr)

@@ -51,7 +51,15 @@ type EditBlock struct {
 // EditResult is what a patch or edit did.
 type EditResult struct {
 	// Format: patch, search_replace, unified_diff or begin_patch.
-	Format  string      `json:"format"`
-	Changed bool        `json:"changed"`
-	Blocks  []EditBlock `json:"blocks"`
+	Format string `json:"format"`
+	// Dialect is the agent format the edit was detected as, and whose
+	// rules applied it: codex_apply_patch, aider_editblock,
+	// aider_diff_fenced, cline_replace_in_file or unified_diff.
+	Dialect string `json:"dialect,omitempty"`
+	Changed bool   `json:"changed"`
+	// AlreadyApplied: every block, hunk or file operation was already in
+	// place, so the edit changed nothing and no file content was written.
+	// A summary must say so, never that a file was written.
+	AlreadyApplied bool        `json:"already_applied,omitempty"`
+	Blocks         []EditBlock `json:"blocks"`
 }

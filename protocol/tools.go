@@ -57,8 +57,9 @@ func WritePlanToolBegin() ToolDefinition {
 						"enum": ops,
 						"description": "create: new file, fails if it exists. overwrite: replace the whole file. append: add to the end. " +
 							"patch: change one part of an existing file; patch_spec says where, and your text is the new text for that place. " +
-							"edit: change an existing file; your text is the edit, in one of three formats: " +
-							"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE; several blocks, applied in order), " +
+							"edit: change an existing file; your text is the edit, in the format you know best: " +
+							"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE, or Cline's ------- SEARCH / ======= / +++++++ REPLACE; " +
+							"several blocks, applied in order; a file path alone on the line before a block edits that file, an empty SEARCH creates it), " +
 							"a unified diff (---/+++ header, @@ hunks with context lines), " +
 							"or a *** Begin Patch ... *** End Patch envelope (*** Add File:, *** Update File: with @@ context, *** Delete File:, *** Move to:), " +
 							"which may touch several files and is applied all or nothing.",

@@ -137,6 +137,56 @@ var recipes = map[string]func() string{
 		return r.String()
 	},
 
+	// One file changed by edits in each agent's dialect, streamed with
+	// prose before the edit and after the marker: a Codex envelope that
+	// also adds a file, Aider blocks under path lines (diff-fenced too),
+	// and Cline's blocks with markers of other lengths.
+	"edit_dialects": func() string {
+		r := newRecorder()
+		r.start()
+		r.toolStart(0, "call_create", "WritePlanTool_begin")
+		r.toolArgs(0, beginArgs("Write the app", "app.py", "create"))
+		r.finish("tool_calls")
+
+		r.start()
+		r.content(lines("import sys\n\n\ndef greet(name):\n    print(\"Hi\", name)\n\n\ngreet(sys.argv[1])\n")...)
+		r.content("{{marker}}\n", "Created app.py.")
+		r.finish("stop")
+
+		r.start()
+		r.toolStart(0, "call_codex", "WritePlanTool_begin")
+		r.toolArgs(0, beginArgs("Greet politely and add a version", "app.py", "edit"))
+		r.finish("tool_calls")
+
+		r.start()
+		r.content(lines("I'll patch the greeting.\n\n *** Begin Patch\n*** Update File: app.py\n@@ def greet(name):\n" +
+			"-    print(\"Hi\", name)\n+    print(\"Hello,\", name)\n  *** Add File: version.py\n+VERSION = 1\n *** End Patch\n")...)
+		r.content("{{marker}}\n", "Patched app.py and added version.py.")
+		r.finish("stop")
+
+		r.start()
+		r.toolStart(0, "call_aider", "WritePlanTool_begin")
+		r.toolArgs(0, beginArgs("Print the version", "app.py", "edit"))
+		r.finish("tool_calls")
+
+		r.start()
+		r.content(lines("Two files change.\n\napp.py\n```python\n<<<<<<< SEARCH\nimport sys\n=======\nimport sys\n\nfrom version import VERSION\n>>>>>>> REPLACE\n```\n\n" +
+			"```python\nversion.py\n<<<<<<<<< SEARCH\nVERSION = 1\n=========\nVERSION = 2\n>>>>>>>>> REPLACE\n```\n")...)
+		r.content("{{marker}}\n", "Done with Aider's blocks.")
+		r.finish("stop")
+
+		r.start()
+		r.toolStart(0, "call_cline", "WritePlanTool_begin")
+		r.toolArgs(0, beginArgs("Print the version too", "app.py", "edit"))
+		r.finish("tool_calls")
+
+		r.start()
+		r.content(lines("------------ SEARCH\ngreet(sys.argv[1])\n==========\nprint(VERSION)\ngreet(sys.argv[1])\n+++++ REPLACE\n")...)
+		r.content("{{marker}}\n", "Done with Cline's block.")
+		r.finish("stop")
+		return r.String()
+	},
+
 	// The marker split across deltas, after look-alikes that are content:
 	// a marker with text after it, and one quoted inside a line.
 	"marker_split": func() string {

@@ -16,12 +16,38 @@ const (
 	// FormatPatch: a PatchSpec with the content as its text (ApplyPatch).
 	FormatPatch Format = "patch"
 	// FormatSearchReplace: "<<<<<<< SEARCH" / "=======" / ">>>>>>> REPLACE"
-	// blocks.
+	// blocks (Aider), or "------- SEARCH" / "=======" / "+++++++ REPLACE"
+	// blocks (Cline).
 	FormatSearchReplace Format = "search_replace"
 	// FormatUnifiedDiff: a unified diff ("---"/"+++" headers, "@@" hunks).
 	FormatUnifiedDiff Format = "unified_diff"
 	// FormatEnvelope: the "*** Begin Patch" / "*** End Patch" envelope.
 	FormatEnvelope Format = "begin_patch"
+)
+
+// Dialect is the coding agent whose edit format an edit follows. Formats
+// say how an edit is parsed; dialects also say how it is applied, since
+// agents that share a syntax differ in what it means (an empty SEARCH
+// section creates a file for Aider and replaces the whole file for Cline).
+type Dialect string
+
+// Dialects.
+const (
+	// DialectNone: a PatchSpec, or no known format.
+	DialectNone Dialect = ""
+	// DialectCodex: Codex's apply_patch envelope.
+	DialectCodex Dialect = "codex_apply_patch"
+	// DialectAider: Aider's SEARCH/REPLACE blocks ("diff" edit format), a
+	// file path on the line before the fence or the SEARCH marker.
+	DialectAider Dialect = "aider_editblock"
+	// DialectAiderFenced: Aider's "diff-fenced" format, the path on the
+	// first line inside the fence.
+	DialectAiderFenced Dialect = "aider_diff_fenced"
+	// DialectCline: Cline's replace_in_file blocks ("------- SEARCH",
+	// "=======", "+++++++ REPLACE").
+	DialectCline Dialect = "cline_replace_in_file"
+	// DialectUnifiedDiff: a unified diff (git diff, diff -u, Aider's udiff).
+	DialectUnifiedDiff Dialect = "unified_diff"
 )
 
 // partNoun names a part of an edit in messages.
@@ -37,24 +63,33 @@ func (f Format) partNoun() string {
 	return "part"
 }
 
+// Marker lines of search/replace blocks. Models miscount the repeated
+// characters, so any run of five or more is accepted (Aider takes 5 to 9,
+// Cline 3 or more; three "=" is too common in prose and markup to be a
+// marker). Aider compares lines with their surrounding blanks stripped, and
+// both tolerate a ">" after SEARCH.
 var (
-	searchRE  = regexp.MustCompile(`^<{5,9} ?SEARCH\s*$`)
-	dividerRE = regexp.MustCompile(`^={5,9}\s*$`)
-	replaceRE = regexp.MustCompile(`^>{5,9} ?REPLACE\s*$`)
+	searchRE  = regexp.MustCompile(`^\s*(?:<{5,}|-{5,}) ?SEARCH>?\s*$`)
+	dividerRE = regexp.MustCompile(`^\s*={5,}\s*$`)
+	replaceRE = regexp.MustCompile(`^\s*(?:>{5,}|\+{5,}) ?REPLACE>?\s*$`)
+	// clineSearchRE is the SEARCH marker only Cline writes.
+	clineSearchRE = regexp.MustCompile(`^\s*-{5,} ?SEARCH>?\s*$`)
 )
 
 // Detect picks the format of an edit from its first structural line:
-// "*** Begin Patch", a "<<<<<<< SEARCH" marker, or a diff header ("diff
-// --git", "--- " followed by "+++ ", or "@@"). Blank lines, code fences and
-// prose before it are skipped, since models often wrap an edit in them. It
-// returns FormatUnknown when there is no such line.
+// "*** Begin Patch", a SEARCH marker, or a diff header ("diff --git", "--- "
+// followed by "+++ ", or "@@"). Blank lines, code fences and prose before
+// it are skipped, since models often wrap an edit in them. It returns
+// FormatUnknown when there is no such line.
 func Detect(content []byte) Format {
 	lines := editLines(content)
 	for i, l := range lines {
 		switch {
 		case strings.TrimSpace(l) == envelopeBegin:
 			return FormatEnvelope
-		case searchRE.MatchString(l):
+		case searchRE.MatchString(l), replaceRE.MatchString(l):
+			// A REPLACE marker first means blocks that lost their SEARCH
+			// marker: the parser says so, better than "unknown format".
 			return FormatSearchReplace
 		case strings.HasPrefix(l, "diff --git "), strings.HasPrefix(l, "@@"),
 			strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ "):
@@ -64,18 +99,78 @@ func Detect(content []byte) Format {
 	return FormatUnknown
 }
 
+// DetectDialect names the agent format an edit follows, from the same
+// structural lines as Detect: for search/replace blocks, Cline's when the
+// first SEARCH marker is Cline's, Aider's diff-fenced when the first path
+// line is inside the fence, Aider's otherwise.
+func DetectDialect(content []byte) Dialect {
+	switch Detect(content) {
+	case FormatEnvelope:
+		return DialectCodex
+	case FormatUnifiedDiff:
+		return DialectUnifiedDiff
+	case FormatSearchReplace:
+		blocks, d, err := parseBlocks(content)
+		if err != nil || len(blocks) == 0 {
+			// The dialect of a malformed edit still shows in its first
+			// marker.
+			for _, l := range editLines(content) {
+				if searchRE.MatchString(l) {
+					if clineSearchRE.MatchString(l) {
+						return DialectCline
+					}
+					return DialectAider
+				}
+			}
+		}
+		return d
+	}
+	return DialectNone
+}
+
+// unknownFormatHelp lists the formats an edit may take, each with a short
+// example, for a model whose edit matched none of them.
+const unknownFormatHelp = `expected one of these edit formats:
+- Aider search/replace blocks (a path line, then):
+    <<<<<<< SEARCH
+    old line
+    =======
+    new line
+    >>>>>>> REPLACE
+- Cline replace_in_file blocks:
+    ------- SEARCH
+    old line
+    =======
+    new line
+    +++++++ REPLACE
+- Codex apply_patch envelope:
+    *** Begin Patch
+    *** Update File: path/to/file
+    @@
+    -old line
+    +new line
+    *** End Patch
+- a unified diff:
+    --- a/path/to/file
+    +++ b/path/to/file
+    @@ -1 +1 @@
+    -old line
+    +new line`
+
 // Apply applies an edit to one file: search/replace blocks or a unified
 // diff, as Detect tells. An envelope gets ErrMultiFile (it names its own
 // files: use ApplyEnvelope); content in no known format gets
-// ErrUnknownFormat.
+// ErrUnknownFormat, with an example of every format.
 func Apply(old, content []byte) (Result, error) {
 	switch f := Detect(content); f {
 	case FormatSearchReplace:
 		return ApplySearchReplace(old, content)
 	case FormatUnifiedDiff:
-		return ApplyUnifiedDiff(old, content)
+		res, err := ApplyUnifiedDiff(old, content)
+		res.Dialect = DialectUnifiedDiff
+		return res, err
 	case FormatEnvelope:
-		return Result{Format: f}, fmt.Errorf("%w: a *** Begin Patch envelope names its files itself; apply it with ApplyEnvelope", ErrMultiFile)
+		return Result{Format: f, Dialect: DialectCodex}, fmt.Errorf("%w: a *** Begin Patch envelope names its files itself; apply it with ApplyEnvelope", ErrMultiFile)
 	}
-	return Result{}, fmt.Errorf("%w: expected search/replace blocks (<<<<<<< SEARCH, =======, >>>>>>> REPLACE), a unified diff (---, +++, @@ hunks) or a *** Begin Patch envelope", ErrUnknownFormat)
+	return Result{}, fmt.Errorf("%w: %s", ErrUnknownFormat, unknownFormatHelp)
 }

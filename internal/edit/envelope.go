@@ -21,14 +21,15 @@ type FileOpKind string
 
 // File operation kinds.
 const (
-	// OpAdd creates Path with Content; Path did not exist.
+	// OpAdd creates Path with Content; Path did not exist, unless
+	// Replaced says it did (Codex's Add File replaces a file).
 	OpAdd FileOpKind = "add"
 	// OpUpdate replaces Path's content with Content.
 	OpUpdate FileOpKind = "update"
 	// OpDelete removes Path.
 	OpDelete FileOpKind = "delete"
-	// OpMove writes Content to MoveTo, which did not exist, and removes
-	// Path.
+	// OpMove writes Content to MoveTo and removes Path. MoveTo did not
+	// exist, unless Replaced says it did.
 	OpMove FileOpKind = "move"
 )
 
@@ -48,6 +49,11 @@ type FileOp struct {
 	// OpAdd), so that a transaction can check the file did not change
 	// since.
 	Old []byte `json:"-"`
+	// Replaced is true when the file OpAdd writes, or the MoveTo of
+	// OpMove, exists and is replaced; ReplacedOld is its content, to back
+	// up and to check it did not change since.
+	Replaced    bool   `json:"replaced,omitempty"`
+	ReplacedOld []byte `json:"-"`
 }
 
 // ReadFunc returns a file's content and whether it exists. An error other
@@ -128,7 +134,9 @@ func parseEnvelope(content []byte) ([]envOp, error) {
 	}
 	for ; i < len(lines); i++ {
 		l, n := lines[i], i+1
-		t := strings.TrimRight(l, " \t")
+		// Codex trims the envelope's own lines: models pad them with
+		// blanks (" *** End Patch"), which would otherwise read as context.
+		t := strings.TrimSpace(l)
 		switch {
 		case t == envelopeEnd:
 			if err := closeOp(); err != nil {
@@ -218,24 +226,30 @@ func parseEnvelope(content []byte) ([]envOp, error) {
 }
 
 // ApplyEnvelope computes the file operations of a "*** Begin Patch"
-// envelope against the files read reports. The envelope applies as a
-// whole: any part that fails fails it, and nothing is to be written.
+// envelope (Codex's apply_patch) against the files read reports. The
+// envelope applies as a whole: any part that fails fails it, and nothing
+// is to be written (Codex keeps the files it changed before a failure).
+//
+// As in Codex: the envelope's lines may be padded with blanks; Add File
+// writes a file whether or not it exists, replacing it (Replaced: the
+// caller backs it up); Move to replaces its destination the same way;
+// Delete File and Update File need an existing file.
 //
 // Update chunks apply in order, each searched for after the previous one,
 // and after its "@@ text" anchor lines when it has any (the first match
 // after the anchor wins, which is what anchors are for); a chunk without
 // anchors must match once. Lines match exactly, else ignoring trailing
-// whitespace, else ignoring indentation. A chunk without '-' or context
-// lines inserts after its anchor, or at the end of the file. Updates keep
-// the file's line endings and final newline; added files end with a
-// newline.
+// whitespace, else ignoring indentation, else reading typographic
+// punctuation as ASCII. A chunk ending in "*** End of File" is looked for
+// at the end of the file first. A chunk without '-' or context lines
+// inserts after its anchor, or at the end of the file. Updates keep the
+// file's line endings and final newline; added files end with a newline.
 //
 // Parts already done are reported, not failed: an added file that exists
-// with the same content, a deleted file that is gone, a chunk whose new
-// lines are in place, a move whose source is gone and whose destination
-// has the chunks applied.
+// with the same content, a chunk whose new lines are in place, a move
+// whose source is gone and whose destination has the chunks applied.
 func ApplyEnvelope(content []byte, read ReadFunc) (Result, error) {
-	res := Result{Format: FormatEnvelope}
+	res := Result{Format: FormatEnvelope, Dialect: DialectCodex}
 	ops, err := parseEnvelope(content)
 	if err != nil {
 		return res, err
@@ -268,11 +282,14 @@ func ApplyEnvelope(content []byte, read ReadFunc) (Result, error) {
 			case string(normalizeEOL(data)) == string(body):
 				add(op.path, BlockResult{Status: StatusAlreadyApplied})
 			default:
-				add(op.path, BlockResult{Status: StatusConflict, Message: "the file exists; use *** Update File to change it, or *** Delete File first"})
+				add(op.path, BlockResult{Status: StatusApplied, Message: "the file exists and is replaced (its old content is backed up)"})
+				files = append(files, FileOp{Kind: OpAdd, Path: op.path, Content: body, Replaced: true, ReplacedOld: data})
 			}
 		case OpDelete:
 			if !exists {
-				add(op.path, BlockResult{Status: StatusAlreadyApplied, Message: "the file does not exist"})
+				// Codex fails here too: deleting nothing is a model's
+				// mistake about the tree, not a change already made.
+				add(op.path, BlockResult{Status: StatusConflict, Message: "the file does not exist, so there is nothing to delete; remove this *** Delete File section"})
 				continue
 			}
 			add(op.path, BlockResult{Status: StatusApplied})
@@ -286,7 +303,15 @@ func ApplyEnvelope(content []byte, read ReadFunc) (Result, error) {
 				}
 				switch {
 				case exists && dstExists:
-					add(op.path, BlockResult{Status: StatusConflict, Message: fmt.Sprintf("cannot move to %s: it exists", op.moveTo)})
+					// Codex replaces the destination; it is backed up.
+					rs, out := updateChunks(data, op.chunks)
+					for _, r := range rs {
+						add(op.path, r)
+					}
+					if len(rs) == 0 {
+						add(op.path, BlockResult{Status: StatusApplied, Message: fmt.Sprintf("%s exists and is replaced (its old content is backed up)", op.moveTo)})
+					}
+					files = append(files, FileOp{Kind: OpMove, Path: op.path, MoveTo: op.moveTo, Content: out, Old: data, Replaced: true, ReplacedOld: dst})
 					continue
 				case !exists && dstExists:
 					// Resent after the move: the destination must
@@ -324,6 +349,7 @@ func ApplyEnvelope(content []byte, read ReadFunc) (Result, error) {
 		}
 	}
 	res, err = finish(FormatEnvelope, nil, blocks, func() []byte { return nil })
+	res.Dialect = DialectCodex
 	if err != nil {
 		return res, err
 	}
@@ -363,7 +389,7 @@ func updateChunks(old []byte, chunks []chunk) ([]BlockResult, []byte) {
 func placeChunk(d *doc, c chunk, cursor int) (BlockResult, lineEdit, int) {
 	n := len(d.lines)
 	for _, a := range c.anchors {
-		at, _ := findUnique(d.lines, []string{a}, cursor, n, MatchIndentation)
+		at, _ := findUnique(d.lines, []string{a}, cursor, n, MatchPunctuation)
 		if len(at) == 0 {
 			return BlockResult{Status: StatusNoMatch, Closest: closest(d.lines[cursor:], []string{a}).shift(cursor),
 				Message: fmt.Sprintf("the \"@@ %s\" line is not %s", a, after(cursor))}, lineEdit{}, cursor
@@ -385,8 +411,15 @@ func placeChunk(d *doc, c chunk, cursor int) (BlockResult, lineEdit, int) {
 	if c.eof {
 		lo = max(cursor, n-len(c.old))
 	}
-	at, m := findUnique(d.lines, c.old, lo, n, MatchIndentation)
-	if len(at) > 1 && len(c.anchors) == 0 && !c.eof {
+	at, m := findUnique(d.lines, c.old, lo, n, MatchPunctuation)
+	atEnd := c.eof
+	if len(at) == 0 && c.eof && lo > cursor {
+		// Codex looks for an "*** End of File" chunk at the end first,
+		// then anywhere after the previous chunk.
+		at, m = findUnique(d.lines, c.old, cursor, n, MatchPunctuation)
+		atEnd = false
+	}
+	if len(at) > 1 && len(c.anchors) == 0 && !atEnd {
 		return BlockResult{Status: StatusAmbiguous, Match: m, Matches: oneBased(at),
 			Message: fmt.Sprintf("the chunk's context and '-' lines match %d times %s, at lines %s; add an \"@@\" line naming the function or class it is in, or more context", len(at), after(cursor), lineList(oneBased(at)))}, lineEdit{}, cursor
 	}
@@ -412,7 +445,7 @@ func placeChunk(d *doc, c chunk, cursor int) (BlockResult, lineEdit, int) {
 	}
 	p := at[0]
 	repl := c.new
-	if m == MatchIndentation {
+	if m == MatchIndentation || m == MatchPunctuation {
 		repl = reindent(c.old, d.lines[p:p+len(c.old)], c.new)
 	}
 	repl = keepContext(c.body, d.lines[p:p+len(c.old)], repl)

@@ -8,7 +8,7 @@ import (
 )
 
 // levels are the match levels in the order they are tried.
-var levels = []Match{MatchExact, MatchTrailingSpace, MatchIndentation}
+var levels = []Match{MatchExact, MatchTrailingSpace, MatchIndentation, MatchPunctuation}
 
 // norm is how a level compares lines.
 func norm(m Match, s string) string {
@@ -17,9 +17,22 @@ func norm(m Match, s string) string {
 		return strings.TrimRightFunc(s, unicode.IsSpace)
 	case MatchIndentation:
 		return strings.TrimSpace(s)
+	case MatchPunctuation:
+		return asciiPunct.Replace(strings.TrimSpace(s))
 	}
 	return s
 }
+
+// asciiPunct reads typographic punctuation as ASCII, as Codex's matcher
+// does: models write ASCII quotes and dashes where a file has the
+// typographic ones.
+var asciiPunct = strings.NewReplacer(
+	"\u2010", "-", "\u2011", "-", "\u2012", "-", "\u2013", "-", "\u2014", "-", "\u2015", "-", "\u2212", "-",
+	"\u2018", "'", "\u2019", "'", "\u201A", "'", "\u201B", "'",
+	"\u201C", `"`, "\u201D", `"`, "\u201E", `"`, "\u201F", `"`,
+	"\u00A0", " ", "\u2002", " ", "\u2003", " ", "\u2004", " ", "\u2005", " ", "\u2006", " ",
+	"\u2007", " ", "\u2008", " ", "\u2009", " ", "\u200A", " ", "\u202F", " ", "\u205F", " ", "\u3000", " ",
+)
 
 // findAll returns every i in [lo, hi] where lines[i:i+len(needle)] equals
 // needle at level m. An empty needle matches nowhere: callers place pure

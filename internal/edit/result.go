@@ -55,6 +55,14 @@ const (
 	// removed. Search/replace blocks re-indent their replacement to the
 	// file's indentation at this level.
 	MatchIndentation Match = "indentation"
+	// MatchPunctuation: equal once surrounding whitespace is removed and
+	// typographic dashes, quotes and spaces are read as their ASCII forms
+	// (Codex's last resort, for envelopes only).
+	MatchPunctuation Match = "unicode_punctuation"
+	// MatchAnchor: a Cline block of three lines or more whose first and
+	// last lines match (ignoring surrounding whitespace) at exactly one
+	// place; the lines between are replaced whatever they say.
+	MatchAnchor Match = "anchor"
 )
 
 // Result reports an edit: the new content and what happened to each part.
@@ -63,10 +71,17 @@ const (
 type Result struct {
 	// Format is the edit's format; FormatPatch for [ApplyPatch].
 	Format Format `json:"format"`
+	// Dialect is the coding agent whose format the edit follows, and whose
+	// rules applied it.
+	Dialect Dialect `json:"dialect,omitempty"`
 	// Blocks has one entry per block, hunk or chunk, in the edit's order.
 	Blocks []BlockResult `json:"blocks"`
 	// Changed is true when Content differs from the old file.
 	Changed bool `json:"changed"`
+	// AlreadyApplied is true when every part of the edit was already in
+	// the file (or files): the edit changes nothing, and nothing is to be
+	// written. A resent edit gets it; a summary must not call it a write.
+	AlreadyApplied bool `json:"already_applied,omitempty"`
 	// Content is the new file. It is not encoded: the daemon writes it.
 	// Nil for an envelope, whose results are in Files.
 	Content []byte `json:"-"`
@@ -287,5 +302,17 @@ func finish(format Format, old []byte, blocks []BlockResult, content func() []by
 		res.Content = []byte{} // an empty file, not a failure
 	}
 	res.Changed = string(res.Content) != string(old)
+	res.AlreadyApplied = allAlreadyApplied(blocks)
 	return res, nil
+}
+
+// allAlreadyApplied reports an edit none of whose parts had anything left
+// to do.
+func allAlreadyApplied(blocks []BlockResult) bool {
+	for _, b := range blocks {
+		if b.Status != StatusAlreadyApplied {
+			return false
+		}
+	}
+	return len(blocks) > 0
 }

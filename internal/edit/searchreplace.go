@@ -2,20 +2,33 @@ package edit
 
 import (
 	"fmt"
+	"path"
 	"strings"
 )
 
 // srBlock is one search/replace block.
 type srBlock struct {
 	search, replace []string
-	line            int // line of the edit with its SEARCH marker
+	line            int    // line of the edit with its SEARCH marker
+	path            string // the file it names; "" when none was named
 }
 
-// parseSearchReplace reads the blocks of an edit. Text outside blocks
-// (file names, code fences, prose) is ignored, but a stray "=======" or
-// ">>>>>>> REPLACE" is an error: it means a block lost its SEARCH marker,
-// and applying the rest would silently drop it.
-func parseSearchReplace(content []byte) ([]srBlock, error) {
+// parseSearchReplace reads the blocks of an edit that must apply to one
+// file.
+func parseSearchReplace(content []byte) ([]srBlock, Dialect, error) {
+	return parseBlocks(content)
+}
+
+// parseBlocks reads the blocks of an edit and the file each names. Text
+// outside blocks (code fences, prose) is ignored, but a stray "=======" or
+// REPLACE marker is an error: it means a block lost its SEARCH marker, and
+// applying the rest would silently drop it.
+//
+// A block's file is named as Aider's prompts ask: the path alone on a line
+// right before the opening fence, or (diff-fenced) right after it, before
+// the SEARCH marker. A block that names none edits the file the block
+// before it named, as in Aider; the first ones edit the session's target.
+func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 	const (
 		outside = iota
 		inSearch
@@ -24,29 +37,45 @@ func parseSearchReplace(content []byte) ([]srBlock, error) {
 	serr := func(line int, format string, args ...any) error {
 		return &SyntaxError{Format: FormatSearchReplace, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
+	lines := editLines(content)
 	var blocks []srBlock
 	var cur srBlock
+	dialect := DialectNone
+	sticky := ""
 	state := outside
-	for i, l := range editLines(content) {
+	for i, l := range lines {
 		n := i + 1
 		switch state {
 		case outside:
 			switch {
 			case searchRE.MatchString(l):
 				cur, state = srBlock{line: n}, inSearch
-			case dividerRE.MatchString(l):
-				return nil, serr(n, "%q outside a block; every block starts with \"<<<<<<< SEARCH\"", l)
-			case replaceRE.MatchString(l):
-				return nil, serr(n, "%q outside a block; every block starts with \"<<<<<<< SEARCH\"", l)
+				p, fenced := blockPath(lines[:i])
+				if p != "" {
+					sticky = p
+				}
+				cur.path = sticky
+				if dialect == DialectNone {
+					switch {
+					case clineSearchRE.MatchString(l):
+						dialect = DialectCline
+					case fenced:
+						dialect = DialectAiderFenced
+					default:
+						dialect = DialectAider
+					}
+				}
+			case dividerRE.MatchString(l), replaceRE.MatchString(l):
+				return nil, dialect, serr(n, "%q outside a block; every block starts with a SEARCH marker (\"<<<<<<< SEARCH\" or \"------- SEARCH\")", l)
 			}
 		case inSearch:
 			switch {
 			case dividerRE.MatchString(l):
 				state = inReplace
 			case searchRE.MatchString(l):
-				return nil, serr(n, "new SEARCH marker inside the block that starts at line %d; close that block with \"=======\" and \">>>>>>> REPLACE\"", cur.line)
+				return nil, dialect, serr(n, "new SEARCH marker inside the block that starts at line %d; close that block with \"=======\" and its REPLACE marker", cur.line)
 			case replaceRE.MatchString(l):
-				return nil, serr(n, "REPLACE marker before \"=======\" in the block that starts at line %d", cur.line)
+				return nil, dialect, serr(n, "REPLACE marker before \"=======\" in the block that starts at line %d", cur.line)
 			default:
 				cur.search = append(cur.search, l)
 			}
@@ -55,37 +84,131 @@ func parseSearchReplace(content []byte) ([]srBlock, error) {
 			case replaceRE.MatchString(l):
 				blocks, state = append(blocks, cur), outside
 			case searchRE.MatchString(l):
-				return nil, serr(n, "new SEARCH marker inside the block that starts at line %d; end that block with \">>>>>>> REPLACE\"", cur.line)
+				return nil, dialect, serr(n, "new SEARCH marker inside the block that starts at line %d; end that block with its REPLACE marker", cur.line)
 			default:
 				cur.replace = append(cur.replace, l)
 			}
 		}
 	}
 	if state != outside {
-		return nil, serr(0, "the block that starts at line %d has no \">>>>>>> REPLACE\"; the edit may be truncated", cur.line)
+		end := "\">>>>>>> REPLACE\""
+		if dialect == DialectCline {
+			end = "\"+++++++ REPLACE\""
+		}
+		return nil, dialect, serr(0, "the block that starts at line %d has no final %s marker; the edit may be cut (truncated): resend it whole", cur.line, end)
 	}
 	if len(blocks) == 0 {
-		return nil, serr(0, "no \"<<<<<<< SEARCH\" block found")
+		return nil, dialect, serr(0, "no SEARCH block found")
 	}
-	return blocks, nil
+	return blocks, dialect, nil
 }
 
-// ApplySearchReplace applies search/replace blocks in order, each to the
-// file as the blocks before it left it. A block's SEARCH text must match
-// exactly one run of lines: exactly, else ignoring trailing whitespace, else
-// ignoring indentation (the REPLACE text is then re-indented to the file),
-// else without blank lines at its edges. A block whose REPLACE text is in
-// the file once and whose SEARCH text is not (or only inside it) is already
-// applied. An empty SEARCH section fills an empty file.
-func ApplySearchReplace(old, content []byte) (Result, error) {
-	blocks, err := parseSearchReplace(content)
-	if err != nil {
-		return Result{Format: FormatSearchReplace}, err
+// isFence reports a Markdown code fence line.
+func isFence(l string) bool {
+	t := strings.TrimSpace(l)
+	return strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")
+}
+
+// blockPath finds the path a block names in the (up to three) lines before
+// its SEARCH marker, looking back across fence lines only, as Aider does.
+// fenced reports a path inside the fence (diff-fenced).
+func blockPath(before []string) (p string, fenced bool) {
+	seenFence := false
+	for k := len(before) - 1; k >= 0 && k >= len(before)-3; k-- {
+		l := before[k]
+		if isFence(l) {
+			// "```path/to/file.py" names the file on the fence itself.
+			t := strings.TrimLeft(strings.TrimSpace(l), "`~")
+			if c := cleanPath(t); c != "" && strings.ContainsAny(c, "./") {
+				return c, false
+			}
+			seenFence = true
+			continue
+		}
+		if c := cleanPath(l); c != "" {
+			// A path after the fence is inside it: diff-fenced. A fence
+			// before it, with none between it and the marker, would be
+			// seen first.
+			return c, !seenFence && k > 0 && isFence(before[k-1])
+		}
+		return "", false
 	}
+	return "", false
+}
+
+// extensionless are file names without a dot that a path line may hold.
+var extensionless = map[string]bool{
+	"Makefile": true, "makefile": true, "GNUmakefile": true, "Dockerfile": true, "Containerfile": true,
+	"Rakefile": true, "Gemfile": true, "Procfile": true, "Justfile": true, "justfile": true,
+	"Vagrantfile": true, "Jenkinsfile": true, "LICENSE": true, "README": true, "CHANGELOG": true,
+	"AUTHORS": true, "NOTICE": true, "CODEOWNERS": true, "BUILD": true, "WORKSPACE": true,
+}
+
+// cleanPath takes a file path from a line as models write it: in Markdown
+// emphasis or backticks, after "#" or before ":" (Aider strips the same).
+// It returns "" for a line that is not a path: prose has spaces, and a
+// bare word is a path only when it looks like a file name.
+func cleanPath(l string) string {
+	s := strings.TrimSpace(l)
+	s = strings.TrimRight(s, ":")
+	s = strings.TrimLeft(s, "#")
+	s = strings.TrimSpace(s)
+	s = strings.Trim(s, "`")
+	s = strings.Trim(s, "*")
+	s = strings.ReplaceAll(s, `\_`, "_")
+	switch {
+	case s == "", s == "...", strings.ContainsAny(s, " \t\"'<>|"):
+		return ""
+	case strings.ContainsAny(s, "/\\"):
+		return s
+	case strings.Contains(strings.TrimLeft(s, "."), "."), strings.HasPrefix(s, ".") && len(s) > 1:
+		return s
+	case extensionless[path.Base(s)]:
+		return s
+	}
+	return ""
+}
+
+// ApplySearchReplace applies search/replace blocks to one file, in order,
+// each to the file as the blocks before it left it. Paths the blocks name
+// are ignored: ApplyFiles reads them. The rules of the dialect apply:
+//
+// Aider's blocks (and any without Cline's markers): a block's SEARCH text
+// must match exactly one run of lines: exactly, else ignoring trailing
+// whitespace, else ignoring indentation (the REPLACE text is then
+// re-indented to the file), else without blank lines at its edges. An
+// empty SEARCH section fills an empty file.
+//
+// Cline's blocks are searched for after the previous block's change
+// (Cline's prompt lists them in file order, and the first match there is
+// replaced), else anywhere if they match once; they match exactly, then
+// line by line ignoring surrounding whitespace, then, for three lines or
+// more, by their first and last lines alone (Cline's block anchor, which
+// must match once). An empty SEARCH section replaces the whole file.
+//
+// In both, a block whose REPLACE text is in the file once and whose SEARCH
+// text is not (or only inside it) is already applied.
+func ApplySearchReplace(old, content []byte) (Result, error) {
+	blocks, dialect, err := parseSearchReplace(content)
+	if err != nil {
+		return Result{Format: FormatSearchReplace, Dialect: dialect}, err
+	}
+	res, err := applyBlocks(old, blocks, dialect)
+	res.Dialect = dialect
+	return res, err
+}
+
+// applyBlocks applies the blocks of one file.
+func applyBlocks(old []byte, blocks []srBlock, dialect Dialect) (Result, error) {
 	d := parseDoc(old)
 	results := make([]BlockResult, len(blocks))
+	cursor := 0
 	for i, b := range blocks {
-		results[i] = applyBlock(d, b)
+		if dialect == DialectCline {
+			results[i], cursor = applyClineBlock(d, b, cursor)
+		} else {
+			results[i] = applyBlock(d, b)
+		}
 		results[i].Index, results[i].EditLine = i+1, b.line
 	}
 	return finish(FormatSearchReplace, old, results, d.render)
@@ -100,7 +223,9 @@ func applyBlock(d *doc, b srBlock) BlockResult {
 		if at, m := findUnique(d.lines, b.replace, 0, len(d.lines), MatchTrailingSpace); len(at) == 1 {
 			return BlockResult{Status: StatusAlreadyApplied, StartLine: at[0] + 1, EndLine: at[0] + len(b.replace), Match: m}
 		}
-		return BlockResult{Status: StatusNoMatch, Message: "the SEARCH section is empty, which only fits an empty file; copy the lines to replace (or the line to insert after, and repeat it in REPLACE) into SEARCH"}
+		// Aider appends the REPLACE text here; a block resent to create a
+		// file that now exists would then duplicate it.
+		return BlockResult{Status: StatusNoMatch, Message: "the SEARCH section is empty, which only creates a new file or fills an empty one, and this file has content; copy the lines to replace (or the line to insert after, and repeat it in REPLACE) into SEARCH"}
 	}
 	search, replace := b.search, b.replace
 	at, m := findUnique(d.lines, search, 0, len(d.lines), MatchIndentation)
@@ -123,12 +248,7 @@ func applyBlock(d *doc, b srBlock) BlockResult {
 		}
 	case 1:
 	default:
-		return BlockResult{
-			Status:  StatusAmbiguous,
-			Match:   m,
-			Matches: oneBased(at),
-			Message: fmt.Sprintf("the SEARCH text matches %d times, at lines %s; add lines before or after it to SEARCH (and REPLACE) so that it matches once", len(at), lineList(oneBased(at))),
-		}
+		return ambiguous(at, m)
 	}
 	p := at[0]
 	repl := replace
@@ -137,6 +257,101 @@ func applyBlock(d *doc, b srBlock) BlockResult {
 	}
 	d.splice(p, p+len(search), repl)
 	return BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}
+}
+
+func ambiguous(at []int, m Match) BlockResult {
+	return BlockResult{
+		Status:  StatusAmbiguous,
+		Match:   m,
+		Matches: oneBased(at),
+		Message: fmt.Sprintf("the SEARCH text matches %d times, at lines %s; add lines before or after it to SEARCH (and REPLACE) so that it matches once", len(at), lineList(oneBased(at))),
+	}
+}
+
+// applyClineBlock applies one of Cline's blocks at or after cursor and
+// returns the cursor for the next one.
+func applyClineBlock(d *doc, b srBlock, cursor int) (BlockResult, int) {
+	n := len(d.lines)
+	if len(b.search) == 0 {
+		// Cline: an empty SEARCH creates a new file or replaces the whole
+		// one.
+		if n > 0 && equalLines(trimTrailingBlank(d.lines), trimTrailingBlank(b.replace)) {
+			return BlockResult{Status: StatusAlreadyApplied, StartLine: 1, EndLine: n, Match: MatchExact}, n
+		}
+		d.splice(0, n, b.replace)
+		return BlockResult{Status: StatusApplied, StartLine: 1, EndLine: n, Match: MatchExact}, len(b.replace)
+	}
+	search, replace := b.search, b.replace
+	// Cline replaces the first match after the previous block: its prompt
+	// has the model list blocks in file order, so repeated text is told
+	// apart by the blocks before it. A fuzzy anchor match must be unique.
+	var others []int
+	find := func(lo int, first bool) ([]int, Match) {
+		at, m := findUnique(d.lines, search, lo, n, MatchIndentation)
+		if len(at) > 1 && first {
+			others = oneBased(at[1:])
+			at = at[:1]
+		}
+		if len(at) == 0 && len(search) >= 3 {
+			at, m = findAnchor(d.lines, search, lo), MatchAnchor
+		}
+		return at, m
+	}
+	at, m := find(cursor, true)
+	if len(at) == 0 && cursor > 0 {
+		// Out of order: Cline refuses it; a block that matches once in
+		// the whole file is unambiguous all the same.
+		at, m = find(0, false)
+	}
+	if done, ok := alreadyApplied(d, search, replace, at); ok {
+		return done, done.EndLine
+	}
+	switch len(at) {
+	case 0:
+		return BlockResult{
+			Status:  StatusNoMatch,
+			Closest: closest(d.lines, search),
+			Message: fmt.Sprintf("the %d SEARCH line(s) are not in the file, not even ignoring whitespace or by their first and last lines; copy them exactly from the closest lines below", len(search)),
+		}, cursor
+	case 1:
+	default:
+		return ambiguous(at, m), cursor
+	}
+	p := at[0]
+	repl := replace
+	if m == MatchIndentation {
+		repl = reindent(search, d.lines[p:p+len(search)], replace)
+	}
+	d.splice(p, p+len(search), repl)
+	r := BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}
+	if others != nil {
+		r.Message = fmt.Sprintf("the first match after the previous block was replaced; the SEARCH text is also at line(s) %s", lineList(others))
+	}
+	return r, p + len(repl)
+}
+
+// findAnchor finds the runs of len(search) lines, at or after lo, whose
+// first and last lines equal search's ignoring surrounding whitespace
+// (Cline's block anchor fallback, for blocks of three lines or more).
+func findAnchor(lines, search []string, lo int) []int {
+	first, last := strings.TrimSpace(search[0]), strings.TrimSpace(search[len(search)-1])
+	if first == "" || last == "" {
+		return nil // blank anchors would match almost anywhere
+	}
+	var at []int
+	for i := lo; i+len(search) <= len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == first && strings.TrimSpace(lines[i+len(search)-1]) == last {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+func trimTrailingBlank(lines []string) []string {
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
 }
 
 // alreadyApplied reports a block whose replacement is in the file once,

@@ -77,7 +77,7 @@ func TestApplySearchReplace(t *testing.T) {
 		{name: "OneFailedBlockFailsAll", old: "a\nb\nc\n", edit: sr("a\n", "A\n", "x\n", "X\n", "c\n", "C\n"),
 			statuses: []edit.Status{"applied", "no_match", "applied"}, err: edit.ErrNoMatch, msg: []string{"1 of 3 blocks failed", "block 2"}},
 		{name: "EmptySearchOnNonEmptyFile", old: "a\n", edit: sr("", "b\n"),
-			statuses: []edit.Status{"no_match"}, err: edit.ErrNoMatch, msg: []string{"only fits an empty file"}},
+			statuses: []edit.Status{"no_match"}, err: edit.ErrNoMatch, msg: []string{"only creates a new file"}},
 		{name: "ErrUnterminated", old: "a\n", edit: "<<<<<<< SEARCH\na\n=======\nb\n", err: edit.ErrSyntax, msg: []string{"truncated"}},
 		{name: "ErrStrayDivider", old: "a\n", edit: "=======\n" + sr("a\n", "b\n"), err: edit.ErrSyntax, msg: []string{"line 1"}},
 		{name: "ErrReplaceBeforeDivider", old: "a\n", edit: "<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n", err: edit.ErrSyntax},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/validate"
@@ -15,10 +16,14 @@ import (
 )
 
 // A "*** Begin Patch" envelope streamed into an edit session names its own
-// files: it may add, update, delete and move several. Its paths resolve
-// against the session's workspace_root, or, without one, against the
-// directory of the session's target; each is checked by the path guard like
-// a target. The whole envelope is applied as one transaction.
+// files: it may add, update, delete and move several. So may Aider's
+// search/replace blocks, each under a line naming its file, and an empty
+// SEARCH section creates a file. Their paths resolve against the session's
+// workspace_root, or, without one, against the directory the model names
+// paths from: the target's, or the one above it that the model's path for
+// the target implies ("src/app.go" for /w/src/app.go names paths from /w).
+// Each is checked by the path guard like a target. The whole edit is
+// applied as one transaction.
 
 // envelopePlan is an envelope applied in memory, ready to commit.
 type envelopePlan struct {
@@ -30,8 +35,11 @@ type envelopePlan struct {
 	errs []protocol.FileError
 }
 
-// isEnvelope reads an edit session's content and reports whether it is a
-// Begin Patch envelope.
+// isEnvelope reads an edit session's content and reports whether it is
+// applied as a multi-file edit (a transaction, planEnvelope): a Begin Patch
+// envelope, or search/replace blocks that name a file other than the
+// target, or that create the target. Other edits change the target alone,
+// on the single-file path.
 func (m *Manager) isEnvelope(r *record) (bool, []byte, error) {
 	if r.Operation != protocol.OpEdit || r.contentBytes() > m.cfg.ValidateMaxBytes {
 		return false, nil, nil
@@ -42,16 +50,67 @@ func (m *Manager) isEnvelope(r *record) (bool, []byte, error) {
 			return false, nil, ioError(r.ID, "reading the journal", err)
 		}
 	}
-	return edit.Detect(buf.Bytes()) == edit.FormatEnvelope, buf.Bytes(), nil
+	content := buf.Bytes()
+	switch edit.Detect(content) {
+	case edit.FormatEnvelope:
+		return true, content, nil
+	case edit.FormatSearchReplace:
+	default:
+		return false, content, nil
+	}
+	named := edit.NamedFiles(content)
+	root := m.editRoot(r, named)
+	for _, p := range named {
+		abs, err := m.cfg.Guard.Resolve(p, root)
+		if err != nil || abs != r.Target {
+			// planEnvelope reports a path the guard refuses, per file.
+			return true, content, nil
+		}
+	}
+	now, err := m.statTarget(r.Target)
+	if err != nil {
+		return false, nil, confinedError(r.ID, "reading the current target", err)
+	}
+	// A missing target is created by blocks whose SEARCH sections are all
+	// empty; any other edit of it fails on the single-file path with
+	// target_missing, as before.
+	return !now.exists && edit.CreatesFile(content), content, nil
+}
+
+// editRoot is the directory an edit's relative paths resolve against: the
+// session's workspace_root, else the directory that the model's own path
+// for the target implies, else the target's directory.
+func (m *Manager) editRoot(r *record, named []string) string {
+	if r.WorkspaceRoot != "" {
+		return r.WorkspaceRoot
+	}
+	sep := string(filepath.Separator)
+	for _, p := range named {
+		if filepath.IsAbs(p) {
+			continue
+		}
+		rel := filepath.Clean(filepath.FromSlash(p))
+		if rel == "." || strings.HasPrefix(rel, "..") || !strings.HasSuffix(r.Target, sep+rel) {
+			continue
+		}
+		root := strings.TrimSuffix(r.Target, sep+rel)
+		if root == "" {
+			root = sep
+		}
+		// An implied root the guard refuses (outside the allowed roots)
+		// would refuse every path; the target's directory is then the
+		// better guess.
+		if abs, err := m.cfg.Guard.Resolve(rel, root); err == nil && abs == r.Target {
+			return root
+		}
+	}
+	return filepath.Dir(r.Target)
 }
 
 // planEnvelope applies the envelope to the files as they are now and
 // validates every file it would leave.
 func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error) {
-	root := r.WorkspaceRoot
-	if root == "" {
-		root = filepath.Dir(r.Target)
-	}
+	root := m.editRoot(r, edit.NamedFiles(content))
 	resolved := map[string]string{}
 	var pathErr error
 	read := func(p string) ([]byte, bool, error) {
@@ -69,7 +128,12 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		}
 		return data, ok, err
 	}
-	res, err := edit.ApplyEnvelope(content, read)
+	same := func(a, b string) bool {
+		ra, erra := m.cfg.Guard.Resolve(a, root)
+		rb, errb := m.cfg.Guard.Resolve(b, root)
+		return erra == nil && errb == nil && ra == rb
+	}
+	res, err := edit.ApplyFiles(content, r.Target, read, same)
 	plan := &envelopePlan{edit: &protocol.EditResult{}}
 	if cerr := convert(res, plan.edit); cerr != nil {
 		return nil, ioError(r.ID, "encoding the edit result", cerr)
@@ -105,7 +169,14 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		dest := path
 		switch op.Kind {
 		case edit.OpAdd:
-			add(fileChange{Path: path, Kind: changeCreate}, op.Content)
+			if op.Replaced {
+				// Codex's Add File over an existing file replaces it; the
+				// old content is backed up, so undo restores it.
+				add(fileChange{Path: path, Kind: changeWrite, OldExists: true, OldSHA256: sha(op.ReplacedOld)}, op.Content)
+				old = op.ReplacedOld
+			} else {
+				add(fileChange{Path: path, Kind: changeCreate}, op.Content)
+			}
 		case edit.OpUpdate:
 			add(fileChange{Path: path, Kind: changeWrite, OldExists: true, OldSHA256: sha(old)}, op.Content)
 		case edit.OpDelete:
@@ -114,12 +185,18 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		case edit.OpMove:
 			dest = resolved[op.MoveTo]
 			fc.MovedTo = dest
-			add(fileChange{Path: dest, Kind: changeCreate}, op.Content)
+			if op.Replaced {
+				// Codex's Move to onto an existing file replaces it,
+				// backed up like any replaced file.
+				add(fileChange{Path: dest, Kind: changeWrite, OldExists: true, OldSHA256: sha(op.ReplacedOld)}, op.Content)
+			} else {
+				add(fileChange{Path: dest, Kind: changeCreate}, op.Content)
+			}
 			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
 		}
 		if op.Kind != edit.OpDelete {
 			fc.SHA256 = sha(op.Content)
-			v, err := m.validateFile(r, dest, op.Content, old, op.Kind != edit.OpAdd)
+			v, err := m.validateFile(r, dest, op.Content, old, op.Kind != edit.OpAdd || op.Replaced)
 			if err != nil {
 				return nil, ioError(r.ID, "encoding the validation result", err)
 			}
@@ -136,7 +213,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		}
 		if op.Kind == edit.OpMove {
 			plan.diff.WriteString(validate.Diff(path, old, nil))
-			plan.diff.WriteString(validate.Diff(dest, nil, after))
+			plan.diff.WriteString(validate.Diff(dest, op.ReplacedOld, after))
 		} else {
 			plan.diff.WriteString(validate.Diff(path, old, after))
 		}

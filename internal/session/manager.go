@@ -252,10 +252,13 @@ func Instructions(target string, op protocol.Operation, marker string) string {
 		return fmt.Sprintf("Now output only the text to insert into %s, or to put in place of what patch_spec names, "+
 			"as plain text: not the rest of the file, no JSON, no code fence around it, no explanation before or after it. %s", target, end)
 	case protocol.OpEdit:
-		return fmt.Sprintf("Now output the edit to %s as plain text, in one of three formats: "+
-			"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE; "+
-			"several blocks are applied in order), a unified diff (---/+++ header, @@ hunks with context lines), "+
-			"or a *** Begin Patch ... *** End Patch envelope, which may touch several files and is applied all or nothing. "+
+		return fmt.Sprintf("Now output the edit to %s as plain text, in the format you know best: "+
+			"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE, "+
+			"or Cline's ------- SEARCH, =======, +++++++ REPLACE; several blocks are applied in order; "+
+			"a file path alone on the line before a block edits that file, and an empty SEARCH creates it), "+
+			"a unified diff (---/+++ header, @@ hunks with context lines), "+
+			"or a *** Begin Patch ... *** End Patch envelope (Codex's apply_patch). "+
+			"An edit that touches several files is applied all or nothing. "+
 			"No JSON, no code fence around it, no explanation before or after it. %s", target, end)
 	}
 	what := "the complete content of " + target

@@ -249,7 +249,15 @@ export interface EditBlock {
 export interface EditResult {
   /** patch, search_replace, unified_diff or begin_patch. */
   format: string;
+  /**
+   * The agent format the edit was detected as and applied by:
+   * codex_apply_patch, aider_editblock, aider_diff_fenced,
+   * cline_replace_in_file or unified_diff.
+   */
+  dialect?: string;
   changed: boolean;
+  /** Every part was already in place: nothing was written. */
+  already_applied?: boolean;
   blocks: EditBlock[];
 }
 

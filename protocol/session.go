@@ -209,6 +209,10 @@ type FinalizeResult struct {
 	Validation *Validation `json:"validation,omitempty"`
 	// Attempt counts corrected attempts: 1 for a first write.
 	Attempt int `json:"attempt,omitempty"`
+	// NothingWritten is true when the session's edit was already applied:
+	// the file already held the result, so it was left untouched, and
+	// there is nothing to undo.
+	NothingWritten bool `json:"nothing_written,omitempty"`
 	// DryRun results carry the diff and change nothing.
 	DryRun bool   `json:"dry_run,omitempty"`
 	Diff   string `json:"diff,omitempty"`

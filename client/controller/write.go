@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/protocol"
@@ -119,7 +120,21 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 
 // summary says what a finalize wrote, in one line.
 func summary(r protocol.FinalizeResult) string {
+	// Never "wrote" for a write that did not happen.
+	if r.NothingWritten {
+		return fmt.Sprintf("already applied to %s (%s), nothing written", r.TargetFile, r.Operation)
+	}
 	s := fmt.Sprintf("wrote %s (%s): %d lines, %d bytes, sha256 %s", r.TargetFile, r.Operation, r.Lines, r.Bytes, r.SHA256)
+	if len(r.Files) > 0 {
+		parts := make([]string, len(r.Files))
+		for i, f := range r.Files {
+			parts[i] = f.Kind + " " + f.TargetFile
+			if f.MovedTo != "" {
+				parts[i] += " -> " + f.MovedTo
+			}
+		}
+		s = fmt.Sprintf("applied the edit to %d %s, all or none: %s", len(r.Files), plural(len(r.Files), "file", "files"), strings.Join(parts, ", "))
+	}
 	if r.Operation == protocol.OpAppend {
 		s += fmt.Sprintf("; the file is now %d bytes", r.FileBytes)
 	}

@@ -134,6 +134,12 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := &e.rec
+	if r.Result != nil && r.Result.NothingWritten {
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
+			"session %s wrote nothing (its edit was already applied), so there is nothing to undo", id)
+		pe.Data.SessionID = id
+		return protocol.UndoResult{}, pe
+	}
 	if r.Stage != protocol.StageCompleted || r.Result == nil || r.Undone || r.Result.DryRun {
 		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
 			"session %s has no completed write to undo (stage %s, undone %v)", id, r.Stage, r.Undone)

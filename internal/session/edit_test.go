@@ -146,3 +146,37 @@ func TestPatchSpecAndMustExistAreCheckedAtBegin(t *testing.T) {
 		})
 	}
 }
+
+// A resent edit that is already applied writes nothing (the file keeps its
+// inode) and leaves nothing to undo.
+func TestAlreadyAppliedEditWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.put("m.go", strings.Replace(goFile, "return 1", "return 2", 1))
+	before, err := os.Stat(filepath.Join(h.root, "m.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := h.begin(protocol.BeginParams{TargetFile: "m.go", Operation: protocol.OpEdit})
+	h.append(b.SessionID, "<<<<<<< SEARCH\n\treturn 1\n=======\n\treturn 2\n>>>>>>> REPLACE\n"+b.EndMarker)
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NothingWritten || !res.Edit.AlreadyApplied || res.BackupID != "" {
+		t.Fatalf("summary %+v: want nothing_written and already_applied", res)
+	}
+	after, err := os.Stat(filepath.Join(h.root, "m.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("the already-applied edit replaced the file")
+	}
+	_, err = h.mgr.Undo(b.SessionID)
+	if pe := asProtocolError(t, err); pe.Data.Reason != protocol.ReasonNothingToUndo {
+		t.Fatalf("undo: %v, want %s", err, protocol.ReasonNothingToUndo)
+	}
+	if !h.exists("m.go") {
+		t.Fatal("undo of an unwritten edit removed the file")
+	}
+}

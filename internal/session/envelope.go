@@ -259,6 +259,11 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		}
 		return protocol.FinalizeResult{}, err
 	}
+	if len(plan.changes) == 0 {
+		// Every part was already in place: nothing is written.
+		res.Stage, res.NothingWritten = protocol.StageCompleted, true
+		return m.complete(e, res), nil
+	}
 	tx := &txRecord{ID: r.ID, Stage: protocol.TxOpen, Sessions: []string{r.ID}, Edit: true, CreatedAt: m.cfg.Clock.Now()}
 	m.unwatch(e)
 	if err := m.applyChanges(tx, plan.changes); err != nil {

@@ -122,6 +122,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if c.validation.Blocked {
 		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
 	}
+	if c.edit != nil && c.edit.AlreadyApplied && c.content != nil {
+		return m.completeUnwritten(e, c)
+	}
 
 	var pieces uint64
 	if !r.SkipBackup {
@@ -174,6 +177,27 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	res.Operation = r.Operation
 	if pieces > 0 {
 		res.BackupID = r.ID
+	}
+	return m.complete(e, res), nil
+}
+
+// completeUnwritten completes an edit that was already applied without
+// writing: rewriting the same bytes would change nothing but the file's
+// time and inode, and a later undo would have no old content to restore.
+func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResult, error) {
+	r := &e.rec
+	now, err := m.statTarget(r.Target)
+	if err != nil {
+		return protocol.FinalizeResult{}, confinedError(r.ID, "reading the current target", err)
+	}
+	sum := newCounter()
+	sum.Write(c.content)
+	res := protocol.FinalizeResult{
+		SessionID: r.ID, Stage: protocol.StageCompleted, TargetFile: r.Target, Operation: r.Operation,
+		Bytes: sum.bytes, Lines: sum.lines(), SHA256: sum.sum(), FileBytes: now.size, FileSHA256: now.sha256,
+		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
+		Mode: fmt.Sprintf("%#o", now.perm), Repairs: c.repairs, Validation: c.validation,
+		Attempt: r.attempt(), Edit: c.edit, NothingWritten: true,
 	}
 	return m.complete(e, res), nil
 }

@@ -226,6 +226,10 @@ export interface FinalizeResult {
   /** What a patch or edit did, per block or hunk. */
   edit?: EditResult;
   backup_id?: string;
+  /** True when the edit was already applied: nothing was written. */
+  nothing_written?: boolean;
+  /** Directories made for the file(s), outermost first. */
+  created_dirs?: string[];
   dry_run?: boolean;
   diff?: string;
   tx_id?: string;
@@ -302,6 +306,10 @@ export interface TxCommitParams {
   tx_id: string;
   end_of_input?: boolean;
   force?: boolean;
+  /** True when the edit was already applied: nothing was written. */
+  nothing_written?: boolean;
+  /** Directories made for the file(s), outermost first. */
+  created_dirs?: string[];
   dry_run?: boolean;
 }
 
@@ -310,6 +318,10 @@ export interface TxCommitResult {
   tx_id: string;
   stage: TxStage;
   files: FinalizeResult[];
+  /** True when the edit was already applied: nothing was written. */
+  nothing_written?: boolean;
+  /** Directories made for the file(s), outermost first. */
+  created_dirs?: string[];
   dry_run?: boolean;
 }
 

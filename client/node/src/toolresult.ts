@@ -224,7 +224,13 @@ function refusalAdvice(reason: string): string {
 
 /** summary says what a finalize wrote, in one line. */
 export function summary(r: FinalizeResult): string {
+  // Never "wrote" for a write that did not happen.
+  if (r.nothing_written) return `already applied to ${r.target_file} (${r.operation}), nothing written`;
   let s = `wrote ${r.target_file} (${r.operation}): ${r.lines} lines, ${r.bytes} bytes, sha256 ${r.sha256}`;
+  if ((r.files ?? []).length > 0) {
+    s = `applied the edit to ${r.files!.length} file${r.files!.length === 1 ? "" : "s"}, all or none: ` +
+      r.files!.map((f) => `${f.kind} ${f.target_file}${f.moved_to ? " -> " + f.moved_to : ""}`).join(", ");
+  }
   if (r.operation === "append") s += `; the file is now ${r.file_bytes} bytes`;
   if ((r.trailing_bytes ?? 0) > 0) s += `; ignored ${r.trailing_bytes} bytes after the end marker`;
   for (const w of r.warnings ?? []) s += "; warning: " + w.message;

@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,12 @@ type Config struct {
 	Validation       validate.Policies
 	ValidateMaxBytes int64
 	MaxAttempts      int
+	// MaxConnections bounds the clients served at once (0: 1024, lowered
+	// to fit RLIMIT_NOFILE); MaxInflight the requests of one connection
+	// awaiting their reply before the daemon stops reading it (0:
+	// DefaultMaxInflight).
+	MaxConnections int
+	MaxInflight    int
 }
 
 // DefaultSpoolSettle is longer than the seeds' client save interval (5 s),
@@ -81,6 +88,12 @@ func (c *Config) Validate() error {
 	}
 	if len(c.AllowRoots) == 0 {
 		return errors.New("allow-root: no allowed root; give at least one directory")
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("max-connections: %d; give a positive number, or 0 for the default", c.MaxConnections)
+	}
+	if c.MaxInflight < 0 {
+		return fmt.Errorf("max-inflight: %d; give a positive number, or 0 for the default", c.MaxInflight)
 	}
 	switch c.TruncationPolicy {
 	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
@@ -198,8 +211,16 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 
 	started := time.Now().UTC()
 	chunkLimit, sessionLimit := mgr.Limits()
+	nofile := fdLimit()
+	tr := transport{
+		maxMessage:  MaxMessageBytes(chunkLimit),
+		maxInflight: cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
+		conns:       newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
+		stash:       newParamStash(),
+	}
 	var inflight sync.WaitGroup
 	h := &handler{
+		params:   tr.stash,
 		mgr:      mgr,
 		log:      log,
 		order:    newSessionOrder(),
@@ -219,40 +240,61 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				OpenSessions:    mgr.OpenCount(),
 				MaxChunkBytes:   chunkLimit,
 				MaxSessionBytes: sessionLimit,
+				MaxMessageBytes: tr.maxMessage,
+				MaxInflight:     tr.maxInflight,
+				MaxConnections:  tr.conns.limit,
+				Connections:     tr.conns.count(),
+				FDLimit:         nofile,
 				Methods:         protocol.Methods,
 			}
 		},
 	}
 	log.Info("oriond serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
-		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid())
+		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid(),
+		"max_connections", tr.conns.limit, "max_inflight", tr.maxInflight,
+		"max_message_bytes", tr.maxMessage, "rlimit_nofile", nofile)
 	if ready != nil {
 		ready()
 	}
-	err = serve(ctx, ln, h, log)
+	err = serve(ctx, ln, h, tr, log)
 	inflight.Wait()
 	log.Info("oriond stopped")
 	return err
 }
 
-// serve accepts connections until ctx is done, then closes them all.
-func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) error {
+// transport are the limits serve applies to every connection.
+type transport struct {
+	maxMessage  int64
+	maxInflight int
+	conns       *connSet
+	stash       *paramStash
+}
+
+// serve accepts connections until ctx is done, then closes them all. Only
+// ctx or a listener that fails for good ends it: running out of
+// descriptors makes it wait and try again.
+func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *slog.Logger) error {
 	uid := os.Getuid()
-	var mu sync.Mutex
-	conns := make(map[*jsonrpc2.Conn]struct{})
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	defer tr.conns.closeAll()
+	var backoff acceptBackoff
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
-				break
+				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if transientAccept(err) {
+				d := backoff.next()
+				log.Warn("accepting a connection failed; retrying", "err", err, "retry_in", d,
+					"connections", tr.conns.count())
+				sleepCtx(ctx, d)
 				continue
 			}
 			return fmt.Errorf("accepting: %w", err)
 		}
+		backoff.reset()
 		uc, ok := c.(*net.UnixConn)
 		if !ok {
 			c.Close()
@@ -264,23 +306,19 @@ func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) e
 			c.Close()
 			continue
 		}
-		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h,
+		entry := &conn{}
+		if !tr.conns.add(entry) {
+			log.Warn("refusing a connection: too many connections", "max_connections", tr.conns.limit)
+			refuse(c, tr.conns.limit, log)
+			continue
+		}
+		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.maxMessage, tr.maxInflight, tr.stash, log), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
-		mu.Lock()
-		conns[conn] = struct{}{}
-		mu.Unlock()
+		entry.close = rpc.Close
 		go func() {
-			<-conn.DisconnectNotify()
-			mu.Lock()
-			delete(conns, conn)
-			mu.Unlock()
-			h.owners.drop(conn)
+			<-rpc.DisconnectNotify()
+			tr.conns.remove(entry)
+			h.owners.drop(rpc)
 		}()
 	}
-	mu.Lock()
-	for conn := range conns {
-		conn.Close()
-	}
-	mu.Unlock()
-	return nil
 }

@@ -29,6 +29,9 @@ type handler struct {
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
+	// params holds the params of requests read by a frameStream; nil, or a
+	// request it does not hold, means the params are in the request.
+	params *paramStash
 }
 
 // Handle is called from the connection's read loop: it only decodes the
@@ -43,17 +46,17 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	params, decodeErr := decodeParams(req)
+	params, decodeErr := h.decodeParams(req)
 	var wait <-chan struct{}
 	done := func() {}
 	key := sessionKey(req.Method, params)
 	if key != "" {
 		wait, done = h.order.enqueue(key)
 	}
+	method, id := req.Method, req.ID
 	h.inflight.Add(1)
 	go func() {
 		defer h.inflight.Done()
-		defer done()
 		if wait != nil {
 			<-wait
 		}
@@ -61,32 +64,37 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		var result any
 		err := decodeErr
 		if err == nil {
-			result, err = h.dispatch(conn, req.Method, params)
+			result, err = h.dispatch(conn, method, params)
 		}
+		// The reply may wait on a client that does not read: the session's
+		// next request must not wait with it, and the params (a chunk of up
+		// to --max-chunk-bytes) must not stay alive meanwhile.
+		done()
+		params = nil
 		if err == nil {
 			for _, id := range ownedSessions(result) {
 				h.owners.claim(id, conn)
 			}
 		}
-		h.traceRequest(req, key, result, err, start)
+		h.traceRequest(method, key, result, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)
-			h.log.Debug("request failed", "method", req.Method, "code", rpcErr.Code, "err", rpcErr.Message)
-			if rerr := conn.ReplyWithError(ctx, req.ID, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
-				h.log.Warn("replying", "method", req.Method, "err", rerr)
+			h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
+			if rerr := conn.ReplyWithError(ctx, id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+				h.log.Warn("replying", "method", method, "err", rerr)
 			}
 			return
 		}
-		h.log.Debug("request", "method", req.Method, "duration", time.Since(start))
-		if rerr := conn.Reply(ctx, req.ID, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
-			h.log.Warn("replying", "method", req.Method, "err", rerr)
+		h.log.Debug("request", "method", method, "duration", time.Since(start))
+		if rerr := conn.Reply(ctx, id, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 	}()
 }
 
 // traceRequest records one handled request: which, for which session, how
 // long, and how it failed.
-func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, err error, start time.Time) {
+func (h *handler) traceRequest(method, key string, result any, err error, start time.Time) {
 	if ids := ownedSessions(result); key == "" && len(ids) == 1 {
 		key = ids[0]
 	}
@@ -105,7 +113,7 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 			fields["reason"] = pe.Data.Reason
 		}
 	}
-	h.trace.Record(trace.Event{Time: start, Type: "request", SessionID: key, Method: req.Method, Fields: fields})
+	h.trace.Record(trace.Event{Time: start, Type: "request", SessionID: key, Method: method, Fields: fields})
 }
 
 // sessionKey names the session a request is about, for ordering, from its
@@ -259,12 +267,18 @@ func newParams(method string) any {
 // a method that takes none gets nil. Absent params decode as an empty
 // object, so a missing required field is reported by name rather than as
 // "no params".
-func decodeParams(req *jsonrpc2.Request) (any, error) {
+func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
+	raw := req.Params
+	if h.params != nil && !req.ID.IsString {
+		if p, ok := h.params.take(req.ID.Num); ok {
+			raw = &p
+		}
+	}
 	v := newParams(req.Method)
-	if v == nil || req.Params == nil || string(*req.Params) == "null" {
+	if v == nil || raw == nil || string(*raw) == "null" {
 		return v, nil
 	}
-	if err := json.Unmarshal(*req.Params, v); err != nil {
+	if err := json.Unmarshal(*raw, v); err != nil {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
 			"malformed params for %s: %v", req.Method, err)
 		e.Data.Method = req.Method

@@ -132,6 +132,29 @@ func refuse(c net.Conn, limit int, log *slog.Logger) {
 	}
 }
 
+// logEvery lets a repeated event through to the log at most once per
+// interval, counting the ones in between: a flood of connections must not
+// become a flood of log lines.
+type logEvery struct {
+	last  time.Time
+	count int
+}
+
+// logInterval is how often a repeated event is logged.
+const logInterval = 10 * time.Second
+
+// note counts one event at now and reports whether to log it, with the
+// events since the last line logged (this one included).
+func (l *logEvery) note(now time.Time) (int, bool) {
+	l.count++
+	if !l.last.IsZero() && now.Sub(l.last) < logInterval {
+		return 0, false
+	}
+	n := l.count
+	l.last, l.count = now, 0
+	return n, true
+}
+
 // acceptBackoff is how long the accept loop waits after a failure that
 // passes by itself (out of descriptors or memory), as net/http's Server
 // does: from 5 ms doubling to 1 s.

@@ -213,10 +213,13 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	chunkLimit, sessionLimit := mgr.Limits()
 	nofile := fdLimit()
 	tr := transport{
-		maxMessage:  MaxMessageBytes(chunkLimit),
-		maxInflight: cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
-		conns:       newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
-		stash:       newParamStash(),
+		limits: frameLimits{
+			MaxMessage:       MaxMessageBytes(chunkLimit),
+			MaxInflight:      cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
+			MaxInflightBytes: DefaultMaxInflightBytes,
+		},
+		conns: newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
+		stash: newParamStash(),
 	}
 	var inflight sync.WaitGroup
 	h := &handler{
@@ -240,8 +243,8 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				OpenSessions:    mgr.OpenCount(),
 				MaxChunkBytes:   chunkLimit,
 				MaxSessionBytes: sessionLimit,
-				MaxMessageBytes: tr.maxMessage,
-				MaxInflight:     tr.maxInflight,
+				MaxMessageBytes: tr.limits.MaxMessage,
+				MaxInflight:     tr.limits.MaxInflight,
 				MaxConnections:  tr.conns.limit,
 				Connections:     tr.conns.count(),
 				FDLimit:         nofile,
@@ -251,8 +254,8 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	log.Info("oriond serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
 		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid(),
-		"max_connections", tr.conns.limit, "max_inflight", tr.maxInflight,
-		"max_message_bytes", tr.maxMessage, "rlimit_nofile", nofile)
+		"max_connections", tr.conns.limit, "max_inflight", tr.limits.MaxInflight,
+		"max_message_bytes", tr.limits.MaxMessage, "rlimit_nofile", nofile)
 	if ready != nil {
 		ready()
 	}
@@ -264,10 +267,9 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 
 // transport are the limits serve applies to every connection.
 type transport struct {
-	maxMessage  int64
-	maxInflight int
-	conns       *connSet
-	stash       *paramStash
+	limits frameLimits
+	conns  *connSet
+	stash  *paramStash
 }
 
 // serve accepts connections until ctx is done, then closes them all. Only
@@ -278,7 +280,11 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer tr.conns.closeAll()
-	var backoff acceptBackoff
+	var (
+		backoff        acceptBackoff
+		refusals       logEvery
+		acceptFailures logEvery
+	)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -287,8 +293,10 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			}
 			if transientAccept(err) {
 				d := backoff.next()
-				log.Warn("accepting a connection failed; retrying", "err", err, "retry_in", d,
-					"connections", tr.conns.count())
+				if n, ok := acceptFailures.note(time.Now()); ok {
+					log.Warn("accepting a connection failed; retrying", "err", err, "retry_in", d,
+						"connections", tr.conns.count(), "failures", n)
+				}
 				sleepCtx(ctx, d)
 				continue
 			}
@@ -308,11 +316,13 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		}
 		entry := &conn{}
 		if !tr.conns.add(entry) {
-			log.Warn("refusing a connection: too many connections", "max_connections", tr.conns.limit)
+			if n, ok := refusals.note(time.Now()); ok {
+				log.Warn("refusing connections: too many connections", "max_connections", tr.conns.limit, "refused", n)
+			}
 			refuse(c, tr.conns.limit, log)
 			continue
 		}
-		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.maxMessage, tr.maxInflight, tr.stash, log), h,
+		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.limits, tr.stash, log), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		entry.close = rpc.Close
 		go func() {

@@ -44,6 +44,12 @@ const (
 	// Node clients send one request at a time per session), so this only
 	// slows a client that pipelines far ahead without reading replies.
 	DefaultMaxInflight = 64
+	// DefaultMaxInflightBytes bounds the same requests by size: each
+	// waiting append keeps its chunk decoded, so 64 chunks of 1 MiB
+	// pipelined on one connection would hold 64 MiB and, with the garbage
+	// collector's headroom, grow the daemon by ~190 MiB. 16 MiB holds 16
+	// of the largest chunks, and hundreds of the clients' usual 16-64 KiB.
+	DefaultMaxInflightBytes = 16 << 20
 )
 
 // MaxMessageBytes is the largest frame (Content-Length) the daemon reads
@@ -100,38 +106,62 @@ func (s *paramStash) take(id uint64) (json.RawMessage, bool) {
 // frames that never reads more than its limits allow, answers malformed
 // messages as JSON-RPC 2.0 says instead of dropping the connection, echoes
 // request ids exactly as sent, and stops reading while too many requests
-// are unanswered.
+// (or request bytes) are unanswered.
 //
 // jsonrpc2 holds ids as uint64 (so -1 came back as 18446744073709551615,
 // and 1.5 or 2^64 closed the connection): every request id is replaced on
 // read by a synthetic one and put back, byte for byte, when the reply is
 // written.
 type frameStream struct {
-	rwc         io.ReadWriteCloser
-	r           *bufio.Reader
-	maxMessage  int64
-	stash       *paramStash
-	log         *slog.Logger
-	maxInflight int
+	rwc    io.ReadWriteCloser
+	r      *bufio.Reader
+	limits frameLimits
+	stash  *paramStash
+	log    *slog.Logger
 
-	// slots holds one token per request read and not yet answered; the
-	// read loop blocks on a full channel, so a client that does not read
-	// its replies stops being read instead of being buffered.
-	slots     chan struct{}
 	closed    chan struct{}
 	closeOnce sync.Once
+	// freed wakes the read loop, waiting for room, when a reply is written.
+	freed chan struct{}
 
 	// wmu keeps frames whole on the wire: replies are written from many
 	// handler goroutines.
 	wmu sync.Mutex
 
-	mu  sync.Mutex
-	ids map[uint64]json.RawMessage // synthetic id -> id as sent
+	mu sync.Mutex
+	// ids maps each synthetic id to its request as sent.
+	ids map[uint64]pending
+	// inflight and inflightBytes count requests read and not yet answered,
+	// and their frames' sizes. The read loop waits while they are at their
+	// limits, so a client that does not read its replies stops being read
+	// instead of being buffered.
+	inflight      int
+	inflightBytes int64
 }
 
-func newFrameStream(rwc io.ReadWriteCloser, maxMessage int64, maxInflight int, stash *paramStash, log *slog.Logger) *frameStream {
-	if maxInflight <= 0 {
-		maxInflight = DefaultMaxInflight
+// pending is a request read and not yet answered.
+type pending struct {
+	id   json.RawMessage
+	size int64
+}
+
+// frameLimits bound what one connection may make the daemon hold.
+type frameLimits struct {
+	// MaxMessage is the largest Content-Length read.
+	MaxMessage int64
+	// MaxInflight and MaxInflightBytes bound the requests read and not yet
+	// answered, by count and by frame bytes; one request is always let in,
+	// however large (up to MaxMessage).
+	MaxInflight      int
+	MaxInflightBytes int64
+}
+
+func newFrameStream(rwc io.ReadWriteCloser, limits frameLimits, stash *paramStash, log *slog.Logger) *frameStream {
+	if limits.MaxInflight <= 0 {
+		limits.MaxInflight = DefaultMaxInflight
+	}
+	if limits.MaxInflightBytes <= 0 {
+		limits.MaxInflightBytes = DefaultMaxInflightBytes
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -140,14 +170,13 @@ func newFrameStream(rwc io.ReadWriteCloser, maxMessage int64, maxInflight int, s
 		rwc: rwc,
 		// The buffer bounds a header line as well as speeding up reads;
 		// bodies larger than it are read straight into their own slice.
-		r:           bufio.NewReaderSize(rwc, 4<<10),
-		maxMessage:  maxMessage,
-		stash:       stash,
-		log:         log,
-		maxInflight: maxInflight,
-		slots:       make(chan struct{}, maxInflight),
-		closed:      make(chan struct{}),
-		ids:         make(map[uint64]json.RawMessage),
+		r:      bufio.NewReaderSize(rwc, 4<<10),
+		limits: limits,
+		stash:  stash,
+		log:    log,
+		closed: make(chan struct{}),
+		freed:  make(chan struct{}, 1),
+		ids:    make(map[uint64]pending),
 	}
 }
 
@@ -156,14 +185,27 @@ func newFrameStream(rwc io.ReadWriteCloser, maxMessage int64, maxInflight int, s
 // here and skipped. An error closes the connection.
 func (s *frameStream) ReadObject(v any) error {
 	for {
-		select {
-		case s.slots <- struct{}{}:
-		case <-s.closed:
-			return jsonrpc2.ErrClosed
+		if err := s.admit(func() bool { return s.inflight < s.limits.MaxInflight }, 1, 0); err != nil {
+			return err
 		}
-		body, err := s.readFrame()
+		length, err := s.readHeader()
+		if err == nil {
+			// The slot taken above already counts this request; only its
+			// bytes are left to fit.
+			err = s.admit(func() bool {
+				return s.inflightBytes == 0 || s.inflightBytes+length <= s.limits.MaxInflightBytes
+			}, 0, length)
+			if err != nil {
+				s.release(0)
+				return err
+			}
+		}
+		var body []byte
+		if err == nil {
+			body, err = s.readBody(length)
+		}
 		if err != nil {
-			s.release()
+			s.release(max(length, 0))
 			var fe *frameError
 			if errors.As(err, &fe) {
 				s.log.Info("closing a connection after an unreadable frame", "reason", fe.err.Data.Reason, "err", fe.err.Message)
@@ -175,7 +217,7 @@ func (s *frameStream) ReadObject(v any) error {
 		}
 		msg, perr := parseMessage(body)
 		if perr != nil {
-			s.release()
+			s.release(length)
 			s.log.Debug("answering a malformed message", "reason", perr.Data.Reason, "err", perr.Message)
 			if err := s.writeError(msg.id, perr); err != nil {
 				return err
@@ -184,14 +226,14 @@ func (s *frameStream) ReadObject(v any) error {
 		}
 		lib := libraryRequest{JSONRPC: "2.0", Method: msg.method}
 		if msg.id == nil {
-			// Notifications are never answered, so they hold no slot; their
+			// Notifications are never answered, so they hold no room; their
 			// params are dropped (none are defined).
-			s.release()
+			s.release(length)
 		} else {
 			syn := s.stash.newID()
 			lib.ID = &syn
 			s.mu.Lock()
-			s.ids[syn] = msg.id
+			s.ids[syn] = pending{id: msg.id, size: length}
 			s.mu.Unlock()
 			if msg.params != nil {
 				s.stash.put(syn, msg.params)
@@ -223,41 +265,75 @@ type libraryRequest struct {
 	Method  string  `json:"method"`
 }
 
-func (s *frameStream) release() { <-s.slots }
+// admit waits until fits (called with s.mu held) allows a request in, then
+// counts it: n requests of size bytes.
+func (s *frameStream) admit(fits func() bool, n int, size int64) error {
+	for {
+		s.mu.Lock()
+		ok := fits()
+		if ok {
+			s.inflight += n
+			s.inflightBytes += size
+		}
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-s.freed:
+		case <-s.closed:
+			return jsonrpc2.ErrClosed
+		}
+	}
+}
 
-// forget drops synthetic id syn and frees its slot; it reports the id as
+// release uncounts one request of size bytes and wakes the read loop.
+func (s *frameStream) release(size int64) {
+	s.mu.Lock()
+	s.inflight--
+	s.inflightBytes -= size
+	s.mu.Unlock()
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops synthetic id syn and frees its room; it reports the id as
 // sent, or nil for an id this stream never assigned.
 func (s *frameStream) forget(syn uint64) json.RawMessage {
 	s.mu.Lock()
-	raw, ok := s.ids[syn]
+	p, ok := s.ids[syn]
 	delete(s.ids, syn)
 	s.mu.Unlock()
-	if ok {
-		s.release()
+	if !ok {
+		return nil
 	}
-	return raw
+	s.release(p.size)
+	return p.id
 }
 
-// readFrame reads one frame's headers and body. A frameError is a frame
-// that cannot be read; other errors come from the connection.
-func (s *frameStream) readFrame() ([]byte, error) {
+// readHeader reads one frame's header and returns its Content-Length. A
+// frameError is a frame that cannot be read; other errors come from the
+// connection. It returns -1 with every error.
+func (s *frameStream) readHeader() (int64, error) {
 	length := int64(-1)
 	for n := 0; ; n++ {
 		if n == maxHeaderLines {
-			return nil, malformedFrame("more than %d header lines", maxHeaderLines)
+			return -1, malformedFrame("more than %d header lines", maxHeaderLines)
 		}
 		line, err := s.r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxHeaderLine {
-			return nil, malformedFrame("a header line is longer than %d bytes", maxHeaderLine)
+			return -1, malformedFrame("a header line is longer than %d bytes", maxHeaderLine)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && (n > 0 || len(line) > 0) {
-				return nil, io.ErrUnexpectedEOF
+				return -1, io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return -1, err
 		}
 		if len(line) < 2 || line[len(line)-2] != '\r' {
-			return nil, malformedFrame(`a header line ends in \n without \r`)
+			return -1, malformedFrame(`a header line ends in \n without \r`)
 		}
 		line = line[:len(line)-2]
 		if len(line) == 0 {
@@ -265,24 +341,29 @@ func (s *frameStream) readFrame() ([]byte, error) {
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			return nil, malformedFrame("header line %q has no colon", line)
+			return -1, malformedFrame("header line %q has no colon", truncate(line, 64))
 		}
 		if !strings.EqualFold(string(bytes.TrimSpace(name)), "Content-Length") {
 			// Content-Type and any other header are allowed and ignored.
 			continue
 		}
-		l, err := parseLength(bytes.TrimSpace(value), s.maxMessage)
+		l, err := parseLength(bytes.TrimSpace(value), s.limits.MaxMessage)
 		if err != nil {
-			return nil, err
+			return -1, err
 		}
 		if length >= 0 && l != length {
-			return nil, malformedFrame("two Content-Length headers disagree (%d and %d)", length, l)
+			return -1, malformedFrame("two Content-Length headers disagree (%d and %d)", length, l)
 		}
 		length = l
 	}
 	if length < 0 {
-		return nil, malformedFrame("no Content-Length header")
+		return -1, malformedFrame("no Content-Length header")
 	}
+	return length, nil
+}
+
+// readBody reads a frame's body of length bytes, at most MaxMessage.
+func (s *frameStream) readBody(length int64) ([]byte, error) {
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.r, body); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -419,9 +500,9 @@ func (s *frameStream) WriteObject(obj any) error {
 	if !known {
 		return s.writeFrame(data)
 	}
-	out := make([]byte, 0, len(data)+len(raw))
+	out := make([]byte, 0, len(data)+len(raw.id))
 	out = append(out, `{"id":`...)
-	out = append(out, raw...)
+	out = append(out, raw.id...)
 	out = append(out, rest...)
 	err = s.writeFrame(out)
 	s.forget(syn)
@@ -430,7 +511,9 @@ func (s *frameStream) WriteObject(obj any) error {
 
 // responseID finds the synthetic id of a reply as jsonrpc2 v0.2 marshals
 // it (Response's first field is ID, a uint64): {"id":N,...}. It returns the
-// id and what follows it.
+// id and what follows it. The daemon's own requests are all notifications,
+// marshalled from a map with "jsonrpc" first and no id, so none is taken
+// for a reply.
 func responseID(data []byte) (uint64, []byte, bool) {
 	const prefix = `{"id":`
 	if !bytes.HasPrefix(data, []byte(prefix)) {

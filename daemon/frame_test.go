@@ -107,7 +107,7 @@ func readReplies(t testing.TB, out []byte) []reply {
 func drive(t testing.TB, input string, maxMessage int64) (replies []reply, methods []string, err error, c *pipeConn) {
 	t.Helper()
 	c = &pipeConn{in: strings.NewReader(input)}
-	s := newFrameStream(c, maxMessage, 4, newParamStash(), nil)
+	s := newFrameStream(c, frameLimits{MaxMessage: maxMessage, MaxInflight: 4}, newParamStash(), nil)
 	for {
 		var req jsonrpc2.Request
 		if err = s.ReadObject(&req); err != nil {
@@ -207,7 +207,7 @@ func TestFrameStreamRefusesBeforeReading(t *testing.T) {
 	header := "Content-Length: 4294967296\r\n\r\n"
 	body := &countingReader{}
 	c := &pipeConn{in: io.MultiReader(strings.NewReader(header), body)}
-	s := newFrameStream(c, 1<<20, 4, newParamStash(), nil)
+	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 4}, newParamStash(), nil)
 	var req jsonrpc2.Request
 	err := s.ReadObject(&req)
 	var fe *frameError
@@ -237,7 +237,7 @@ func TestFrameStreamParams(t *testing.T) {
 	params := `{"session_id":"s","seq":1,"chunk":"<a> & \u0000 é"}`
 	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"session.append","params":` + params + `}`))}
 	stash := newParamStash()
-	s := newFrameStream(c, 1<<20, 4, stash, nil)
+	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 4}, stash, nil)
 	var req jsonrpc2.Request
 	if err := s.ReadObject(&req); err != nil {
 		t.Fatal(err)
@@ -258,59 +258,76 @@ func TestFrameStreamParams(t *testing.T) {
 	}
 }
 
-// TestFrameStreamInflight: with its limit of requests unanswered, the
-// stream reads nothing more until one is answered.
+// TestFrameStreamInflight: with its limit of requests (or request bytes)
+// unanswered, the stream reads nothing more until one is answered.
 func TestFrameStreamInflight(t *testing.T) {
-	var in strings.Builder
-	for i := range 3 {
-		in.WriteString(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i)))
+	req := func(i int) string { return frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i)) }
+	size := int64(len(`{"jsonrpc":"2.0","id":0,"method":"m"}`))
+	tests := []struct {
+		name   string
+		limits frameLimits
+		// admitted is how many requests are read before the stream waits.
+		admitted int
+	}{
+		{"Count", frameLimits{MaxMessage: 1 << 20, MaxInflight: 2, MaxInflightBytes: 1 << 20}, 2},
+		{"Bytes", frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 2*size + size/2}, 2},
+		// A request larger than the byte limit is still read, alone.
+		{"BytesOne", frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: size / 2}, 1},
 	}
-	c := &pipeConn{in: strings.NewReader(in.String())}
-	s := newFrameStream(c, 1<<20, 2, newParamStash(), nil)
-	var first jsonrpc2.Request
-	for range 2 {
-		var req jsonrpc2.Request
-		if err := s.ReadObject(&req); err != nil {
-			t.Fatal(err)
-		}
-		if first.Method == "" {
-			first = req
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in strings.Builder
+			for i := range tt.admitted + 1 {
+				in.WriteString(req(i))
+			}
+			c := &pipeConn{in: strings.NewReader(in.String())}
+			s := newFrameStream(c, tt.limits, newParamStash(), nil)
+			defer s.Close()
+			var first jsonrpc2.Request
+			for i := range tt.admitted {
+				var req jsonrpc2.Request
+				if err := s.ReadObject(&req); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = req
+				}
+			}
+			next := make(chan error, 1)
+			go func() {
+				var req jsonrpc2.Request
+				next <- s.ReadObject(&req)
+			}()
+			select {
+			case err := <-next:
+				t.Fatalf("read request %d with %d unanswered (err %v)", tt.admitted+1, tt.admitted, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			resp := &jsonrpc2.Response{ID: first.ID}
+			resp.SetResult(true)
+			if err := s.WriteObject(resp); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-next:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a reply did not make room")
+			}
+			if got := readReplies(t, c.written()); len(got) != 1 || string(got[0].ID) != "0" {
+				t.Fatalf("replies %v", got)
+			}
+		})
 	}
-	third := make(chan error, 1)
-	go func() {
-		var req jsonrpc2.Request
-		third <- s.ReadObject(&req)
-	}()
-	select {
-	case err := <-third:
-		t.Fatalf("read a third request with two unanswered (err %v)", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	resp := &jsonrpc2.Response{ID: first.ID}
-	resp.SetResult(true)
-	if err := s.WriteObject(resp); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-third:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a reply did not free a slot")
-	}
-	if got := readReplies(t, c.written()); len(got) != 1 || string(got[0].ID) != "0" {
-		t.Fatalf("replies %v", got)
-	}
-	s.Close()
 }
 
 // TestFrameStreamCloseWakesReader: closing the connection ends a read
 // loop that waits for a free slot.
 func TestFrameStreamCloseWakesReader(t *testing.T) {
 	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"m"}`))}
-	s := newFrameStream(c, 1<<20, 1, newParamStash(), nil)
+	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 1}, newParamStash(), nil)
 	var req jsonrpc2.Request
 	if err := s.ReadObject(&req); err != nil {
 		t.Fatal(err)

@@ -66,16 +66,16 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		if err == nil {
 			result, err = h.dispatch(conn, method, params)
 		}
-		// The reply may wait on a client that does not read: the session's
-		// next request must not wait with it, and the params (a chunk of up
-		// to --max-chunk-bytes) must not stay alive meanwhile.
-		done()
-		params = nil
 		if err == nil {
 			for _, id := range ownedSessions(result) {
 				h.owners.claim(id, conn)
 			}
 		}
+		// The reply may wait on a client that does not read: the session's
+		// next request must not wait with it, and the params (a chunk of up
+		// to --max-chunk-bytes) must not stay alive meanwhile.
+		done()
+		params = nil
 		h.traceRequest(method, key, result, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)

@@ -34,6 +34,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(st.AllowedRoots, ", "))
 			fmt.Fprintf(out, "open sessions:  %d\n", st.OpenSessions)
 			fmt.Fprintf(out, "limits:         %d bytes per chunk, %d per session\n", st.MaxChunkBytes, st.MaxSessionBytes)
+			if st.MaxConnections > 0 {
+				fmt.Fprintf(out, "connections:    %d of %d (fd limit %d); %d requests awaiting replies and %d-byte messages per connection\n",
+					st.Connections, st.MaxConnections, st.FDLimit, st.MaxInflight, st.MaxMessageBytes)
+			}
 			return nil
 		},
 	}

@@ -31,7 +31,7 @@ const (
 	// +0 MiB (-race +0 MiB); before: +193 MiB, no answer.
 	hugeLengthBound = 16 << 20
 	// pipelineBound: 1 MiB appends pipelined (64, or 16 under -race) behind
-	// 400 unread replies. Measured +26 MiB (-race +69 MiB with 24
+	// 400 unread replies. Measured +26-29 MiB (-race +68 MiB with 16
 	// appends); before: +157 MiB (the issue saw 1.6 GiB with more).
 	pipelineBound     = 64 << 20
 	pipelineBoundRace = 160 << 20

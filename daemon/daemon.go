@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,12 @@ type Config struct {
 	Validation       validate.Policies
 	ValidateMaxBytes int64
 	MaxAttempts      int
+	// MaxConnections bounds the clients served at once (0: 1024, lowered
+	// to fit RLIMIT_NOFILE); MaxInflight the requests of one connection
+	// awaiting their reply before the daemon stops reading it (0:
+	// DefaultMaxInflight).
+	MaxConnections int
+	MaxInflight    int
 	// ConfigPaths are the config file and directory oriond reads at start;
 	// like the state directory, socket directory and spool, a session may
 	// never write them (see pathguard.Protection).
@@ -106,6 +113,12 @@ func (c *Config) Validate() error {
 	}
 	if len(c.AllowRoots) == 0 {
 		return errors.New("allow-root: no allowed root; give at least one directory")
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("max-connections: %d; give a positive number, or 0 for the default", c.MaxConnections)
+	}
+	if c.MaxInflight < 0 {
+		return fmt.Errorf("max-inflight: %d; give a positive number, or 0 for the default", c.MaxInflight)
 	}
 	switch c.TruncationPolicy {
 	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
@@ -231,8 +244,19 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	always, byDefault := guard.ProtectedList()
 	protected := append(always, byDefault...)
 	chunkLimit, sessionLimit := mgr.Limits()
+	nofile := fdLimit()
+	tr := transport{
+		limits: frameLimits{
+			MaxMessage:       MaxMessageBytes(chunkLimit),
+			MaxInflight:      cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
+			MaxInflightBytes: DefaultMaxInflightBytes,
+		},
+		conns: newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
+		stash: newParamStash(),
+	}
 	var inflight sync.WaitGroup
 	h := &handler{
+		params:   tr.stash,
 		mgr:      mgr,
 		log:      log,
 		order:    newSessionOrder(),
@@ -258,6 +282,11 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				OpenSessions:     mgr.OpenCount(),
 				MaxChunkBytes:    chunkLimit,
 				MaxSessionBytes:  sessionLimit,
+				MaxMessageBytes:  tr.limits.MaxMessage,
+				MaxInflight:      tr.limits.MaxInflight,
+				MaxConnections:   tr.conns.limit,
+				Connections:      tr.conns.count(),
+				FDLimit:          nofile,
 				Methods:          protocol.Methods,
 				ProtectedPaths:   protected,
 				AllowedProtected: cfg.AllowProtected,
@@ -266,35 +295,56 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		},
 	}
 	log.Info("oriond serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
-		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid())
+		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid(),
+		"max_connections", tr.conns.limit, "max_inflight", tr.limits.MaxInflight,
+		"max_message_bytes", tr.limits.MaxMessage, "rlimit_nofile", nofile)
 	if ready != nil {
 		ready()
 	}
-	err = serve(ctx, ln, h, log)
+	err = serve(ctx, ln, h, tr, log)
 	inflight.Wait()
 	log.Info("oriond stopped")
 	return err
 }
 
-// serve accepts connections until ctx is done, then closes them all.
-func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) error {
+// transport are the limits serve applies to every connection.
+type transport struct {
+	limits frameLimits
+	conns  *connSet
+	stash  *paramStash
+}
+
+// serve accepts connections until ctx is done, then closes them all. Only
+// ctx or a listener that fails for good ends it: running out of
+// descriptors makes it wait and try again.
+func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *slog.Logger) error {
 	uid := os.Getuid()
-	var mu sync.Mutex
-	conns := make(map[*jsonrpc2.Conn]struct{})
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	defer tr.conns.closeAll()
+	var (
+		backoff        acceptBackoff
+		refusals       logEvery
+		acceptFailures logEvery
+	)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
-				break
+				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if transientAccept(err) {
+				d := backoff.next()
+				if n, ok := acceptFailures.note(time.Now()); ok {
+					log.Warn("accepting a connection failed; retrying", "err", err, "retry_in", d,
+						"connections", tr.conns.count(), "failures", n)
+				}
+				sleepCtx(ctx, d)
 				continue
 			}
 			return fmt.Errorf("accepting: %w", err)
 		}
+		backoff.reset()
 		uc, ok := c.(*net.UnixConn)
 		if !ok {
 			c.Close()
@@ -306,23 +356,21 @@ func serve(ctx context.Context, ln net.Listener, h *handler, log *slog.Logger) e
 			c.Close()
 			continue
 		}
-		conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, textCheckCodec{jsonrpc2.VSCodeObjectCodec{}}), h,
+		entry := &conn{}
+		if !tr.conns.add(entry) {
+			if n, ok := refusals.note(time.Now()); ok {
+				log.Warn("refusing connections: too many connections", "max_connections", tr.conns.limit, "refused", n)
+			}
+			refuse(c, tr.conns.limit, log)
+			continue
+		}
+		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.limits, tr.stash, log), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
-		mu.Lock()
-		conns[conn] = struct{}{}
-		mu.Unlock()
+		entry.close = rpc.Close
 		go func() {
-			<-conn.DisconnectNotify()
-			mu.Lock()
-			delete(conns, conn)
-			mu.Unlock()
-			h.owners.drop(conn)
+			<-rpc.DisconnectNotify()
+			tr.conns.remove(entry)
+			h.owners.drop(rpc)
 		}()
 	}
-	mu.Lock()
-	for conn := range conns {
-		conn.Close()
-	}
-	mu.Unlock()
-	return nil
 }

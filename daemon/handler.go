@@ -33,6 +33,9 @@ type handler struct {
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
+	// params holds the params of requests read by a frameStream; nil, or a
+	// request it does not hold, means the params are in the request.
+	params *paramStash
 }
 
 // Handle is called from the connection's read loop: it only decodes the
@@ -47,17 +50,17 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	params, decodeErr := decodeParams(req)
+	params, decodeErr := h.decodeParams(req)
 	var wait <-chan struct{}
 	done := func() {}
 	key := sessionKey(req.Method, params)
 	if key != "" {
 		wait, done = h.order.enqueue(key)
 	}
+	method, id := shortMethod(req.Method), req.ID
 	h.inflight.Add(1)
 	go func() {
 		defer h.inflight.Done()
-		defer done()
 		if wait != nil {
 			<-wait
 		}
@@ -65,25 +68,29 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		var result any
 		err := decodeErr
 		if err == nil {
-			result, err = h.dispatch(conn, req.Method, params)
+			result, err = h.dispatch(conn, method, params)
 		}
 		if err == nil {
 			for _, id := range ownedSessions(result) {
 				h.owners.claim(id, conn)
 			}
 		}
-		h.traceRequest(req, key, result, err, start)
-		method := shortMethod(req.Method)
+		// The reply may wait on a client that does not read: the session's
+		// next request must not wait with it, and the params (a chunk of up
+		// to --max-chunk-bytes) must not stay alive meanwhile.
+		done()
+		params = nil
+		h.traceRequest(method, key, result, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)
 			h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
-			if rerr := conn.ReplyWithError(ctx, req.ID, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+			if rerr := conn.ReplyWithError(ctx, id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 				h.log.Warn("replying", "method", method, "err", rerr)
 			}
 			return
 		}
 		h.log.Debug("request", "method", method, "duration", time.Since(start))
-		if rerr := conn.Reply(ctx, req.ID, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		if rerr := conn.Reply(ctx, id, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 	}()
@@ -103,7 +110,7 @@ func shortMethod(method string) string {
 // traceRequest records one handled request: which, for which session, how
 // long, and how it failed. A failed one goes through the rate limit of
 // h.rejected, with its client-given fields bounded.
-func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, err error, start time.Time) {
+func (h *handler) traceRequest(method, key string, result any, err error, start time.Time) {
 	if ids := ownedSessions(result); key == "" && len(ids) == 1 {
 		key = ids[0]
 	}
@@ -113,7 +120,7 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 		fields["bytes"] = ack.Bytes
 		fields["end_marker_seen"] = ack.EndMarkerSeen
 	}
-	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: req.Method, Fields: fields}
+	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method, Fields: fields}
 	if err == nil {
 		h.trace.Record(ev)
 		return
@@ -125,7 +132,6 @@ func (h *handler) traceRequest(req *jsonrpc2.Request, key string, result any, er
 	if errors.As(err, &pe) {
 		fields["reason"] = pe.Data.Reason
 	}
-	ev.Method = shortMethod(req.Method)
 	h.rejected.Record(ev)
 }
 
@@ -280,20 +286,25 @@ func newParams(method string) any {
 // a method that takes none gets nil. Absent params decode as an empty
 // object, so a missing required field is reported by name rather than as
 // "no params".
-//
-// Every field is then checked against its limit (protocol/limits.go), so
-// nothing oversized reaches the engine, the store, the log or the trace.
-func decodeParams(req *jsonrpc2.Request) (any, error) {
+func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
 	if err := protocol.CheckMethod(req.Method); err != nil {
 		return nil, err
+	}
+	raw := []byte("{}")
+	if req.Params != nil {
+		raw = *req.Params
+	}
+	if h.params != nil && !req.ID.IsString {
+		if p, ok := h.params.take(req.ID.Num); ok {
+			raw = p
+		}
+	}
+	if string(raw) == "null" {
+		raw = []byte("{}")
 	}
 	v := newParams(req.Method)
 	if v == nil {
 		return nil, nil
-	}
-	raw := []byte("{}")
-	if req.Params != nil && string(*req.Params) != "null" {
-		raw = *req.Params
 	}
 	var err error
 	if _, ok := v.(*protocol.AppendParams); ok {
@@ -315,7 +326,10 @@ func decodeParams(req *jsonrpc2.Request) (any, error) {
 		}
 		return nil, e
 	}
-	if invalidText(req) {
+	// The frame reader hands over the params as the client sent them, so
+	// text that is not valid Unicode is seen here; encoding/json replaced
+	// it with U+FFFD in v.
+	if !validJSONText(raw) {
 		return nil, errInvalidText(req.Method, v)
 	}
 	if c, ok := v.(paramsChecker); ok {

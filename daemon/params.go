@@ -1,14 +1,10 @@
 package daemon
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -28,8 +24,8 @@ type appendWire struct {
 
 // decodeAppend decodes session.append's params, refusing a null or absent
 // chunk, which a plain string would take as an empty chunk that uses up a
-// seq. (A chunk that is not valid Unicode is caught before, on the frame:
-// see textCheckCodec.)
+// seq. (A chunk that is not valid Unicode is refused by decodeParams, on
+// the params as sent.)
 func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	var w appendWire
 	if err := json.Unmarshal(raw, &w); err != nil {
@@ -46,72 +42,7 @@ func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	return p, nil
 }
 
-// invalidTextField is the member textCheckCodec adds to a request whose
-// JSON text does not decode without replacement; jsonrpc2 keeps unknown
-// members in Request.ExtraFields, the only way from the codec to the
-// handler.
-const invalidTextField = "orion.invalid_text"
-
-// textCheckCodec wraps the codec that reads frames and marks a request
-// whose JSON text holds invalid UTF-8 or a lone surrogate escape (\ud800).
-// It must look at the frame: jsonrpc2 decodes a request's params into
-// interface{} values and encodes them again before a handler sees them,
-// and encoding/json replaces both with U+FFFD on the way, so in
-// Request.Params a replaced character looks like a real one. The handler
-// refuses a marked request (invalid_utf8) rather than write or count
-// characters the client never sent.
-type textCheckCodec struct {
-	jsonrpc2.ObjectCodec
-}
-
-// ReadObject reads one message with the wrapped codec, checking its text
-// before it is decoded.
-func (c textCheckCodec) ReadObject(stream *bufio.Reader, v any) error {
-	u, ok := v.(json.Unmarshaler)
-	if !ok {
-		return c.ObjectCodec.ReadObject(stream, v)
-	}
-	return c.ObjectCodec.ReadObject(stream, &textChecked{u})
-}
-
-// textChecked gets the message's JSON text from the codec's decoder and
-// passes it on, marked when it is not valid Unicode.
-type textChecked struct{ v json.Unmarshaler }
-
-func (t *textChecked) UnmarshalJSON(b []byte) error {
-	if validJSONText(b) {
-		return t.v.UnmarshalJSON(b)
-	}
-	return t.v.UnmarshalJSON(markInvalidText(b))
-}
-
-// markInvalidText adds invalidTextField to the JSON object b; anything
-// else (a batch) is returned as it is.
-func markInvalidText(b []byte) []byte {
-	trimmed := bytes.TrimLeft(b, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return b
-	}
-	rest := trimmed[1:]
-	out := make([]byte, 0, len(b)+len(invalidTextField)+8)
-	out = append(out, `{"`+invalidTextField+`":true`...)
-	if r := bytes.TrimLeft(rest, " \t\r\n"); len(r) == 0 || r[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
-}
-
-// invalidText reports whether textCheckCodec marked req.
-func invalidText(req *jsonrpc2.Request) bool {
-	for _, f := range req.ExtraFields {
-		if f.Name == invalidTextField {
-			return true
-		}
-	}
-	return false
-}
-
-// errInvalidText refuses a request textCheckCodec marked, naming the chunk
+// errInvalidText refuses params that are not valid Unicode, naming the chunk
 // when that is where the replaced characters are.
 func errInvalidText(method string, params any) *protocol.Error {
 	e := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8,

@@ -1,11 +1,8 @@
 package daemon
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -41,7 +38,7 @@ func TestDecodeAppend(t *testing.T) {
 		{"SessionIDTooLong", `{"session_id":"` + strings.Repeat("s", 200) + `","seq":1,"chunk":"x"}`, "", protocol.ReasonFieldTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := decodeParams(request(protocol.MethodSessionAppend, tc.params))
+			v, err := (&handler{}).decodeParams(request(protocol.MethodSessionAppend, tc.params))
 			if tc.reason != "" {
 				var pe *protocol.Error
 				if !errors.As(err, &pe) || pe.Data.Reason != tc.reason {
@@ -79,7 +76,7 @@ func TestDecodeParamsChecksLimits(t *testing.T) {
 		{"Malformed", protocol.MethodSessionGet, `{"session_id":5}`, protocol.ReasonMalformedParams, "session_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeParams(request(tc.method, tc.params))
+			_, err := (&handler{}).decodeParams(request(tc.method, tc.params))
 			var pe *protocol.Error
 			if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
 				t.Fatalf("decodeParams: %v (data %+v), want reason %s field %s", err, pe, tc.reason, tc.field)
@@ -91,24 +88,11 @@ func TestDecodeParamsChecksLimits(t *testing.T) {
 	}
 }
 
-// readFrame reads one Content-Length frame holding body through the
-// daemon's codec, as a connection does.
-func readFrame(t *testing.T, body string) *jsonrpc2.Request {
-	t.Helper()
-	frame := fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
-	var req jsonrpc2.Request
-	codec := textCheckCodec{jsonrpc2.VSCodeObjectCodec{}}
-	if err := codec.ReadObject(bufio.NewReader(strings.NewReader(frame)), &req); err != nil {
-		t.Fatalf("reading %q: %v", body, err)
-	}
-	return &req
-}
-
-// TestTextCheckCodec: invalid UTF-8 and lone surrogate escapes, which
-// jsonrpc2 and encoding/json turn into U+FFFD before a handler sees the
-// params, are caught on the frame and refused as invalid_utf8; valid text,
-// a real U+FFFD among it, passes untouched.
-func TestTextCheckCodec(t *testing.T) {
+// TestInvalidText: invalid UTF-8 and lone surrogate escapes, which
+// encoding/json turns into U+FFFD, are caught on the params as the client
+// sent them (the frame reader hands them over raw) and refused as
+// invalid_utf8; valid text, a real U+FFFD among it, passes untouched.
+func TestInvalidText(t *testing.T) {
 	for _, tc := range []struct {
 		name, chunk string
 		reason      string
@@ -125,11 +109,8 @@ func TestTextCheckCodec(t *testing.T) {
 		{"HighThenOther", `\ud83d\u0041`, protocol.ReasonInvalidUTF8, "chunk"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := readFrame(t, `{"jsonrpc":"2.0","id":7,"method":"session.append","params":{"session_id":"s","seq":1,"chunk":"`+tc.chunk+`"}}`)
-			if req.Method != protocol.MethodSessionAppend || req.ID.Num != 7 {
-				t.Fatalf("the frame decoded as %+v", req)
-			}
-			v, err := decodeParams(req)
+			req := request(protocol.MethodSessionAppend, `{"session_id":"s","seq":1,"chunk":"`+tc.chunk+`"}`)
+			v, err := (&handler{}).decodeParams(req)
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatalf("decodeParams: %v", err)
@@ -148,24 +129,8 @@ func TestTextCheckCodec(t *testing.T) {
 		})
 	}
 	// Elsewhere in the params, the field is the params.
-	req := readFrame(t, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session.begin\",\"params\":{\"target_file\":\"caf\xe9\",\"operation\":\"create\"}}")
-	if _, err := decodeParams(req); err == nil || err.(*protocol.Error).Data.Field != "params" {
+	req := request(protocol.MethodSessionBegin, "{\"target_file\":\"caf\xe9\",\"operation\":\"create\"}")
+	if _, err := (&handler{}).decodeParams(req); err == nil || err.(*protocol.Error).Data.Field != "params" {
 		t.Fatalf("invalid target_file: %v", err)
-	}
-}
-
-func TestMarkInvalidText(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"a":1}`:   `{"orion.invalid_text":true,"a":1}`,
-		` { } `:     `{"orion.invalid_text":true } `,
-		`[{"a":1}]`: `[{"a":1}]`,
-	} {
-		got := markInvalidText([]byte(in))
-		if !bytes.Equal(got, []byte(want)) {
-			t.Errorf("markInvalidText(%q) = %q, want %q", in, got, want)
-		}
-		if !json.Valid(got) {
-			t.Errorf("markInvalidText(%q) = %q: not JSON", in, got)
-		}
 	}
 }

@@ -46,6 +46,17 @@ const (
 	CodeTargetChanged = -32012
 )
 
+// Transport error codes: the connection itself, not a request on it.
+// Malformed messages take the standard codes (CodeParseError,
+// CodeInvalidRequest) and an over-long one CodeTooLarge, each with its own
+// reason below.
+const (
+	// CodeTooManyConnections: the daemon serves --max-connections clients
+	// already; it answers with this (id null) and closes the connection.
+	// Retry later, or close idle connections.
+	CodeTooManyConnections = -32020
+)
+
 // Reasons carried in ErrorData.Reason. They are stable strings a client or a
 // model can act on.
 const (
@@ -79,6 +90,28 @@ const (
 	ReasonBackupFailed        = "backup_failed"
 	ReasonIO                  = "io_error"
 	ReasonInternal            = "internal_error"
+)
+
+// Reasons of the transport. The daemon answers these with id null when the
+// message's id could not be read, and closes the connection after
+// message_too_large, malformed_frame and too_many_connections; after the
+// others the connection stays usable.
+const (
+	// ReasonMessageTooLarge: a frame's Content-Length is over the daemon's
+	// message limit (data.limit), derived from --max-chunk-bytes.
+	ReasonMessageTooLarge = "message_too_large"
+	// ReasonMalformedFrame: the Content-Length framing itself is broken (a
+	// header line too long or not ending in CRLF, no Content-Length).
+	ReasonMalformedFrame = "malformed_frame"
+	// ReasonInvalidJSON: the frame's body is not JSON (code -32700).
+	ReasonInvalidJSON = "invalid_json"
+	// ReasonInvalidRequest: the body is JSON but not a JSON-RPC 2.0 request
+	// (code -32600).
+	ReasonInvalidRequest = "invalid_request"
+	// ReasonBatchNotSupported: the body is a JSON-RPC batch (code -32600).
+	ReasonBatchNotSupported = "batch_not_supported"
+	// ReasonTooManyConnections goes with CodeTooManyConnections.
+	ReasonTooManyConnections = "too_many_connections"
 )
 
 // ErrorData is the data object of every application error.

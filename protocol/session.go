@@ -292,7 +292,18 @@ type StatusResult struct {
 	OpenSessions    int       `json:"open_sessions"`
 	MaxChunkBytes   int64     `json:"max_chunk_bytes"`
 	MaxSessionBytes int64     `json:"max_session_bytes"`
-	Methods         []string  `json:"methods"`
+	// MaxMessageBytes is the largest frame read (Content-Length), derived
+	// from MaxChunkBytes; MaxInflight how many requests of one connection
+	// may await their reply before the daemon stops reading it.
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+	MaxInflight     int   `json:"max_inflight,omitempty"`
+	// MaxConnections is how many clients are served at once, and
+	// Connections how many are connected now. FDLimit is the daemon's soft
+	// RLIMIT_NOFILE, which MaxConnections must stay well under.
+	MaxConnections int      `json:"max_connections,omitempty"`
+	Connections    int      `json:"connections"`
+	FDLimit        uint64   `json:"fd_limit,omitempty"`
+	Methods        []string `json:"methods"`
 	// ProtectedPaths are refused whatever the allowed roots say: the
 	// daemon's own files always, the rest unless lifted with
 	// --allow-protected (AllowedProtected). An entry without a slash is a

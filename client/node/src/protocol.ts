@@ -409,6 +409,14 @@ export interface StatusResult {
   open_sessions: number;
   max_chunk_bytes: number;
   max_session_bytes: number;
+  /** Largest frame (Content-Length) the daemon reads. */
+  max_message_bytes?: number;
+  /** Requests of one connection awaiting their reply before the daemon stops reading it. */
+  max_inflight?: number;
+  max_connections?: number;
+  connections?: number;
+  /** The daemon's soft RLIMIT_NOFILE. */
+  fd_limit?: number;
   methods: string[];
 }
 

@@ -73,6 +73,7 @@ state-dir = "~/state-from-file"
 allow-root = ["relative", "/abs"]
 idle = "5s"
 max-chunk-bytes = 4096
+max-connections = 100
 trace = false
 log-format = "json"
 `)
@@ -95,6 +96,10 @@ log-format = "json"
 		{"FileRelative", map[string]string{"HOME": home, "ORION_CONFIG": file}, nil, "allow-root", []any{dir + "/relative", "/abs"}, "config file"},
 		{"FileInt", map[string]string{"HOME": home, "ORION_CONFIG": file}, nil, "max-chunk-bytes", int64(4096), "config file"},
 		{"FileBool", map[string]string{"HOME": home, "ORION_CONFIG": file}, nil, "trace", false, "config file"},
+		{"FileMaxConnections", map[string]string{"HOME": home, "ORION_CONFIG": file}, nil, "max-connections", int64(100), "config file"},
+		{"DefaultMaxConnections", map[string]string{"HOME": home}, nil, "max-connections", int64(0), "default"},
+		{"DefaultMaxInflight", map[string]string{"HOME": home}, nil, "max-inflight", int64(64), "default"},
+		{"FlagMaxInflight", map[string]string{"HOME": home}, []string{"--max-inflight", "8"}, "max-inflight", int64(8), "flag"},
 		{"EnvOverFile", map[string]string{"HOME": home, "ORION_CONFIG": file, "ORION_SOCKET": "/env.sock"}, nil, "socket", "/env.sock", "environment ($ORION_SOCKET)"},
 		{"EnvList", map[string]string{"HOME": home, "ORION_CONFIG": file, "ORION_ALLOW_ROOTS": "/a: /b :"}, nil, "allow-root", []any{"/a", "/b"}, "environment ($ORION_ALLOW_ROOTS)"},
 		{"FlagOverEnv", map[string]string{"HOME": home, "ORION_CONFIG": file, "ORION_SOCKET": "/env.sock"}, []string{"--socket", "/flag.sock"}, "socket", "/flag.sock", "flag"},

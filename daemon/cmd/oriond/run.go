@@ -101,6 +101,8 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.StringVar((*string)(&cfg.Validation.All), "validation", "", "validation policy for every category: strict, warn or off (default: strict for structured-data syntax, truncation and new lazy placeholders, warn for the rest)")
 	f.Int64Var(&cfg.ValidateMaxBytes, "validate-max-bytes", session.DefaultValidateMaxBytes, "largest content repaired and validated, in bytes; larger content is written unchecked")
 	f.IntVar(&cfg.MaxAttempts, "max-attempts", session.DefaultMaxAttempts, "corrected attempts allowed after a refused write")
+	f.IntVar(&cfg.MaxConnections, "max-connections", 0, "most clients served at once; more are refused with too_many_connections (0: 1024, lowered to fit RLIMIT_NOFILE)")
+	f.IntVar(&cfg.MaxInflight, "max-inflight", daemon.DefaultMaxInflight, "most requests of one connection awaiting their reply; the daemon stops reading that connection until one is answered")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	addTraceFlags(f, &traces)

@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// FuzzFrameReader feeds arbitrary bytes to a connection's frame reader and
+// the dispatcher's first steps (params, session key), as jsonrpc2 and the
+// handler would, and checks that nothing panics, that the connection ends
+// only with EOF or a frame error, that every frame written back is a
+// well-formed JSON-RPC 2.0 response, and that nothing is left behind in the
+// stash, the id map or the in-flight counts.
+func FuzzFrameReader(f *testing.F) {
+	for _, seed := range []string{
+		frame(`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`),
+		frame(`{"jsonrpc":"2.0","id":-1,"method":"session.append","params":{"session_id":"s","seq":1,"chunk":"a\u0000<"}}`),
+		frame(`{"jsonrpc":"2.0","id":"x","method":"session.begin","params":{"target_file":"/t","operation":"create"}}`),
+		frame(`{"jsonrpc":"2.0","id":1.5e300,"method":"session.finalize","params":[1,2]}`),
+		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`),
+		frame(`[{"jsonrpc":"2.0","id":1,"method":"m"}]`),
+		frame(`{"jsonrpc":"2.0","id":null,"method":"m"}`),
+		frame(`{"jsonrpc":"2.0","id":2,"result":null}`),
+		frame(`{"jsonrpc":"2.0","id":{"a":1},"method":"m"}`),
+		frame(`{"jsonrpc":"2.0","id":3,"method":"tx.begin","params":{"files":[{}]}}`),
+		frame(`{"jsonrpc":"2.0","id":1,`),
+		frame(``),
+		"Content-Length: 5000\r\n\r\n",
+		"content-length:  2 \r\ncontent-type: x\r\n\r\n{}",
+		"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+		"Content-Length: 2\n\n{}",
+		strings.Repeat("Content-Length: 2\r\n", 9),
+		strings.Repeat("a", 5000),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c := &pipeConn{in: bytes.NewReader(in)}
+		stash := newParamStash()
+		s := newFrameStream(c, frameLimits{MaxMessage: 4096, MaxInflight: 4, MaxInflightBytes: 8192}, stash, nil)
+		h := &handler{params: stash}
+		var requests int
+		for {
+			var req jsonrpc2.Request
+			err := s.ReadObject(&req)
+			if err != nil {
+				var fe *frameError
+				if err != io.EOF && err != io.ErrUnexpectedEOF && !errors.As(err, &fe) {
+					t.Fatalf("connection ended with %v", err)
+				}
+				break
+			}
+			params, _ := h.decodeParams(&req)
+			sessionKey(req.Method, params)
+			if req.Notif {
+				continue
+			}
+			requests++
+			resp := &jsonrpc2.Response{ID: req.ID}
+			resp.SetResult(req.Method)
+			if err := s.WriteObject(resp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var answered int
+		for _, r := range readReplies(t, c.written()) {
+			if len(r.ID) == 0 || !json.Valid(r.ID) || (r.Error == nil) == (r.Result == nil) {
+				t.Fatalf("reply %s: id %q", r, r.ID)
+			}
+			if c := r.ID[0]; c != '"' && c != '-' && (c < '0' || c > '9') && string(r.ID) != "null" {
+				t.Fatalf("reply id %s is not a number, a string or null", r.ID)
+			}
+			if r.Result != nil {
+				answered++
+			}
+		}
+		if answered != requests {
+			t.Fatalf("%d requests, %d answered", requests, answered)
+		}
+		if len(stash.m) != 0 || len(s.ids) != 0 || s.inflight != 0 || s.inflightBytes != 0 {
+			t.Fatalf("left behind: %d params, %d ids, %d requests of %d bytes in flight",
+				len(stash.m), len(s.ids), s.inflight, s.inflightBytes)
+		}
+	})
+}

@@ -1,0 +1,378 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// pipeConn is a connection whose input is fixed and whose output is kept.
+type pipeConn struct {
+	in io.Reader
+	// read counts the bytes taken from in, to show what was never read.
+	read int
+	mu   sync.Mutex
+	out  bytes.Buffer
+}
+
+func (c *pipeConn) Read(p []byte) (int, error) {
+	n, err := c.in.Read(p)
+	c.read += n
+	return n, err
+}
+
+func (c *pipeConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Write(p)
+}
+
+func (c *pipeConn) Close() error { return nil }
+
+func (c *pipeConn) written() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Clone(c.out.Bytes())
+}
+
+func frame(body string) string {
+	return "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// reply is one frame the stream wrote, decoded.
+type reply struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *protocol.Error `json:"error"`
+}
+
+func (r reply) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("%s:%d/%s", r.ID, r.Error.Code, r.Error.Data.Reason)
+	}
+	return fmt.Sprintf("%s:ok", r.ID)
+}
+
+// readReplies splits out into frames, checking each is well formed.
+func readReplies(t testing.TB, out []byte) []reply {
+	t.Helper()
+	var got []reply
+	r := bufio.NewReader(bytes.NewReader(out))
+	for {
+		line, err := r.ReadString('\n')
+		if err == io.EOF && line == "" {
+			return got
+		}
+		n, ok := strings.CutPrefix(line, "Content-Length: ")
+		if !ok || !strings.HasSuffix(n, "\r\n") {
+			t.Fatalf("reply header %q", line)
+		}
+		length, err := strconv.Atoi(strings.TrimSuffix(n, "\r\n"))
+		if err != nil {
+			t.Fatalf("reply length %q", n)
+		}
+		if blank, _ := r.ReadString('\n'); blank != "\r\n" {
+			t.Fatalf("reply header ends with %q", blank)
+		}
+		body := make([]byte, length)
+		if _, err := io.ReadFull(r, body); err != nil {
+			t.Fatalf("reply body: %v", err)
+		}
+		var rep reply
+		if err := json.Unmarshal(body, &rep); err != nil {
+			t.Fatalf("reply %q: %v", body, err)
+		}
+		if !bytes.Contains(body, []byte(`"jsonrpc":"2.0"`)) {
+			t.Fatalf("reply without jsonrpc 2.0: %s", body)
+		}
+		got = append(got, rep)
+	}
+}
+
+// drive reads every request from input as jsonrpc2 would, answers each
+// through the stream as the handler would, and returns the replies and the
+// error that ended reading.
+func drive(t testing.TB, input string, maxMessage int64) (replies []reply, methods []string, err error, c *pipeConn) {
+	t.Helper()
+	c = &pipeConn{in: strings.NewReader(input)}
+	s := newFrameStream(c, frameLimits{MaxMessage: maxMessage, MaxInflight: 4}, newParamStash(), nil)
+	for {
+		var req jsonrpc2.Request
+		if err = s.ReadObject(&req); err != nil {
+			break
+		}
+		methods = append(methods, req.Method)
+		if req.Notif {
+			continue
+		}
+		resp := &jsonrpc2.Response{ID: req.ID}
+		resp.SetResult("ok")
+		if werr := s.WriteObject(resp); werr != nil {
+			t.Fatal(werr)
+		}
+	}
+	return readReplies(t, c.written()), methods, err, c
+}
+
+func TestFrameStream(t *testing.T) {
+	ok := frame(`{"jsonrpc":"2.0","id":7,"method":"daemon.status"}`)
+	tests := []struct {
+		name    string
+		in      string
+		replies string // reply.String()s, space-separated
+		// closed is the reason of the frame error that ends the
+		// connection, or "" for a clean EOF.
+		closed string
+	}{
+		{"OK", ok, "7:ok", ""},
+		{"Notification", frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`) + ok, "7:ok", ""},
+		{"IDNegative", frame(`{"jsonrpc":"2.0","id":-1,"method":"m"}`), "-1:ok", ""},
+		{"IDFraction", frame(`{"jsonrpc":"2.0","id":1.5,"method":"m"}`), "1.5:ok", ""},
+		{"IDExponent", frame(`{"jsonrpc":"2.0","id":1e3,"method":"m"}`), "1e3:ok", ""},
+		{"IDHuge", frame(`{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}`), "18446744073709551616:ok", ""},
+		{"IDString", frame(`{"jsonrpc":"2.0","id":"a\u00e9\"b","method":"m"}`), `"a\u00e9\"b":ok`, ""},
+		{"IDDuplicate", frame(`{"jsonrpc":"2.0","id":3,"method":"m"}`) + frame(`{"jsonrpc":"2.0","id":3,"method":"m"}`), "3:ok 3:ok", ""},
+		{"HeaderCaseAndContentType", "content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}" + ok, "null:-32600/invalid_request 7:ok", ""},
+
+		{"InvalidJSON", frame(`{"jsonrpc":"2.0","id":1,`) + ok, "null:-32700/invalid_json 7:ok", ""},
+		{"EmptyBody", "Content-Length: 0\r\n\r\n" + ok, "null:-32700/invalid_json 7:ok", ""},
+		{"Batch", frame(`[{"jsonrpc":"2.0","id":1,"method":"m"}]`) + ok, "null:-32600/batch_not_supported 7:ok", ""},
+		{"EmptyBatch", frame(`[]`) + ok, "null:-32600/batch_not_supported 7:ok", ""},
+		{"Number", frame(`42`) + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"Null", frame(`null`) + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"String", frame(`"x"`) + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"MissingMethod", frame(`{"jsonrpc":"2.0","id":5}`) + ok, "5:-32600/invalid_request 7:ok", ""},
+		{"MethodNotString", frame(`{"jsonrpc":"2.0","id":5,"method":1}`) + ok, "5:-32600/invalid_request 7:ok", ""},
+		{"WrongVersion", frame(`{"jsonrpc":"1.0","id":5,"method":"m"}`) + ok, "5:-32600/invalid_request 7:ok", ""},
+		{"NoVersion", frame(`{"id":"x","method":"m"}`) + ok, `"x":-32600/invalid_request 7:ok`, ""},
+		{"IDNull", frame(`{"jsonrpc":"2.0","id":null,"method":"m"}`) + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"IDObject", frame(`{"jsonrpc":"2.0","id":{},"method":"m"}`) + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"IDTooLong", frame(`{"jsonrpc":"2.0","id":"`+strings.Repeat("a", 300)+`","method":"m"}`) + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"Response", frame(`{"jsonrpc":"2.0","id":9,"result":1}`) + ok, "null:-32600/invalid_request 7:ok", ""},
+
+		{"TooLarge", "Content-Length: 1025\r\n\r\n" + strings.Repeat(" ", 1025), "null:-32008/message_too_large", "message_too_large"},
+		{"TooLargeOverflow", "Content-Length: 99999999999999999999999\r\n\r\n", "null:-32008/message_too_large", "message_too_large"},
+		{"LongHeaderLine", "Content-Length: 2\r\nX-Pad: " + strings.Repeat("a", 2000) + "\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"LineWithoutEnd", strings.Repeat("a", 100_000), "null:-32700/malformed_frame", "malformed_frame"},
+		{"TooManyHeaders", strings.Repeat("X-A: b\r\n", 9) + "\r\n", "null:-32700/malformed_frame", "malformed_frame"},
+		{"NoContentLength", "Content-Type: x\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"BareLF", "Content-Length: 2\n\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"NegativeLength", "Content-Length: -1\r\n\r\n", "null:-32700/malformed_frame", "malformed_frame"},
+		{"LengthNotNumber", "Content-Length: 1e3\r\n\r\n", "null:-32700/malformed_frame", "malformed_frame"},
+		{"LengthsDisagree", "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"NoColon", "Content-Length 2\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"BlankLineFirst", "\r\n" + ok, "null:-32700/malformed_frame", "malformed_frame"},
+
+		{"EOFInHeader", "Content-Len", "", "unexpected EOF"},
+		{"EOFInBody", "Content-Length: 10\r\n\r\n{}", "", "unexpected EOF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			replies, _, err, _ := drive(t, tt.in, 1024)
+			var got []string
+			for _, r := range replies {
+				got = append(got, r.String())
+			}
+			if got, want := strings.Join(got, " "), tt.replies; got != want {
+				t.Errorf("replies %s, want %s", got, want)
+			}
+			var fe *frameError
+			switch {
+			case tt.closed == "" && err != io.EOF:
+				t.Errorf("ended with %v, want EOF", err)
+			case tt.closed == "unexpected EOF" && err != io.ErrUnexpectedEOF:
+				t.Errorf("ended with %v, want unexpected EOF", err)
+			case tt.closed != "" && tt.closed != "unexpected EOF" && (!errors.As(err, &fe) || fe.err.Data.Reason != tt.closed):
+				t.Errorf("ended with %v, want a frame error %s", err, tt.closed)
+			}
+		})
+	}
+}
+
+// TestFrameStreamRefusesBeforeReading: a huge Content-Length is answered
+// from the header alone; not a byte of the body is read.
+func TestFrameStreamRefusesBeforeReading(t *testing.T) {
+	header := "Content-Length: 4294967296\r\n\r\n"
+	body := &countingReader{}
+	c := &pipeConn{in: io.MultiReader(strings.NewReader(header), body)}
+	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 4}, newParamStash(), nil)
+	var req jsonrpc2.Request
+	err := s.ReadObject(&req)
+	var fe *frameError
+	if !errors.As(err, &fe) || fe.err.Data.Reason != protocol.ReasonMessageTooLarge {
+		t.Fatalf("err %v", err)
+	}
+	if body.n != 0 {
+		t.Fatalf("read %d bytes of the body", body.n)
+	}
+	rep := readReplies(t, c.written())
+	if len(rep) != 1 || rep[0].Error.Data.Limit != 1<<20 {
+		t.Fatalf("replies %v", rep)
+	}
+}
+
+// countingReader is an endless body that counts what was taken from it.
+type countingReader struct{ n int }
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	r.n += len(p)
+	return len(p), nil
+}
+
+// TestFrameStreamParams: a request's params reach the handler byte for
+// byte, through the stash, and jsonrpc2 never holds them.
+func TestFrameStreamParams(t *testing.T) {
+	params := `{"session_id":"s","seq":1,"chunk":"<a> & \u0000 é"}`
+	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"session.append","params":` + params + `}`))}
+	stash := newParamStash()
+	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 4}, stash, nil)
+	var req jsonrpc2.Request
+	if err := s.ReadObject(&req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Params != nil {
+		t.Fatalf("jsonrpc2 got params %s", *req.Params)
+	}
+	h := &handler{params: stash}
+	p, err := h.decodeParams(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.(*protocol.AppendParams).Chunk, "<a> & \x00 é"; got != want {
+		t.Fatalf("chunk %q, want %q", got, want)
+	}
+	if _, left := stash.take(req.ID.Num); left {
+		t.Fatal("params left in the stash")
+	}
+}
+
+// TestFrameStreamInflight: with its limit of requests (or request bytes)
+// unanswered, the stream reads nothing more until one is answered.
+func TestFrameStreamInflight(t *testing.T) {
+	req := func(i int) string { return frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i)) }
+	size := int64(len(`{"jsonrpc":"2.0","id":0,"method":"m"}`))
+	tests := []struct {
+		name   string
+		limits frameLimits
+		// admitted is how many requests are read before the stream waits.
+		admitted int
+	}{
+		{"Count", frameLimits{MaxMessage: 1 << 20, MaxInflight: 2, MaxInflightBytes: 1 << 20}, 2},
+		{"Bytes", frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 2*size + size/2}, 2},
+		// A request larger than the byte limit is still read, alone.
+		{"BytesOne", frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: size / 2}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in strings.Builder
+			for i := range tt.admitted + 1 {
+				in.WriteString(req(i))
+			}
+			c := &pipeConn{in: strings.NewReader(in.String())}
+			s := newFrameStream(c, tt.limits, newParamStash(), nil)
+			defer s.Close()
+			var first jsonrpc2.Request
+			for i := range tt.admitted {
+				var req jsonrpc2.Request
+				if err := s.ReadObject(&req); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = req
+				}
+			}
+			next := make(chan error, 1)
+			go func() {
+				var req jsonrpc2.Request
+				next <- s.ReadObject(&req)
+			}()
+			select {
+			case err := <-next:
+				t.Fatalf("read request %d with %d unanswered (err %v)", tt.admitted+1, tt.admitted, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			resp := &jsonrpc2.Response{ID: first.ID}
+			resp.SetResult(true)
+			if err := s.WriteObject(resp); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-next:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a reply did not make room")
+			}
+			if got := readReplies(t, c.written()); len(got) != 1 || string(got[0].ID) != "0" {
+				t.Fatalf("replies %v", got)
+			}
+		})
+	}
+}
+
+// TestFrameStreamCloseWakesReader: closing the connection ends a read
+// loop that waits for a free slot.
+func TestFrameStreamCloseWakesReader(t *testing.T) {
+	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"m"}`))}
+	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 1}, newParamStash(), nil)
+	var req jsonrpc2.Request
+	if err := s.ReadObject(&req); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ReadObject(&req) }()
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, jsonrpc2.ErrClosed) {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake the reader")
+	}
+}
+
+// TestResponseIDLayout pins what WriteObject relies on in jsonrpc2: a
+// Response marshals with its numeric id first.
+func TestResponseIDLayout(t *testing.T) {
+	for _, resp := range []*jsonrpc2.Response{
+		{ID: jsonrpc2.ID{Num: 12345}},
+		{ID: jsonrpc2.ID{Num: 1}, Error: &jsonrpc2.Error{Code: 1, Message: "x"}},
+	} {
+		if resp.Error == nil {
+			resp.SetResult(map[string]any{"id": 99})
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, rest, ok := responseID(b)
+		if !ok || id != resp.ID.Num || !json.Valid(append([]byte(`{"id":0`), rest...)) {
+			t.Fatalf("responseID(%s) = %d, %s, %v", b, id, rest, ok)
+		}
+	}
+}
+
+func TestMaxMessageBytes(t *testing.T) {
+	// A chunk of the largest size, every byte escaped as Go's encoding/json
+	// does for <, fits.
+	chunk := strings.Repeat("<", 1<<10)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": protocol.MethodSessionAppend,
+		"params": protocol.AppendParams{SessionID: strings.Repeat("x", 36), Seq: 1 << 62, Chunk: chunk}})
+	if got, limit := int64(len(b)), MaxMessageBytes(1<<10); got > limit {
+		t.Fatalf("a full escaped chunk takes %d bytes, over the limit %d", got, limit)
+	}
+}

@@ -72,6 +72,7 @@ func tail(s string, n int) string {
 // too_many_connections error and the connection is closed; those within
 // the limit are served, and a fresh client is served once they go.
 func TestConnsLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 50
 	d := testdaemon.Start(t, "--max-connections", "50")
 	conns := dialMany(t, d, openConns)
@@ -117,6 +118,7 @@ func TestConnsLimit(t *testing.T) {
 // purpose): it must keep running, serve again once connections close,
 // and never lose the store.
 func TestConnsFDExhaustion(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t, "--max-connections", "5000")
 	lowerFDLimit(t, d.PID(), 128)
 	conns := dialMany(t, d, openConns)

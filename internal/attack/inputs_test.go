@@ -63,6 +63,7 @@ func wantReason(t *testing.T, what string, je *jsonrpc2.Error, reason, field str
 // fit any frame limit, are refused with field_too_large; a 4 KiB intent
 // is still accepted, and session.list stays small.
 func TestHugeIntentRefused(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	target := func(name string) string { return d.Root + "/" + name }
@@ -117,6 +118,7 @@ func TestHugeIntentRefused(t *testing.T) {
 // TestOversizedFieldsRefused: every other string a client sends is bounded
 // too: paths, ids, method names, patch_spec, tx file lists, trace filters.
 func TestOversizedFieldsRefused(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	long := func(n int) string { return strings.Repeat("a", n) }
@@ -156,6 +158,7 @@ func TestOversizedFieldsRefused(t *testing.T) {
 // durations are refused with invalid_duration; the longest allowed (24 h)
 // is kept: the session is still streaming a while later.
 func TestOutOfRangeDurationsRefused(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	target := d.Root + "/slow.txt"
@@ -201,6 +204,7 @@ func (r *rpc) appendRaw(params string) *jsonrpc2.Error {
 // client that cuts UTF-16 strings between the halves of an emoji sends);
 // nothing is stored or counted and the seq stays free.
 func TestInvalidUTF8ChunkRefused(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	var b protocol.BeginResult
@@ -236,6 +240,7 @@ func TestInvalidUTF8ChunkRefused(t *testing.T) {
 // the seq stays free; an empty string is still a chunk (a client may flush
 // an empty piece of a stream), and takes its seq.
 func TestNullChunkRefused(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	var b protocol.BeginResult

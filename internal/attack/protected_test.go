@@ -19,6 +19,7 @@ import (
 // credentials, nor .git's machinery. Every entry the daemon reports is
 // tried, as a file and as a directory holding one.
 func TestProtectedPathsRefused(t *testing.T) {
+	t.Parallel()
 	home, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +106,7 @@ func TestProtectedPathsRefused(t *testing.T) {
 
 // A user lifts one protected path by naming it; the rest stay protected.
 func TestProtectedPathLifted(t *testing.T) {
+	t.Parallel()
 	home, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +128,7 @@ func TestProtectedPathLifted(t *testing.T) {
 // stop the daemon: status and listings answer, the session's finalize
 // fails with a clear reason, and SIGTERM still stops it in time.
 func TestSpecialFileAtTarget(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	target := filepath.Join(d.Root, "f.txt")

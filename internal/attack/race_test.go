@@ -20,7 +20,7 @@ import (
 
 // raceFor is how long each symlink-swap race runs. Before the confined
 // file layer, every scenario below escaped within the first second.
-const raceFor = 3 * time.Second
+const raceFor = 2 * time.Second
 
 // arena is the layout of a symlink-swap race: work/ is a directory inside
 // the root holding the targets, swap is a symlink to out/, a directory

@@ -10,6 +10,7 @@ import (
 // TestSuiteReachesDaemon checks the suite's own plumbing: a plain write
 // through the raw connection lands, so a refusal elsewhere is the daemon's.
 func TestSuiteReachesDaemon(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	if je := r.write(protocol.BeginParams{TargetFile: d.Root + "/ok.txt", Operation: protocol.OpCreate}, "hello"); je != nil {

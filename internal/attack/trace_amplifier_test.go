@@ -98,6 +98,7 @@ func fileSize(t *testing.T, path string) int64 {
 // decodes JSON slowly) add under 256 KiB of trace data, where they added
 // 16 KiB each.
 func TestRejectedRequestsDoNotGrowTheTraceStore(t *testing.T) {
+	t.Parallel()
 	d := testdaemon.Start(t)
 	r := dial(t, d)
 	db := filepath.Join(d.StateDir, "orion.db")
@@ -177,6 +178,7 @@ func TestRejectedRequestsDoNotGrowTheTraceStore(t *testing.T) {
 // events stay under the cap as requests keep coming, the oldest (a
 // session's begin) go first, and the newest are kept.
 func TestTraceStoreStaysUnderMaxBytes(t *testing.T) {
+	t.Parallel()
 	const limit = 64 << 10
 	d := testdaemon.Start(t, "--trace-max-bytes", fmt.Sprint(limit))
 	r := dial(t, d)

@@ -23,6 +23,9 @@ import (
 type part struct {
 	raw   string
 	pause time.Duration
+	// do runs at this point of the reply, after everything before it was
+	// flushed (the daemon-kill test restarts oriond here).
+	do func()
 }
 
 // reply is one scripted upstream response: a stream of parts, or an error
@@ -104,6 +107,10 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			case <-r.Context().Done():
 				return
 			}
+		}
+		if p.do != nil {
+			fl.Flush()
+			p.do()
 		}
 		io.WriteString(w, substitute(p.raw, markers))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,7 +43,7 @@ func (anthropic) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error
 		f[k] = v
 	}
 	f["stream"] = json.RawMessage("true")
-	f["tools"] = mustJSON(append(append([]json.RawMessage(nil), req.tools...), mustJSON(protocol.WritePlanToolBeginAnthropic())))
+	f["tools"] = mustJSON(append(append([]json.RawMessage(nil), req.tools...), anthropicToolJSON()))
 	// The instruction is appended to the system prompt: a string stays a
 	// string, and blocks get one more block after the agent's own (and
 	// their cache breakpoints).
@@ -98,6 +99,9 @@ func (anthropic) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error
 	f["messages"] = mustJSON(msgs)
 	return json.Marshal(f)
 }
+
+// anthropicToolJSON is the tool's definition, encoded once.
+var anthropicToolJSON = sync.OnceValue(func() json.RawMessage { return mustJSON(protocol.WritePlanToolBeginAnthropic()) })
 
 // anthropicEvent is one event of a Messages stream.
 type anthropicEvent struct {

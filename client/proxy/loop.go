@@ -61,6 +61,16 @@ type loop struct {
 	cur    *round
 	held   []controller.ToolCall
 	usage  map[string]int64
+	// ctrl waits for the controller dialled at the start (dial caches
+	// the outcome).
+	ctrl func() (*controller.Controller, error)
+	dial *dialed
+}
+
+// dialed is the outcome of connecting the controller to oriond.
+type dialed struct {
+	ctrl *controller.Controller
+	err  error
 }
 
 // serveLoop answers a chat request through the session loop. It returns
@@ -103,23 +113,38 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 }
 
 func (l *loop) run(ctx context.Context) {
-	ctrl, err := controller.New(ctx, controller.Options{
-		Socket: l.p.cfg.Socket,
-		Dial: func(ctx context.Context, o client.Options) (*client.Client, error) {
-			return l.p.cfg.Dial(ctx, l.p.cfg.Socket, o)
-		},
-		WorkspaceRoot:  l.ws,
-		IdleMS:         l.p.cfg.IdleMS,
-		AutoFinalizeMS: l.p.cfg.AutoFinalizeMS,
-		StreamText:     true,
-		OnEvent:        l.event,
-	})
-	if err != nil {
-		l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable",
-			fmt.Sprintf("orionctl proxy: %v. Start the daemon, or send the header %s: 1 to skip write sessions.", err, HeaderBypass)))
-		return
+	// oriond is dialled while the first upstream request is on its way,
+	// so the connection adds nothing to the agent's first byte.
+	ch := make(chan dialed, 1)
+	go func() {
+		ctrl, err := controller.New(ctx, controller.Options{
+			Socket: l.p.cfg.Socket,
+			Dial: func(ctx context.Context, o client.Options) (*client.Client, error) {
+				return l.p.cfg.Dial(ctx, l.p.cfg.Socket, o)
+			},
+			WorkspaceRoot:  l.ws,
+			IdleMS:         l.p.cfg.IdleMS,
+			AutoFinalizeMS: l.p.cfg.AutoFinalizeMS,
+			StreamText:     true,
+			OnEvent:        l.event,
+		})
+		ch <- dialed{ctrl, err}
+	}()
+	l.ctrl = func() (*controller.Controller, error) {
+		if l.dial == nil {
+			d := <-ch
+			if d.err != nil {
+				d.err = fmt.Errorf("%v. Start the daemon, or send the header %s: 1 to skip write sessions", d.err, HeaderBypass)
+			}
+			l.dial = &d
+		}
+		return l.dial.ctrl, l.dial.err
 	}
-	defer ctrl.Close()
+	defer func() {
+		if ctrl, err := l.ctrl(); err == nil {
+			ctrl.Close()
+		}
+	}()
 
 	stop := l.keepAlive()
 	defer stop()
@@ -132,7 +157,7 @@ func (l *loop) run(ctx context.Context) {
 		}
 		rd := &round{usage: map[string]int64{}}
 		l.cur = rd
-		if !l.request(ctx, ctrl, rd) {
+		if !l.request(ctx, rd) {
 			return
 		}
 		l.rounds = append(l.rounds, rd)
@@ -163,7 +188,7 @@ func (l *loop) run(ctx context.Context) {
 
 // request sends one upstream request and feeds its stream to the
 // controller. False means the turn ended (an error went to the agent).
-func (l *loop) request(ctx context.Context, ctrl *controller.Controller, rd *round) bool {
+func (l *loop) request(ctx context.Context, rd *round) bool {
 	body, err := l.d.upstreamBody(l.req, l.rounds)
 	if err != nil {
 		l.out.fail(http.StatusBadRequest, l.d.errorJSON("invalid_request_error", err.Error()))
@@ -193,6 +218,11 @@ func (l *loop) request(ctx context.Context, ctrl *controller.Controller, rd *rou
 			b = l.d.errorJSON("upstream_error", fmt.Sprintf("the upstream answered %s: %s", resp.Status, bytes.TrimSpace(b)))
 		}
 		l.out.fail(resp.StatusCode, b)
+		return false
+	}
+	ctrl, err := l.ctrl()
+	if err != nil {
+		l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", "orionctl proxy: "+err.Error()))
 		return false
 	}
 	l.out.begin(rd)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -86,7 +87,7 @@ func (openAI) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error) {
 	}
 	so["include_usage"] = json.RawMessage("true")
 	f["stream_options"] = mustJSON(so)
-	f["tools"] = mustJSON(append(append([]json.RawMessage(nil), req.tools...), mustJSON(protocol.WritePlanToolBegin())))
+	f["tools"] = mustJSON(append(append([]json.RawMessage(nil), req.tools...), openAIToolJSON()))
 
 	// The instruction goes after the agent's own system and developer
 	// messages, so their order (and any prompt cache on them) is kept.
@@ -124,6 +125,10 @@ func (openAI) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error) {
 	f["messages"] = mustJSON(msgs)
 	return json.Marshal(f)
 }
+
+// openAIToolJSON is the tool's definition, encoded once: it is the
+// largest thing the proxy adds to every request.
+var openAIToolJSON = sync.OnceValue(func() json.RawMessage { return mustJSON(protocol.WritePlanToolBegin()) })
 
 // userText is what the proxy says to the model after a round, beyond the
 // tool results.
@@ -209,11 +214,30 @@ func (o *openAIWriter) modelName() string {
 	return o.req.model
 }
 
+// chatChunk is a chat.completion.chunk with one choice; a struct, not a
+// map, since one is encoded per delta.
+type chatChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+}
+
+type chunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        any     `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+	Logprobs     any     `json:"logprobs"`
+}
+
+type contentDelta struct {
+	Content string `json:"content"`
+}
+
 func (o *openAIWriter) chunkLocked(delta any, finish *string) {
-	ch := map[string]any{
-		"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": o.modelName(),
-		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
-	}
+	ch := chatChunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.modelName(),
+		Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}}
 	o.writeLocked(append(append([]byte("data: "), mustJSON(ch)...), '\n', '\n'))
 }
 
@@ -237,7 +261,7 @@ func (o *openAIWriter) text(s string) {
 		o.buf.WriteString(s)
 		return
 	}
-	o.chunkLocked(map[string]any{"content": s}, nil)
+	o.chunkLocked(contentDelta{Content: s}, nil)
 }
 
 func (o *openAIWriter) toolCalls(calls []controller.ToolCall) {

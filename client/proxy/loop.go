@@ -113,8 +113,9 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 }
 
 func (l *loop) run(ctx context.Context) {
-	// oriond is dialled while the first upstream request is on its way,
-	// so the connection adds nothing to the agent's first byte.
+	// oriond is dialled while the request is encoded; the first upstream
+	// request waits for it, so that no model request is paid for when the
+	// daemon is down (a dial costs ~20 µs).
 	ch := make(chan dialed, 1)
 	go func() {
 		ctrl, err := controller.New(ctx, controller.Options{
@@ -194,6 +195,13 @@ func (l *loop) request(ctx context.Context, rd *round) bool {
 		l.out.fail(http.StatusBadRequest, l.d.errorJSON("invalid_request_error", err.Error()))
 		return false
 	}
+	// A model request is not sent when its writes could not land: it
+	// costs the user tokens.
+	ctrl, err := l.ctrl()
+	if err != nil {
+		l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", "orionctl proxy: "+err.Error()))
+		return false
+	}
 	u := l.p.upstreamURL(l.d, l.req.path)
 	u.RawQuery = l.req.query
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
@@ -218,11 +226,6 @@ func (l *loop) request(ctx context.Context, rd *round) bool {
 			b = l.d.errorJSON("upstream_error", fmt.Sprintf("the upstream answered %s: %s", resp.Status, bytes.TrimSpace(b)))
 		}
 		l.out.fail(resp.StatusCode, b)
-		return false
-	}
-	ctrl, err := l.ctrl()
-	if err != nil {
-		l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", "orionctl proxy: "+err.Error()))
 		return false
 	}
 	l.out.begin(rd)

@@ -181,6 +181,12 @@ func (l *loop) run(ctx context.Context) {
 		case len(rd.summaries) > 0:
 			// The model hears what was written, and may go on.
 		default:
+			if ctrl, err := l.ctrl(); err == nil && ctrl.Open() > 0 {
+				// Nothing more to say to the model, yet a file is
+				// unfinished: the daemon's auto-finalize keeps what
+				// came, truncated and continuable.
+				l.out.text(lineBreak(l.out) + "[orionctl proxy: a file was left unfinished; oriond keeps what arrived]\n")
+			}
 			l.out.end(l.finishReason(rd), l.usage)
 			return
 		}

@@ -79,6 +79,7 @@ want=(
 	"-rwxr-xr-x ./usr/bin/oriond"
 	"-rwxr-xr-x ./usr/bin/orionctl"
 	"-rw-r--r-- ./usr/lib/systemd/user/oriond.service"
+	"-rw-r--r-- ./usr/lib/systemd/user/orionctl-proxy.service"
 	"-rw-r--r-- ./usr/share/man/man1/oriond.1.gz"
 	"-rw-r--r-- ./usr/share/man/man1/orionctl.1.gz"
 	"-rw-r--r-- ./usr/share/bash-completion/completions/orionctl"
@@ -119,6 +120,9 @@ if command -v systemd-analyze >/dev/null && [ "$ORION_ARCH" = "$(go env GOHOSTAR
 	sed "s#/usr/bin/oriond#$x/usr/bin/oriond#" "$x/usr/lib/systemd/user/oriond.service" >"$x/oriond.service"
 	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/oriond.service" 2>&1) || fail "systemd-analyze: $w"
 	[ -z "$w" ] || fail "systemd-analyze: $w"
+	sed "s#/usr/bin/orionctl#$x/usr/bin/orionctl#" "$x/usr/lib/systemd/user/orionctl-proxy.service" >"$x/orionctl-proxy.service"
+	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/orionctl-proxy.service" 2>&1) || fail "systemd-analyze (proxy): $w"
+	[ -z "$w" ] || fail "systemd-analyze (proxy): $w"
 fi
 bash -n "$x/usr/share/bash-completion/completions/orionctl" || fail "bash completion does not parse"
 log "ok: $deb"

@@ -148,6 +148,10 @@ func (c *Controller) Finish(ctx context.Context) error {
 	return nil
 }
 
+// Open is how many sessions are begun and not yet ended: while there are
+// any, the model's next response is owed their content.
+func (c *Controller) Open() int { return len(c.queue) }
+
 func (c *Controller) active() *session {
 	if len(c.queue) == 0 {
 		return nil

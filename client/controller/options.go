@@ -62,6 +62,11 @@ type Options struct {
 	// the session it was recorded with. See Replay.
 	Replay bool
 
+	// StreamText emits text outside a session as it arrives, one text
+	// event per delta, instead of gathering it until the next event: a
+	// proxy that relays the model to an agent must not hold text back.
+	StreamText bool
+
 	// OnEvent receives every event, in order, on the caller's goroutine.
 	OnEvent func(Event)
 	// OnComment, if set, receives each SSE comment line (": text") as it

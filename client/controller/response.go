@@ -97,6 +97,9 @@ func (c *Controller) content(ctx context.Context, text string) error {
 		s := c.active()
 		if s == nil {
 			c.text.WriteString(text)
+			if c.opts.StreamText {
+				c.flushText()
+			}
 			return nil
 		}
 		if len(s.pend) == 0 {

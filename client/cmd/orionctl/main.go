@@ -100,6 +100,7 @@ func newRootCmd() *cobra.Command {
 		newToolsCmd(g),
 		newStreamCmd(g),
 		newTraceCmd(g),
+		newProxyCmd(g),
 	)
 	return root
 }

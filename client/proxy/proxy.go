@@ -1,0 +1,287 @@
+// Package proxy is a local OpenAI- and Anthropic-compatible HTTP proxy that
+// gives any agent oriond's write sessions with no change to the agent.
+//
+// The agent points its base URL at the proxy. On POST /v1/chat/completions
+// (OpenAI) and POST /v1/messages (Anthropic) the proxy adds the
+// WritePlanTool_begin tool and a short instruction, and when the model calls
+// it, runs the whole session loop itself with client/controller: the tool
+// result goes back upstream, the text that follows streams into the
+// session, the marker finalizes it, and the summary goes back to the model,
+// until the model ends a turn without the tool. The agent sees one ordinary
+// response: the model's text as it arrives, a short line per written file,
+// and its own tool calls. Everything else under /v1/ passes through.
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/orion-agent/orion/client"
+)
+
+// Defaults for Config.
+const (
+	DefaultListen            = "127.0.0.1:8788"
+	DefaultOpenAIUpstream    = "https://api.openai.com/v1"
+	DefaultAnthropicUpstream = "https://api.anthropic.com"
+	DefaultKeepAlive         = 10 * time.Second
+	DefaultMaxRounds         = 32
+	// MaxRequestBytes bounds an agent's request body. Anthropic's own
+	// limit is 32 MB; long agent histories with images come close.
+	MaxRequestBytes = 32 << 20
+)
+
+// Request headers the proxy reads. They are never sent upstream.
+const (
+	// HeaderBypass "1" passes the request through untouched.
+	HeaderBypass = "X-Orion-Bypass"
+	// HeaderWorkspace names the workspace root that relative targets
+	// resolve against, for this request; oriond's path guard checks it.
+	HeaderWorkspace = "X-Orion-Workspace"
+)
+
+// Echo modes: what the agent sees of a written file.
+const (
+	EchoSummary = "summary"
+	EchoContent = "content"
+)
+
+// Config configures a Proxy.
+type Config struct {
+	// OpenAIUpstream is the base URL the OpenAI SDKs would use (with /v1):
+	// /v1/chat/completions goes to OpenAIUpstream + "/chat/completions".
+	OpenAIUpstream string
+	// AnthropicUpstream is the base URL the Anthropic SDKs would use
+	// (without /v1): /v1/messages goes to AnthropicUpstream + "/v1/messages".
+	AnthropicUpstream string
+	// Socket is oriond's socket ("" means the default).
+	Socket string
+	// WorkspaceRoot is the default workspace root; HeaderWorkspace
+	// overrides it per request.
+	WorkspaceRoot string
+	// Echo is EchoSummary (default: one line per file) or EchoContent (the
+	// file in a fenced block, for agents that must keep it in history).
+	Echo string
+	// KeepAlive is how long a streamed response may stay silent while the
+	// inner loop runs before a keep-alive goes out (default 10s).
+	KeepAlive time.Duration
+	// MaxRounds bounds the upstream requests one agent request makes.
+	MaxRounds int
+	// IdleMS and AutoFinalizeMS are passed to session.begin (0: the
+	// daemon's defaults). Tests shorten them.
+	IdleMS         int64
+	AutoFinalizeMS int64
+	// HTTPClient sends upstream requests (nil: a client with no overall
+	// timeout, since responses stream for minutes).
+	HTTPClient *http.Client
+	// Dial replaces client.Dial (tests).
+	Dial func(ctx context.Context, socket string, opts client.Options) (*client.Client, error)
+	// Logger receives one line per request; never headers or bodies.
+	Logger *slog.Logger
+}
+
+// Proxy serves the proxy's endpoints. Create it with New.
+type Proxy struct {
+	cfg       Config
+	openai    *url.URL
+	anthropic *url.URL
+	pass      map[string]*httputil.ReverseProxy
+	log       *slog.Logger
+}
+
+// New checks cfg and returns a Proxy.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.OpenAIUpstream == "" {
+		cfg.OpenAIUpstream = DefaultOpenAIUpstream
+	}
+	if cfg.AnthropicUpstream == "" {
+		cfg.AnthropicUpstream = DefaultAnthropicUpstream
+	}
+	switch cfg.Echo {
+	case "":
+		cfg.Echo = EchoSummary
+	case EchoSummary, EchoContent:
+	default:
+		return nil, fmt.Errorf("echo %q: use %s or %s", cfg.Echo, EchoSummary, EchoContent)
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.MaxRounds <= 0 {
+		cfg.MaxRounds = DefaultMaxRounds
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = client.Dial
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, pass: map[string]*httputil.ReverseProxy{}}
+	var err error
+	if p.openai, err = parseUpstream("openai upstream", cfg.OpenAIUpstream); err != nil {
+		return nil, err
+	}
+	if p.anthropic, err = parseUpstream("anthropic upstream", cfg.AnthropicUpstream); err != nil {
+		return nil, err
+	}
+	for _, d := range []dialect{openAI{}, anthropic{}} {
+		p.pass[d.name()] = p.reverseProxy(d)
+	}
+	return p, nil
+}
+
+func parseUpstream(what, raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSuffix(raw, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s %q: want an http or https base URL such as %s", what, raw, DefaultOpenAIUpstream)
+	}
+	return u, nil
+}
+
+// upstreamURL maps the agent's path to the upstream: OpenAI base URLs
+// carry /v1 themselves, Anthropic's do not.
+func (p *Proxy) upstreamURL(d dialect, path string) *url.URL {
+	base := p.anthropic
+	if d.name() == dialectOpenAI {
+		base = p.openai
+		path = strings.TrimPrefix(path, "/v1")
+	}
+	u := *base
+	u.Path = base.Path + path
+	u.RawPath = ""
+	return &u
+}
+
+// ServeHTTP routes: the two chat endpoints run the session loop, the rest
+// of /v1/ passes through to the upstream of the API it belongs to.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	d := dialectOf(r)
+	mode := "pass"
+	defer func() {
+		// Method, path and outcome only: the agent's headers carry its API
+		// key and its body the user's code.
+		p.log.Info("request", "method", r.Method, "path", r.URL.Path, "api", d.name(), "mode", mode,
+			"status", rec.status, "ms", time.Since(start).Milliseconds())
+	}()
+	if !strings.HasPrefix(r.URL.Path, "/v1/") {
+		writeError(rec, d, http.StatusNotFound, "not_found",
+			fmt.Sprintf("orionctl proxy serves /v1/ only, not %s: point your client's base URL at http://%s/v1 (OpenAI) or http://%s (Anthropic)", r.URL.Path, r.Host, r.Host))
+		return
+	}
+	loop := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/messages")
+	if !loop || r.Header.Get(HeaderBypass) == "1" {
+		p.pass[d.name()].ServeHTTP(rec, r)
+		return
+	}
+	mode = "loop"
+	if !p.serveLoop(rec, r, d) {
+		mode = "pass"
+	}
+}
+
+// dialectOf says which API a request speaks: the chat endpoints by path,
+// the shared ones (/v1/models) by the Anthropic SDK's version header.
+func dialectOf(r *http.Request) dialect {
+	p := r.URL.Path
+	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || p == "/v1/complete" ||
+		r.Header.Get("Anthropic-Version") != "" {
+		return anthropic{}
+	}
+	return openAI{}
+}
+
+// reverseProxy passes requests through unchanged but for the Orion headers,
+// streaming the reply as it comes.
+func (p *Proxy) reverseProxy(d dialect) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = p.upstreamURL(d, pr.In.URL.Path)
+			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+			pr.Out.Host = ""
+			dropOrionHeaders(pr.Out.Header)
+		},
+		FlushInterval: -1,
+		ErrorLog:      nil,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			p.log.Warn("upstream unreachable", "api", d.name(), "path", r.URL.Path, "err", redactURLError(err))
+			writeError(w, d, http.StatusBadGateway, "upstream_unreachable",
+				fmt.Sprintf("orionctl proxy could not reach the %s upstream: %v", d.name(), redactURLError(err)))
+		},
+	}
+}
+
+func dropOrionHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Orion-") {
+			delete(h, k)
+		}
+	}
+}
+
+// redactURLError keeps an error's cause without the query string of the
+// URL, where some providers put keys.
+func redactURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			u.RawQuery = ""
+			return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+		}
+	}
+	return err
+}
+
+// statusRecorder remembers the status for the log line and keeps
+// flushing possible.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	s.wrote = true
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// IsLoopback reports whether a listen address binds only the loopback
+// interface: an empty host or 0.0.0.0 binds them all.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

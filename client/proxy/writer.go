@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orion-agent/orion/client/controller"
+)
+
+// agentWriter is the response the agent sees, in its API's shape. Every
+// method is safe to call from the loop and the keep-alive goroutine.
+type agentWriter interface {
+	// begin opens the response once the first upstream reply is good (a
+	// stream commits its headers here, so earlier errors keep their
+	// status); later rounds only update what it says about the model.
+	begin(rd *round)
+	// text is assistant text, sent at once when streaming.
+	text(s string)
+	// toolCalls are the agent's own calls, returned at the end of a turn.
+	toolCalls(calls []controller.ToolCall)
+	// end closes the response: the finish reason and the summed usage.
+	end(finish string, usage map[string]int64)
+	// fail answers with an error in the API's shape: with its status
+	// before the response began, as an error event in the stream after.
+	fail(status int, body []byte)
+	// keepAlive writes a keep-alive if the stream was silent for d.
+	keepAlive(d time.Duration)
+	// endsLine reports whether the text so far ends a line (or is empty).
+	endsLine() bool
+}
+
+// sse is the part of a streamed response the two APIs share: headers,
+// flushing, and when it last wrote.
+type sse struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	started bool
+	closed  bool
+	last    time.Time
+	// lastByte is the last byte of assistant text, for line breaks
+	// before the proxy's own lines.
+	lastByte byte
+}
+
+func (s *sse) commitLocked() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// writeLocked writes one event and flushes it: nothing is held back.
+func (s *sse) writeLocked(b []byte) {
+	if s.closed {
+		return
+	}
+	s.commitLocked()
+	_, _ = s.w.Write(b)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.last = time.Now()
+}
+
+func (s *sse) keepAliveLocked(d time.Duration, ev []byte) {
+	if !s.started || s.closed || time.Since(s.last) < d {
+		return
+	}
+	s.writeLocked(ev)
+}
+
+func (s *sse) noteText(t string) {
+	if t != "" {
+		s.lastByte = t[len(t)-1]
+	}
+}
+
+func (s *sse) endsLine() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastByte == 0 || s.lastByte == '\n'
+}
+
+// lineBreak is the newline that puts the proxy's own line on a line of its
+// own after the model's text.
+func lineBreak(out agentWriter) string {
+	if out.endsLine() {
+		return ""
+	}
+	return "\n"
+}
+
+// writeError answers with an error in the API's shape.
+func writeError(w http.ResponseWriter, d dialect, status int, kind, msg string) {
+	writeJSON(w, status, d.errorJSON(kind, msg))
+}
+
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// plural says "1 line" or "1,204 lines".
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return thousands(n) + " " + unit + "s"
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// sizeText says a size the way the summary line does: bytes below 1 KiB,
+// whole KiB below 1 MiB, then MiB with one decimal.
+func sizeText(n int64) string {
+	switch {
+	case n < 1024:
+		return plural(n, "byte")
+	case n < 1<<20:
+		return fmt.Sprintf("%s KiB", thousands((n+512)/1024))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}
+
+// displayPath shows a target relative to the workspace root when it is
+// inside it, as the model named it.
+func displayPath(target, ws string) string {
+	if ws == "" {
+		return target
+	}
+	rel, err := filepath.Rel(ws, target)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return target
+	}
+	return rel
+}
+
+// fence wraps a file's text in a Markdown code fence longer than any run
+// of backticks inside it, tagged with the file's extension.
+func fence(path, content string) string {
+	n := 3
+	run := 0
+	for i := 0; i < len(content); i++ {
+		if content[i] == '`' {
+			run++
+			n = max(n, run+1)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", n)
+	lang := strings.TrimPrefix(filepath.Ext(path), ".")
+	if !strings.HasSuffix(content, "\n") && content != "" {
+		content += "\n"
+	}
+	return f + lang + "\n" + content + f + "\n"
+}
+
+func sha256hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}

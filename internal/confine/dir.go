@@ -194,7 +194,19 @@ func (d *Dir) RenameNoReplace(oldname, newname string) error {
 	if err := checkNames(oldname, newname); err != nil {
 		return err
 	}
-	return renameNoReplace(d, oldname, newname)
+	err := renameExclusive(d.fd(), oldname, newname)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EEXIST):
+		return &os.LinkError{Op: "rename", Old: d.Join(oldname), New: d.Join(newname), Err: fs.ErrExist}
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.ENOTSUP):
+		// ENOSYS: no such call (Linux before 3.15). EINVAL (or ENOTSUP):
+		// the file system does not support the flag (older overlayfs,
+		// NFS, FUSE).
+		return d.linkNoReplace(oldname, newname)
+	}
+	return &os.LinkError{Op: "rename", Old: d.Join(oldname), New: d.Join(newname), Err: err}
 }
 
 // linkNoReplace is the fallback where the file system has no no-replace

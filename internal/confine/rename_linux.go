@@ -1,29 +1,16 @@
 package confine
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// renameNoReplace uses renameat2(RENAME_NOREPLACE), falling back to
-// link(2) where the kernel or the file system lacks it.
-func renameNoReplace(d *Dir, oldname, newname string) error {
-	err := unix.Renameat2(d.fd(), oldname, d.fd(), newname, unix.RENAME_NOREPLACE)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.EEXIST):
-		return &os.LinkError{Op: "rename", Old: d.Join(oldname), New: d.Join(newname), Err: fs.ErrExist}
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.ENOTSUP):
-		// ENOSYS: kernel before 3.15. EINVAL (or ENOTSUP): the file
-		// system does not support the flag (older overlayfs, NFS, FUSE).
-		return d.linkNoReplace(oldname, newname)
-	}
-	return &os.LinkError{Op: "rename", Old: d.Join(oldname), New: d.Join(newname), Err: err}
+// renameExclusive is the kernel's no-replace rename: renameat2 with
+// RENAME_NOREPLACE.
+func renameExclusive(dirfd int, oldname, newname string) error {
+	return unix.Renameat2(dirfd, oldname, dirfd, newname, unix.RENAME_NOREPLACE)
 }
 
 // kernelPath is the kernel's current name of the open directory f.

@@ -2,13 +2,14 @@
 
 package confine
 
-import "os"
+import (
+	"os"
 
-// renameNoReplace uses link(2), which never replaces, where there is no
-// renameat2.
-func renameNoReplace(d *Dir, oldname, newname string) error {
-	return d.linkNoReplace(oldname, newname)
-}
+	"golang.org/x/sys/unix"
+)
+
+// renameExclusive does not exist here; ENOSYS sends the caller to link(2).
+func renameExclusive(int, string, string) error { return unix.ENOSYS }
 
 // kernelPath is not available without /proc; os.Root's confinement to the
 // root still holds, but a redirection inside the root is not detected.

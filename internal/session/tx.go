@@ -295,9 +295,9 @@ func (m *Manager) txRefused(tx *txRecord, fileErrs []protocol.FileError) error {
 		return err
 	}
 	pe := protocol.Errorf(protocol.CodeTxFailed, protocol.ReasonTxRefused,
-		"transaction %s: %s; nothing was written. First: %s: %s. %s",
-		tx.ID, tx.Error, fileErrs[0].TargetFile, fileErrs[0].Message, next)
-	pe.Data.TxID, pe.Data.Files = tx.ID, fileErrs
+		"transaction %s: %s; nothing was written. First: %s: %s %s",
+		tx.ID, tx.Error, fileErrs[0].TargetFile, sentence(fileErrs[0].Message), next)
+	pe.Data.TxID, pe.Data.Files, pe.Data.Next = tx.ID, fileErrs, next
 	return pe
 }
 

@@ -180,7 +180,7 @@ func (m *Manager) refuse(e *entry, v *protocol.Validation) error {
 		next = fmt.Sprintf("This was the last of %d attempts; stop and ask the user.", m.cfg.MaxAttempts)
 	}
 	pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonValidationFailed, "%s %s", v.Summary, next)
-	pe.Data.SessionID = r.ID
+	pe.Data.SessionID, pe.Data.Next = r.ID, next
 	pe.Data.Validation = v
 	pe.Data.Attempt = r.attempt()
 	pe.Data.MaxAttempts = m.cfg.MaxAttempts

@@ -40,7 +40,7 @@ func TestRefusalMessagesJoinSentences(t *testing.T) {
 		b := h.begin(protocol.BeginParams{TargetFile: "cut.json", Operation: protocol.OpCreate})
 		h.append(b.SessionID, "{\"a\": [1,2\n"+b.EndMarker)
 		pe := asProtocolError(t, h.finalizeErr(b.SessionID))
-		check(t, pe, fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (2 attempt(s) left).", b.SessionID))
+		check(t, pe, fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (2 attempts left).", b.SessionID))
 	})
 	t.Run("TxRefused", func(t *testing.T) {
 		tx := h.txBegin([]protocol.BeginParams{{TargetFile: "t.json", Operation: protocol.OpCreate}}, []string{"{\"a\": [1,2\n"})

@@ -12,6 +12,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -23,6 +24,38 @@ import (
 // client was told otherwise: $ORION_SOCKET, $XDG_RUNTIME_DIR/orion/oriond.sock,
 // or /tmp/orion-$UID/oriond.sock.
 func DefaultSocket() string { return paths.DefaultSocket(os.Getenv) }
+
+// StartCommand is the command that starts a daemon listening on socket:
+// `oriond run`, with --socket when socket is not the daemon's own default
+// (an $ORION_SOCKET the daemon may not see counts as not the default).
+func StartCommand(socket string) string {
+	noEnv := func(k string) string {
+		if k == "ORION_SOCKET" {
+			return ""
+		}
+		return os.Getenv(k)
+	}
+	if socket == "" || socket == paths.DefaultSocket(noEnv) {
+		return "oriond run"
+	}
+	return "oriond run --socket " + shellQuote(socket)
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe
+// characters.
+func shellQuote(s string) string {
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe && s != "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // Options configure a Client.
 type Options struct {
@@ -50,7 +83,7 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s (start it with `oriond run`): %v", ErrDaemonUnreachable, socket, err)
+		return nil, fmt.Errorf("%w at %s (start it with `%s`): %v", ErrDaemonUnreachable, socket, StartCommand(socket), err)
 	}
 	var h jsonrpc2.Handler = noHandler{}
 	if opts.OnNotification != nil {

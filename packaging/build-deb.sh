@@ -90,6 +90,8 @@ want=(
 	"-rw-r--r-- ./usr/share/fish/vendor_completions.d/oriond.fish"
 	"-rw-r--r-- ./usr/share/doc/oriond/examples/oriond.toml"
 	"-rw-r--r-- ./usr/share/doc/oriond/README.md"
+	"-rw-r--r-- ./usr/share/doc/oriond/README.packaging.md"
+	"-rw-r--r-- ./usr/share/doc/oriond/copyright"
 )
 files=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $1, $6}')
 for w in "${want[@]}"; do
@@ -110,10 +112,15 @@ if [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
 	diff <("$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
 		"$x/usr/lib/systemd/user/oriond.service" || fail "the packaged unit is not what oriond service install writes"
 fi
+grep -qx 'License: Expat' "$x/usr/share/doc/oriond/copyright" || fail "copyright: no Expat (MIT) license"
 if command -v groff >/dev/null; then
 	for page in oriond orionctl; do
 		w=$(zcat "$x/usr/share/man/man1/$page.1.gz" | groff -man -Tutf8 -ww -z 2>&1)
 		[ -z "$w" ] || fail "$page.1: $w"
+		# The options fit an 80-column terminal.
+		long=$(zcat "$x/usr/share/man/man1/$page.1.gz" | MANWIDTH=80 groff -man -Tutf8 -rLL=80n 2>/dev/null | col -bx |
+			awk '/^[A-Z]/ {s=$0} s=="OPTIONS" && length($0)>80')
+		[ -z "$long" ] || fail "$page.1: OPTIONS lines over 80 columns: $long"
 	done
 fi
 if command -v systemd-analyze >/dev/null && [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then

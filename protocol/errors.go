@@ -136,6 +136,11 @@ type ErrorData struct {
 	// write that failed, each with its own reason.
 	TxID  string      `json:"tx_id,omitempty"`
 	Files []FileError `json:"files,omitempty"`
+	// Next is the step the daemon suggests to an agent's client (a new
+	// session with supersedes, a new transaction), also the last sentence
+	// of Message; a client that takes other steps (orionctl) cuts it off
+	// and says its own.
+	Next string `json:"next,omitempty"`
 }
 
 // Error is an application error as it travels over the wire. Both the daemon

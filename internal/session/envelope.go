@@ -308,7 +308,8 @@ func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditRes
 	}
 	m.stopTimers(e)
 	m.traceStage(r, map[string]any{"edit": res})
-	pe.Message += fmt.Sprintf(" Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
+	pe.Data.Next = fmt.Sprintf("Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
+	pe.Message = sentence(pe.Message) + " " + pe.Data.Next
 	pe.Data.Attempt, pe.Data.MaxAttempts = r.attempt(), m.cfg.MaxAttempts
 	return pe
 }

@@ -2,6 +2,8 @@ package session
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/protocol"
@@ -10,6 +12,24 @@ import (
 // The engine reports failures as *protocol.Error: they are plain data (code,
 // reason, message) and the daemon passes them to the client unchanged, so a
 // known failure never turns into a generic one on the way out.
+
+// sentence ends a message with a period, so that another sentence can
+// follow it, unless it ends with punctuation already.
+func sentence(s string) string {
+	s = strings.TrimRight(s, " \n")
+	if s == "" || strings.ContainsAny(s[len(s)-1:], ".!?:") {
+		return s
+	}
+	return s + "."
+}
+
+// countOf formats n with the singular or the plural form of a noun.
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
 
 func notFound(id string) *protocol.Error {
 	e := protocol.Errorf(protocol.CodeSessionNotFound, protocol.ReasonSessionNotFound,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,8 @@ type harness struct {
 	mu    sync.Mutex
 	notes []notification
 	ids   int
+	// logger, if set before open, is the engine's logger.
+	logger *slog.Logger
 }
 
 func newHarness(t *testing.T) *harness {
@@ -60,7 +63,7 @@ func (h *harness) open() {
 		h.t.Fatal(err)
 	}
 	mgr, err := session.New(session.Config{
-		Store: st, Guard: guard, Clock: h.clock,
+		Store: st, Guard: guard, Clock: h.clock, Logger: h.logger,
 		NewID: func() string {
 			h.ids++
 			return fmt.Sprintf("00000000-0000-4000-8000-%012d", h.ids)
@@ -397,4 +400,57 @@ func TestRestartAfterCrashMidFinalize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A session that ended truncated is over: a later write of its target (by
+// another session, say) is recorded for a continuation to find, but is no
+// warning in the log; an open session's is.
+func TestTargetChangeWarnsOnlyForOpenSessions(t *testing.T) {
+	h := newHarness(t)
+	var logs lockedLog
+	h.close()
+	h.logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h.open()
+	path := filepath.Join(h.root, "f.txt")
+	os.WriteFile(path, []byte("original\n"), 0o644)
+
+	cut := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
+	h.append(cut.SessionID, "half of it")
+	h.clock.Advance(session.DefaultAutoFinalize + 3*time.Second)
+	if info, _ := h.mgr.Get(cut.SessionID); info.Stage != protocol.StageTruncated {
+		t.Fatalf("stage %s, want truncated", info.Stage)
+	}
+	os.WriteFile(path, []byte("written by a later session\n"), 0o644)
+	h.mgr.TargetChanged(path, "create")
+	if s := logs.String(); strings.Contains(s, "WARN") {
+		t.Fatalf("a change after the session ended truncated was logged as a warning:\n%s", s)
+	}
+	if info, _ := h.mgr.Get(cut.SessionID); info.Conflict != "create" {
+		t.Fatalf("conflict %q, want the change recorded", info.Conflict)
+	}
+
+	open := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
+	h.append(open.SessionID, "new\n")
+	os.WriteFile(path, []byte("edited\n"), 0o644)
+	h.mgr.TargetChanged(path, "write")
+	if s := logs.String(); !strings.Contains(s, `level=WARN msg="target changed during the session" session=`+open.SessionID) {
+		t.Fatalf("no warning for an open session's target:\n%s", s)
+	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -266,7 +266,14 @@ func (m *Manager) TargetChanged(path, kind string) {
 		n := protocol.ConflictNotification{SessionID: r.ID, TargetFile: path, Event: kind}
 		m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: "session.conflict", SessionID: r.ID,
 			Fields: map[string]any{"target": path, "event": kind}})
+		over := r.Stage == protocol.StageTruncated
 		e.mu.Unlock()
+		if over {
+			// A truncated session is over until it is continued: the change
+			// is recorded for a continuation to find, and is no warning.
+			m.cfg.Logger.Debug("target changed after the session ended truncated", "session", n.SessionID, "target", path, "event", kind)
+			continue
+		}
 		m.cfg.Logger.Warn("target changed during the session", "session", n.SessionID, "target", path, "event", kind)
 		m.cfg.Notify(n.SessionID, protocol.NotifySessionConflict, n)
 	}

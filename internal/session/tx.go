@@ -292,9 +292,9 @@ func (m *Manager) txRefused(tx *txRecord, fileErrs []protocol.FileError) error {
 		return err
 	}
 	pe := protocol.Errorf(protocol.CodeTxFailed, protocol.ReasonTxRefused,
-		"transaction %s: %s; nothing was written. First: %s: %s. %s",
-		tx.ID, tx.Error, fileErrs[0].TargetFile, fileErrs[0].Message, next)
-	pe.Data.TxID, pe.Data.Files = tx.ID, fileErrs
+		"transaction %s: %s; nothing was written. First: %s: %s %s",
+		tx.ID, tx.Error, fileErrs[0].TargetFile, sentence(fileErrs[0].Message), next)
+	pe.Data.TxID, pe.Data.Files, pe.Data.Next = tx.ID, fileErrs, next
 	return pe
 }
 
@@ -318,7 +318,7 @@ func (m *Manager) txDryRun(tx *txRecord, entries []*entry, p protocol.TxCommitPa
 	}
 	if len(fileErrs) > 0 {
 		pe := protocol.Errorf(protocol.CodeTxFailed, protocol.ReasonTxRefused,
-			"transaction %s: %d file(s) cannot be checked yet; first: %s: %s", tx.ID, len(fileErrs), fileErrs[0].TargetFile, fileErrs[0].Message)
+			"transaction %s: %s cannot be checked yet; first: %s: %s", tx.ID, countOf(len(fileErrs), "file", "files"), fileErrs[0].TargetFile, fileErrs[0].Message)
 		pe.Data.TxID, pe.Data.Files = tx.ID, fileErrs
 		return protocol.TxCommitResult{}, pe
 	}

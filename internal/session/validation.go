@@ -175,12 +175,12 @@ func (m *Manager) refuse(e *entry, v *protocol.Validation) error {
 	m.stopTimers(e)
 	m.traceStage(r, map[string]any{"validation": v})
 	left := m.cfg.MaxAttempts - r.attempt()
-	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%d attempt(s) left).", r.ID, left)
+	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%s left).", r.ID, countOf(left, "attempt", "attempts"))
 	if left <= 0 {
 		next = fmt.Sprintf("This was the last of %d attempts; stop and ask the user.", m.cfg.MaxAttempts)
 	}
 	pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonValidationFailed, "%s %s", v.Summary, next)
-	pe.Data.SessionID = r.ID
+	pe.Data.SessionID, pe.Data.Next = r.ID, next
 	pe.Data.Validation = v
 	pe.Data.Attempt = r.attempt()
 	pe.Data.MaxAttempts = m.cfg.MaxAttempts

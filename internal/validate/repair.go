@@ -88,8 +88,8 @@ type UTF8Error struct {
 
 // Error says where the first invalid byte is and what to do.
 func (e *UTF8Error) Error() string {
-	return fmt.Sprintf("content is not valid UTF-8: %d invalid byte(s), the first at line %d, column %d; send the text as UTF-8",
-		e.Count, e.Line, e.Column)
+	return fmt.Sprintf("content is not valid UTF-8: %s, the first at line %d, column %d; send the text as UTF-8",
+		countOf(e.Count, "invalid byte", "invalid bytes"), e.Line, e.Column)
 }
 
 // Unwrap lets errors.Is(err, ErrInvalidUTF8) match.
@@ -122,7 +122,7 @@ func Repair(path string, content, original []byte, hasOriginal bool, opts Repair
 		content = replaceInvalidUTF8(content)
 		fixes = append(fixes, Fix{
 			Kind:    FixInvalidUTF8Replaced,
-			Message: fmt.Sprintf("replaced %d byte(s) that were not valid UTF-8 with U+FFFD, the first at line %d, column %d", e.Count, e.Line, e.Column),
+			Message: fmt.Sprintf("replaced %s that were not valid UTF-8 with U+FFFD, the first at line %d, column %d", countOf(e.Count, "byte", "bytes"), e.Line, e.Column),
 			Line:    e.Line,
 			Count:   e.Count,
 		})
@@ -162,7 +162,7 @@ func Repair(path string, content, original []byte, hasOriginal bool, opts Repair
 	if n > 0 {
 		fixes = append(fixes, Fix{
 			Kind:    FixLineEndings,
-			Message: fmt.Sprintf("changed %d line ending(s) to %s", n, eolDescription(hasOriginal, eol, eolOf)),
+			Message: fmt.Sprintf("changed %s to %s", countOf(n, "line ending", "line endings"), eolDescription(hasOriginal, eol, eolOf)),
 			Count:   n,
 		})
 	}
@@ -272,7 +272,7 @@ func removeMarker(body []byte, marker string) ([]byte, []Fix) {
 			if !isBlank(rest) {
 				fixes = append(fixes, Fix{
 					Kind:    FixTextAfterMarker,
-					Message: fmt.Sprintf("removed %d byte(s) after the end marker: text after the marker is not part of the file", len(rest)),
+					Message: fmt.Sprintf("removed %s after the end marker: text after the marker is not part of the file", countOf(len(rest), "byte", "bytes")),
 					Line:    i + 2,
 				})
 			}

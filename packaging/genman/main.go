@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 func main() {
@@ -61,7 +62,7 @@ type help struct {
 // helpOf runs the program's help for the command path.
 func helpOf(bin string, path []string) (*help, error) {
 	cmd := exec.Command(bin, append(append([]string{}, path...), "--help")...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	cmd.Env = helpEnv(os.Environ())
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s --help: %w", bin, strings.Join(path, " "), err)
@@ -108,8 +109,71 @@ func helpOf(bin string, path []string) (*help, error) {
 		}
 	}
 	h.description = trimBlank(h.description)
-	h.rest = dropEmptySections(trimBlank(h.rest))
+	h.rest = wrapAll(dropEmptySections(trimBlank(h.rest)), optionWidth)
 	return h, sc.Err()
+}
+
+// helpEnv is the environment the help runs in: without XDG_* variables and
+// with HOME=~, so that defaults the help computes read ~/.config/... in the
+// page, not the paths of the machine that built it.
+func helpEnv(environ []string) []string {
+	env := []string{"NO_COLOR=1", "HOME=~"}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "XDG_") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "ORION_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// optionWidth is the longest line of the OPTIONS and of each command's
+// flags: man indents them by 7 columns, so they fit 80-column terminals.
+const optionWidth = 73
+
+// wrap breaks a line of flags or examples longer than width at spaces. A
+// flag's description continues under the description's column, other
+// lines under their own indentation.
+func wrap(line string, width int) []string {
+	if utf8.RuneCountInString(line) <= width {
+		return []string{line}
+	}
+	trimmed := strings.TrimLeft(line, " ")
+	col := len(line) - len(trimmed)
+	if strings.HasPrefix(trimmed, "-") {
+		if i := strings.Index(trimmed, "   "); i > 0 {
+			j := i + strings.IndexFunc(trimmed[i:], func(r rune) bool { return r != ' ' })
+			col += j
+		}
+	}
+	if col > width/2 {
+		col = width / 2
+	}
+	var out []string
+	cur := line[:col] // a flag's name and type, or the indentation
+	words := strings.Fields(line[col:])
+	pad := strings.Repeat(" ", col)
+	n := 0
+	for _, w := range words {
+		if n > 0 && utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(w) > width {
+			out = append(out, cur)
+			cur, n = pad, 0
+		}
+		if n > 0 {
+			cur += " "
+		}
+		cur += w
+		n++
+	}
+	return append(out, cur)
+}
+
+func wrapAll(lines []string, width int) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, wrap(l, width)...)
+	}
+	return out
 }
 
 // dropEmptySections removes section headers ("Flags:") left without

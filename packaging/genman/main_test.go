@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
@@ -48,5 +50,51 @@ func TestOriondPage(t *testing.T) {
 	cmd.Stdin = strings.NewReader(text)
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 		t.Fatalf("groff: %v\n%s", err, out)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       []string
+	}{
+		{"Short", "  -q, --quiet   be quiet", []string{"  -q, --quiet   be quiet"}},
+		{"Flag", "      --config string   config file (default ~/.config/orion/oriond.toml) [ORION_CONFIG]", []string{
+			"      --config string   config file (default ~/.config/orion/oriond.toml)",
+			"                        [ORION_CONFIG]",
+		}},
+		{"Example", "  orionctl tx write --op edit main.go=fix1.diff util.go=fix2.diff --dry-run --workspace-root x", []string{
+			"  orionctl tx write --op edit main.go=fix1.diff util.go=fix2.diff",
+			"  --dry-run --workspace-root x",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := wrap(tt.line, optionWidth)
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// Every line of the options and of each command's flags fits an
+// 80-column terminal once man indents it, and names no path of the
+// machine that built the page.
+func TestOptionsFitEightyColumns(t *testing.T) {
+	all, err := walk(testdaemon.Binary(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	for _, h := range all {
+		for _, l := range h.rest {
+			if n := utf8.RuneCountInString(l); n > optionWidth {
+				t.Errorf("oriond %s: %d columns: %q", strings.Join(h.path, " "), n, l)
+			}
+			if home != "" && strings.Contains(l, home+"/") {
+				t.Errorf("oriond %s: names this machine's home: %q", strings.Join(h.path, " "), l)
+			}
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -39,7 +40,8 @@ func main() {
 // run executes one orionctl invocation with swappable streams, so tests
 // drive the real command tree.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd()
+	g := &globals{}
+	root := newRootCmd(g)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -48,7 +50,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "orionctl:", err)
+	code := exitCode(err)
+	// A flag error stops parsing before --json is read.
+	if g.json || slices.Contains(args, "--json") {
+		printErrorJSON(stderr, err, code)
+	} else {
+		fmt.Fprintln(stderr, "orionctl:", err)
+	}
+	return code
+}
+
+// exitCode maps an error to the exit code scripts rely on.
+func exitCode(err error) int {
 	var ue usageError
 	switch {
 	case errors.As(err, &ue):
@@ -70,8 +83,7 @@ type globals struct {
 	json   bool
 }
 
-func newRootCmd() *cobra.Command {
-	g := &globals{}
+func newRootCmd(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "orionctl",
 		Short: "Control oriond, the Orion write-session daemon",
@@ -110,9 +122,11 @@ func (g *globals) dial(cmd *cobra.Command) (*client.Client, error) {
 	return client.Dial(cmd.Context(), g.socket, client.Options{})
 }
 
-// printJSON writes v as indented JSON, the --json output of every command.
+// printJSON writes v as indented JSON, the --json output of every command,
+// with <, > and & as they are (a person reads it too).
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -63,7 +63,11 @@ func newSessionsShowCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			s, err := c.Get(cmd.Context(), args[0])
+			id, err := resolveSession(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			s, err := c.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -79,11 +83,11 @@ func newSessionsShowCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "intent:\t%s\n", s.Intent)
 			}
 			fmt.Fprintf(tw, "end marker:\t%s (seen: %v)\n", s.EndMarker, s.EndMarkerSeen)
-			fmt.Fprintf(tw, "received:\t%d chunks, %d bytes, %d lines\n", s.LastSeq, s.Bytes, s.Lines)
+			fmt.Fprintf(tw, "received:\t%s, %s, %s\n", plural64(int64(s.LastSeq), "chunk", "chunks"), plural64(s.Bytes, "byte", "bytes"), plural64(s.Lines, "line", "lines"))
 			fmt.Fprintf(tw, "created:\t%s\n", s.CreatedAt.Local().Format(time.RFC3339))
 			fmt.Fprintf(tw, "updated:\t%s\n", s.UpdatedAt.Local().Format(time.RFC3339))
 			if s.Result != nil {
-				fmt.Fprintf(tw, "written:\t%d bytes, sha256 %s\n", s.Result.Bytes, s.Result.SHA256)
+				fmt.Fprintf(tw, "written:\t%s, sha256 %s\n", plural64(s.Result.Bytes, "byte", "bytes"), s.Result.SHA256)
 			}
 			return tw.Flush()
 		},
@@ -107,33 +111,37 @@ a model continue it) unless --finalize writes what arrived as it is.`,
 			}
 			defer c.Close()
 			ctx := cmd.Context()
-			res, err := c.Resume(ctx, args[0])
+			id, err := resolveSession(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := c.Resume(ctx, id)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			switch {
 			case res.Stage == protocol.StageCompleted:
-				info, err := c.Get(ctx, args[0])
+				info, err := c.Get(ctx, id)
 				if err != nil {
 					return err
 				}
 				if info.Result == nil {
-					return fmt.Errorf("session %s is completed but has no summary", args[0])
+					return fmt.Errorf("session %s is completed but has no summary", id)
 				}
 				return printSummary(cmd, g, *info.Result)
 			case res.EndMarkerSeen || res.Stage == protocol.StageFinalizing || finalize:
-				fin, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: args[0], EndOfInput: finalize, Force: force})
+				fin, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: id, EndOfInput: finalize, Force: force})
 				if err != nil {
-					return err
+					return finalizeRefusal(cmd, c, id, err)
 				}
 				return printSummary(cmd, g, fin)
 			}
 			if g.json {
 				return printJSON(out, res)
 			}
-			fmt.Fprintf(out, "session %s (%s) stops at %d lines, %d bytes; next seq %d\n",
-				res.SessionID, res.Stage, res.Lines, res.Bytes, res.NextSeq)
+			fmt.Fprintf(out, "session %s (%s) stops at %s, %s; next seq %d\n",
+				res.SessionID, res.Stage, plural64(res.Lines, "line", "lines"), plural64(res.Bytes, "byte", "bytes"), res.NextSeq)
 			fmt.Fprintf(out, "target: %s (%s)\n\nlast lines:\n%s\n", res.TargetFile, res.Operation, res.Tail)
 			fmt.Fprintf(out, "to continue, tell the model:\n%s\n\n", res.ContinuePrompt)
 			fmt.Fprintf(out, "or write what arrived as it is: orionctl sessions recover --finalize %s\n", res.SessionID)
@@ -169,7 +177,7 @@ flags, the daemon's retention periods apply, as in its periodic sweep.`,
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "expired %d sessions, pruned %d\n", len(res.Expired), len(res.Pruned))
+			fmt.Fprintf(cmd.OutOrStdout(), "expired %s, pruned %d\n", plural(len(res.Expired), "session", "sessions"), len(res.Pruned))
 			return nil
 		},
 	}

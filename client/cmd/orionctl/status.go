@@ -33,7 +33,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "state dir:      %s\n", st.StateDir)
 			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(st.AllowedRoots, ", "))
 			fmt.Fprintf(out, "open sessions:  %d\n", st.OpenSessions)
-			fmt.Fprintf(out, "limits:         %d bytes per chunk, %d per session\n", st.MaxChunkBytes, st.MaxSessionBytes)
+			fmt.Fprintf(out, "limits:         %s per chunk, %d per session\n", plural64(st.MaxChunkBytes, "byte", "bytes"), st.MaxSessionBytes)
 			if tr := st.Trace; tr != nil {
 				capped := "no cap"
 				if tr.MaxBytes > 0 {

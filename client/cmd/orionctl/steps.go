@@ -13,8 +13,8 @@ import (
 // seeing what an agent's client does.
 
 func newBeginCmd(g *globals) *cobra.Command {
-	var op, intent, workspace, spec string
-	var mustExist bool
+	var op, intent, workspace, spec, supersedes string
+	var mustExist, quiet bool
 	cmd := &cobra.Command{
 		Use:   "begin TARGET",
 		Short: "Open a write session and print its id and end marker",
@@ -32,9 +32,12 @@ func newBeginCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			if supersedes, err = resolveSession(cmd.Context(), c, supersedes); err != nil {
+				return err
+			}
 			res, err := c.Begin(cmd.Context(), protocol.BeginParams{
 				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
-				PatchSpec: patchSpec(spec), MustExist: mustExist,
+				PatchSpec: patchSpec(spec), MustExist: mustExist, Supersedes: supersedes,
 			})
 			if err != nil {
 				return err
@@ -42,6 +45,10 @@ func newBeginCmd(g *globals) *cobra.Command {
 			out := cmd.OutOrStdout()
 			if g.json {
 				return printJSON(out, res)
+			}
+			if quiet {
+				fmt.Fprintln(out, res.SessionID)
+				return nil
 			}
 			fmt.Fprintf(out, "session:     %s\ntarget:      %s (%s)\nend marker:  %s\n\n%s\n",
 				res.SessionID, res.TargetFile, res.Operation, res.EndMarker, res.Instructions)
@@ -54,6 +61,8 @@ func newBeginCmd(g *globals) *cobra.Command {
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
 	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
 	f.BoolVar(&mustExist, "must-exist", false, "refuse unless TARGET exists")
+	f.StringVar(&supersedes, "supersedes", "", "the session (needs_corrections) this one corrects")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the session id, for scripts")
 	return cmd
 }
 
@@ -71,14 +80,18 @@ func newAppendCmd(g *globals) *cobra.Command {
 			}
 			defer c.Close()
 			ctx := cmd.Context()
+			id, err := resolveSession(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
 			if seq == 0 {
-				info, err := c.Get(ctx, args[0])
+				info, err := c.Get(ctx, id)
 				if err != nil {
 					return err
 				}
 				seq = info.LastSeq + 1
 			}
-			last, n, err := c.Stream(ctx, args[0], cmd.InOrStdin(), client.StreamOptions{ChunkSize: chunkSize, FirstSeq: seq})
+			last, n, err := c.Stream(ctx, id, cmd.InOrStdin(), client.StreamOptions{ChunkSize: chunkSize, FirstSeq: seq})
 			if err != nil {
 				return err
 			}
@@ -86,8 +99,12 @@ func newAppendCmd(g *globals) *cobra.Command {
 			if g.json {
 				return printJSON(out, last)
 			}
-			fmt.Fprintf(out, "appended %d chunks; session %s now %d bytes, %d lines, end marker seen: %v\n",
-				n, args[0], last.Bytes, last.Lines, last.EndMarkerSeen)
+			marker := "not seen yet"
+			if last.EndMarkerSeen {
+				marker = "seen"
+			}
+			fmt.Fprintf(out, "appended %s; session %s now %s, %s; end marker %s\n",
+				plural64(int64(n), "chunk", "chunks"), shortID(id), plural64(last.Bytes, "byte", "bytes"), plural64(last.Lines, "line", "lines"), marker)
 			return nil
 		},
 	}
@@ -111,11 +128,21 @@ simply ended (a file or a pipe, not a model's stream).`,
 				return err
 			}
 			defer c.Close()
-			res, err := c.Finalize(cmd.Context(), protocol.FinalizeParams{SessionID: args[0], EndOfInput: endOfInput, DryRun: dryRun, Force: force})
+			id, err := resolveSession(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
 			}
-			return printSummary(cmd, g, res)
+			res, err := c.Finalize(cmd.Context(), protocol.FinalizeParams{SessionID: id, EndOfInput: endOfInput, DryRun: dryRun, Force: force})
+			if err != nil {
+				return finalizeRefusal(cmd, c, id, err)
+			}
+			if err := printSummary(cmd, g, res); err != nil {
+				return err
+			}
+			if dryRun {
+				return dryRunRefusal(res, nextDryRun)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&endOfInput, "end-of-input", false, "the content is complete without an end marker")
@@ -135,7 +162,11 @@ func newAbortCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			res, err := c.Abort(cmd.Context(), args[0])
+			id, err := resolveSession(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			res, err := c.Abort(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -149,20 +180,38 @@ func newAbortCmd(g *globals) *cobra.Command {
 }
 
 func newUndoCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "undo SESSION",
+	var last bool
+	cmd := &cobra.Command{
+		Use:   "undo SESSION | --last",
 		Short: "Restore what a completed session replaced",
 		Long: `Put back the content a completed session replaced (kept in the store as a
 backup), or remove the file if the session created it. Refused if the file
-changed since the session wrote it.`,
-		Args: exactArgs(1),
+changed since the session wrote it. --last undoes the session that wrote
+most recently.`,
+		Example: `  orionctl undo 1b4e28ba
+  orionctl undo --last`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if last && len(args) != 0 || !last && len(args) != 1 {
+				return usageError{fmt.Errorf("give a SESSION or --last, not both")}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.dial(cmd)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			res, err := c.Undo(cmd.Context(), args[0])
+			var id string
+			if last {
+				id, err = lastWritten(cmd.Context(), c)
+			} else {
+				id, err = resolveSession(cmd.Context(), c, args[0])
+			}
+			if err != nil {
+				return err
+			}
+			res, err := c.Undo(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -173,8 +222,21 @@ changed since the session wrote it.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s, which session %s had created\n", res.TargetFile, res.SessionID)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %d bytes, sha256 %s\n", res.TargetFile, res.RestoredBytes, res.SHA256)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %s, sha256 %s\n", res.TargetFile, plural64(res.RestoredBytes, "byte", "bytes"), res.SHA256)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&last, "last", false, "undo the session that wrote most recently")
+	return cmd
+}
+
+// finalizeRefusal tells a refused finalize in orionctl's words: the session
+// is kept (needs_corrections), and a corrected attempt is a new session
+// that supersedes it.
+func finalizeRefusal(cmd *cobra.Command, c *client.Client, id string, err error) error {
+	name := ""
+	if info, gerr := c.Get(cmd.Context(), id); gerr == nil {
+		name = displayName(info.TargetFile)
+	}
+	return refusal(err, name, fmt.Sprintf(nextReplaced, shortID(id)))
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +64,9 @@ is waited for until the daemon's auto-finalize ends it as truncated.`,
 				defer f.Close()
 				in = f
 			}
+			if !replay {
+				in = &placeholderGuard{r: in}
+			}
 			if workspace == "" {
 				wd, err := os.Getwd()
 				if err != nil {
@@ -90,6 +95,35 @@ is waited for until the daemon's auto-finalize ends it as truncated.`,
 	f.DurationVar(&truncWait, "truncate-wait", 0, "how long to wait for the auto-finalize at the end (default: its period + 2s)")
 	f.BoolVar(&replay, "replay", false, "replace {{marker}} placeholders of a recorded stream with the live session's end marker")
 	return cmd
+}
+
+// placeholder is how recorded streams (client/testdata/streams) stand for
+// the end marker, which only the live session knows: "{{marker}}" or
+// "{{marker:N}}".
+const placeholder = "{{marker"
+
+// errPlaceholder stops a recorded stream run without --replay: its
+// placeholders would never match the live marker, and the session would
+// wait for the auto-finalize to end it truncated.
+var errPlaceholder = errors.New("the stream holds {{marker}} placeholders, as recorded streams do: " +
+	"run it with --replay, which puts the live session's end marker in their place")
+
+// placeholderGuard fails a read that brings a placeholder, even one split
+// across reads.
+type placeholderGuard struct {
+	r    io.Reader
+	tail []byte
+}
+
+func (g *placeholderGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	buf := append(g.tail, p[:n]...)
+	if bytes.Contains(buf, []byte(placeholder)) {
+		return 0, errPlaceholder
+	}
+	keep := min(len(buf), len(placeholder)-1)
+	g.tail = append(g.tail[:0], buf[len(buf)-keep:]...)
+	return n, err
 }
 
 // runStream runs the controller over in and prints its events as JSON

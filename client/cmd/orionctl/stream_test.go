@@ -3,12 +3,16 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"time"
 
 	"github.com/orion-agent/orion/client/controller"
 	"github.com/orion-agent/orion/internal/testdaemon"
@@ -191,5 +195,31 @@ func TestStreamUsage(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, errOut, tt.code, tt.stderr)
 			}
 		})
+	}
+}
+
+// A recorded stream run without --replay stops at once and says why,
+// rather than waiting for an auto-finalize that ends its session truncated.
+func TestStreamPlaceholderWithoutReplay(t *testing.T) {
+	d := testdaemon.Start(t)
+	start := time.Now()
+	code, _, errOut := orionctl(t, d.Socket, "", "stream", "--workspace-root", d.Root, "../../testdata/streams/marker_split.sse")
+	if got, want := errOut, "orionctl: "+errPlaceholder.Error()+"\n"; code != exitFailure || got != want {
+		t.Fatalf("exit %d, stderr %q; want exit 1, %q", code, got, want)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("took %v", took)
+	}
+}
+
+func TestPlaceholderGuardSplitAcrossReads(t *testing.T) {
+	in := `data: {"content":"text {{marker}}"}`
+	_, err := io.ReadAll(&placeholderGuard{r: iotest.OneByteReader(strings.NewReader(in))})
+	if !errors.Is(err, errPlaceholder) {
+		t.Fatalf("err %v, want errPlaceholder", err)
+	}
+	clean := `data: {"content":"{{ not a marker }}"}`
+	if b, err := io.ReadAll(&placeholderGuard{r: iotest.OneByteReader(strings.NewReader(clean))}); err != nil || string(b) != clean {
+		t.Fatalf("clean input: %q, %v", b, err)
 	}
 }

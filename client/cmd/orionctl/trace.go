@@ -56,6 +56,17 @@ prefix ending in * (session.*).`,
 			var session string
 			if len(args) == 1 {
 				session = args[0]
+				if len(session) >= minPrefix && len(session) < fullIDLen {
+					c, err := g.dial(cmd)
+					if err != nil {
+						return err
+					}
+					session, err = resolveSession(cmd.Context(), c, session)
+					c.Close()
+					if err != nil {
+						return err
+					}
+				}
 			}
 			if o.follow && o.export {
 				return usageError{errors.New("--follow and --export do not go together: export what is stored, or follow what comes")}
@@ -593,7 +604,7 @@ func (a *appendRun) lines() []string {
 	}
 	out = append(out, "Method: session.append", "Chunks: "+chunks)
 	if a.bytes != "" {
-		out = append(out, "Received: "+a.bytes+" bytes")
+		out = append(out, "Received: "+pluralStr(a.bytes, "byte", "bytes"))
 	}
 	if a.hasMarker {
 		out = append(out, "End marker: seen at seq "+a.marker)
@@ -652,7 +663,7 @@ func (r *rung) absorb(ev protocol.TraceEvent, f map[string]any) {
 		b, hasB := fieldString(f, "bytes")
 		l, hasL := fieldString(f, "lines")
 		if hasB || hasL {
-			r.content = b + " bytes, " + l + " lines"
+			r.content = pluralStr(b, "byte", "bytes") + ", " + pluralStr(l, "line", "lines")
 		}
 		if target, ok := fieldString(f, "target"); ok {
 			op, _ := fieldString(f, "operation")
@@ -667,7 +678,7 @@ func (r *rung) absorb(ev protocol.TraceEvent, f map[string]any) {
 		target, _ := fieldString(f, "target")
 		b, _ := fieldString(f, "bytes")
 		l, _ := fieldString(f, "lines")
-		line := fmt.Sprintf("Wrote: %s, %s bytes, %s lines", target, b, l)
+		line := fmt.Sprintf("Wrote: %s, %s, %s", target, pluralStr(b, "byte", "bytes"), pluralStr(l, "line", "lines"))
 		if mode, ok := fieldString(f, "mode"); ok {
 			line += ", mode " + mode
 		}
@@ -685,7 +696,7 @@ func (r *rung) absorb(ev protocol.TraceEvent, f map[string]any) {
 			}
 		}
 		if fb, ok := fieldString(f, "file_bytes"); ok && fb != b {
-			r.add("File now: %s bytes", fb)
+			r.add("File now: %s", pluralStr(fb, "byte", "bytes"))
 		}
 		genericFields(r, f, "target", "bytes", "lines", "mode", "sha256", "warnings", "operation", "file_bytes")
 	case protocol.TraceConflict:
@@ -768,7 +779,7 @@ func renderLadder(w io.Writer, session string, events []protocol.TraceEvent, wid
 			b, hasB := fieldString(f, "bytes")
 			l, _ := fieldString(f, "lines")
 			if hasB {
-				outcome += ", " + b + " bytes, " + l + " lines"
+				outcome += ", " + pluralStr(b, "byte", "bytes") + ", " + pluralStr(l, "line", "lines")
 			}
 		}
 	}

@@ -71,7 +71,7 @@ func newTxWriteCmd(g *globals) *cobra.Command {
 				if _, err := c.TxAbort(ctx, tx.TxID); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting transaction %s: %v\n", tx.TxID, err)
 				}
-				return cause
+				return refusal(cause, "", nextTxAbort)
 			}
 			for i, s := range tx.Sessions {
 				f, err := os.Open(sources[i])
@@ -93,7 +93,10 @@ func newTxWriteCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			return printTx(cmd, g, res)
+			if err := printTx(cmd, g, res); err != nil {
+				return err
+			}
+			return txDryRunRefusal(res, nextTxAbort)
 		},
 	}
 	f := cmd.Flags()
@@ -116,7 +119,11 @@ func newTxShowCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			info, err := c.TxGet(cmd.Context(), args[0])
+			id, err := resolveTx(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := c.TxGet(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -137,11 +144,21 @@ func newTxCommitCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			res, err := c.TxCommit(cmd.Context(), protocol.TxCommitParams{TxID: args[0], DryRun: dryRun, Force: force, EndOfInput: endOfInput})
+			id, err := resolveTx(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
 			}
-			return printTx(cmd, g, res)
+			res, err := c.TxCommit(cmd.Context(), protocol.TxCommitParams{TxID: id, DryRun: dryRun, Force: force, EndOfInput: endOfInput})
+			if err != nil {
+				return err
+			}
+			if err := printTx(cmd, g, res); err != nil {
+				return err
+			}
+			if dryRun {
+				return txDryRunRefusal(res, "Nothing was written (dry run).")
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -162,7 +179,11 @@ func newTxAbortCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			info, err := c.TxAbort(cmd.Context(), args[0])
+			id, err := resolveTx(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			info, err := c.TxAbort(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -179,10 +200,22 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 	if res.DryRun {
 		fmt.Fprintf(out, "dry run of transaction %s, nothing written:\n", res.TxID)
 	} else {
-		fmt.Fprintf(out, "transaction %s %s: %d files\n", res.TxID, res.Stage, len(res.Files))
+		fmt.Fprintf(out, "transaction %s %s: %s\n", res.TxID, res.Stage, plural(len(res.Files), "file", "files"))
 	}
 	for _, f := range res.Files {
-		fmt.Fprintf(out, "  %s (%s): %d bytes, %d lines, sha256 %s\n", displayName(f.TargetFile), f.Operation, f.FileBytes, f.Lines, f.FileSHA256)
+		name := displayName(f.TargetFile)
+		switch {
+		case res.DryRun && contentRefusal(name, f.Validation, editWarning(f)) != "":
+			fmt.Fprintf(out, "  %s (%s): would be refused\n", name, f.Operation)
+		case res.DryRun:
+			// A dry run describes the content it checked; the file is not
+			// written, so it has no bytes of its own yet.
+			fmt.Fprintf(out, "  %s (%s): would get %s, %s, sha256 %s\n", name, f.Operation,
+				plural64(f.Bytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), f.SHA256)
+		default:
+			fmt.Fprintf(out, "  %s (%s): %s, %s, sha256 %s\n", name, f.Operation,
+				plural64(f.FileBytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), f.FileSHA256)
+		}
 		printChecks(out, f)
 		if res.DryRun {
 			fmt.Fprint(out, f.Diff)
@@ -201,7 +234,36 @@ func printTxInfo(cmd *cobra.Command, g *globals, info protocol.TxInfo) error {
 		fmt.Fprintf(out, "last error:  %s\n", info.Error)
 	}
 	for _, f := range info.Files {
-		fmt.Fprintf(out, "  %s: %d bytes, sha256 %s\n", displayName(f.TargetFile), f.FileBytes, f.FileSHA256)
+		fmt.Fprintf(out, "  %s: %s, sha256 %s\n", displayName(f.TargetFile), plural64(f.FileBytes, "byte", "bytes"), f.FileSHA256)
 	}
 	return nil
+}
+
+// txDryRunRefusal is the error of a transaction's dry run that found what
+// the commit would refuse, in the words of the commit's refusal; nil when
+// every file would be written.
+func txDryRunRefusal(res protocol.TxCommitResult, next string) error {
+	var parts []string
+	var files []protocol.FileError
+	for _, f := range res.Files {
+		part := contentRefusal(displayName(f.TargetFile), f.Validation, editWarning(f))
+		if part == "" {
+			continue
+		}
+		parts = append(parts, part)
+		fe := protocol.FileError{SessionID: f.SessionID, TargetFile: f.TargetFile, Code: protocol.CodeValidationFailed,
+			Reason: protocol.ReasonValidationFailed, Message: part, Validation: f.Validation, Edit: f.Edit}
+		if editWarning(f) != "" {
+			fe.Code, fe.Reason = protocol.CodeEditFailed, protocol.ReasonEditFailed
+		}
+		files = append(files, fe)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	text := fmt.Sprintf("transaction %s: %s failed the check:\n%s",
+		res.TxID, plural(len(parts), "file", "files"), strings.Join(parts, "\n"))
+	pe := &protocol.Error{Code: protocol.CodeTxFailed, Message: text,
+		Data: protocol.ErrorData{Reason: protocol.ReasonTxRefused, TxID: res.TxID, Files: files}}
+	return &refusedError{text: text + "\n" + next, pe: pe}
 }

@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -21,13 +21,14 @@ const progressThreshold = 4 << 20
 
 func newWriteCmd(g *globals) *cobra.Command {
 	var (
-		op        string
-		intent    string
-		workspace string
-		chunkSize int
-		dryRun    bool
-		spec      string
-		mustExist bool
+		op         string
+		intent     string
+		workspace  string
+		chunkSize  int
+		dryRun     bool
+		spec       string
+		mustExist  bool
+		supersedes string
 	)
 	cmd := &cobra.Command{
 		Use:   "write TARGET",
@@ -60,29 +61,33 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 			}
 			defer c.Close()
 			ctx := cmd.Context()
+			if supersedes, err = resolveSession(ctx, c, supersedes); err != nil {
+				return err
+			}
 			begun, err := c.Begin(ctx, protocol.BeginParams{
 				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
-				PatchSpec: patchSpec(spec), MustExist: mustExist,
+				PatchSpec: patchSpec(spec), MustExist: mustExist, Supersedes: supersedes,
 			})
 			if err != nil {
 				return err
 			}
+			name := displayName(begun.TargetFile)
 			in := cmd.InOrStdin()
 			bar := newProgress(cmd, in)
 			opts := client.StreamOptions{ChunkSize: chunkSize}
 			if bar != nil {
-				opts.Progress = func(sent int64) { bar.Set64(sent) }
+				opts.Progress = bar.Set
 			}
 			_, _, err = c.Stream(ctx, begun.SessionID, in, opts)
 			if bar != nil {
 				bar.Finish()
 			}
 			if err != nil {
-				return abandon(cmd, c, begun.SessionID, err)
+				return abandon(cmd, c, begun.SessionID, name, err)
 			}
 			res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID, EndOfInput: true, DryRun: dryRun})
 			if err != nil {
-				return abandon(cmd, c, begun.SessionID, err)
+				return abandon(cmd, c, begun.SessionID, name, err)
 			}
 			if dryRun {
 				// Nothing is kept of a dry run.
@@ -90,7 +95,13 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 					return err
 				}
 			}
-			return printSummary(cmd, g, res)
+			if err := printSummary(cmd, g, res); err != nil {
+				return err
+			}
+			if dryRun {
+				return dryRunRefusal(res, nextAborted)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -99,28 +110,30 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 	f.StringVar(&workspace, "workspace-root", "", "directory a relative TARGET resolves against (default: current directory)")
 	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
 	f.BoolVar(&mustExist, "must-exist", false, "refuse unless TARGET exists")
+	f.StringVar(&supersedes, "supersedes", "", "the session (needs_corrections) this write corrects")
 	f.IntVar(&chunkSize, "chunk-size", client.DefaultChunkSize, "bytes per chunk")
 	f.BoolVar(&dryRun, "dry-run", false, "repair and validate, print the diff against the current file, write nothing")
 	return cmd
 }
 
-// abandon aborts a session the daemon refused, so it does not linger; a
+// abandon aborts a session the daemon refused, so it does not linger, and
+// says so in the error, which tells what to do next with orionctl; a
 // session cut off by a lost connection is kept, since its journaled content
 // can still be resumed, and the message says where to find it.
-func abandon(cmd *cobra.Command, c *client.Client, id string, cause error) error {
+func abandon(cmd *cobra.Command, c *client.Client, id, name string, cause error) error {
 	var pe *protocol.Error
 	if !errors.As(cause, &pe) {
-		return fmt.Errorf("session %s interrupted (its acknowledged content is kept; see `orionctl sessions show %s`): %w", id, id, cause)
+		return fmt.Errorf("session %s interrupted (its acknowledged content is kept; see `orionctl sessions show %s`): %w", id, shortID(id), cause)
 	}
 	if _, err := c.Abort(cmd.Context(), id); err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting session %s: %v\n", id, err)
 	}
-	return cause
+	return refusal(cause, name, nextAborted)
 }
 
-// newProgress returns a progress bar on stderr when stderr is a terminal and
-// the input is large or of unknown size; otherwise nil.
-func newProgress(cmd *cobra.Command, in io.Reader) *progressbar.ProgressBar {
+// newProgress returns a progress line on stderr when stderr is a terminal
+// and the input is large or of unknown size; otherwise nil.
+func newProgress(cmd *cobra.Command, in io.Reader) *progress {
 	errOut, ok := cmd.ErrOrStderr().(*os.File)
 	if !ok || !term.IsTerminal(int(errOut.Fd())) {
 		return nil
@@ -134,12 +147,7 @@ func newProgress(cmd *cobra.Command, in io.Reader) *progressbar.ProgressBar {
 	if size >= 0 && size < progressThreshold {
 		return nil
 	}
-	return progressbar.NewOptions64(size,
-		progressbar.OptionSetWriter(errOut),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionSetDescription("writing"),
-		progressbar.OptionClearOnFinish(),
-	)
+	return newProgressLine(errOut, size, time.Now)
 }
 
 func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) error {
@@ -149,13 +157,24 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 	}
 	name := displayName(res.TargetFile)
 	if res.DryRun {
-		fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %d bytes, %d lines\n", name, res.Operation, res.Bytes, res.Lines)
+		if contentRefusal(name, res.Validation, editWarning(res)) != "" {
+			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would be refused\n", name, res.Operation)
+		} else {
+			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %s, %s\n", name, res.Operation,
+				plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"))
+		}
 		printChecks(out, res)
 		fmt.Fprint(out, res.Diff)
 		return nil
 	}
+	if alreadyApplied(res) {
+		fmt.Fprintf(out, "%s (%s): already applied, nothing written\n", name, res.Operation)
+		printChecks(out, res)
+		fmt.Fprintf(out, "session %s\n", res.SessionID)
+		return nil
+	}
 	if len(res.Files) > 0 {
-		fmt.Fprintf(out, "applied the edit to %d files, all or none:\n", len(res.Files))
+		fmt.Fprintf(out, "applied the edit to %s, all or none:\n", plural(len(res.Files), "file", "files"))
 		for _, f := range res.Files {
 			to := ""
 			if f.MovedTo != "" {
@@ -164,18 +183,42 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 			fmt.Fprintf(out, "  %-6s %s%s\n", f.Kind, displayName(f.TargetFile), to)
 		}
 		printChecks(out, res)
+		printSession(out, res)
 		return nil
 	}
-	fmt.Fprintf(out, "wrote %s (%s): %d bytes, %d lines, mode %s\nsha256 %s\n",
-		name, res.Operation, res.Bytes, res.Lines, res.Mode, res.SHA256)
+	fmt.Fprintf(out, "wrote %s (%s): %s, %s, mode %s\nsha256 %s\n",
+		name, res.Operation, plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"), res.Mode, res.SHA256)
 	printChecks(out, res)
 	if res.Operation == protocol.OpAppend {
-		fmt.Fprintf(out, "file now %d bytes, sha256 %s\n", res.FileBytes, res.FileSHA256)
+		fmt.Fprintf(out, "file now %s, sha256 %s\n", plural64(res.FileBytes, "byte", "bytes"), res.FileSHA256)
 	}
 	if res.TrailingBytes > 0 {
-		fmt.Fprintf(out, "ignored %d bytes after the end marker: %q\n", res.TrailingBytes, res.TrailingPreview)
+		fmt.Fprintf(out, "ignored %s after the end marker: %q\n", plural64(res.TrailingBytes, "byte", "bytes"), res.TrailingPreview)
 	}
+	printSession(out, res)
 	return nil
+}
+
+// printSession names the session that wrote, and how to undo it.
+func printSession(out io.Writer, res protocol.FinalizeResult) {
+	if res.SessionID == "" {
+		return
+	}
+	fmt.Fprintf(out, "session %s (undo: orionctl undo %s)\n", res.SessionID, shortID(res.SessionID))
+}
+
+// alreadyApplied reports an edit or patch whose every part was already in
+// the file: the daemon wrote nothing.
+func alreadyApplied(res protocol.FinalizeResult) bool {
+	if res.Edit == nil || len(res.Edit.Blocks) == 0 {
+		return false
+	}
+	for _, b := range res.Edit.Blocks {
+		if b.Status != "already_applied" {
+			return false
+		}
+	}
+	return true
 }
 
 // displayName shows a path relative to the current directory when it lies
@@ -211,6 +254,9 @@ func printChecks(out io.Writer, res protocol.FinalizeResult) {
 		}
 	}
 	for _, w := range res.Warnings {
+		if res.DryRun && w.Code == protocol.ReasonEditFailed {
+			continue // the dry run's error says it, as the real run would
+		}
 		fmt.Fprintf(out, "warning: %s [%s]\n", w.Message, w.Code)
 	}
 }

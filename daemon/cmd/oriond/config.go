@@ -87,8 +87,19 @@ type configFile struct {
 
 // addConfigFlag defines --config on the root command, for every
 // subcommand.
-func addConfigFlag(root *cobra.Command) {
-	root.PersistentFlags().String("config", "", "config file (default $XDG_CONFIG_HOME/orion/"+ConfigFileName+") [ORION_CONFIG]")
+func addConfigFlag(root *cobra.Command, getenv func(string) string) {
+	root.PersistentFlags().String("config", "", "config file (default "+defaultConfigPath(getenv)+") [ORION_CONFIG]")
+}
+
+// defaultConfigPath is the config file read when neither --config nor
+// $ORION_CONFIG names one, as help shows it: the real path, from
+// $XDG_CONFIG_HOME only when it is set.
+func defaultConfigPath(getenv func(string) string) string {
+	dir, err := paths.DefaultConfigDir(paths.Env(getenv))
+	if err != nil {
+		return "$XDG_CONFIG_HOME/orion/" + ConfigFileName + ", else ~/.config/orion/" + ConfigFileName
+	}
+	return filepath.Join(dir, ConfigFileName)
 }
 
 // locateConfig finds the config file for cmd.
@@ -447,7 +458,8 @@ their dashes; strings, durations ("2s", "1h30m") and paths are strings, sizes
 integers, allow-root an array of strings. Unknown keys are an error.
 
 It is --config PATH, else $ORION_CONFIG, else
-$XDG_CONFIG_HOME/orion/oriond.toml, else ~/.config/orion/oriond.toml. A missing
+$XDG_CONFIG_HOME/orion/oriond.toml, else ~/.config/orion/oriond.toml
+(here: ` + defaultConfigPath(getenv) + `). A missing
 default file means defaults; ORION_CONFIG=/dev/null reads no file.
 
 Each setting takes the first of: its flag, its environment variable

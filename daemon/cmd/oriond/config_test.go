@@ -367,3 +367,36 @@ func TestTraceMaxBytes(t *testing.T) {
 		}
 	}
 }
+
+// Help names the config file that would be read, not a variable that is
+// not set.
+func TestHelpShowsTheRealConfigPath(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"NoXDG", map[string]string{"HOME": "/home/me"}, "/home/me/.config/orion/oriond.toml"},
+		{"XDG", map[string]string{"HOME": "/home/me", "XDG_CONFIG_HOME": "/cfg"}, "/cfg/orion/oriond.toml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"config", "--help"}} {
+				root := newRootCmd(func(k string) string { return tt.env[k] })
+				var out bytes.Buffer
+				root.SetOut(&out)
+				root.SetArgs(args)
+				if err := root.Execute(); err != nil {
+					t.Fatal(err)
+				}
+				help := out.String()
+				if !strings.Contains(help, tt.want) {
+					t.Errorf("oriond %v does not name %s:\n%s", args, tt.want, help)
+				}
+				if tt.env["XDG_CONFIG_HOME"] == "" && strings.Contains(help, "(default $XDG_CONFIG_HOME") {
+					t.Errorf("oriond %v names $XDG_CONFIG_HOME as the default although it is unset", args)
+				}
+			}
+		})
+	}
+}

@@ -47,7 +47,7 @@ marker, writes the file atomically.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	addConfigFlag(root)
+	addConfigFlag(root, getenv)
 	root.AddCommand(newRunCmd(getenv), newServiceCmd(getenv), newConfigCmd(getenv))
 	return root
 }

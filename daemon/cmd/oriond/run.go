@@ -29,7 +29,7 @@ func newRunCmd(getenv func(string) string) *cobra.Command {
 
 Every flag can be set in the config file (TOML; the key is the flag's name:
 see "oriond config"), at --config, $ORION_CONFIG, else
-$XDG_CONFIG_HOME/orion/oriond.toml. Each setting takes the first of: its flag,
+` + defaultConfigPath(getenv) + `. Each setting takes the first of: its flag,
 its environment variable, the config file, the default:
   --socket          $ORION_SOCKET, else $XDG_RUNTIME_DIR/orion/oriond.sock,
                     else /tmp/orion-$UID/oriond.sock

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Every reason package protocol declares is in protocol.ErrorReasons, once.
+func TestEveryReasonIsDocumented(t *testing.T) {
+	missing, err := undocumented("../../../protocol", protocol.ErrorReasons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Fatal(missingError(missing))
+	}
+	seen := map[string]bool{}
+	for _, d := range protocol.ErrorReasons {
+		if seen[d.Reason] {
+			t.Errorf("%s is in protocol.ErrorReasons twice", d.Reason)
+		}
+		seen[d.Reason] = true
+		if d.Code == 0 || d.Doc == "" {
+			t.Errorf("%s has no code or no doc", d.Reason)
+		}
+	}
+}
+
+// The README's table is the one generated from protocol.ErrorReasons.
+func TestREADMEErrorTable(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rewrite(readme, table(protocol.ErrorReasons))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(readme) {
+		t.Fatal("the README's error table differs from protocol.ErrorReasons: run go generate ./protocol")
+	}
+}
+
+func TestUndocumentedReasonIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	src := "package protocol\n\nconst (\n\tReasonKnown = \"known\"\n\t// ReasonNew is new.\n\tReasonNew = \"new_reason\"\n\tCodeX = -32099\n)\n"
+	if err := os.WriteFile(dir+"/errors.go", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing, err := undocumented(dir, []protocol.ReasonDoc{{Code: -32000, Reason: "known", Doc: "d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(missing, ","), `ReasonNew ("new_reason")`; got != want {
+		t.Fatalf("missing %q, want %q", got, want)
+	}
+}
+
+func TestRewriteNeedsMarkers(t *testing.T) {
+	if _, err := rewrite([]byte("# no table\n"), "x"); err == nil {
+		t.Fatal("rewrite without markers succeeded")
+	}
+	in := "a\n" + beginMarker + "\nold\n" + endMarker + "\nb\n"
+	got, err := rewrite([]byte(in), "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\n" + beginMarker + "\nnew\n" + endMarker + "\nb\n"; string(got) != want {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -22,7 +22,7 @@ func TestREADMEQuickStart(t *testing.T) {
 		t.Fatal("no \"On a fresh machine\" section before \"Configuration\"")
 	}
 	quick := s[start:end]
-	for _, want := range []string{"go build -o bin/ ./...", `bin/oriond run --allow-root "$PWD"`} {
+	for _, want := range []string{`go build -o bin/ ./... && bin/oriond run --allow-root "$PWD"`} {
 		if !strings.Contains(quick, "\n"+want) {
 			t.Errorf("the quick start lacks the command %q", want)
 		}

@@ -225,7 +225,9 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 	r.Stage = protocol.StageCompleted
 	r.Result = &res
 	r.UpdatedAt = m.cfg.Clock.Now()
-	if err := m.put(r); err != nil {
+	// The summary is what a finished session keeps; its content is on
+	// disk, so the chunks go in the same commit.
+	if err := m.putFinished(r); err != nil {
 		// The file is written; the record will say finalizing until the
 		// next start recognises the new content and completes it.
 		m.cfg.Logger.Error("recording a completed session", "session", r.ID, "err", err)
@@ -234,10 +236,6 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 	m.unwatch(e)
 	for _, l := range r.Chain {
 		m.completeContinued(l.ID, r.ID)
-	}
-	// The summary is what a finished session keeps; its content is on disk.
-	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
-		m.cfg.Logger.Warn("dropping chunks of a finished session", "session", r.ID, "err", err)
 	}
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
 		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
@@ -262,11 +260,8 @@ func (m *Manager) completeContinued(id, by string) {
 	e.rec.Stage = protocol.StageCompleted
 	e.rec.ContinuedBy = by
 	e.rec.UpdatedAt = m.cfg.Clock.Now()
-	if err := m.put(&e.rec); err != nil {
+	if err := m.putFinished(&e.rec); err != nil {
 		m.cfg.Logger.Warn("recording a continued session", "session", id, "err", err)
-	}
-	if err := m.cfg.Store.DeleteChunks(id); err != nil {
-		m.cfg.Logger.Warn("dropping chunks of a continued session", "session", id, "err", err)
 	}
 }
 

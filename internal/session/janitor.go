@@ -119,12 +119,9 @@ func (m *Manager) expireLocked(e *entry) {
 	m.unwatch(e)
 	r.Stage = protocol.StageExpired
 	r.UpdatedAt = m.cfg.Clock.Now()
-	if err := m.put(r); err != nil {
+	if err := m.putFinished(r); err != nil {
 		m.cfg.Logger.Warn("expiring a session", "session", r.ID, "err", err)
 		return
-	}
-	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
-		m.cfg.Logger.Warn("dropping chunks of an expired session", "session", r.ID, "err", err)
 	}
 	m.cfg.Logger.Info("session expired", "session", r.ID)
 	m.traceStage(r, nil)

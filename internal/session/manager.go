@@ -406,6 +406,20 @@ func (m *Manager) put(r *record) error {
 	return nil
 }
 
+// putFinished journals a record that reached its last stage and drops its
+// chunks, in one commit: its content is on disk, or no longer wanted.
+func (m *Manager) putFinished(r *record) error {
+	meta, err := r.marshal()
+	if err != nil {
+		return ioError(r.ID, "encoding the session record", err)
+	}
+	if err := m.cfg.Store.Finish(r.ID, meta); err != nil {
+		return ioError(r.ID, "journaling the session", err)
+	}
+	r.publish()
+	return nil
+}
+
 // publish makes the record's current state what listings show.
 func (r *record) publish() {
 	if r.published != nil {
@@ -542,14 +556,11 @@ func (m *Manager) abortLocked(e *entry) error {
 	}
 	r.Stage = protocol.StageAborted
 	r.UpdatedAt = m.cfg.Clock.Now()
-	if err := m.put(r); err != nil {
+	if err := m.putFinished(r); err != nil {
 		return err
 	}
 	m.stopTimers(e)
 	m.unwatch(e)
-	if err := m.cfg.Store.DeleteChunks(r.ID); err != nil {
-		m.cfg.Logger.Warn("dropping chunks of an aborted session", "session", r.ID, "err", err)
-	}
 	m.cfg.Logger.Info("session aborted", "session", r.ID)
 	m.traceStage(r, nil)
 	return nil

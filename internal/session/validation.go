@@ -232,11 +232,8 @@ func (m *Manager) markSuperseded(id, by string) {
 	e.rec.Stage = protocol.StageSuperseded
 	e.rec.SupersededBy = by
 	e.rec.UpdatedAt = m.cfg.Clock.Now()
-	if err := m.put(&e.rec); err != nil {
+	if err := m.putFinished(&e.rec); err != nil {
 		m.cfg.Logger.Warn("recording a superseded session", "session", id, "err", err)
-	}
-	if err := m.cfg.Store.DeleteChunks(id); err != nil {
-		m.cfg.Logger.Warn("dropping chunks of a superseded session", "session", id, "err", err)
 	}
 	m.traceStage(&e.rec, map[string]any{"superseded_by": by})
 }

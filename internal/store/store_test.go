@@ -878,3 +878,33 @@ func TestSchemaMigration(t *testing.T) {
 		t.Fatalf("schema version after Open: got %d, want %d", got, want)
 	}
 }
+
+// Finish keeps the final metadata and drops the chunks in one commit: a
+// reopened store has both changes or, had the commit failed, neither.
+func TestFinish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openStore(t, path)
+	if err := s.Append("a", 1, []byte("chunk"), []byte(`{"stage":"streaming"}`)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Stats()
+	if err := s.Finish("a", []byte(`{"stage":"completed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.Stats()
+	if got := after.Commits - before.Commits; got != 1 {
+		t.Fatalf("Finish took %d commits, want 1", got)
+	}
+	s.Close()
+	s = openStore(t, path)
+	if meta, err := s.Meta("a"); err != nil || string(meta) != `{"stage":"completed"}` {
+		t.Fatalf("Meta after Finish = %q, %v", meta, err)
+	}
+	if _, err := s.Chunk("a", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Chunk after Finish: %v, want ErrNotFound", err)
+	}
+	// A session that never had chunks finishes too.
+	if err := s.Finish("b", []byte(`{"stage":"aborted"}`)); err != nil {
+		t.Fatal(err)
+	}
+}

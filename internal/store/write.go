@@ -68,6 +68,27 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte) error {
 	})
 }
 
+// Finish stores meta as the metadata of session id and drops its chunks, in
+// one transaction: a session that ended keeps only its summary, and doing
+// both in one commit saves a finalize (or an abort) two of its fsyncs. It
+// returns once that transaction is durable.
+func (s *Store) Finish(id string, meta []byte) error {
+	if err := validate(id, meta); err != nil {
+		return err
+	}
+	key := []byte(id)
+	return s.write(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketSessions).Put(key, meta); err != nil {
+			return err
+		}
+		chunks := tx.Bucket(bucketChunks)
+		if chunks.Bucket(key) == nil {
+			return nil
+		}
+		return chunks.DeleteBucket(key)
+	})
+}
+
 // DeleteChunks drops the chunks of session id and keeps its metadata, for
 // sessions that are finished but still reported. Dropping the chunks of a
 // session that has none is not an error; an unknown session is ErrNotFound.

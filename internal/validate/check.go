@@ -102,8 +102,11 @@ func Check(path string, content, original []byte, hasOriginal bool, opts CheckOp
 func analyze(typ FileType, path string, src []byte) (issues []issue, syntaxOK bool) {
 	syntaxOK = true
 	ls := newLines(src)
+	var tree parsed
 	if c, ok := checkers[typ]; ok {
-		for _, p := range runChecker(c, src, path) {
+		var ps []problem
+		ps, tree = runChecker(c, src, path)
+		for _, p := range ps {
 			syntaxOK = false
 			issues = append(issues, problemIssue(typ, ls, p))
 		}
@@ -114,31 +117,35 @@ func analyze(typ FileType, path string, src []byte) (issues []issue, syntaxOK bo
 	// One sign of a cut at the end is enough: the hints only run when the
 	// parser and the Markdown scanner found nothing.
 	if syntaxOK && len(issues) == 0 {
-		issues = append(issues, safeHints(typ, path, src, ls)...)
+		issues = append(issues, safeHints(typ, path, src, ls, tree)...)
 	}
 	return issues, syntaxOK
 }
 
-// safeHints runs codeEndIssues, which calls parsers again; a panic in one
-// only costs the hints.
-func safeHints(typ FileType, path string, src []byte, ls *lines) (is []issue) {
+// safeHints runs codeEndIssues, which reads what the syntax check parsed
+// (tree) and may call other parsers; a panic in one only costs the hints.
+func safeHints(typ FileType, path string, src []byte, ls *lines, tree parsed) (is []issue) {
 	defer func() {
 		if recover() != nil {
 			is = nil
 		}
 	}()
-	return codeEndIssues(typ, path, src, ls)
+	return codeEndIssues(typ, path, src, ls, tree)
 }
 
 // runChecker calls a checker, turning a panic in a parser into a problem:
 // a parser bug must never take the daemon down.
-func runChecker(c syntaxChecker, src []byte, path string) (ps []problem) {
+func runChecker(c syntaxChecker, src []byte, path string) (ps []problem, tree parsed) {
 	defer func() {
 		if v := recover(); v != nil {
 			ps = problem{off: 0, msg: fmt.Sprintf("the %s parser failed on this content (%v)", c.name, v)}.one()
+			tree = nil
 		}
 	}()
-	return c.check(src, path)
+	if c.parse != nil {
+		return c.parse(src, path)
+	}
+	return c.check(src, path), nil
 }
 
 // problemIssue turns a parser problem into a finding.

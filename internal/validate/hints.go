@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"go/ast"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,9 +12,9 @@ import (
 // the cut happened to leave valid syntax behind: a word cut short, a
 // trailing comment that stops mid-sentence, a Go declaration left without
 // its value. They only run on content the parser accepted.
-func codeEndIssues(typ FileType, path string, src []byte, ls *lines) []issue {
-	if typ == TypeGo {
-		if is, ok := goEnd(src, path, ls); ok {
+func codeEndIssues(typ FileType, path string, src []byte, ls *lines, tree parsed) []issue {
+	if f, ok := tree.(*ast.File); ok && typ == TypeGo {
+		if is, ok := goEnd(f, ls); ok {
 			return []issue{is}
 		}
 	}
@@ -25,8 +26,10 @@ func codeEndIssues(typ FileType, path string, src []byte, ls *lines) []issue {
 		if is, ok := missingSemicolon(ls); ok {
 			return []issue{is}
 		}
-		if is, ok := idleLastStatement(typ, src, path, ls); ok {
-			return []issue{is}
+		if out, _ := tree.(string); out != "" {
+			if is, ok := idleLastStatement(out, ls); ok {
+				return []issue{is}
+			}
 		}
 	case TypeTOML:
 		if is, ok := tomlEmptyTable(ls); ok {

@@ -3,7 +3,6 @@ package validate
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"strings"
 	"unicode"
@@ -17,9 +16,8 @@ import (
 // goEnd checks the last declaration of a Go file. A const declared without
 // a value is valid to go/parser but not to the compiler, and at the end of
 // the content it is what a cut after the name leaves behind.
-func goEnd(src []byte, path string, ls *lines) (issue, bool) {
-	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
-	if err != nil || len(f.Decls) == 0 {
+func goEnd(f *ast.File, ls *lines) (issue, bool) {
+	if len(f.Decls) == 0 {
 		return issue{}, false
 	}
 	gd, ok := f.Decls[len(f.Decls)-1].(*ast.GenDecl)
@@ -131,11 +129,7 @@ func yamlDanglingKey(ls *lines) (issue, bool) {
 // leaves, and no complete file ends that way. The statement is read from
 // esbuild's output, which prints each top-level statement on its own
 // unindented line in canonical form.
-func idleLastStatement(typ FileType, src []byte, path string, ls *lines) (issue, bool) {
-	out := esbuildOutput(src, path, typ)
-	if out == "" {
-		return issue{}, false
-	}
+func idleLastStatement(out string, ls *lines) (issue, bool) {
 	out = strings.TrimRight(out, "\n")
 	last := out[strings.LastIndexByte(out, '\n')+1:]
 	stmt, ok := strings.CutSuffix(last, ";")

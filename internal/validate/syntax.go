@@ -20,23 +20,31 @@ type problem struct {
 type syntaxChecker struct {
 	name  string
 	check func(src []byte, path string) []problem
+	// parse, where set, is check that also returns what it parsed (a Go
+	// *ast.File, esbuild's output), so the end-of-content hints read it
+	// instead of parsing the content a second time.
+	parse func(src []byte, path string) ([]problem, parsed)
 }
+
+// parsed is what a checker's parser left for the hints: nil when it has
+// nothing to share.
+type parsed any
 
 // checkers maps each file type with a syntax check to its checker.
 var checkers = map[FileType]syntaxChecker{
-	TypeJSON:       {"encoding/json", func(src []byte, _ string) []problem { return checkJSON(src) }},
-	TypeJSONC:      {"encoding/json (comments and trailing commas allowed)", func(src []byte, _ string) []problem { return checkJSONC(src) }},
-	TypeJSONLines:  {"encoding/json (one value per line)", func(src []byte, _ string) []problem { return checkJSONLines(src) }},
-	TypeYAML:       {"go.yaml.in/yaml/v3", func(src []byte, _ string) []problem { return checkYAML(src) }},
-	TypeTOML:       {"github.com/pelletier/go-toml/v2", func(src []byte, _ string) []problem { return checkTOML(src) }},
-	TypeXML:        {"encoding/xml", func(src []byte, _ string) []problem { return checkXML(src) }},
-	TypeGo:         {"go/parser", checkGo},
-	TypeJavaScript: {"esbuild (js, jsx)", checkESBuild(TypeJavaScript)},
-	TypeJSX:        {"esbuild (jsx)", checkESBuild(TypeJSX)},
-	TypeTypeScript: {"esbuild (ts)", checkESBuild(TypeTypeScript)},
-	TypeTSX:        {"esbuild (tsx)", checkESBuild(TypeTSX)},
-	TypeCSS:        {"esbuild (css)", checkESBuild(TypeCSS)},
-	TypeShell:      {"mvdan.cc/sh/v3/syntax", checkShell},
+	TypeJSON:       {name: "encoding/json", check: func(src []byte, _ string) []problem { return checkJSON(src) }},
+	TypeJSONC:      {name: "encoding/json (comments and trailing commas allowed)", check: func(src []byte, _ string) []problem { return checkJSONC(src) }},
+	TypeJSONLines:  {name: "encoding/json (one value per line)", check: func(src []byte, _ string) []problem { return checkJSONLines(src) }},
+	TypeYAML:       {name: "go.yaml.in/yaml/v3", check: func(src []byte, _ string) []problem { return checkYAML(src) }},
+	TypeTOML:       {name: "github.com/pelletier/go-toml/v2", check: func(src []byte, _ string) []problem { return checkTOML(src) }},
+	TypeXML:        {name: "encoding/xml", check: func(src []byte, _ string) []problem { return checkXML(src) }},
+	TypeGo:         {name: "go/parser", parse: parseGo},
+	TypeJavaScript: {name: "esbuild (js, jsx)", parse: parseESBuild(TypeJavaScript)},
+	TypeJSX:        {name: "esbuild (jsx)", parse: parseESBuild(TypeJSX)},
+	TypeTypeScript: {name: "esbuild (ts)", parse: parseESBuild(TypeTypeScript)},
+	TypeTSX:        {name: "esbuild (tsx)", parse: parseESBuild(TypeTSX)},
+	TypeCSS:        {name: "esbuild (css)", check: checkESBuild(TypeCSS)},
+	TypeShell:      {name: "mvdan.cc/sh/v3/syntax", check: checkShell},
 }
 
 // maxProblems bounds what a checker reports: the first error is the one

@@ -12,12 +12,17 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// checkGo parses src as a Go source file.
-func checkGo(src []byte, path string) []problem {
-	_, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
+// parseGo parses src as a Go source file and returns its syntax tree
+// (*ast.File) when it has no errors.
+func parseGo(src []byte, path string) ([]problem, parsed) {
+	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
 	if err == nil {
-		return nil
+		return nil, f
 	}
+	return goProblems(src, err), nil
+}
+
+func goProblems(src []byte, err error) []problem {
 	var list scanner.ErrorList
 	if !errors.As(err, &list) {
 		return problem{off: 0, msg: err.Error()}.one()
@@ -55,24 +60,34 @@ var esbuildLoaders = map[FileType]api.Loader{
 // lost. JavaScript that fails as plain JS is tried again as JSX, since many
 // projects keep JSX in .js files.
 func checkESBuild(t FileType) func(src []byte, path string) []problem {
+	parse := parseESBuild(t)
 	return func(src []byte, path string) []problem {
-		ps := esbuildProblems(src, path, esbuildLoaders[t])
-		if len(ps) > 0 && t == TypeJavaScript {
-			if jsx := esbuildProblems(src, path, api.LoaderJSX); len(jsx) == 0 {
-				return nil
-			}
-		}
+		ps, _ := parse(src, path)
 		return ps
 	}
 }
 
-// esbuildOutput returns esbuild's output for content that transforms
-// without errors, or "".
-func esbuildOutput(src []byte, path string, t FileType) string {
-	res := esbuildTransform(src, path, esbuildLoaders[t])
-	if len(res.Errors) > 0 && t == TypeJavaScript {
-		res = esbuildTransform(src, path, api.LoaderJSX)
+// parseESBuild is checkESBuild that also returns esbuild's output (a
+// string) for content without errors, which the hints read.
+func parseESBuild(t FileType) func(src []byte, path string) ([]problem, parsed) {
+	return func(src []byte, path string) ([]problem, parsed) {
+		res := esbuildTransform(src, path, esbuildLoaders[t])
+		ps := esbuildResultProblems(src, res, esbuildLoaders[t])
+		if len(ps) > 0 && t == TypeJavaScript {
+			jsx := esbuildTransform(src, path, api.LoaderJSX)
+			if len(esbuildResultProblems(src, jsx, api.LoaderJSX)) == 0 {
+				return nil, esbuildCode(jsx)
+			}
+		}
+		if len(ps) > 0 {
+			return ps, nil
+		}
+		return nil, esbuildCode(res)
 	}
+}
+
+// esbuildCode is the output of a transform without errors, or "".
+func esbuildCode(res api.TransformResult) string {
 	if len(res.Errors) > 0 {
 		return ""
 	}
@@ -88,7 +103,10 @@ func esbuildTransform(src []byte, path string, loader api.Loader) api.TransformR
 }
 
 func esbuildProblems(src []byte, path string, loader api.Loader) []problem {
-	res := esbuildTransform(src, path, loader)
+	return esbuildResultProblems(src, esbuildTransform(src, path, loader), loader)
+}
+
+func esbuildResultProblems(src []byte, res api.TransformResult, loader api.Loader) []problem {
 	msgs := res.Errors
 	if loader == api.LoaderCSS {
 		for _, w := range res.Warnings {

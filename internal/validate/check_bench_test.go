@@ -1,0 +1,23 @@
+package validate_test
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/validate"
+)
+
+// BenchmarkCheckGo checks a real Go file of the standard library the way a
+// finalize does: the new content against the file it replaces.
+func BenchmarkCheckGo(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "net", "http", "server.go"))
+	if err != nil {
+		b.Skip(err)
+	}
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		validate.Check("server.go", src, src, true, validate.CheckOptions{EndMarkerSeen: true})
+	}
+}

@@ -250,6 +250,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 			MaxMessage:       MaxMessageBytes(chunkLimit),
 			MaxInflight:      cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
 			MaxInflightBytes: DefaultMaxInflightBytes,
+			Total:            newByteBudget(DefaultMaxInflightTotalBytes),
 		},
 		conns: newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
 		stash: newParamStash(),

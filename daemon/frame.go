@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -137,6 +138,12 @@ type frameStream struct {
 	// instead of being buffered.
 	inflight      int
 	inflightBytes int64
+	// heldTotal is what this connection holds of limits.Total, given back
+	// with each reply, or all at once when the connection closes (replies
+	// to a closed connection are never written). gone is set then, so
+	// nothing is given back twice.
+	heldTotal int64
+	gone      bool
 }
 
 // pending is a request read and not yet answered.
@@ -154,7 +161,17 @@ type frameLimits struct {
 	// however large (up to MaxMessage).
 	MaxInflight      int
 	MaxInflightBytes int64
+	// Total, if set, bounds the same bytes across every connection.
+	Total *byteBudget
+	// WriteTimeout bounds how long a reply may wait for a client that
+	// does not read; the connection is closed then (0: DefaultWriteTimeout).
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is how long a reply may wait on a full socket. A
+// client that reads none of its replies for that long loses its
+// connection, and with it the room its requests held.
+const DefaultWriteTimeout = time.Minute
 
 func newFrameStream(rwc io.ReadWriteCloser, limits frameLimits, stash *paramStash, log *slog.Logger) *frameStream {
 	if limits.MaxInflight <= 0 {
@@ -162,6 +179,9 @@ func newFrameStream(rwc io.ReadWriteCloser, limits frameLimits, stash *paramStas
 	}
 	if limits.MaxInflightBytes <= 0 {
 		limits.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if limits.WriteTimeout <= 0 {
+		limits.WriteTimeout = DefaultWriteTimeout
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -197,6 +217,10 @@ func (s *frameStream) ReadObject(v any) error {
 			}, 0, length)
 			if err != nil {
 				s.release(0)
+				return err
+			}
+			if err = s.takeTotal(length); err != nil {
+				s.release(length)
 				return err
 			}
 		}
@@ -287,12 +311,49 @@ func (s *frameStream) admit(fits func() bool, n int, size int64) error {
 	}
 }
 
+// takeTotal waits until size bytes fit the daemon-wide budget and counts
+// them for this connection.
+func (s *frameStream) takeTotal(size int64) error {
+	if s.limits.Total == nil {
+		return nil
+	}
+	for {
+		ok, freed := s.limits.Total.take(size)
+		if ok {
+			s.mu.Lock()
+			gone := s.gone
+			if !gone {
+				s.heldTotal += size
+			}
+			s.mu.Unlock()
+			if gone {
+				s.limits.Total.give(size)
+				return jsonrpc2.ErrClosed
+			}
+			return nil
+		}
+		select {
+		case <-freed:
+		case <-s.closed:
+			return jsonrpc2.ErrClosed
+		}
+	}
+}
+
 // release uncounts one request of size bytes and wakes the read loop.
 func (s *frameStream) release(size int64) {
 	s.mu.Lock()
 	s.inflight--
 	s.inflightBytes -= size
+	var give int64
+	if s.limits.Total != nil && !s.gone && size > 0 && s.heldTotal > 0 {
+		give = min(size, s.heldTotal)
+		s.heldTotal -= give
+	}
 	s.mu.Unlock()
+	if give > 0 {
+		s.limits.Total.give(give)
+	}
 	select {
 	case s.freed <- struct{}{}:
 	default:
@@ -558,7 +619,19 @@ func encodeErrorReply(id json.RawMessage, e *protocol.Error) ([]byte, error) {
 func (s *frameStream) writeFrame(data []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return writeFrame(s.rwc, data)
+	dl, timed := s.rwc.(interface{ SetWriteDeadline(time.Time) error })
+	if timed {
+		dl.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
+	}
+	err := writeFrame(s.rwc, data)
+	if timed {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.log.Info("closing a connection that did not read its replies", "timeout", s.limits.WriteTimeout)
+			s.Close()
+		}
+	}
+	return err
 }
 
 // writeFrame writes data as one frame, header and body in one writev where
@@ -573,5 +646,12 @@ func writeFrame(w io.Writer, data []byte) error {
 // for a free slot.
 func (s *frameStream) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
+	s.mu.Lock()
+	held := s.heldTotal
+	s.heldTotal, s.gone = 0, true
+	s.mu.Unlock()
+	if held > 0 {
+		s.limits.Total.give(held)
+	}
 	return s.rwc.Close()
 }

@@ -111,6 +111,10 @@ if [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
 	"$x/usr/bin/orionctl" --help >/dev/null
 	diff <("$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
 		"$x/usr/lib/systemd/user/oriond.service" || fail "the packaged unit is not what oriond service install writes"
+	# --with-proxy finds the orionctl next to oriond, and prints its unit after oriond's.
+	diff <("$x/usr/bin/oriond" service install --print --platform systemd --with-proxy | sed -n '/^# orionctl-proxy.service:/,$p' |
+		sed "s#$x/usr/bin/orionctl#/usr/bin/orionctl#") \
+		"$x/usr/lib/systemd/user/orionctl-proxy.service" || fail "the packaged proxy unit is not what oriond service install --with-proxy writes"
 fi
 grep -qx 'License: Expat' "$x/usr/share/doc/oriond/copyright" || fail "copyright: no Expat (MIT) license"
 if command -v groff >/dev/null; then

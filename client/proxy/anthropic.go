@@ -151,7 +151,7 @@ func finishFor(stop string) string {
 // the controller's: they go to the agent and into the history as they are.
 func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error {
 	aw, _ := out.(*anthropicWriter)
-	lr := newLineReader(body)
+	lr := newLineReader(body, out.flush)
 	chunk := func(v any) error { return feed("data: " + string(mustJSON(v))) }
 	var thinking *anthropicBlock
 	for {

@@ -112,10 +112,25 @@ const maxLine = 8 << 20
 type lineReader struct {
 	br  *bufio.Reader
 	buf []byte
+	// drain runs before a read that could wait for the upstream: the
+	// agent's writer flushes what it held, so that nothing the proxy has
+	// waits on the upstream's next bytes.
+	drain func()
 }
 
-func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+func newLineReader(r io.Reader, drain func()) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), drain: drain}
+}
+
+// lineBuffered reports whether a whole line is buffered already, so that
+// the next ReadSlice will not read (and perhaps wait).
+func (l *lineReader) lineBuffered() bool {
+	n := l.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := l.br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // next returns the next line; io.EOF at the end (a last line without a
@@ -123,6 +138,9 @@ func newLineReader(r io.Reader) *lineReader {
 func (l *lineReader) next() (string, error) {
 	l.buf = l.buf[:0]
 	for {
+		if l.drain != nil && !l.lineBuffered() {
+			l.drain()
+		}
 		frag, err := l.br.ReadSlice('\n')
 		l.buf = append(l.buf, frag...)
 		if len(l.buf) > maxLine {

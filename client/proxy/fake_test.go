@@ -49,6 +49,9 @@ type fakeUpstream struct {
 	hdrs   []http.Header
 	paths  []string
 	srv    *httptest.Server
+	// side, when set, answers the requests it claims (an agent's own side
+	// requests, such as token counting) without taking a scripted reply.
+	side func(path string, body []byte) (reply, bool)
 }
 
 func newFakeUpstream(t *testing.T, script ...reply) *fakeUpstream {
@@ -75,6 +78,13 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
 		return
 	}
+	if f.side != nil {
+		if rep, ok := f.side(r.URL.Path, body); ok {
+			f.mu.Unlock()
+			f.play(w, r, rep, nil)
+			return
+		}
+	}
 	if len(f.script) == 0 {
 		f.mu.Unlock()
 		f.t.Errorf("upstream: request %d has no scripted reply", len(f.bodies))
@@ -91,6 +101,11 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			markers = append(markers, m)
 		}
 	}
+	f.play(w, r, rep, markers)
+}
+
+// play writes one reply: its status and body, or its parts in order.
+func (f *fakeUpstream) play(w http.ResponseWriter, r *http.Request, rep reply, markers []string) {
 	if rep.status != 0 && rep.status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.status)
@@ -148,6 +163,32 @@ func substitute(s string, markers []string) string {
 		}
 		return mk[min(from, len(mk)):min(to, len(mk))]
 	})
+}
+
+// setSide sets side under the lock: the race detector sees no order
+// between the test and a request that came through another process.
+func (f *fakeUpstream) setSide(side func(path string, body []byte) (reply, bool)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.side = side
+}
+
+// upstreamRequest is what one request to the fake upstream carried.
+type upstreamRequest struct {
+	path   string
+	header http.Header
+	body   []byte
+}
+
+// all returns every request so far, under the lock.
+func (f *fakeUpstream) all() []upstreamRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]upstreamRequest, len(f.bodies))
+	for i := range f.bodies {
+		out[i] = upstreamRequest{path: f.paths[i], header: f.hdrs[i], body: f.bodies[i]}
+	}
+	return out
 }
 
 func (f *fakeUpstream) requests() [][]byte {

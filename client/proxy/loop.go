@@ -236,7 +236,13 @@ func (l *loop) request(ctx context.Context, rd *round) bool {
 	}
 	l.out.begin(rd)
 	feed := func(line string) error { return ctrl.Line(ctx, line) }
-	if err := l.d.read(ctx, resp.Body, rd, feed, l.out); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	// The deltas of one burst from the upstream go out in one flush
+	// (the reader flushes before any read that could wait): a flush per
+	// delta cost a write system call and a wake-up of the agent each.
+	l.out.hold(true)
+	err = l.d.read(ctx, resp.Body, rd, feed, l.out)
+	l.out.hold(false)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		if ctx.Err() != nil {
 			return false
 		}

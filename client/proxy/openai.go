@@ -150,8 +150,8 @@ type openAIChunk struct {
 	Usage json.RawMessage `json:"usage"`
 }
 
-func (openAI) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, _ agentWriter) error {
-	lr := newLineReader(body)
+func (openAI) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error {
+	lr := newLineReader(body, out.flush)
 	for {
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {

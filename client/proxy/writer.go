@@ -33,6 +33,14 @@ type agentWriter interface {
 	keepAlive(d time.Duration)
 	// endsLine reports whether the text so far ends a line (or is empty).
 	endsLine() bool
+	// hold(true) lets writes wait in the response's buffer until flush or
+	// hold(false); the loop holds while it relays what the upstream sent
+	// in one burst and flushes before any read of the upstream that could
+	// wait, so nothing waits on the upstream. The first write of a burst
+	// still goes out at once: a burst costs two flushes, not one per
+	// delta, and delays no first byte.
+	hold(on bool)
+	flush()
 }
 
 // sse is the part of a streamed response the two APIs share: headers,
@@ -42,6 +50,12 @@ type sse struct {
 	w       http.ResponseWriter
 	started bool
 	closed  bool
+	// holding defers flushes (see agentWriter.hold); inBurst says the
+	// burst's first write went out; dirty says that something written is
+	// not flushed yet.
+	holding bool
+	inBurst bool
+	dirty   bool
 	last    time.Time
 	// lastByte is the last byte of assistant text, for line breaks
 	// before the proxy's own lines.
@@ -60,17 +74,47 @@ func (s *sse) commitLocked() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-// writeLocked writes one event and flushes it: nothing is held back.
+// writeLocked writes one event and flushes it, unless the loop holds
+// flushes while it relays a burst (it flushes before it waits).
 func (s *sse) writeLocked(b []byte) {
 	if s.closed {
 		return
 	}
 	s.commitLocked()
 	_, _ = s.w.Write(b)
+	s.dirty = true
+	s.last = time.Now()
+	if !s.holding || !s.inBurst {
+		s.flushLocked()
+		s.inBurst = s.holding
+	}
+}
+
+func (s *sse) flushLocked() {
+	if !s.dirty {
+		return
+	}
+	s.dirty = false
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}
-	s.last = time.Now()
+}
+
+func (s *sse) hold(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding, s.inBurst = on, false
+	if !on {
+		s.flushLocked()
+	}
+}
+
+// flush sends what was held; the next write starts a new burst.
+func (s *sse) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+	s.inBurst = false
 }
 
 func (s *sse) keepAliveLocked(d time.Duration, ev []byte) {
@@ -78,6 +122,8 @@ func (s *sse) keepAliveLocked(d time.Duration, ev []byte) {
 		return
 	}
 	s.writeLocked(ev)
+	// The keep-alive is for now, burst or not.
+	s.flushLocked()
 }
 
 func (s *sse) noteText(t string) {

@@ -83,7 +83,9 @@ type serviceEnv struct {
 	// pid1 names PID 1, for the message when it is not systemd.
 	pid1       func() string
 	executable func() (string, error)
-	euid       int
+	// lookPath finds a program on PATH (orionctl, for --with-proxy).
+	lookPath func(string) (string, error)
+	euid     int
 	// run runs a command and returns its combined output.
 	run func(name string, args ...string) (string, error)
 }
@@ -110,7 +112,8 @@ func realServiceEnv(getenv func(string) string) serviceEnv {
 			}
 			return filepath.EvalSymlinks(p)
 		},
-		euid: os.Geteuid(),
+		lookPath: exec.LookPath,
+		euid:     os.Geteuid(),
 		run: func(name string, args ...string) (string, error) {
 			out, err := exec.Command(name, args...).CombinedOutput()
 			return string(out), err
@@ -409,11 +412,17 @@ runs as --run-as, and needs root.
 The service runs "oriond run"; its settings come from the config file (see
 "oriond config"). Flags after -- on install are added to its command line.
 
+With install --with-proxy (systemd user services only), orionctl proxy, the
+model-API proxy for agents, is installed and enabled beside it as
+orionctl-proxy.service; uninstall removes it, start, stop and restart act on
+it too, and status reports it.
+
 Logs: journalctl --user -u oriond on Linux (oriond notices the journal and
 leaves timestamps to it), ~/Library/Logs/oriond.log on macOS.
 
-Exit status of status: 0 running, 3 installed but not running, 4 not
-installed, 1 no service manager here or another failure.`,
+Exit status of status: 0 running (and the proxy too, if installed), 3
+installed but not running (oriond or the proxy), 4 not installed, 1 no
+service manager here or another failure.`,
 	}
 	cmd.PersistentFlags().BoolVar(&o.system, "system", false, "the machine's service (needs root) instead of yours")
 	cmd.AddCommand(
@@ -460,7 +469,7 @@ func (e serviceEnv) spec(cmd *cobra.Command, p platform, o *serviceOptions, extr
 }
 
 func newServiceInstallCmd(env serviceEnv, o *serviceOptions) *cobra.Command {
-	var print bool
+	var print, withProxy bool
 	var platformName string
 	cmd := &cobra.Command{
 		Use:   "install [-- RUN-FLAGS...]",
@@ -468,7 +477,11 @@ func newServiceInstallCmd(env serviceEnv, o *serviceOptions) *cobra.Command {
 		Long: `Install the service: write its unit, enable it so that it starts with your
 user manager (or the machine, with --system), but do not start it now; run
 "oriond service start" for that. --print shows the unit and changes nothing;
-it works without a service manager.`,
+it works without a service manager.
+
+--with-proxy also installs and enables orionctl proxy (the model-API proxy
+for agents, on ` + proxyListen + `) as the systemd user unit ` + proxyUnitName + `.service. It runs
+the orionctl next to this oriond, or else the first on PATH.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var p platform
 			var err error
@@ -492,7 +505,25 @@ it works without a service manager.`,
 			if err != nil {
 				return err
 			}
+			// The proxy is checked and rendered before anything is
+			// written: install writes both units or neither.
+			var proxyText string
+			if withProxy {
+				if err := checkWithProxy(p, o); err != nil {
+					return err
+				}
+				orionctl, err := env.findOrionctl()
+				if err != nil {
+					return err
+				}
+				if proxyText, err = proxyUnit(orionctl); err != nil {
+					return err
+				}
+			}
 			if print {
+				if proxyText != "" {
+					text += "\n" + proxyText
+				}
 				_, err := io.WriteString(cmd.OutOrStdout(), text)
 				return err
 			}
@@ -508,6 +539,12 @@ it works without a service manager.`,
 			if _, err := os.Stat(path); err == nil {
 				return fmt.Errorf("%s already exists: oriond is installed; run `oriond service uninstall%s` first to reinstall", path, systemFlag(o))
 			}
+			proxyPath := proxyUnitPath(spec.Home)
+			if withProxy {
+				if _, err := os.Stat(proxyPath); err == nil {
+					return fmt.Errorf("%s already exists: the proxy is installed; run `oriond service uninstall` first to reinstall", proxyPath)
+				}
+			}
 			s, err := env.control(p, *o, spec, text)
 			if err != nil {
 				return err
@@ -516,8 +553,19 @@ it works without a service manager.`,
 				return fmt.Errorf("installing %s: %w", path, err)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "installed %s (%s, enabled)\nstart it now with: oriond service start%s\n",
-				path, describe(p, o.system), systemFlag(o))
+			fmt.Fprintf(out, "installed %s (%s, enabled)\n", path, describe(p, o.system))
+			if withProxy {
+				if err := installProxy(env, proxyText, proxyPath); err != nil {
+					// Both or neither: a half install would leave
+					// `install --with-proxy` refusing to run again.
+					if uerr := s.Uninstall(); uerr != nil {
+						return fmt.Errorf("%w; removing %s again also failed: %v", err, path, uerr)
+					}
+					return fmt.Errorf("%w; %s was removed again", err, path)
+				}
+				fmt.Fprintf(out, "installed %s (%s, enabled): agents point at http://%s\n", proxyPath, proxyDescription, proxyListen)
+			}
+			fmt.Fprintf(out, "start it now with: oriond service start%s\n", systemFlag(o))
 			if o.system {
 				fmt.Fprintf(out, "its clients (running as %s) find it with: export ORION_SOCKET=%s\n", spec.RunAs, systemSocketFor(p, spec.RunAs))
 			}
@@ -525,6 +573,7 @@ it works without a service manager.`,
 		},
 	}
 	cmd.Flags().BoolVar(&print, "print", false, "print the unit that install would write, and do nothing else")
+	cmd.Flags().BoolVar(&withProxy, "with-proxy", false, "also install and enable orionctl proxy (the model-API proxy for agents) as a systemd user unit")
 	cmd.Flags().StringVar(&platformName, "platform", "", "with --print: systemd or launchd (default: this machine's)")
 	cmd.Flags().StringVar(&o.runAs, "run-as", "", "with --system: the account the daemon runs as (default $SUDO_USER)")
 	return cmd
@@ -602,14 +651,45 @@ func newServiceActionCmd(env serviceEnv, o *serviceOptions, action, short string
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			px, _, err := env.installedProxy(p, o)
+			if err != nil {
+				return err
+			}
+			_, err = os.Stat(path)
+			oriondInstalled := err == nil
+			// uninstall removes a proxy left without oriond too.
+			if !oriondInstalled && (px == nil || action != "uninstall") {
 				return exitError{exitNotInstalled, fmt.Sprintf("oriond service %s: oriond is not installed (%s does not exist); install it with `oriond service install%s`",
 					action, path, systemFlag(o))}
 			}
-			if err := service.Control(s, action); err != nil {
-				return fmt.Errorf("%s %s: %v; see %s", action, describe(p, o.system), err, logHint(p, o.system))
+			out := cmd.OutOrStdout()
+			proxyAction := func() error {
+				if px == nil {
+					return nil
+				}
+				if err := service.Control(px, action); err != nil {
+					return fmt.Errorf("%s %s: %v; see `systemctl --user status %s` and `journalctl --user -u %s`",
+						action, proxyDescription, err, proxyUnitName, proxyUnitName)
+				}
+				fmt.Fprintf(out, "%s: %s done\n", proxyDescription, action)
+				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s done\n", describe(p, o.system), action)
+			// The proxy stops before oriond and starts after it, as its
+			// unit's After=oriond.service orders them.
+			if action == "stop" || action == "uninstall" {
+				if err := proxyAction(); err != nil {
+					return err
+				}
+			}
+			if oriondInstalled {
+				if err := service.Control(s, action); err != nil {
+					return fmt.Errorf("%s %s: %v; see %s", action, describe(p, o.system), err, logHint(p, o.system))
+				}
+				fmt.Fprintf(out, "%s: %s done\n", describe(p, o.system), action)
+			}
+			if action == "start" || action == "restart" {
+				return proxyAction()
+			}
 			return nil
 		},
 	}
@@ -635,18 +715,32 @@ func newServiceStatusCmd(env serviceEnv, o *serviceOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The proxy's line, when its unit is installed, follows
+			// oriond's; a stopped proxy makes the exit status 3.
+			px, pxPath, err := env.installedProxy(p, o)
+			if err != nil {
+				return err
+			}
+			var pxLine string
+			var pxDown bool
+			if px != nil {
+				pxLine, pxDown = proxyStatus(px, pxPath)
+				pxLine = "\n" + pxLine
+			}
 			what := describe(p, o.system)
 			st, err := s.Status()
 			switch {
 			case errors.Is(err, service.ErrNotInstalled):
-				return exitError{exitNotInstalled, fmt.Sprintf("%s: not installed (no %s); install it with `oriond service install%s`", what, path, systemFlag(o))}
+				return exitError{exitNotInstalled, fmt.Sprintf("%s: not installed (no %s); install it with `oriond service install%s`%s", what, path, systemFlag(o), pxLine)}
 			case err != nil:
-				return exitError{exitNotRunning, fmt.Sprintf("%s: not running (%v); see %s", what, err, logHint(p, o.system))}
+				return exitError{exitNotRunning, fmt.Sprintf("%s: not running (%v); see %s%s", what, err, logHint(p, o.system), pxLine)}
+			case st == service.StatusRunning && pxDown:
+				return exitError{exitNotRunning, fmt.Sprintf("%s: running (%s)%s", what, path, pxLine)}
 			case st == service.StatusRunning:
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: running (%s)\n", what, path)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: running (%s)%s\n", what, path, pxLine)
 				return nil
 			case st == service.StatusStopped:
-				return exitError{exitNotRunning, fmt.Sprintf("%s: installed (%s) but not running; start it with `oriond service start%s`", what, path, systemFlag(o))}
+				return exitError{exitNotRunning, fmt.Sprintf("%s: installed (%s) but not running; start it with `oriond service start%s`%s", what, path, systemFlag(o), pxLine)}
 			}
 			return fmt.Errorf("%s: status unknown", what)
 		},

@@ -160,12 +160,19 @@ func verifyUnit(t *testing.T, spec installSpec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "oriond.service")
+	verifyUnitText(t, sa, dir, "oriond.service", text, spec.System)
+}
+
+// verifyUnitText has systemd-analyze (at sa) check a unit's text, written
+// as name in dir.
+func verifyUnitText(t *testing.T, sa, dir, name, text string, system bool) {
+	t.Helper()
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"verify", "--man=no"}
-	if !spec.System {
+	if !system {
 		args = append(args, "--user")
 	}
 	cmd := exec.Command(sa, append(args, path)...)
@@ -324,19 +331,19 @@ func TestServiceBinaryWithoutSystemd(t *testing.T) {
 }
 
 // fakeSystemctl installs a systemctl that logs its arguments and answers
-// is-active from a state file, and returns the log's path and a setter of
-// the state.
-func fakeSystemctl(t *testing.T) (logPath string, setState func(string)) {
+// is-active from a state file per unit, and returns the log's path and a
+// setter of a unit's state.
+func fakeSystemctl(t *testing.T) (logPath string, setState func(unit, state string)) {
 	t.Helper()
 	dir := t.TempDir()
 	logPath = filepath.Join(dir, "log")
-	state := filepath.Join(dir, "state")
+	state := filepath.Join(dir, "state-")
 	script := `#!/bin/sh
 echo "$*" >> "` + logPath + `"
 case "$1" in
 is-system-running) echo running ;;
-is-active) s=$(cat "` + state + `" 2>/dev/null || echo inactive); echo "$s"; [ "$s" = active ] ;;
-list-unit-files) [ -f "$HOME/.config/systemd/user/oriond.service" ] && echo "oriond.service enabled enabled" ;;
+is-active) s=$(cat "` + state + `$2" 2>/dev/null || echo inactive); echo "$s"; [ "$s" = active ] ;;
+list-unit-files) [ -f "$HOME/.config/systemd/user/$4" ] && echo "$4 enabled enabled" ;;
 esac
 exit 0
 `
@@ -344,7 +351,7 @@ exit 0
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return logPath, func(s string) { os.WriteFile(state, []byte(s), 0o644) }
+	return logPath, func(unit, s string) { os.WriteFile(state+unit, []byte(s), 0o644) }
 }
 
 func TestUserServiceLifecycle(t *testing.T) {
@@ -361,22 +368,7 @@ func TestUserServiceLifecycle(t *testing.T) {
 	env.systemdBooted = func() bool { return true }
 	env.executable = func() (string, error) { return "/opt/orion/oriond", nil }
 	unit := filepath.Join(home, ".config/systemd/user/oriond.service")
-
-	step := func(wantExit int, wantOut string, args ...string) {
-		t.Helper()
-		out, err := runService(t, env, args...)
-		code := 0
-		var ee exitError
-		switch {
-		case errors.As(err, &ee):
-			code, out = ee.code, out+ee.msg
-		case err != nil:
-			code, out = 1, out+err.Error()
-		}
-		if code != wantExit || !strings.Contains(out, wantOut) {
-			t.Fatalf("oriond service %s: exit %d, output %q; want exit %d mentioning %q", strings.Join(args, " "), code, out, wantExit, wantOut)
-		}
-	}
+	step := stepper(t, env)
 	step(exitNotInstalled, "not installed", "status")
 	step(exitNotInstalled, "not installed", "start")
 	step(0, "installed "+unit, "install", "--", "--log-level", "debug")
@@ -391,19 +383,19 @@ func TestUserServiceLifecycle(t *testing.T) {
 	step(1, "already exists", "install")
 	step(exitNotRunning, "not running", "status")
 	step(0, "start done", "start")
-	setState("active")
+	setState("oriond.service", "active")
 	step(0, "running", "status")
 	step(0, "restart done", "restart")
 	step(0, "stop done", "stop")
-	setState("inactive")
+	setState("oriond.service", "inactive")
 	step(exitNotRunning, "installed ("+unit+") but not running", "status")
-	setState("failed")
+	setState("oriond.service", "failed")
 	step(exitNotRunning, "failed state", "status")
 	step(0, "uninstall done", "uninstall")
 	if _, err := os.Stat(unit); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("uninstall left %s: %v", unit, err)
 	}
-	setState("inactive")
+	setState("oriond.service", "inactive")
 	step(exitNotInstalled, "not installed", "status")
 
 	log, _ := os.ReadFile(logPath)
@@ -415,6 +407,26 @@ func TestUserServiceLifecycle(t *testing.T) {
 	}
 	if strings.Contains(string(log), "--system") {
 		t.Errorf("a user service touched the system manager:\n%s", log)
+	}
+}
+
+// stepper returns a function that runs `oriond service ARGS...` and checks
+// its exit status and that its output mentions wantOut.
+func stepper(t *testing.T, env serviceEnv) func(wantExit int, wantOut string, args ...string) {
+	return func(wantExit int, wantOut string, args ...string) {
+		t.Helper()
+		out, err := runService(t, env, args...)
+		code := 0
+		var ee exitError
+		switch {
+		case errors.As(err, &ee):
+			code, out = ee.code, out+ee.msg
+		case err != nil:
+			code, out = 1, out+err.Error()
+		}
+		if code != wantExit || !strings.Contains(out, wantOut) {
+			t.Fatalf("oriond service %s: exit %d, output %q; want exit %d mentioning %q", strings.Join(args, " "), code, out, wantExit, wantOut)
+		}
 	}
 }
 

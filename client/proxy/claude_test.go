@@ -1,0 +1,302 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orion-agent/orion/client/proxy"
+)
+
+// claudeCodeVersion is the Claude Code release the test installs. It is
+// pinned exactly, not by major: Claude Code ships several releases a week,
+// its requests (tools, betas, side requests) change with them, and the
+// cache below is keyed by it. ORION_CLAUDE_CODE_VERSION overrides it.
+const claudeCodeVersion = "2.1.197"
+
+var (
+	claudeOnce sync.Once
+	claudeBin  string
+	claudeVer  string
+	claudeSkip string
+)
+
+// installClaudeCode installs @anthropic-ai/claude-code from the npm
+// registry, or says why it could not. The install (a 240 MB native binary)
+// is kept under os.TempDir(), keyed by version, so that later runs of the
+// suite reuse it instead of downloading it again; it is installed into a
+// temporary sibling and renamed into place, so a run that is killed
+// mid-install leaves no half cache behind.
+func installClaudeCode(t *testing.T) string {
+	t.Helper()
+	claudeOnce.Do(func() {
+		claudeVer = claudeCodeVersion
+		if v := os.Getenv("ORION_CLAUDE_CODE_VERSION"); v != "" {
+			claudeVer = v
+		}
+		dir := filepath.Join(os.TempDir(), "orion-proxy-claude-code-"+claudeVer)
+		bin := filepath.Join(dir, "node_modules", ".bin", "claude")
+		if claudeRuns(bin) == nil {
+			claudeBin = bin
+			return
+		}
+		for _, tool := range []string{"node", "npm"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				claudeSkip = tool + " is not installed"
+				return
+			}
+		}
+		tmp, err := os.MkdirTemp(os.TempDir(), "orion-proxy-claude-code-install")
+		if err != nil {
+			claudeSkip = err.Error()
+			return
+		}
+		defer os.RemoveAll(tmp)
+		if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private": true}`), 0o644); err != nil {
+			claudeSkip = err.Error()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		pkg := "@anthropic-ai/claude-code@" + claudeVer
+		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--loglevel=error", pkg)
+		cmd.Dir = tmp
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			claudeSkip = fmt.Sprintf("npm install %s failed (registry unreachable?): %v\n%s", pkg, err, out.String())
+			return
+		}
+		if err := claudeRuns(filepath.Join(tmp, "node_modules", ".bin", "claude")); err != nil {
+			claudeSkip = fmt.Sprintf("%s installed but does not run on this machine: %v", pkg, err)
+			return
+		}
+		os.RemoveAll(dir) // a broken cache from an older run
+		if err := os.Rename(tmp, dir); err != nil && claudeRuns(bin) != nil {
+			claudeSkip = fmt.Sprintf("caching %s in %s: %v", pkg, dir, err)
+			return
+		}
+		claudeBin = bin
+	})
+	if claudeSkip != "" {
+		t.Skip("skipping Claude Code: " + claudeSkip)
+	}
+	return claudeBin
+}
+
+// claudeRuns checks that an installed claude starts at all.
+func claudeRuns(bin string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s --version: %v: %s", bin, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// claudeResult is Claude Code's --output-format json result.
+type claudeResult struct {
+	Type     string `json:"type"`
+	Subtype  string `json:"subtype"`
+	IsError  bool   `json:"is_error"`
+	Result   string `json:"result"`
+	NumTurns int    `json:"num_turns"`
+}
+
+// runClaude runs Claude Code headless against the proxy, offline: a dummy
+// key, a HOME of its own (no login, settings or history of the person
+// running the tests), telemetry, error reports, the auto-updater and other
+// non-essential traffic off, and any request that would still leave the
+// machine sent to a proxy that refuses it. The environment is built from
+// scratch, so that the runner's own ANTHROPIC_* or CLAUDE_* settings do not
+// leak in.
+func runClaude(t *testing.T, bin string, h *harness, prompt string) claudeResult {
+	t.Helper()
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--output-format", "json")
+	cmd.Dir = h.d.Root
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"TMPDIR=" + os.TempDir(),
+		"ANTHROPIC_BASE_URL=" + h.srv.URL,
+		"ANTHROPIC_API_KEY=sk-ant-dummy-claude-code",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"HTTPS_PROXY=http://127.0.0.1:9",
+		"HTTP_PROXY=http://127.0.0.1:9",
+		"NO_PROXY=127.0.0.1,localhost",
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var r claudeResult
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {
+		t.Fatalf("claude -p: %v; its output is not a JSON result: %v\nstdout %s\nstderr %s\nproxy log:\n%s",
+			err, jerr, out.String(), errb.String(), h.logs.String())
+	}
+	if err != nil {
+		t.Logf("claude -p exited with %v\nstderr %s", err, errb.String())
+	}
+	return r
+}
+
+// claudeCodeSide answers what Claude Code sends besides its turns: token
+// counting, and any request without its own tools (title or topic
+// generation, quota probes with a small model). Its turns carry Bash.
+func claudeCodeSide(path string, body []byte) (reply, bool) {
+	if strings.HasSuffix(path, "/count_tokens") {
+		return reply{status: 200, body: `{"input_tokens":1000}`}, true
+	}
+	if !slices.Contains(toolNames(body), "Bash") {
+		return anReply("end_turn", anText(0, "Side reply.")), true
+	}
+	return reply{}, false
+}
+
+func toolNames(body []byte) []string {
+	var req struct {
+		Tools []struct{ Name string }
+	}
+	_ = json.Unmarshal(body, &req)
+	var names []string
+	for _, t := range req.Tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// claudeScript makes the model write target through WritePlanTool_begin in
+// four upstream requests: the call, the content cut twice at max_tokens
+// (each continuation picks up where the cut was), the marker, and a last
+// turn. restart, when set, runs in the middle of the second part.
+func claudeScript(target, content string, restart *part) []reply {
+	third := len(content) / 3
+	pieces := func(s string) []any {
+		var ps []any
+		for len(s) > 0 {
+			n := min(len(s), 4000)
+			ps = append(ps, s[:n])
+			s = s[n:]
+		}
+		return ps
+	}
+	second := pieces(content[third : 2*third])
+	if restart != nil {
+		mid := len(second) / 2
+		second = append(second[:mid:mid], append([]any{*restart}, second[mid:]...)...)
+	}
+	return []reply{
+		anReply("tool_use", anText(0, "I'll write "+target+"."),
+			anTool(1, "toolu_cc1", "WritePlanTool_begin", `{"intent":"write the table",`,
+				`"target_file":"`+target+`","operation":"create"}`)),
+		anReply("max_tokens", anText(0, pieces(content[:third])...)),
+		anReply("max_tokens", anText(0, second...)),
+		anReply("end_turn", anText(0, append(pieces(content[2*third:]), "{{m0:0:7}}", "{{m0:7:}}", "\n")...)),
+		anReply("end_turn", anText(0, "All 3000 lines are in "+target+".")),
+	}
+}
+
+// checkClaudeRun checks the file, Claude Code's result and what went
+// upstream.
+func checkClaudeRun(t *testing.T, h *harness, r claudeResult, target, content string) {
+	t.Helper()
+	if got := readFile(t, filepath.Join(h.d.Root, target)); got != content {
+		t.Errorf("%s differs: got %d bytes, want %d", target, len(got), len(content))
+	}
+	if r.Type != "result" || r.IsError || r.Subtype != "success" {
+		t.Errorf("Claude Code's result: %+v\nproxy log:\n%s", r, h.logs.String())
+	}
+	if !strings.Contains(r.Result, "Wrote "+target+": 3,000 lines") || !strings.HasSuffix(r.Result, "All 3000 lines are in "+target+".") {
+		t.Errorf("Claude Code's result text: %q", r.Result)
+	}
+	var turns int
+	for i, req := range h.up.all() {
+		if req.path != "/v1/messages" {
+			continue
+		}
+		names := toolNames(req.body)
+		if !slices.Contains(names, "Bash") {
+			continue
+		}
+		turns++
+		for _, own := range []string{"Read", "Write", "Edit"} {
+			if !slices.Contains(names, own) {
+				t.Errorf("upstream request %d lacks Claude Code's %s tool: %v", i, own, names)
+			}
+		}
+		if names[len(names)-1] != "WritePlanTool_begin" || slices.Index(names, "WritePlanTool_begin") != len(names)-1 {
+			t.Errorf("upstream request %d: want WritePlanTool_begin once, after Claude Code's tools: %v", i, names)
+		}
+		if got := req.header.Get("X-Api-Key"); got != "sk-ant-dummy-claude-code" {
+			t.Errorf("upstream request %d: x-api-key %q, want Claude Code's", i, got)
+		}
+	}
+	if turns != 5 {
+		t.Errorf("%d upstream requests with Claude Code's tools, want 5", turns)
+	}
+}
+
+// Claude Code itself, headless, through the proxy: the model writes a
+// 3,000-line file through WritePlanTool_begin in four requests, cut twice
+// at max_tokens, and Claude Code gets one ordinary answer.
+func TestClaudeCode(t *testing.T) {
+	bin := installClaudeCode(t)
+	t.Logf("Claude Code %s", claudeVer)
+	content := lines(3000, "cc")
+
+	t.Run("Write", func(t *testing.T) {
+		h := newHarness(t, proxy.Config{}, claudeScript("big.txt", content, nil)...)
+		h.up.setSide(claudeCodeSide)
+		start := time.Now()
+		r := runClaude(t, bin, h, "Write big.txt: 3000 numbered lines.")
+		t.Logf("claude -p took %v", time.Since(start))
+		checkClaudeRun(t, h, r, "big.txt", content)
+	})
+
+	// oriond SIGKILLed and restarted while the proxy streams the file for
+	// Claude Code: the controller resumes from next_seq, the file lands
+	// whole and once, and Claude Code sees one ordinary answer.
+	t.Run("DaemonRestart", func(t *testing.T) {
+		var h *harness
+		var restarted atomic.Bool
+		restart := part{do: func() {
+			time.Sleep(300 * time.Millisecond) // the controller's flush of what came lands first
+			h.d.Kill()
+			h.d.Restart()
+			restarted.Store(true)
+		}}
+		h = newHarness(t, proxy.Config{}, claudeScript("big.txt", content, &restart)...)
+		h.up.setSide(claudeCodeSide)
+		r := runClaude(t, bin, h, "Write big.txt: 3000 numbered lines.")
+		checkClaudeRun(t, h, r, "big.txt", content)
+		if !restarted.Load() {
+			t.Fatal("the script never reached the restart")
+		}
+		// Once: no second copy, no leftover temp file next to it.
+		entries, _ := os.ReadDir(h.d.Root)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if !slices.Equal(names, []string{"big.txt"}) {
+			t.Errorf("the workspace holds %v, want big.txt alone", names)
+		}
+	})
+}

@@ -32,6 +32,24 @@ type appendLog struct {
 	open        map[string]int // request id -> index in appends
 	inflight    int
 	maxInflight int
+	sentBytes   int
+}
+
+// covered waits until an append is out or the appends so far hold n bytes:
+// a controller that holds text back while no append is out never gets
+// there.
+func (p *appendLog) covered(n int, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Microsecond) {
+		p.mu.Lock()
+		ok := p.inflight > 0 || p.sentBytes >= n
+		p.mu.Unlock()
+		if ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 type loggedAppend struct {
@@ -95,6 +113,7 @@ func (p *appendLog) pipe(c, d net.Conn) {
 				p.appends = append(p.appends, loggedAppend{sent: time.Now(), bytes: len(req.Params.Chunk)})
 				p.inflight++
 				p.maxInflight = max(p.maxInflight, p.inflight)
+				p.sentBytes += len(req.Params.Chunk)
 				p.mu.Unlock()
 			}
 			if _, err := d.Write(frame); err != nil {
@@ -132,8 +151,9 @@ func (p *appendLog) pipe(c, d net.Conn) {
 // TestTokenStreamCoalesces: a model streaming a token per delta (5,000
 // deltas of about 4 bytes, fed as fast as the controller takes them) costs
 // at most one append per round trip, never two at once, and no delta waits
-// past the next reply: whatever came while an append was out goes in the
-// one after it. Every byte lands, in order.
+// more than one round trip: it goes out at once when no append is out, and
+// otherwise in the append after the one that is. Every byte lands, in
+// order.
 func TestTokenStreamCoalesces(t *testing.T) {
 	d := testdaemon.Start(t)
 	const delay = 2 * time.Millisecond
@@ -192,6 +212,11 @@ func TestTokenStreamCoalesces(t *testing.T) {
 		feed(delta)
 		total += len(delta)
 		fed[k] = mark{time.Now(), total}
+		// Nothing is out and the delta was not sent: it waits for the
+		// next delta or the marker, however long the model takes.
+		if !proxy.covered(total, 10*time.Second) {
+			t.Fatalf("delta %d (byte %d) is held back with no append out", k, total)
+		}
 	}
 	feed(ctl.Marker() + "\n")
 	if err := ctl.Line(ctx, "data: [DONE]"); err != nil {

@@ -29,6 +29,7 @@ test("a token-per-delta stream costs at most one append per round trip, and no d
   const appends: LoggedAppend[] = [];
   let inflight = 0;
   let maxInflight = 0;
+  let sentBytes = 0;
   const ctl = await StreamController.create({
     socket: d.socket,
     workspaceRoot: d.root,
@@ -39,6 +40,7 @@ test("a token-per-delta stream costs at most one append per round trip, and no d
       cli.append = async (p) => {
         const a: LoggedAppend = { sent: performance.now(), answered: 0, bytes: Buffer.byteLength(p.chunk) };
         appends.push(a);
+        sentBytes += a.bytes;
         maxInflight = Math.max(maxInflight, ++inflight);
         try {
           const res = await append(p);
@@ -73,6 +75,13 @@ test("a token-per-delta stream costs at most one append per round trip, and no d
       await ctl.line(data({ content: delta }));
       total += Buffer.byteLength(delta);
       fed.push({ at: performance.now(), bytes: total });
+      // Nothing is out and the delta was not sent: it would wait for the
+      // next delta or the marker, however long the model takes.
+      const deadline = performance.now() + 10_000;
+      while (!(inflight > 0 || sentBytes >= total)) {
+        assert.ok(performance.now() < deadline, `delta of byte ${total} is held back with no append out`);
+        await new Promise((r) => setImmediate(r));
+      }
     }
     await ctl.line(data({ content: ctl.marker() + "\n" }));
     await ctl.line("data: [DONE]");

@@ -54,14 +54,15 @@ test("a token-per-delta stream costs at most one append per round trip, and no d
       return cli;
     },
   });
-  const data = (delta: Record<string, unknown>) => "data: " + JSON.stringify({ choices: [{ index: 0, delta }] });
+  // One event: its data line and the blank line that ends it, as providers send.
+  const send = async (delta: Record<string, unknown>) => {
+    await ctl.line("data: " + JSON.stringify({ choices: [{ index: 0, delta }] }));
+    await ctl.line("");
+  };
   try {
-    for (const line of [
-      data({ tool_calls: [{ index: 0, id: "call_1", function: { name: "WritePlanTool_begin", arguments: "" } }] }),
-      data({ tool_calls: [{ index: 0, function: { arguments: '{"intent":"x","target_file":"tokens.txt","operation":"create"}' } }] }),
-      "data: [DONE]",
-    ])
-      await ctl.line(line);
+    await send({ tool_calls: [{ index: 0, id: "call_1", function: { name: "WritePlanTool_begin", arguments: "" } }] });
+    await send({ tool_calls: [{ index: 0, function: { arguments: '{"intent":"x","target_file":"tokens.txt","operation":"create"}' } }] });
+    await ctl.line("data: [DONE]");
 
     const deltas: string[] = [];
     for (let i = 0; i < 5000; i++) {
@@ -72,7 +73,7 @@ test("a token-per-delta stream costs at most one append per round trip, and no d
     const fed: { at: number; bytes: number }[] = [];
     let total = 0;
     for (const delta of deltas) {
-      await ctl.line(data({ content: delta }));
+      await send({ content: delta });
       total += Buffer.byteLength(delta);
       fed.push({ at: performance.now(), bytes: total });
       // Nothing is out and the delta was not sent: it would wait for the
@@ -83,7 +84,7 @@ test("a token-per-delta stream costs at most one append per round trip, and no d
         await new Promise((r) => setImmediate(r));
       }
     }
-    await ctl.line(data({ content: ctl.marker() + "\n" }));
+    await send({ content: ctl.marker() + "\n" });
     await ctl.line("data: [DONE]");
 
     assert.equal(fs.readFileSync(path.join(d.root, "tokens.txt"), "utf8"), deltas.join(""), "every byte lands, in order");

@@ -98,7 +98,9 @@ func (c *Controller) Line(ctx context.Context, line string) error {
 		if c.opts.OnComment != nil {
 			// A harness acts on the daemon as the stream before the
 			// comment left it: the content sent so far is acknowledged.
-			c.settle()
+			if err := c.acknowledged(ctx); err != nil {
+				return err
+			}
 			c.opts.OnComment(ctx, l.payload)
 		}
 	case lineBlank:

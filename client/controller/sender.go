@@ -108,6 +108,18 @@ func (c *Controller) settle() {
 	}
 }
 
+// acknowledged waits for the background sender and, if its last append
+// failed, sends that chunk again now (reconnecting if need be), so every
+// chunk sent so far is acknowledged or its failure reported: a harness
+// that cuts the connection next finds it in use, not already broken.
+func (c *Controller) acknowledged(ctx context.Context) error {
+	c.settle()
+	if s := c.active(); s != nil && s.retrySize > 0 {
+		return c.flush(ctx, s, false)
+	}
+	return nil
+}
+
 // chunkSize is how many of the first n pending bytes of s the next append
 // takes: at most ChunkBytes, cut on a UTF-8 character boundary.
 func (c *Controller) chunkSize(s *session, n int) int {

@@ -161,6 +161,11 @@ export class StreamController {
           // A harness acts on the daemon as the stream before the comment
           // left it: the content sent so far is acknowledged.
           await this.settle();
+          // A background append that failed is sent again now (reconnecting
+          // if need be): a harness that cuts the connection next finds it in
+          // use, not already broken.
+          const s = this.active();
+          if (s && s.retrySize > 0) await this.flush(s, false);
           await this.opts.onComment(l.payload);
         }
         return;

@@ -33,6 +33,8 @@ func (c *Controller) dial(ctx context.Context) (*client.Client, error) {
 // resumes every open session on the new one: resuming makes this
 // connection the session's driver again, so its notifications reach us.
 func (c *Controller) reconnect(ctx context.Context) error {
+	// The background sender holds the connection being replaced.
+	c.settle()
 	if c.cli != nil {
 		c.cli.Close()
 	}

@@ -30,6 +30,8 @@ type Controller struct {
 	// the calls; the first receives the model's text.
 	queue      []*session
 	lastMarker string
+	// send runs the active session's appends in the background.
+	send sender
 
 	data eventData
 	resp *response
@@ -50,7 +52,12 @@ func New(ctx context.Context, opts Options) (*Controller, error) {
 
 // Close closes the connection to the daemon. Open sessions stay in the
 // daemon, resumable.
-func (c *Controller) Close() error { return c.cli.Close() }
+func (c *Controller) Close() error {
+	err := c.cli.Close()
+	// An append still out fails now; its session stays resumable.
+	c.settle()
+	return err
+}
 
 // Marker is the end marker the model is writing toward: the first
 // session's, else the last one begun. Replay substitutes it.
@@ -89,6 +96,11 @@ func (c *Controller) Line(ctx context.Context, line string) error {
 	switch l.kind {
 	case lineComment:
 		if c.opts.OnComment != nil {
+			// A harness acts on the daemon as the stream before the
+			// comment left it: the content sent so far is acknowledged.
+			if err := c.acknowledged(ctx); err != nil {
+				return err
+			}
 			c.opts.OnComment(ctx, l.payload)
 		}
 	case lineBlank:

@@ -12,7 +12,6 @@ import (
 // daemon's defaults; waitMargin covers the trip of a notification.
 const (
 	DefaultChunkBytes     = 16 << 10
-	DefaultFlushAfter     = 200 * time.Millisecond
 	DefaultMaxIdlePrompts = 2
 	DefaultReconnects     = 8
 	daemonIdle            = 2 * time.Second
@@ -47,10 +46,15 @@ type Options struct {
 	// controller lets the auto-finalize end it (default 2).
 	MaxIdlePrompts int
 
-	// ChunkBytes bounds a chunk (default 16 KiB). Content is sent when that
-	// much is pending, when FlushAfter passed since the oldest pending byte
-	// came (checked as text arrives; default 200ms), at the marker and at
-	// the end of each response.
+	// ChunkBytes bounds a chunk (default 16 KiB). By default content is
+	// sent as soon as no append is unanswered: text that arrives while one
+	// is out joins the next, so a model streaming a token per delta costs
+	// one append per round trip and no delta waits longer than one. A
+	// FlushAfter above zero holds content back instead until ChunkBytes
+	// are pending or its oldest byte is that old (checked as text arrives
+	// and as appends are answered): fewer, larger appends, each delta
+	// waiting up to FlushAfter. Content is always sent at the marker and
+	// at the end of each response.
 	ChunkBytes int
 	FlushAfter time.Duration
 	// Reconnects is how many times a lost connection is redialled before
@@ -96,9 +100,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = DefaultChunkBytes
-	}
-	if o.FlushAfter <= 0 {
-		o.FlushAfter = DefaultFlushAfter
 	}
 	if o.Reconnects <= 0 {
 		o.Reconnects = DefaultReconnects

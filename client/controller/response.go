@@ -102,10 +102,13 @@ func (c *Controller) content(ctx context.Context, text string) error {
 			}
 			return nil
 		}
+		// The background sender reads pend while the text is scanned in.
+		c.send.mu.Lock()
 		if len(s.pend) == 0 {
 			s.pendSince = c.opts.Now()
 		}
 		n, marker := s.scan(text)
+		c.send.mu.Unlock()
 		text = text[n:]
 		if marker != "" {
 			if err := c.atMarker(ctx, s, marker); err != nil {
@@ -113,7 +116,7 @@ func (c *Controller) content(ctx context.Context, text string) error {
 			}
 			continue
 		}
-		if s.sendable() >= c.opts.ChunkBytes || c.opts.Now().Sub(s.pendSince) >= c.opts.FlushAfter {
+		if c.kick(ctx, s) {
 			if err := c.flush(ctx, s, false); err != nil {
 				return err
 			}

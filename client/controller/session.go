@@ -26,6 +26,9 @@ type session struct {
 	// pend is content not yet sent; pendSince when its oldest byte came.
 	pend      []byte
 	pendSince time.Time
+	// retrySize is the size of the chunk at the front of pend whose
+	// background append failed: the next append sends exactly it again.
+	retrySize int
 	// The current line of the model's text. While it may still turn out
 	// to be a marker line (candidate), its bytes stay in pend from
 	// lineStart on, so a marker the daemon does not know can be dropped;

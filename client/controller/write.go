@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/protocol"
 )
 
 // flush sends the pending content that may go now (all of it when all is
 // set, even a line that may yet become a marker), in chunks cut on UTF-8
-// character boundaries. A refusal by the daemon fails the session with an
+// character boundaries, on the caller's goroutine, after the background
+// sender is done. A refusal by the daemon fails the session with an
 // event; only a lost daemon or ctx is returned.
 func (c *Controller) flush(ctx context.Context, s *session, all bool) error {
+	c.settle()
 	n := s.sendable()
 	if all {
 		n = len(s.pend)
@@ -28,11 +29,11 @@ func (c *Controller) flush(ctx context.Context, s *session, all bool) error {
 				return c.sessionFailed(ctx, s, err, "continuing")
 			}
 		}
-		size := min(n, c.opts.ChunkBytes)
-		if size < n {
-			if cut := client.CharBoundary(s.pend[:size]); cut > 0 {
-				size = cut
-			}
+		size := c.chunkSize(s, n)
+		if s.retrySize > 0 {
+			// A background append of these bytes may have landed; only
+			// the same bytes are acknowledged again under its seq.
+			size, s.retrySize = min(s.retrySize, n), 0
 		}
 		err := c.appendChunk(ctx, s, s.pend[:size])
 		if pe := asProtocolError(err); pe != nil && pe.Code == protocol.CodeSessionState {

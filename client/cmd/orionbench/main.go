@@ -1,10 +1,19 @@
 // Command orionbench measures oriond's acknowledged-append throughput and
 // latency over the socket, next to baselines measured in the same run on the
 // same disk: an O_APPEND write plus fdatasync per chunk, the cheapest way to
-// make a chunk durable by hand.
+// make a chunk durable by hand. With each case it prints the daemon's CPU
+// time per operation and its resident memory (from /proc), and the syncs
+// each kind of operation costs (counted on a second daemon run under
+// strace, when strace is installed).
+//
+// --peer-mcp adds whole 64 KiB files written through oriond next to the
+// same files written by the MCP filesystem server's write_file, installed
+// from npm for the run; --file-mb adds a large file written as `orionctl
+// write` does next to cp and an fsync of the copy. Both run in interleaved
+// rounds and print medians and ranges.
 //
 //	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionbench
-//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench
+//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --file-mb 50
 package main
 
 import (
@@ -46,6 +55,11 @@ type config struct {
 	baselines []int
 	json      bool
 	extra     []string
+	peerMCP   bool
+	fileMB    int
+	rounds    int
+	wholeOps  int
+	syncs     bool
 }
 
 // result is one measured case.
@@ -57,6 +71,20 @@ type result struct {
 	MBPerSec  float64 `json:"mb_per_sec"`
 	P50       float64 `json:"p50_ms"`
 	P99       float64 `json:"p99_ms"`
+	// CPUus is the daemon's CPU time per acknowledged op (user + system,
+	// all threads) and RSSMiB its resident memory at the end of the case;
+	// zero for the baselines.
+	CPUus  float64 `json:"daemon_cpu_us_per_op,omitempty"`
+	RSSMiB float64 `json:"daemon_rss_mib,omitempty"`
+}
+
+// report is everything one run measured, as --json prints it.
+type fullReport struct {
+	Results   []result     `json:"results"`
+	Syncs     []syncRow    `json:"syncs,omitempty"`
+	SyncsSkip string       `json:"syncs_skip,omitempty"`
+	Compare   []sideBySide `json:"compare,omitempty"`
+	IdleRSS   float64      `json:"daemon_idle_rss_mib,omitempty"`
 }
 
 func run(args []string, out io.Writer) error {
@@ -73,6 +101,11 @@ func run(args []string, out io.Writer) error {
 		cfg.extra = append(cfg.extra, v)
 		return nil
 	})
+	fs.BoolVar(&cfg.peerMCP, "peer-mcp", false, "also compare whole 64 KiB files with the MCP filesystem server's write_file (installs "+mcpPackage+" with npm into a temp dir)")
+	fs.IntVar(&cfg.fileMB, "file-mb", 0, "also write a file of this many MB as `orionctl write` does, next to cp + sync (0: skip)")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp and --file-mb comparisons")
+	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp comparison")
+	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +116,9 @@ func run(args []string, out io.Writer) error {
 	if cfg.baselines, err = parseInts(*baselines); err != nil {
 		return fmt.Errorf("--baselines: %w", err)
 	}
+	if cfg.rounds < 1 || cfg.wholeOps < 1 || cfg.fileMB < 0 {
+		return fmt.Errorf("--rounds and --whole-ops must be at least 1, --file-mb at least 0")
+	}
 	if cfg.dir == "" {
 		if cfg.dir, err = os.MkdirTemp("", "orionbench"); err != nil {
 			return err
@@ -92,32 +128,61 @@ func run(args []string, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var results []result
+	var rep fullReport
 	for _, n := range cfg.baselines {
 		r, err := baseline(cfg, n)
 		if err != nil {
 			return err
 		}
-		results = append(results, r)
+		rep.Results = append(rep.Results, r)
 	}
-	socket, stop, err := startDaemon(ctx, cfg)
+	d, err := startDaemon(ctx, cfg, "timed", nil)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer d.stop()
+	rep.IdleRSS = float64(sampleProc(d.pid).rssKiB) / 1024
 	for _, n := range cfg.sessions {
-		r, err := sessionsCase(ctx, cfg, socket, n)
+		r, err := sessionsCase(ctx, cfg, d, n)
 		if err != nil {
 			return err
 		}
-		results = append(results, r)
+		rep.Results = append(rep.Results, r)
+	}
+	if cfg.peerMCP {
+		r, err := wholeFileCase(ctx, cfg, d)
+		if err != nil {
+			return err
+		}
+		rep.Compare = append(rep.Compare, r)
+	}
+	if cfg.fileMB > 0 {
+		r, err := largeFileCase(ctx, cfg, d)
+		if err != nil {
+			return err
+		}
+		rep.Compare = append(rep.Compare, r)
+	}
+	if cfg.syncs {
+		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg); err != nil {
+			return fmt.Errorf("counting syncs: %w", err)
+		}
 	}
 	if cfg.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		return enc.Encode(rep)
 	}
-	report(out, cfg, results)
+	report(out, cfg, rep.Results)
+	fmt.Fprintf(out, "\ndaemon RSS idle (after start): %.1f MiB\n", rep.IdleRSS)
+	for _, c := range rep.Compare {
+		fmt.Fprintln(out)
+		reportSideBySide(out, c)
+	}
+	if cfg.syncs {
+		fmt.Fprintln(out)
+		reportSyncs(out, rep.Syncs, rep.SyncsSkip)
+	}
 	return nil
 }
 
@@ -151,7 +216,7 @@ func baseline(cfg config, writers int) (result, error) {
 	}
 	defer os.RemoveAll(dir)
 	chunk := chunkOf(cfg.chunk)
-	return measure(fmt.Sprintf("baseline append+fdatasync, %d writer(s)", writers), writers, cfg, func(i int) (func() error, func(), error) {
+	return measure(fmt.Sprintf("baseline append+fdatasync, %d writer(s)", writers), writers, cfg, nil, func(i int) (func() error, func(), error) {
 		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("w%d", i)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, err
@@ -168,11 +233,12 @@ func baseline(cfg config, writers int) (result, error) {
 
 // sessionsCase streams chunks from n concurrent sessions, each on its own
 // connection, timing each acknowledged append.
-func sessionsCase(ctx context.Context, cfg config, socket string, n int) (result, error) {
+func sessionsCase(ctx context.Context, cfg config, d *daemonProc, n int) (result, error) {
 	chunk := string(chunkOf(cfg.chunk))
-	root := filepath.Join(cfg.dir, "root")
-	return measure(fmt.Sprintf("oriond session.append, %d session(s)", n), n, cfg, func(i int) (func() error, func(), error) {
-		c, err := client.Dial(ctx, socket, client.Options{})
+	root := d.root
+	var before procSample
+	r, err := measure(fmt.Sprintf("oriond session.append, %d session(s)", n), n, cfg, func() { before = sampleProc(d.pid) }, func(i int) (func() error, func(), error) {
+		c, err := client.Dial(ctx, d.socket, client.Options{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -195,11 +261,19 @@ func sessionsCase(ctx context.Context, cfg config, socket string, n int) (result
 		}
 		return op, cleanup, nil
 	})
+	if err != nil {
+		return r, err
+	}
+	after := sampleProc(d.pid)
+	r.CPUus = cpuPerOp(before, after, r.Ops)
+	r.RSSMiB = float64(after.rssKiB) / 1024
+	return r, nil
 }
 
 // measure runs op from writers goroutines for cfg.duration and summarizes
-// throughput and latency.
-func measure(name string, writers int, cfg config, setup func(i int) (op func() error, cleanup func(), err error)) (result, error) {
+// throughput and latency. started, if set, runs once every writer is set
+// up, just before the clock starts.
+func measure(name string, writers int, cfg config, started func(), setup func(i int) (op func() error, cleanup func(), err error)) (result, error) {
 	ops := make([]func() error, writers)
 	for i := range writers {
 		op, cleanup, err := setup(i)
@@ -215,6 +289,9 @@ func measure(name string, writers int, cfg config, setup func(i int) (op func() 
 		latencies []time.Duration
 		firstErr  error
 	)
+	if started != nil {
+		started()
+	}
 	start := time.Now()
 	deadline := start.Add(cfg.duration)
 	for i := range writers {
@@ -259,50 +336,90 @@ func percentile(sorted []time.Duration, p float64) float64 {
 	return float64(sorted[i].Microseconds()) / 1000
 }
 
+// daemonProc is a running oriond: its socket, its process (for /proc) and
+// the allowed root its files go under.
+type daemonProc struct {
+	socket string
+	pid    int
+	root   string
+	stop   func()
+}
+
 // startDaemon runs the oriond under test with its store in cfg.dir, so it
-// measures the same disk as the baselines.
-func startDaemon(ctx context.Context, cfg config) (string, func(), error) {
-	root := filepath.Join(cfg.dir, "root")
+// measures the same disk as the baselines. name keeps the state of two
+// daemons of one run apart; wrap, if set, is a command line the daemon
+// runs under (strace), and the daemon's own pid then comes from
+// daemon.status.
+func startDaemon(ctx context.Context, cfg config, name string, wrap []string) (*daemonProc, error) {
+	root := filepath.Join(cfg.dir, "root-"+name)
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	// Socket paths are short-limited; cfg.dir may be long.
 	sockDir, err := os.MkdirTemp("", "ob")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	socket := filepath.Join(sockDir, "oriond.sock")
-	args := append([]string{"run", "--socket", socket, "--state-dir", filepath.Join(cfg.dir, "state"),
+	args := append([]string{cfg.oriond, "run", "--socket", socket, "--state-dir", filepath.Join(cfg.dir, "state-"+name),
 		"--allow-root", root, "--max-session-bytes", strconv.Itoa(1 << 30), "--log-level", "warn"}, cfg.extra...)
-	cmd := exec.CommandContext(ctx, cfg.oriond, args...)
+	args = append(slices.Clone(wrap), args...)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("starting %s: %w (build it with `go build -o bin/ ./daemon/cmd/oriond` and pass --oriond)", cfg.oriond, err)
+		os.RemoveAll(sockDir)
+		return nil, fmt.Errorf("starting %s: %w (build it with `go build -o bin/ ./daemon/cmd/oriond` and pass --oriond)", args[0], err)
 	}
-	stop := func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+	d := &daemonProc{socket: socket, pid: cmd.Process.Pid, root: root}
+	d.stop = func() {
+		// The daemon itself is told to stop: strace, given SIGINT,
+		// would detach and leave it running.
+		if p, err := os.FindProcess(d.pid); err == nil {
+			p.Signal(os.Interrupt)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
 		os.RemoveAll(sockDir)
 	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		c, err := client.Dial(ctx, socket, client.Options{})
-		if err == nil {
-			c.Close()
-			return socket, stop, nil
+		if err != nil {
+			continue
 		}
+		if len(wrap) > 0 {
+			st, err := c.Status(ctx)
+			if err != nil {
+				c.Close()
+				d.stop()
+				return nil, err
+			}
+			d.pid = st.PID
+		}
+		c.Close()
+		return d, nil
 	}
-	stop()
-	return "", nil, fmt.Errorf("oriond did not open %s", socket)
+	d.stop()
+	return nil, fmt.Errorf("oriond did not open %s", socket)
 }
 
 // report prints the table and the ratios the targets are stated in.
 func report(out io.Writer, cfg config, results []result) {
 	fmt.Fprintf(out, "disk: %s, chunk %d bytes, %s per case\n\n", cfg.dir, cfg.chunk, cfg.duration)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tchunks/s\tMB/s\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "case\tchunks/s\tMB/s\tp50 ms\tp99 ms\tdaemon CPU µs/op\tdaemon RSS MiB\t")
 	byName := map[string]result{}
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t\n", r.Name, r.OpsPerSec, r.MBPerSec, r.P50, r.P99)
+		cpu, rss := "", ""
+		if r.CPUus > 0 {
+			cpu, rss = fmt.Sprintf("%.0f", r.CPUus), fmt.Sprintf("%.1f", r.RSSMiB)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Name, r.OpsPerSec, r.MBPerSec, r.P50, r.P99, cpu, rss)
 		byName[r.Name] = r
 	}
 	tw.Flush()

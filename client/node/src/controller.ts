@@ -48,7 +48,13 @@ export interface ControllerOptions {
   maxIdlePrompts?: number;
   /** Largest chunk in bytes (default 16 KiB). */
   chunkBytes?: number;
-  /** Send pending content once its oldest byte is this old (default 200ms). */
+  /**
+   * 0 (the default): send content as soon as no append is unanswered; text
+   * that arrives while one is out joins the next, so a token-per-delta
+   * stream costs one append per round trip and no delta waits longer than
+   * one. Above 0: hold content until chunkBytes are pending or its oldest
+   * byte is this old (fewer, larger appends; each delta waits up to this).
+   */
   flushAfterMs?: number;
   /** Redial attempts after a lost connection (default 8). */
   reconnects?: number;
@@ -94,6 +100,8 @@ export class StreamController {
   private readonly data = new EventData();
   private resp?: Response;
   private text = "";
+  /** The background sender's run, while an append of it is unanswered (see kick). */
+  private sending?: Promise<void>;
 
   private constructor(opts: ControllerOptions) {
     const idle = opts.idleMs && opts.idleMs > 0 ? opts.idleMs : daemonIdleMs;
@@ -105,7 +113,7 @@ export class StreamController {
       truncateWaitMs: opts.truncateWaitMs && opts.truncateWaitMs > 0 ? opts.truncateWaitMs : auto + waitMarginMs,
       maxIdlePrompts: opts.maxIdlePrompts && opts.maxIdlePrompts > 0 ? opts.maxIdlePrompts : 2,
       chunkBytes: opts.chunkBytes && opts.chunkBytes > 0 ? opts.chunkBytes : 16 << 10,
-      flushAfterMs: opts.flushAfterMs && opts.flushAfterMs > 0 ? opts.flushAfterMs : 200,
+      flushAfterMs: opts.flushAfterMs && opts.flushAfterMs > 0 ? opts.flushAfterMs : 0,
       reconnects: opts.reconnects && opts.reconnects > 0 ? opts.reconnects : 8,
       replay: opts.replay ?? false,
       onEvent: opts.onEvent ?? (() => {}),
@@ -149,7 +157,17 @@ export class StreamController {
     const l = parseSSELine(line);
     switch (l.kind) {
       case "comment":
-        if (this.opts.onComment) await this.opts.onComment(l.payload);
+        if (this.opts.onComment) {
+          // A harness acts on the daemon as the stream before the comment
+          // left it: the content sent so far is acknowledged.
+          await this.settle();
+          // A background append that failed is sent again now (reconnecting
+          // if need be): a harness that cuts the connection next finds it in
+          // use, not already broken.
+          const s = this.active();
+          if (s && s.retrySize > 0) await this.flush(s, false);
+          await this.opts.onComment(l.payload);
+        }
         return;
       case "blank": {
         const d = this.data.take();
@@ -279,9 +297,7 @@ export class StreamController {
         await this.atMarker(s, marker);
         continue;
       }
-      if (s.sendable() >= this.opts.chunkBytes || this.opts.now() - s.pendSince >= this.opts.flushAfterMs) {
-        await this.flush(s, false);
-      }
+      if (this.kick(s)) await this.flush(s, false);
     }
   }
 
@@ -336,6 +352,8 @@ export class StreamController {
   // --- talking to the daemon ---
 
   private async reconnect(): Promise<void> {
+    // The background sender holds the connection being replaced.
+    await this.settle();
     this.cli.close();
     let last: unknown;
     for (let attempt = 0; attempt < this.opts.reconnects; attempt++) {
@@ -412,7 +430,75 @@ export class StreamController {
 
   // --- writing ---
 
+  /**
+   * The background sender sends the active session's content one append at
+   * a time, so reading the model's stream never waits for the daemon: text
+   * that arrives while an append is unanswered joins the next append (up to
+   * chunkBytes), which goes out as soon as the reply comes. Only the plain
+   * path runs there: an append refused or lost with the connection stops
+   * it, and flush sends that same chunk again with its reconnects,
+   * continuations and events.
+   *
+   * kick starts it if content is due and no append is out, and says whether
+   * flush must run now instead: a background append failed, or the session
+   * needs what only flush does (continuing a truncated session, dropping a
+   * failed one's text).
+   */
+  private kick(s: WriteSession): boolean {
+    if (this.sending) return false;
+    if (s.retrySize > 0 || s.failed || s.truncated) return s.retrySize > 0 || this.due(s);
+    if (!this.due(s)) return false;
+    this.sending = this.pump(s);
+    return false;
+  }
+
+  /** due: content goes now, whenever there is any unless flushAfterMs holds it back. */
+  private due(s: WriteSession): boolean {
+    const n = s.sendable();
+    if (n === 0) return false;
+    return this.opts.flushAfterMs <= 0 || n >= this.opts.chunkBytes || this.opts.now() - s.pendSince >= this.opts.flushAfterMs;
+  }
+
+  private async pump(s: WriteSession): Promise<void> {
+    const cli = this.cli;
+    try {
+      // kick assigns this.sending after this returns its promise; the
+      // finally below must run after that.
+      await null;
+      while (this.due(s)) {
+        const n = s.sendable();
+        const buf = s.bytes(s.pendLen);
+        let size = Math.min(n, this.opts.chunkBytes);
+        if (size < n) size = charBoundary(buf, size);
+        const seq = s.nextSeq;
+        try {
+          await cli.append({ session_id: s.id, seq, chunk: decoder.decode(buf.subarray(0, size)) });
+        } catch {
+          // flush sends exactly these bytes again with this seq: the daemon
+          // acknowledges a repeated chunk only if it is the same.
+          s.retrySize = size;
+          return;
+        }
+        s.sent(size);
+        s.nextSeq = seq + 1;
+        // An idle prompt the daemon sent before this ack is out of date.
+        this.inbox.drop(Notifications.idle, s.id);
+        if (s.pendLen > 0) s.pendSince = this.opts.now();
+      }
+    } finally {
+      // Cleared in the same turn as the last due check, so text scanned
+      // after it finds no sender running and starts one.
+      this.sending = undefined;
+    }
+  }
+
+  /** settle waits until no append is unanswered. */
+  private async settle(): Promise<void> {
+    while (this.sending) await this.sending;
+  }
+
   private async flush(s: WriteSession, all: boolean): Promise<void> {
+    await this.settle();
     let n = all ? s.pendLen : s.sendable();
     if (s.failed) {
       s.sent(n);
@@ -429,6 +515,12 @@ export class StreamController {
       const buf = s.bytes(s.pendLen);
       let size = Math.min(n, this.opts.chunkBytes);
       if (size < n) size = charBoundary(buf, size);
+      if (s.retrySize > 0) {
+        // A background append of these bytes may have landed; only the same
+        // bytes are acknowledged again under its seq.
+        size = Math.min(s.retrySize, n);
+        s.retrySize = 0;
+      }
       try {
         await this.appendChunk(s, buf.subarray(0, size));
       } catch (err) {

@@ -22,6 +22,8 @@ export class WriteSession {
   pend: Uint8Array[] = [];
   pendLen = 0;
   pendSince = 0;
+  /** Size of the chunk at the front of pend whose background append failed: the next append sends exactly it again. */
+  retrySize = 0;
   /** The current line, kept while it may still be a marker line. */
   line = "";
   candidate = true;

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"text/tabwriter"
+	"time"
+
+	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// syncCall matches the line strace writes when a traced call starts (a
+// call another thread interrupts shows again as "<... fdatasync resumed>",
+// which this does not match, so each call counts once).
+var syncCall = regexp.MustCompile(`\b(fsync|fdatasync)\(`)
+
+// syncLog is the output of strace following the daemon: only fsync and
+// fdatasync are traced, and with --seccomp-bpf only they stop the daemon,
+// so the rest of its work runs at full speed. It is a separate daemon from
+// the timed one all the same: the timed figures carry no tracing cost.
+type syncLog struct{ path string }
+
+// counts returns how many fsync and fdatasync calls the log holds so far.
+func (l syncLog) counts() (fsync, fdatasync int, err error) {
+	b, err := os.ReadFile(l.path)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range syncCall.FindAllSubmatch(b, -1) {
+		if string(m[1]) == "fsync" {
+			fsync++
+		} else {
+			fdatasync++
+		}
+	}
+	return fsync, fdatasync, nil
+}
+
+// settled waits until strace has written every call that returned before
+// now: it writes a line as the call returns, so two equal readings 50 ms
+// apart mean the log caught up.
+func (l syncLog) settled() (fsync, fdatasync int, err error) {
+	pf, pd, err := l.counts()
+	for range 40 {
+		time.Sleep(50 * time.Millisecond)
+		f, d, err := l.counts()
+		if err != nil {
+			return 0, 0, err
+		}
+		if f == pf && d == pd {
+			return f, d, nil
+		}
+		pf, pd = f, d
+	}
+	return pf, pd, nil
+}
+
+// syncRow is the syncs one operation costs, averaged over its repetitions.
+type syncRow struct {
+	Op        string  `json:"op"`
+	Fdatasync float64 `json:"fdatasync_per_op"`
+	Fsync     float64 `json:"fsync_per_op"`
+}
+
+// countSyncs runs each operation a few times against a daemon under strace
+// and returns the syncs per operation. Without strace it says why it
+// counted nothing.
+func countSyncs(ctx context.Context, cfg config) ([]syncRow, string, error) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		return nil, "syncs not counted: strace is not installed", nil
+	}
+	log := syncLog{path: filepath.Join(cfg.dir, "strace.out")}
+	d, err := startDaemon(ctx, cfg, "strace", []string{strace, "-f", "--seccomp-bpf", "-qq", "-e", "signal=none",
+		"-e", "trace=fsync,fdatasync", "-o", log.path})
+	if err != nil {
+		return nil, fmt.Sprintf("syncs not counted: the daemon did not start under strace (%v)", err), nil
+	}
+	defer d.stop()
+	c, err := client.Dial(ctx, d.socket, client.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	defer c.Close()
+
+	var rows []syncRow
+	// measure runs op n times and adds its row.
+	measure := func(name string, n int, op func(i int) error) error {
+		f0, d0, err := log.settled()
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if err := op(i); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		f1, d1, err := log.settled()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, syncRow{Op: name, Fdatasync: float64(d1-d0) / float64(n), Fsync: float64(f1-f0) / float64(n)})
+		return nil
+	}
+	for _, size := range []int{1 << 10, 64 << 10} {
+		chunk := string(chunkOf(size))
+		begun, err := c.Begin(ctx, protocol.BeginParams{Intent: "benchmark", Operation: protocol.OpOverwrite,
+			TargetFile: filepath.Join(d.root, fmt.Sprintf("append-%d.txt", size))})
+		if err != nil {
+			return nil, "", err
+		}
+		err = measure(fmt.Sprintf("session.append %s", sizeName(size)), 20, func(i int) error {
+			_, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(i + 1), Chunk: chunk})
+			return err
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		c.Abort(ctx, begun.SessionID)
+	}
+	// A whole file, step by step and then as one operation.
+	const files = 10
+	content := string(chunkOf(64 << 10))
+	ids := make([]string, files)
+	steps := []struct {
+		name string
+		op   func(i int) error
+	}{
+		{"session.begin", func(i int) error {
+			b, err := c.Begin(ctx, protocol.BeginParams{Intent: "benchmark", Operation: protocol.OpCreate,
+				TargetFile: filepath.Join(d.root, fmt.Sprintf("steps-%d.txt", i))})
+			ids[i] = b.SessionID
+			return err
+		}},
+		{"session.append 64 KiB (first)", func(i int) error {
+			_, err := c.Append(ctx, protocol.AppendParams{SessionID: ids[i], Seq: 1, Chunk: content})
+			return err
+		}},
+		{"session.finalize 64 KiB", func(i int) error {
+			_, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: ids[i], EndOfInput: true})
+			return err
+		}},
+		{"whole 64 KiB file (begin+append+finalize)", func(i int) error {
+			return wholeFile(ctx, c, filepath.Join(d.root, fmt.Sprintf("whole-%d.txt", i)), content)
+		}},
+	}
+	for _, s := range steps {
+		if err := measure(s.name, files, s.op); err != nil {
+			return nil, "", err
+		}
+	}
+	return rows, "", nil
+}
+
+func sizeName(n int) string {
+	if n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func reportSyncs(out io.Writer, rows []syncRow, why string) {
+	if why != "" {
+		fmt.Fprintln(out, why)
+		return
+	}
+	fmt.Fprintln(out, "syncs per operation (a second daemon under strace -f -e trace=fsync,fdatasync; not timed):")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "operation\tfdatasync\tfsync\tall\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t\n", r.Op, r.Fdatasync, r.Fsync, r.Fdatasync+r.Fsync)
+	}
+	tw.Flush()
+}

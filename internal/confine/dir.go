@@ -144,9 +144,9 @@ func (d *Dir) regular(name string, info Info) error {
 	}
 }
 
-// CheckWritable refuses to replace name unless it is missing, a regular
-// file, or a symlink (a rename replaces the link itself, never what it
-// points to).
+// CheckWritable refuses to replace or remove name unless it is missing or
+// a regular file: a directory, a special file, or a symlink that stands
+// where the checked file was.
 func (d *Dir) CheckWritable(name string) error {
 	info, err := d.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -162,7 +162,7 @@ func (f *FS) OpenParent(path string) (*Dir, string, error) {
 	// a protected file reached through a swapped symlink is caught too.
 	if entry, ok := f.guard.Protected(path); ok {
 		d.Close()
-		return nil, "", protectedError(path, entry, f.guard)
+		return nil, "", f.guard.ProtectedError(path, entry)
 	}
 	return d, base, nil
 }
@@ -193,8 +193,4 @@ func moved(dir, real string, inside bool) error {
 	}
 	return &pathguard.Error{Reason: pathguard.ReasonPathChanged, Path: dir,
 		Msg: fmt.Sprintf("%s now leads to %s: a directory on the way was replaced or a symlink changed since the path was checked; nothing was written. Check the path and begin a new session", dir, real)}
-}
-
-func protectedError(path, entry string, g *pathguard.Guard) error {
-	return g.ProtectedError(path, entry)
 }

@@ -26,7 +26,7 @@ const dirPerm = 0o755
 func (f *FS) MkdirAll(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
 	if entry, ok := f.guard.Protected(dir); ok {
-		return nil, protectedError(dir, entry, f.guard)
+		return nil, f.guard.ProtectedError(dir, entry)
 	}
 	// The deepest existing ancestor is opened the usual way.
 	existing := dir

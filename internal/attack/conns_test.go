@@ -75,18 +75,34 @@ func TestConnsLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 50
 	d := testdaemon.Start(t, "--max-connections", "50")
+	// testdaemon's readiness probe holds a slot until the daemon notices
+	// its close, asynchronously: wait until this connection is the only
+	// one, and keep it, so exactly limit-1 of the next ones are served.
+	first := dial(t, d)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var st protocol.StatusResult
+		first.must(protocol.MethodDaemonStatus, nil, &st)
+		if st.Connections == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon.status still counts %d connections", st.Connections)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	room := limit - 1
 	conns := dialMany(t, d, openConns)
 	var refused, served int
 	for i, c := range conns {
 		rc := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
-		if i < limit {
+		if i < room {
 			rc.send(frameOf(statusRequest))
 		}
 		r, err := rc.readReply()
 		switch {
 		case err != nil:
 			t.Fatalf("connection %d: no reply: %v", i+1, err)
-		case i < limit && r.Error == nil:
+		case i < room && r.Error == nil:
 			served++
 		case r.Error != nil && r.Error.Code == protocol.CodeTooManyConnections &&
 			r.Error.Data.Reason == protocol.ReasonTooManyConnections && string(r.ID) == "null" &&
@@ -98,10 +114,10 @@ func TestConnsLimit(t *testing.T) {
 		}
 	}
 	t.Logf("%d connections: %d served, %d refused", len(conns), served, refused)
-	if served != limit || refused != openConns-limit {
-		t.Fatalf("%d served, %d refused; want %d and %d", served, refused, limit, openConns-limit)
+	if served != room || refused != openConns-room {
+		t.Fatalf("%d served, %d refused; want %d and %d", served, refused, room, openConns-room)
 	}
-	for _, c := range conns[:limit] {
+	for _, c := range conns[:room] {
 		c.Close()
 	}
 	servedSoon(t, d)

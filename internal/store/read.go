@@ -154,7 +154,7 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 		next    uint64 // seq of the next chunk to copy
 		cur     uint64 // seq of the chunk being copied
 		last    uint64 // seq of the last chunk to copy
-		skip    int64  // bytes of chunk next before off
+		skip    int64  // bytes of the first chunk or part to copy that lie before off
 		done    bool
 	)
 	for first := true; !done; first = false {

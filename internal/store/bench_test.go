@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/orion-agent/orion/internal/store"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,4 +129,53 @@ func BenchmarkFdatasync(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkAppend64K measures what one durable 64 KiB append to a session
+// that already holds chunks writes: the pages its commit allocates, and the
+// bytes the process wrote to the disk (Linux's /proc/self/io), per append.
+// A chunk's commit should write about the chunk, not the pages around it.
+func BenchmarkAppend64K(b *testing.B) {
+	s := openStore(b, benchPath(b))
+	chunk := bytes.Repeat([]byte("c"), 64<<10)
+	meta := bytes.Repeat([]byte("m"), 500)
+	var seq uint64
+	for range 16 {
+		seq++
+		if err := s.Append("session", seq, chunk, meta); err != nil {
+			b.Fatal(err)
+		}
+	}
+	alloc0, io0 := store.PageAllocBytes(s), procWriteBytes(b)
+	b.ResetTimer()
+	for range b.N {
+		seq++
+		if err := s.Append("session", seq, chunk, meta); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(store.PageAllocBytes(s)-alloc0)/float64(b.N), "page-bytes/op")
+	if io0 >= 0 {
+		b.ReportMetric(float64(procWriteBytes(b)-io0)/float64(b.N), "disk-bytes/op")
+	}
+}
+
+// procWriteBytes returns write_bytes of /proc/self/io, or -1 where there is
+// none.
+func procWriteBytes(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	return -1
 }

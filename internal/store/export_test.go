@@ -14,3 +14,10 @@ func HoldCommits(s *Store) (release func()) {
 
 // Queued returns the number of writes waiting for the committer.
 func Queued(s *Store) int { return len(s.reqs) }
+
+// PageAllocBytes returns the bytes of pages bbolt has allocated since Open:
+// every page a commit writes, the meta page aside.
+func PageAllocBytes(s *Store) int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetPageAlloc()
+}

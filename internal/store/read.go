@@ -101,17 +101,34 @@ func (s *Store) Chunk(id string, seq uint64) ([]byte, error) {
 		if b == nil {
 			return notFound(id)
 		}
-		v, ok := lookup(b, encodeSeq(seq))
+		var ok bool
+		chunk, ok = readChunk(b.Cursor(), seq)
 		if !ok {
 			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, ErrNotFound)
 		}
-		chunk = append([]byte{}, v...)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return chunk, nil
+}
+
+// readChunk returns a copy of chunk seq, stored whole or as parts, and
+// whether there is one.
+func readChunk(c *bolt.Cursor, seq uint64) ([]byte, bool) {
+	k, v := c.Seek(encodeSeq(seq))
+	if k == nil || !isChunkKey(k) || decodeSeq(k) != seq {
+		return nil, false
+	}
+	if len(k) == seqLen {
+		return append([]byte{}, v...), true
+	}
+	var chunk []byte
+	for ; k != nil && len(k) == partKeyLen && decodeSeq(k) == seq; k, v = c.Next() {
+		chunk = append(chunk, v...)
+	}
+	return chunk, true
 }
 
 // CopyRange writes bytes [off, off+n) of the session's content, the
@@ -135,8 +152,9 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 		written int64
 		buf     []byte
 		next    uint64 // seq of the next chunk to copy
+		cur     uint64 // seq of the chunk being copied
 		last    uint64 // seq of the last chunk to copy
-		skip    int64  // bytes of chunk next before off
+		skip    int64  // bytes of the first chunk or part to copy that lie before off
 		done    bool
 	)
 	for first := true; !done; first = false {
@@ -166,11 +184,19 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 			} else {
 				k, v = c.Seek(encodeSeq(next))
 			}
+			// A round ends between chunks, never between the parts of
+			// one, so that a chunk replaced during the copy is read
+			// either as it was or as it is.
 			for ; ; k, v = c.Next() {
-				if k == nil || len(k) != seqLen || decodeSeq(k) > last {
+				if k == nil || !isChunkKey(k) || decodeSeq(k) > last {
 					done = true
 					return nil
 				}
+				if seq := decodeSeq(k); len(buf) >= copyRoundBytes && seq != cur {
+					next = seq
+					return nil
+				}
+				cur = decodeSeq(k)
 				data := v[skip:]
 				skip = 0
 				if rest := n - written - int64(len(buf)); n >= 0 && int64(len(data)) >= rest {
@@ -179,13 +205,6 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 					return nil
 				}
 				buf = append(buf, data...)
-				if seq := decodeSeq(k); seq == last {
-					done = true
-					return nil
-				} else if len(buf) >= copyRoundBytes {
-					next = seq + 1
-					return nil
-				}
 			}
 		})
 		if err != nil {
@@ -205,12 +224,12 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 	return written, nil
 }
 
-// seekOffset positions c on the chunk holding byte off of the content and
-// returns it with the number of its bytes before off. It returns a nil key
-// if the content is no longer than off.
+// seekOffset positions c on the chunk or part holding byte off of the
+// content and returns it with the number of its bytes before off. It
+// returns a nil key if the content is no longer than off.
 func seekOffset(c *bolt.Cursor, off int64) (k, v []byte, skip int64) {
 	var pos int64
-	for k, v = c.First(); k != nil && len(k) == seqLen; k, v = c.Next() {
+	for k, v = c.First(); k != nil && isChunkKey(k); k, v = c.Next() {
 		if pos+int64(len(v)) > off {
 			return k, v, off - pos
 		}
@@ -219,11 +238,12 @@ func seekOffset(c *bolt.Cursor, off int64) (k, v []byte, skip int64) {
 	return nil, nil, 0
 }
 
-// lastSeq moves c to the last chunk of its bucket, past the metadata kept
-// after the chunks, and returns its key, or nil if there is none.
+// lastSeq moves c to the last chunk or part of its bucket, past the
+// metadata kept after the chunks, and returns its key, or nil if there is
+// none.
 func lastSeq(c *bolt.Cursor) []byte {
 	k, _ := c.Last()
-	for k != nil && len(k) != seqLen {
+	for k != nil && !isChunkKey(k) {
 		k, _ = c.Prev()
 	}
 	return k

@@ -15,8 +15,12 @@
 //
 //	meta/schema       -> schema version, 8 bytes big-endian
 //	sessions/<id>     -> metadata
-//	chunks/<id>/<seq> -> chunk; seq is 8 bytes big-endian so that cursor
-//	                     order is sequence order
+//	chunks/<id>/<seq> -> chunk of up to partSize bytes; seq is 8 bytes
+//	                     big-endian so that cursor order is sequence order
+//	chunks/<id>/<seq><part>
+//	                  -> part number part (4 bytes big-endian, from 0) of a
+//	                     larger chunk (version 3): partSize bytes each but
+//	                     the last; the chunk is their concatenation
 //	chunks/<id>/ff*9  -> metadata written by Append (version 2); where
 //	                     present it supersedes sessions/<id>
 //
@@ -26,7 +30,16 @@
 // one leaf per session instead of also rewriting most of the sessions
 // bucket (BenchmarkAppend, 64 writers, 500-byte metadata: median of 3 runs
 // 8,300 -> 9,448 appends/s). The key is nine bytes, so it sorts after every
-// eight-byte seq and is never taken for a chunk.
+// eight-byte seq and every part key (no chunk has 0xff000000 parts) and is
+// never taken for a chunk.
+//
+// A chunk larger than partSize is stored as parts so that the leaf holding
+// that metadata, which every Append rewrites, stays small. bbolt keeps at
+// least two keys in a leaf and rewrites a dirty leaf whole, overflow pages
+// included: with 64 KiB chunks stored whole, the last leaf held two or three
+// chunks and the metadata, and each 64 KiB append wrote 248 KiB of pages.
+// Parts fill leaves of their own, two to a page, and the last leaf holds a
+// part or two and the metadata (BenchmarkAppend64K).
 package store
 
 import (
@@ -62,7 +75,11 @@ var ErrClosed = errors.New("store: closed")
 // file is a valid version 2 file without any, so Open migrates it by
 // rewriting the number; a version 1 build refuses a version 2 file, which
 // it would misread.
-const schemaVersion = 2
+//
+// Version 3 added chunks stored as parts (partSize). A version 1 or 2 file
+// is a valid version 3 file without any, migrated the same way; a version 2
+// build refuses a version 3 file, in which it would miss every large chunk.
+const schemaVersion = 3
 
 var (
 	bucketMeta     = []byte("meta")
@@ -74,8 +91,19 @@ var (
 	keyChunkMeta = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 )
 
-// seqLen is the length of a chunk key.
-const seqLen = 8
+const (
+	// seqLen is the length of the key of a chunk stored whole.
+	seqLen = 8
+	// partKeyLen is the length of the key of a part: seq, then the part's
+	// index.
+	partKeyLen = seqLen + 4
+	// partSize is the largest chunk stored whole and the size of a part.
+	// Two parts and their keys fill a 4 KiB page exactly at fill percent 1
+	// (16-byte page header, 16 bytes per element, 12-byte key: 2012 bytes
+	// at most); 2048 would not fit two, and each page would spill into an
+	// overflow page, doubling what a chunk writes.
+	partSize = 2000
+)
 
 const (
 	defaultLockTimeout = 100 * time.Millisecond
@@ -182,8 +210,8 @@ func Open(path string, opts Options) (*Store, error) {
 // initialMmapSize is the address space bbolt maps at Open. See Open.
 const initialMmapSize = 1 << 30
 
-// initSchema creates the buckets of a new file, migrates a version 1 file
-// and refuses a file written by an incompatible version. It writes only
+// initSchema creates the buckets of a new file, migrates a version 1 or 2
+// file and refuses a file written by an incompatible version. It writes only
 // when something is missing or old, so reopening a current file costs no
 // commit.
 func initSchema(db *bolt.DB) error {
@@ -217,7 +245,7 @@ func initSchema(db *bolt.DB) error {
 
 // checkSchema reports whether tx holds a complete layout of the current
 // version. A missing or partial layout is not an error: it is a new file;
-// nor is version 1, which initSchema migrates.
+// nor are versions 1 and 2, which initSchema migrates.
 func checkSchema(tx *bolt.Tx) (bool, error) {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
@@ -231,7 +259,7 @@ func checkSchema(tx *bolt.Tx) (bool, error) {
 		return false, fmt.Errorf("schema version is %d bytes, want 8: not an oriond store", len(v))
 	}
 	if got := binary.BigEndian.Uint64(v); got != schemaVersion {
-		if got == 1 {
+		if got == 1 || got == 2 {
 			return false, nil
 		}
 		return false, fmt.Errorf("schema version %d, this build reads version %d: use a matching oriond or move the file aside", got, schemaVersion)
@@ -285,12 +313,13 @@ func (s *Store) Stats() (Stats, error) {
 		st.Sessions = tx.Bucket(bucketSessions).Stats().KeyN
 		chunks := tx.Bucket(bucketChunks)
 		return chunks.ForEachBucket(func(id []byte) error {
-			b := chunks.Bucket(id)
-			st.Chunks += b.Stats().KeyN
-			if _, ok := lookup(b, keyChunkMeta); ok {
-				st.Chunks--
-			}
-			return nil
+			// A chunk is a whole key or a part 0.
+			return chunks.Bucket(id).ForEach(func(k, _ []byte) error {
+				if len(k) == seqLen || (len(k) == partKeyLen && partIndex(k) == 0) {
+					st.Chunks++
+				}
+				return nil
+			})
 		})
 	})
 	if err != nil {
@@ -318,7 +347,22 @@ func encodeSeq(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
 }
 
+// decodeSeq returns the seq of a chunk or part key.
 func decodeSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k) }
+
+// partKey returns the key of part i of chunk seq. Each call allocates: bbolt
+// keeps the key until the transaction commits.
+func partKey(seq uint64, i uint32) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, partKeyLen), seq)
+	return binary.BigEndian.AppendUint32(k, i)
+}
+
+// partIndex returns the index of a part key.
+func partIndex(k []byte) uint32 { return binary.BigEndian.Uint32(k[seqLen:]) }
+
+// isChunkKey reports whether k, a key of a session's chunk bucket, holds
+// chunk data: a whole chunk or a part, not the metadata.
+func isChunkKey(k []byte) bool { return len(k) == seqLen || len(k) == partKeyLen }
 
 // validate rejects what bbolt would reject inside the transaction, so that a
 // bad request fails alone instead of failing the batch it was queued with.

@@ -51,7 +51,7 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte) error {
 			return fmt.Errorf("store: session %q: %w", id, err)
 		}
 		chunks.FillPercent = appendFillPercent
-		if err := chunks.Put(seqKey, chunk); err != nil {
+		if err := putChunk(chunks, seq, seqKey, chunk); err != nil {
 			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 		}
 		// The metadata goes next to the chunk (see the package comment);
@@ -66,6 +66,41 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte) error {
 		}
 		return sessions.Put(key, meta)
 	})
+}
+
+// putChunk stores chunk as number seq in b, whole or as parts (see the
+// package comment), replacing whatever chunk seq was before in either form.
+func putChunk(b *bolt.Bucket, seq uint64, seqKey, chunk []byte) error {
+	if err := deleteChunk(b, seq, seqKey); err != nil {
+		return err
+	}
+	if len(chunk) <= partSize {
+		return b.Put(seqKey, chunk)
+	}
+	for i := uint32(0); len(chunk) > 0; i++ {
+		n := min(len(chunk), partSize)
+		if err := b.Put(partKey(seq, i), chunk[:n]); err != nil {
+			return err
+		}
+		chunk = chunk[n:]
+	}
+	return nil
+}
+
+// deleteChunk deletes chunk seq from b, whole or in parts, if it is there.
+// The keys are collected first: deleting under a bbolt cursor skips keys.
+func deleteChunk(b *bolt.Bucket, seq uint64, seqKey []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(seqKey); k != nil && isChunkKey(k) && decodeSeq(k) == seq; k, _ = c.Next() {
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Finish stores meta as the metadata of session id and drops its chunks, in

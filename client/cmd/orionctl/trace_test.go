@@ -14,6 +14,7 @@ import (
 
 	"github.com/rivo/uniseg"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -252,6 +253,50 @@ func TestTraceOfARealSession(t *testing.T) {
 	code, _, errOut = orionctl(t, d.Socket, "", "trace", "no-such-session")
 	if code != exitFailure || !strings.Contains(errOut, "no trace events") {
 		t.Fatalf("unknown session: exit %d: %s", code, errOut)
+	}
+}
+
+// TestTraceOfFoldedAppends: oriond folds a session's appends into one
+// event; the ladder still shows the run, its seqs, bytes and end marker.
+func TestTraceOfFoldedAppends(t *testing.T) {
+	d := testdaemon.Start(t)
+	ctx := context.Background()
+	c, err := client.Dial(ctx, d.Socket, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var b protocol.BeginResult
+	if err := c.Call(ctx, protocol.MethodSessionBegin, protocol.BeginParams{
+		TargetFile: filepath.Join(d.Root, "folded.md"), Operation: protocol.OpCreate}, &b); err != nil {
+		t.Fatal(err)
+	}
+	chunks := []string{"one\n", "two\n", "three\n", b.EndMarker + "\n"}
+	for i, chunk := range chunks {
+		if err := c.Call(ctx, protocol.MethodSessionAppend, protocol.AppendParams{
+			SessionID: b.SessionID, Seq: uint64(i + 1), Chunk: chunk}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Call(ctx, protocol.MethodSessionFinalize, protocol.FinalizeParams{SessionID: b.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := orionctl(t, d.Socket, "", "trace", b.SessionID)
+	if code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"BEGIN: ✅", "APPEND ×4: ✅", "Chunks: seq 1–4 (4 requests)", "Received: 14 bytes",
+		"End marker: seen at seq 4", "in all, the slowest", "FINALIZE: ✅"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the ladder lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = orionctl(t, d.Socket, "", "trace", "--export", "--type", "request", b.SessionID)
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	if got := strings.Count(out, `"method":"session.append"`); got != 1 {
+		t.Errorf("%d append events, want 1 for the 4 appends:\n%s", got, out)
 	}
 }
 

@@ -3,11 +3,13 @@ package trace_test
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/orion-agent/orion/internal/clock"
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -163,4 +165,43 @@ func newTracerOn(t *testing.T, st trace.Store, opts trace.Options) (*trace.Trace
 		t.Fatal(err)
 	}
 	return tr, clk, st
+}
+
+// BenchmarkRecordAppend is the trace's cost of one acknowledged append
+// from 64 sessions, the batcher's encoding and store writes included (the
+// benchmark ends with a Flush): each append an event of its own, as before
+// folding, against folded.
+func BenchmarkRecordAppend(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		fold int
+	}{{"Each", 1}, {"Folded", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			st, err := store.Open(filepath.Join(b.TempDir(), "orion.db"), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			// A buffer for every event, so that none is dropped uncosted.
+			tr := trace.New(trace.Options{FoldAppends: bc.fold, Buffer: b.N + 64})
+			defer tr.Close()
+			if err := tr.Attach(st); err != nil {
+				b.Fatal(err)
+			}
+			sessions := make([]string, 64)
+			for i := range sessions {
+				sessions[i] = fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)
+			}
+			start := time.Now()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				tr.RecordAppend(trace.Append{SessionID: sessions[i%64], Start: start, Duration: time.Millisecond,
+					Seq: uint64(i/64 + 1), Bytes: int64(i/64+1) * 1024})
+			}
+			tr.Flush()
+			b.StopTimer()
+			b.ReportMetric(float64(tr.Stats().Recorded)/float64(b.N), "events/op")
+		})
+	}
 }

@@ -256,7 +256,9 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		stash: newParamStash(),
 	}
 	var inflight sync.WaitGroup
+	appends, _ := rec.(trace.AppendRecorder)
 	h := &handler{
+		appends:  appends,
 		params:   tr.stash,
 		mgr:      mgr,
 		log:      log,

@@ -24,6 +24,10 @@ type handler struct {
 	order  *sessionOrder
 	owners *owners
 	trace  trace.Recorder
+	// appends, when the recorder has it, takes acknowledged appends to
+	// fold them: one event per append cost more CPU (its JSON, its store
+	// write, their garbage) than the rest of the trace put together.
+	appends trace.AppendRecorder
 	// rejected records the requests that failed, at a bounded rate: their
 	// fields come from the client, and a flood of them must not fill the
 	// store.
@@ -108,18 +112,28 @@ func shortMethod(method string) string {
 }
 
 // traceRequest records one handled request: which, for which session, how
-// long, and how it failed. A failed one goes through the rate limit of
-// h.rejected, with its client-given fields bounded.
+// long, and how it failed. An acknowledged append goes to h.appends, when
+// there is one, to be folded with the session's other appends. A failed
+// request goes through the rate limit of h.rejected, with its client-given
+// fields bounded.
 func (h *handler) traceRequest(method, key string, result any, err error, start time.Time) {
+	took := time.Since(start)
+	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
+		a := trace.Append{SessionID: ack.SessionID, Start: start, Duration: took,
+			Seq: ack.Seq, Bytes: ack.Bytes, EndMarkerSeen: ack.EndMarkerSeen}
+		if h.appends != nil {
+			h.appends.RecordAppend(a)
+			return
+		}
+		h.trace.Record(trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: ack.SessionID, Method: method,
+			Fields: map[string]any{"duration_ms": float64(took.Microseconds()) / 1000,
+				"seq": ack.Seq, "bytes": ack.Bytes, "end_marker_seen": ack.EndMarkerSeen}})
+		return
+	}
 	if ids := ownedSessions(result); key == "" && len(ids) == 1 {
 		key = ids[0]
 	}
-	fields := map[string]any{"duration_ms": float64(time.Since(start).Microseconds()) / 1000}
-	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
-		fields["seq"] = ack.Seq
-		fields["bytes"] = ack.Bytes
-		fields["end_marker_seen"] = ack.EndMarkerSeen
-	}
+	fields := map[string]any{"duration_ms": float64(took.Microseconds()) / 1000}
 	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method, Fields: fields}
 	if err == nil {
 		h.trace.Record(ev)

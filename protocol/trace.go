@@ -23,7 +23,14 @@ const (
 // Trace event types. They are stable; Fields' keys depend on the type.
 const (
 	// TraceRequest is one handled JSON-RPC request: Method, and in Fields
-	// duration_ms, and error_code and error when it failed.
+	// duration_ms, and error_code and error when it failed. Acknowledged
+	// session.append requests of one session are folded into one event
+	// (its Time the first one's start; at the session's next event, or
+	// after 1024 appends or 1s): seq (the highest), bytes (received so
+	// far), end_marker_seen and duration_ms (the sum), and when it stands
+	// for more than one, appends (how many), first_seq, max_duration_ms
+	// and end_marker_seq (the first that saw the marker). A failed append
+	// is an event of its own.
 	TraceRequest = "request"
 	// TraceStage is a session entering a stage: Fields stage, bytes, lines.
 	TraceStage = "session.stage"

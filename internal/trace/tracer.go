@@ -69,6 +69,12 @@ type Options struct {
 	FollowBuffer int
 	// Limits bound the size of each event.
 	Limits Limits
+	// FoldAppends is the most acknowledged appends of one session that
+	// RecordAppend folds into one request event (default 1024; 1 records
+	// each on its own), and FoldEvery the longest the first of them waits
+	// for its event (default 1s).
+	FoldAppends int
+	FoldEvery   time.Duration
 	// Rejected limits the rate of the events sent through Rejected.
 	Rejected LimiterOptions
 	// Sinks receive every event besides the store.
@@ -121,6 +127,13 @@ type Tracer struct {
 	pruneTimer clock.Timer
 	pruneOff   bool
 
+	// foldMu guards the folds of acknowledged appends (RecordAppend) and
+	// orders each against its session's other events.
+	foldMu     sync.Mutex
+	folds      map[string]*appendFold
+	sweepTimer clock.Timer
+	sweepOff   bool
+
 	// rejected is the Limiter in front of the Tracer for Rejected.
 	rejected *Limiter
 
@@ -159,6 +172,12 @@ func New(opts Options) *Tracer {
 	if opts.FollowBuffer <= 0 {
 		opts.FollowBuffer = DefaultFollowBuffer
 	}
+	if opts.FoldAppends <= 0 {
+		opts.FoldAppends = DefaultFoldAppends
+	}
+	if opts.FoldEvery <= 0 {
+		opts.FoldEvery = DefaultFoldEvery
+	}
 	opts.Limits = opts.Limits.withDefaults()
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
@@ -176,6 +195,7 @@ func New(opts Options) *Tracer {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		followers: make(map[*follower]struct{}),
+		folds:     make(map[string]*appendFold),
 	}
 	if opts.Rejected.Clock == nil {
 		opts.Rejected.Clock = opts.Clock
@@ -194,7 +214,8 @@ func (t *Tracer) Rejected() Recorder { return t.rejected }
 // is dropped and counted (TraceStats.Dropped). A zero ev.Time means now.
 // Record copies ev.Fields itself but not the values in it: do not modify
 // them afterwards. Requests for trace.* methods are not recorded, so that
-// reading traces does not write them.
+// reading traces does not write them. An event of a session first records
+// the session's folded appends (RecordAppend).
 func (t *Tracer) Record(ev Event) {
 	if ev.Type == protocol.TraceRequest && strings.HasPrefix(ev.Method, "trace.") {
 		return
@@ -205,6 +226,19 @@ func (t *Tracer) Record(ev Event) {
 	if len(ev.Fields) > 0 {
 		ev.Fields = maps.Clone(ev.Fields)
 	}
+	if ev.SessionID == "" {
+		t.enqueue(ev)
+		return
+	}
+	// The session's folded appends come first: they happened before.
+	t.foldMu.Lock()
+	defer t.foldMu.Unlock()
+	t.foldOut(ev.SessionID)
+	t.enqueue(ev)
+}
+
+// enqueue hands ev to the batcher, or drops and counts it.
+func (t *Tracer) enqueue(ev Event) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.closed {
@@ -269,6 +303,18 @@ func (t *Tracer) Attach(st Store) error {
 func (t *Tracer) Close() error {
 	var err error
 	t.closing.Do(func() {
+		// Folded appends are recorded, and later ones go out one by
+		// one (to be dropped and counted).
+		t.foldMu.Lock()
+		t.sweepOff = true
+		if t.sweepTimer != nil {
+			t.sweepTimer.Stop()
+			t.sweepTimer = nil
+		}
+		for s := range t.folds {
+			t.foldOut(s)
+		}
+		t.foldMu.Unlock()
 		// The count of the last rejected requests held back goes in
 		// before the batcher's last drain.
 		t.rejected.Stop()
@@ -326,6 +372,7 @@ func (t *Tracer) Flush() {
 	default:
 		return
 	}
+	t.foldAll()
 	done := make(chan struct{})
 	select {
 	case t.flushes <- done:

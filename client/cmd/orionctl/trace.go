@@ -576,11 +576,26 @@ func tookSuffix(took float64, has bool) string {
 	return ", " + ms(took)
 }
 
+// add counts one request event of session.append into the run. oriond
+// folds a session's acknowledged appends into one event (fields appends,
+// first_seq, max_duration_ms, end_marker_seq besides those of a single
+// append, where seq is the last and duration_ms the sum); an event without
+// them is one append, as older daemons recorded every one.
 func (a *appendRun) add(f map[string]any, took float64, hasTook bool) {
-	a.n++
+	n := 1
+	if x, ok := fieldFloat(f, "appends"); ok && x >= 1 {
+		// A count no daemon wrote (fractional, past int's range) still
+		// counts for at least one, and never overflows.
+		n = int(min(x, 1<<40))
+	}
+	a.n += n
 	seq, _ := fieldString(f, "seq")
-	if a.n == 1 {
-		a.first = seq
+	first := seq
+	if s, ok := fieldString(f, "first_seq"); ok {
+		first = s
+	}
+	if a.n == n {
+		a.first = first
 	}
 	a.last = seq
 	if b, ok := fieldString(f, "bytes"); ok {
@@ -588,10 +603,17 @@ func (a *appendRun) add(f map[string]any, took float64, hasTook bool) {
 	}
 	if seen, _ := f["end_marker_seen"].(bool); seen && !a.hasMarker {
 		a.marker, a.hasMarker = seq, true
+		if s, ok := fieldString(f, "end_marker_seq"); ok {
+			a.marker = s
+		}
 	}
 	if hasTook {
+		slowest := took
+		if x, ok := fieldFloat(f, "max_duration_ms"); ok {
+			slowest = x
+		}
 		a.took += took
-		a.slowest = max(a.slowest, took)
+		a.slowest = max(a.slowest, slowest)
 		a.hasTook = true
 	}
 }

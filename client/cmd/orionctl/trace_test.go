@@ -14,6 +14,7 @@ import (
 
 	"github.com/rivo/uniseg"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -98,6 +99,47 @@ func TestLadderSteps(t *testing.T) {
 	want := "BEGIN ✅, APPEND ✅, TARGET CHANGED ON DISK ❗, FINALIZE ❌, FINALIZE ❌, ERROR ❌, CUSTOM.THING ❓, EXPIRED ❗"
 	if strings.Join(got, ", ") != want {
 		t.Fatalf("steps %s\nwant  %s", strings.Join(got, ", "), want)
+	}
+}
+
+// TestAppendRunFolds: the APPEND rung of folded append events (oriond
+// records a session's acknowledged appends as one event with appends,
+// first_seq, max_duration_ms and end_marker_seq) says what the rung of one
+// event per append said, and fields no daemon writes are read safely.
+func TestAppendRunFolds(t *testing.T) {
+	tests := []struct {
+		name   string
+		fields []string
+		want   string
+	}{
+		{"Single", []string{`{"seq":1,"bytes":8,"duration_ms":1.5,"end_marker_seen":true}`},
+			"Method: session.append|Chunks: seq 1|Received: 8 bytes|End marker: seen at seq 1|Took: 1.5 ms"},
+		{"Folded", []string{`{"appends":3,"first_seq":1,"seq":3,"bytes":28,"duration_ms":3.229,"max_duration_ms":1.257,"end_marker_seen":true,"end_marker_seq":2}`},
+			"Method: session.append|Chunks: seq 1–3 (3 requests)|Received: 28 bytes|End marker: seen at seq 2|Took: 3.229 ms in all, the slowest 1.257 ms"},
+		// Two folds and a single append in a row are one run.
+		{"FoldsInARow", []string{
+			`{"appends":2,"first_seq":1,"seq":2,"bytes":20,"duration_ms":2,"max_duration_ms":1.5,"end_marker_seen":false}`,
+			`{"seq":3,"bytes":30,"duration_ms":2,"end_marker_seen":false}`,
+			`{"appends":4,"first_seq":4,"seq":7,"bytes":70,"duration_ms":4,"max_duration_ms":1,"end_marker_seen":true,"end_marker_seq":6}`},
+			"Method: session.append|Chunks: seq 1–7 (7 requests)|Received: 70 bytes|End marker: seen at seq 6|Took: 8 ms in all, the slowest 2 ms"},
+		{"OddCounts", []string{
+			`{"appends":-5,"seq":1,"duration_ms":1}`,
+			`{"appends":1e300,"first_seq":"x","seq":2,"max_duration_ms":"slow","duration_ms":1}`,
+			`{"appends":0.5,"seq":3}`},
+			"Method: session.append|Chunks: seq 1–3 (1099511627778 requests)|End marker: not yet|Took: 2 ms in all, the slowest 1 ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a appendRun
+			for _, raw := range tt.fields {
+				f := decodeFields(json.RawMessage(raw))
+				took, hasTook := fieldFloat(f, "duration_ms")
+				a.add(f, took, hasTook)
+			}
+			if got := strings.Join(a.lines(), "|"); got != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -211,6 +253,50 @@ func TestTraceOfARealSession(t *testing.T) {
 	code, _, errOut = orionctl(t, d.Socket, "", "trace", "no-such-session")
 	if code != exitFailure || !strings.Contains(errOut, "no trace events") {
 		t.Fatalf("unknown session: exit %d: %s", code, errOut)
+	}
+}
+
+// TestTraceOfFoldedAppends: oriond folds a session's appends into one
+// event; the ladder still shows the run, its seqs, bytes and end marker.
+func TestTraceOfFoldedAppends(t *testing.T) {
+	d := testdaemon.Start(t)
+	ctx := context.Background()
+	c, err := client.Dial(ctx, d.Socket, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var b protocol.BeginResult
+	if err := c.Call(ctx, protocol.MethodSessionBegin, protocol.BeginParams{
+		TargetFile: filepath.Join(d.Root, "folded.md"), Operation: protocol.OpCreate}, &b); err != nil {
+		t.Fatal(err)
+	}
+	chunks := []string{"one\n", "two\n", "three\n", b.EndMarker + "\n"}
+	for i, chunk := range chunks {
+		if err := c.Call(ctx, protocol.MethodSessionAppend, protocol.AppendParams{
+			SessionID: b.SessionID, Seq: uint64(i + 1), Chunk: chunk}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Call(ctx, protocol.MethodSessionFinalize, protocol.FinalizeParams{SessionID: b.SessionID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := orionctl(t, d.Socket, "", "trace", b.SessionID)
+	if code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"BEGIN: ✅", "APPEND ×4: ✅", "Chunks: seq 1–4 (4 requests)", "Received: 14 bytes",
+		"End marker: seen at seq 4", "in all, the slowest", "FINALIZE: ✅"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the ladder lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = orionctl(t, d.Socket, "", "trace", "--export", "--type", "request", b.SessionID)
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	if got := strings.Count(out, `"method":"session.append"`); got != 1 {
+		t.Errorf("%d append events, want 1 for the 4 appends:\n%s", got, out)
 	}
 }
 

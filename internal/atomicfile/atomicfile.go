@@ -162,10 +162,13 @@ func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	case fi.Mode.IsRegular():
 		perm = fi.Mode.Perm()
 		owner = &fi
+	case fi.Mode&fs.ModeSymlink != 0:
+		// The rename replaces the link itself, never what it points to.
 	default:
 		// A FIFO, socket or device: renaming over it would be harmless,
-		// but it is no file a model may mean to write.
-		if err := dir.CheckWritable(name); err != nil && fi.Mode&fs.ModeSymlink == 0 {
+		// but it is no file a model may mean to write. (Checked again: it
+		// may have been replaced by a file meanwhile.)
+		if err := dir.CheckWritable(name); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,6 @@
 package attack
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,27 +101,26 @@ func (r *rpc) write(p protocol.BeginParams, content string) *jsonrpc2.Error {
 // /proc (the suite runs on Linux; elsewhere the memory tests skip).
 func rss(t testing.TB, pid int) (cur, peak int64) {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	st := procStatus(t, pid)
+	return st["VmRSS"], st["VmHWM"]
+}
+
+// procStatus reads the memory figures (kB) of /proc/PID/status, in bytes.
+func procStatus(t testing.TB, pid int) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Skipf("reading the daemon's memory needs /proc: %v", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
+	st := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			cur = kb << 10
-		case "VmHWM":
-			peak = kb << 10
+		if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+			st[k] = kb << 10
 		}
 	}
-	return cur, peak
+	return st
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,20 +90,11 @@ func peakGrowth(t *testing.T, d *testdaemon.Daemon, attack func()) int64 {
 
 // rssAnon reads the daemon's anonymous resident memory from /proc.
 func rssAnon(t testing.TB, pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("reading the daemon's memory needs /proc: %v", err)
+	v, ok := procStatus(t, pid)["RssAnon"]
+	if !ok {
+		t.Skip("no RssAnon in /proc/pid/status")
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	t.Skip("no RssAnon in /proc/pid/status")
-	return 0
+	return v
 }
 
 // flood writes n bytes of b to c until n are written or the daemon stops

@@ -85,7 +85,7 @@ func (f *FS) Close() error {
 func (f *FS) rootOf(p string) (root, string, bool) {
 	best := -1
 	for i, r := range f.roots {
-		if within(r.path, p) && (best < 0 || len(r.path) < len(f.roots[best].path)) {
+		if pathguard.Within(r.path, p) && (best < 0 || len(r.path) < len(f.roots[best].path)) {
 			best = i
 		}
 	}
@@ -97,13 +97,6 @@ func (f *FS) rootOf(p string) (root, string, bool) {
 		return root{}, "", false
 	}
 	return f.roots[best], rel, true
-}
-
-func within(root, p string) bool {
-	if p == root || root == string(filepath.Separator) {
-		return true
-	}
-	return strings.HasPrefix(p, root) && p[len(root)] == filepath.Separator
 }
 
 // OpenDir opens the directory dir (absolute, as a guard resolved it) inside

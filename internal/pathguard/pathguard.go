@@ -214,18 +214,18 @@ func (g *Guard) resolveWorkspace(ws string) (string, error) {
 // inside reports whether the clean absolute path p is one of the resolved
 // roots or below one.
 func (g *Guard) inside(p string) bool {
-	return slices.ContainsFunc(g.roots, func(root string) bool { return within(root, p) })
+	return slices.ContainsFunc(g.roots, func(root string) bool { return Within(root, p) })
 }
 
 // lexicallyInside is inside, also accepting the roots as configured, for a
 // path whose symlinks have not been resolved yet.
 func (g *Guard) lexicallyInside(p string) bool {
-	return g.inside(p) || slices.ContainsFunc(g.given, func(root string) bool { return within(root, p) })
+	return g.inside(p) || slices.ContainsFunc(g.given, func(root string) bool { return Within(root, p) })
 }
 
-// within reports whether the clean absolute path p equals root or lies below
+// Within reports whether the clean absolute path p equals root or lies below
 // it, comparing whole components so that /x/ab is not within /x/a.
-func within(root, p string) bool {
+func Within(root, p string) bool {
 	if p == root || root == string(filepath.Separator) {
 		return true
 	}

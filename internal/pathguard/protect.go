@@ -132,7 +132,7 @@ func resolveExisting(p string) string {
 func match(list []string, path string) (entry, at string, ok bool) {
 	for _, e := range list {
 		if filepath.IsAbs(e) {
-			if within(e, path) {
+			if Within(e, path) {
 				return e, e, true
 			}
 			continue
@@ -165,7 +165,7 @@ func (g *Guard) Protected(path string) (string, bool) {
 			}
 			continue
 		}
-		if within(a, path) && within(at, a) {
+		if Within(a, path) && Within(at, a) {
 			return "", false
 		}
 	}

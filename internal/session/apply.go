@@ -218,7 +218,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		var name string
 		var err error
 		if changes[i].Kind == changeDelete {
-			d, name, err = m.openParent(changes[i].Path)
+			d, name, err = m.files.OpenParent(changes[i].Path)
 		} else {
 			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Path)
 		}

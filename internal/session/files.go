@@ -22,17 +22,12 @@ import (
 // by name, so swapping a directory for a symlink in between cannot move a
 // read or a write outside the roots or onto a protected path.
 
-// openParent opens the directory of path inside its root.
-func (m *Manager) openParent(path string) (*confine.Dir, string, error) {
-	return m.files.OpenParent(path)
-}
-
 // openRegular opens the target at path for reading: a regular file, or an
 // error satisfying errors.Is(err, fs.ErrNotExist) when it (or its
 // directory) is missing. A FIFO or device planted there is refused without
 // blocking.
 func (m *Manager) openRegular(path string) (*os.File, error) {
-	d, name, err := m.openParent(path)
+	d, name, err := m.files.OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
 		if errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing {
@@ -104,18 +99,18 @@ func (m *Manager) copyExisting(w io.Writer, path string) error {
 	return err
 }
 
-// openParentMaking is openParent that first makes the directories on the
+// openParentMaking is files.OpenParent that first makes the directories on the
 // way that do not exist (inside the root, see confine.MkdirAll), as
 // editors and agents do. It returns the directories it made, so a failed
 // write, an undo or a roll-back can remove them again.
 func (m *Manager) openParentMaking(path string) (*confine.Dir, string, []string, error) {
-	d, name, err := m.openParent(path)
+	d, name, err := m.files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
 		return d, name, nil, err
 	}
 	made, err := m.files.MkdirAll(filepath.Dir(path))
 	if err == nil {
-		d, name, err = m.openParent(path)
+		d, name, err = m.files.OpenParent(path)
 	}
 	if err != nil {
 		m.files.RemoveEmptyDirs(made)
@@ -142,7 +137,7 @@ func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.W
 
 // removeFile removes path and makes the removal durable.
 func (m *Manager) removeFile(path string) error {
-	d, name, err := m.openParent(path)
+	d, name, err := m.files.OpenParent(path)
 	if err != nil {
 		return err
 	}
@@ -155,7 +150,7 @@ func (m *Manager) removeFile(path string) error {
 
 // cleanTemp removes the temp files tag left in the directory of path.
 func (m *Manager) cleanTemp(path, tag string) ([]string, error) {
-	d, _, err := m.openParent(path)
+	d, _, err := m.files.OpenParent(path)
 	if err != nil {
 		return nil, err
 	}

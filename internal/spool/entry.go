@@ -425,9 +425,5 @@ func kind(fi fs.FileInfo) string {
 // waiting: a FIFO swapped in after the Lstat opens at once (and is then
 // refused as not regular) instead of stopping the scan.
 func openNoBlock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }

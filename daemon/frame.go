@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/protocol"
@@ -483,27 +484,22 @@ type message struct {
 // the request's id where one could be read, else nil (JSON null).
 func parseMessage(body []byte) (message, *protocol.Error) {
 	var msg message
-	if !json.Valid(body) {
-		return msg, protocol.Errorf(protocol.CodeParseError, protocol.ReasonInvalidJSON,
-			"parse error: the message is not valid JSON")
-	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	switch trimmed[0] {
-	case '[':
-		return msg, protocol.Errorf(protocol.CodeInvalidRequest, protocol.ReasonBatchNotSupported,
-			"invalid request: batches (JSON arrays) are not supported by this daemon; send each request as its own message")
-	case '{':
-	default:
-		return msg, invalidRequest("a request must be a JSON object")
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
+	fields, ok := topLevelFields(body)
+	if !ok {
+		if !jsontext.Value(body).IsValid(jsonOptions...) {
+			return msg, protocol.Errorf(protocol.CodeParseError, protocol.ReasonInvalidJSON,
+				"parse error: the message is not valid JSON")
+		}
+		if bytes.TrimLeft(body, " \t\r\n")[0] == '[' {
+			return msg, protocol.Errorf(protocol.CodeInvalidRequest, protocol.ReasonBatchNotSupported,
+				"invalid request: batches (JSON arrays) are not supported by this daemon; send each request as its own message")
+		}
 		return msg, invalidRequest("a request must be a JSON object")
 	}
 	// The id is checked first, so that the other refusals can carry it and
 	// the client's pending call does not wait forever.
-	if raw, ok := fields["id"]; ok {
-		switch id := bytes.TrimSpace(raw); {
+	if id := fields.id; id != nil {
+		switch {
 		case len(id) > maxIDBytes:
 			return msg, invalidRequest("the id is %d bytes long; use a number or a string of at most %d bytes", len(id), maxIDBytes)
 		case id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'):
@@ -514,29 +510,89 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 			return msg, invalidRequest("the id must be a number or a string")
 		}
 	}
-	_, hasResult := fields["result"]
-	_, hasError := fields["error"]
-	if hasResult || hasError {
+	if fields.response {
 		// A response: this daemon sends no requests, so there is nothing it
 		// answers; its id is the client's own and must not be echoed as if
 		// it were a request of ours.
 		msg.id = nil
 		return msg, invalidRequest("this daemon sends no requests, so it takes no responses; a request has a method")
 	}
-	if v, ok := fields["jsonrpc"]; !ok || string(bytes.TrimSpace(v)) != `"2.0"` {
+	if string(fields.jsonrpc) != `"2.0"` {
 		return msg, invalidRequest(`"jsonrpc" must be "2.0"`)
 	}
-	rawMethod, ok := fields["method"]
-	if !ok {
+	if fields.method == nil {
 		return msg, invalidRequest("the method is missing")
 	}
-	if err := json.Unmarshal(rawMethod, &msg.method); err != nil {
+	if fields.method[0] != '"' {
 		return msg, invalidRequest("the method must be a string")
 	}
-	if p, ok := fields["params"]; ok && string(bytes.TrimSpace(p)) != "null" {
+	method, err := jsontext.AppendUnquote(nil, fields.method)
+	if err != nil {
+		return msg, invalidRequest("the method must be a string")
+	}
+	msg.method = string(method)
+	if p := fields.params; p != nil && string(p) != "null" {
 		msg.params = p
 	}
 	return msg, nil
+}
+
+// jsonOptions read JSON as encoding/json does: a repeated member's last
+// value wins, and text that is not valid Unicode is read (then refused with
+// its own code, invalid_utf8, where the daemon checks the params).
+var jsonOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// requestFields are a request object's members the stream looks at, each
+// as sent (nil when absent).
+type requestFields struct {
+	id, jsonrpc, method, params json.RawMessage
+	// response is set by a result or error member.
+	response bool
+}
+
+// topLevelFields reads body as one JSON object in a single validating pass
+// (the chunk of an append is most of the body: encoding/json's Valid and
+// then Unmarshal into a map read it twice more). It returns false when
+// body is not valid JSON or not an object. The values alias body.
+func topLevelFields(body []byte) (requestFields, bool) {
+	var f requestFields
+	// Over a bytes.Buffer the decoder parses body in place, so values
+	// alias it and nothing is copied.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsonOptions...)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return f, false
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return f, false
+		}
+		// A token is valid only until the next read.
+		name := tok.String()
+		value, err := dec.ReadValue()
+		if err != nil {
+			return f, false
+		}
+		switch name {
+		case "id":
+			f.id = json.RawMessage(value)
+		case "jsonrpc":
+			f.jsonrpc = json.RawMessage(value)
+		case "method":
+			f.method = json.RawMessage(value)
+		case "params":
+			f.params = json.RawMessage(value)
+		case "result", "error":
+			f.response = true
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return f, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return f, false
+	}
+	return f, true
 }
 
 func invalidRequest(format string, args ...any) *protocol.Error {

@@ -3,10 +3,14 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"strings"
+
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -335,8 +339,12 @@ func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
 			"malformed params for %s: %v", req.Method, err)
 		e.Data.Method = req.Method
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
+		var semErr *jsonv2.SemanticError
+		switch {
+		case errors.As(err, &typeErr):
 			e.Data.Field = typeErr.Field
+		case errors.As(err, &semErr):
+			e.Data.Field = strings.TrimPrefix(string(semErr.JSONPointer), "/")
 		}
 		return nil, e
 	}

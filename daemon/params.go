@@ -1,10 +1,12 @@
 package daemon
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -26,9 +28,14 @@ type appendWire struct {
 // chunk, which a plain string would take as an empty chunk that uses up a
 // seq. (A chunk that is not valid Unicode is refused by decodeParams, on
 // the params as sent.)
+//
+// It is the one method whose params are large, so it is read with the
+// faster decoder of encoding/json/v2 (github.com/go-json-experiment/json),
+// set to read as encoding/json does: names matched without regard to case,
+// a repeated member's last value wins, and invalid UTF-8 read as U+FFFD.
 func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	var w appendWire
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := jsonv2.Unmarshal(raw, &w, appendOptions...); err != nil {
 		return nil, err
 	}
 	p := &w.AppendParams
@@ -40,6 +47,12 @@ func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	}
 	p.Chunk = *w.Chunk
 	return p, nil
+}
+
+var appendOptions = []jsonv2.Options{
+	jsonv2.MatchCaseInsensitiveNames(true),
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
 }
 
 // errInvalidText refuses params that are not valid Unicode, naming the chunk

@@ -1,5 +1,7 @@
 package session
 
+import "bytes"
+
 // Scanner finds a session's end marker in a stream of chunks without holding
 // the content: it keeps only counters and how far the current line still
 // matches "[ \t]*MARKER[ \t\r]*". The marker counts only on a line of its own,
@@ -40,7 +42,18 @@ func (s *Scanner) Feed(chunk []byte) {
 		s.Total += int64(len(chunk))
 		return
 	}
-	for i, b := range chunk {
+	for i := 0; i < len(chunk); i++ {
+		if s.Match < 0 {
+			// This line is content whatever follows: skip to its end
+			// (most bytes of a chunk are here, and IndexByte is
+			// vectorised where a byte loop is not).
+			j := bytes.IndexByte(chunk[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j
+		}
+		b := chunk[i]
 		pos := s.Total + int64(i)
 		if b == '\n' {
 			if s.Match == len(s.Marker) {

@@ -96,3 +96,52 @@ func FuzzScannerMatchesWholeFeed(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScannerMatchesByteLoop checks Feed, which skips ahead within lines that
+// cannot be the marker, against the plain byte-by-byte state machine it
+// replaced.
+func FuzzScannerMatchesByteLoop(f *testing.F) {
+	f.Add("a\n"+testMarker+"\nb", 3)
+	f.Add("  "+testMarker+" \r\nafter", 0)
+	f.Add("x"+testMarker+"\n"+testMarker, 7)
+	f.Fuzz(func(t *testing.T, stream string, cut int) {
+		if cut < 0 || cut > len(stream) {
+			cut = len(stream) / 2
+		}
+		got := feedAll(stream[:cut], stream[cut:])
+		want := NewScanner(testMarker)
+		byteLoopFeed(&want, []byte(stream[:cut]))
+		byteLoopFeed(&want, []byte(stream[cut:]))
+		if got != want {
+			t.Fatalf("Feed differs from the byte loop:\n%+v\n%+v", got, want)
+		}
+	})
+}
+
+// byteLoopFeed is the scanner's reference: every byte through step.
+func byteLoopFeed(s *Scanner, chunk []byte) {
+	if s.Found {
+		s.Total += int64(len(chunk))
+		return
+	}
+	for i, b := range chunk {
+		pos := s.Total + int64(i)
+		if b == '\n' {
+			if s.Match == len(s.Marker) {
+				s.Found = true
+				s.ContentEnd = s.LineStart
+				s.TrailStart = pos + 1
+				s.Total += int64(len(chunk))
+				return
+			}
+			s.Newlines++
+			s.LineStart = pos + 1
+			s.Match = 0
+			s.LinePending = false
+			continue
+		}
+		s.LinePending = true
+		s.Match = s.step(b)
+	}
+	s.Total += int64(len(chunk))
+}

@@ -81,6 +81,13 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 				defer tracer.Close()
 				cfg.Trace = tracer
 			}
+			if path := getenv("ORION_CPU_PROFILE"); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return daemon.Run(cmd.Context(), cfg, nil)
 		},
 	}

@@ -68,7 +68,8 @@ type Options struct {
 // Client is one connection to oriond. Its methods are safe for concurrent
 // use.
 type Client struct {
-	conn *jsonrpc2.Conn
+	conn  *jsonrpc2.Conn
+	codec *spliceCodec
 }
 
 // ErrDaemonUnreachable wraps a failure to connect, so callers can tell "no
@@ -91,9 +92,10 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	}
 	// The library logs a lost connection to the global logger; a client
 	// learns of it from the failed call instead.
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), h,
+	codec := newSpliceCodec()
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
 		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
-	return &Client{conn: conn}, nil
+	return &Client{conn: conn, codec: codec}, nil
 }
 
 // Close closes the connection.
@@ -145,7 +147,9 @@ func (c *Client) Begin(ctx context.Context, p protocol.BeginParams) (protocol.Be
 // Append calls session.append.
 func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.AppendResult, error) {
 	var r protocol.AppendResult
-	err := c.Call(ctx, protocol.MethodSessionAppend, p, &r)
+	params, release := c.codec.hold(appendParamsJSON(p))
+	defer release()
+	err := c.Call(ctx, protocol.MethodSessionAppend, params, &r)
 	return r, err
 }
 

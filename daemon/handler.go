@@ -325,7 +325,8 @@ func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
 		return nil, nil
 	}
 	var err error
-	if _, ok := v.(*protocol.AppendParams); ok {
+	_, isAppend := v.(*protocol.AppendParams)
+	if isAppend {
 		v, err = decodeAppend(raw)
 	} else {
 		err = json.Unmarshal(raw, v)
@@ -350,8 +351,8 @@ func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
 	}
 	// The frame reader hands over the params as the client sent them, so
 	// text that is not valid Unicode is seen here; encoding/json replaced
-	// it with U+FFFD in v.
-	if !validJSONText(raw) {
+	// it with U+FFFD in v. (decodeAppend checked its params as it read.)
+	if !isAppend && !validJSONText(raw) {
 		return nil, errInvalidText(req.Method, v)
 	}
 	if c, ok := v.(paramsChecker); ok {

@@ -26,17 +26,26 @@ type appendWire struct {
 
 // decodeAppend decodes session.append's params, refusing a null or absent
 // chunk, which a plain string would take as an empty chunk that uses up a
-// seq. (A chunk that is not valid Unicode is refused by decodeParams, on
-// the params as sent.)
+// seq, and text that is not valid Unicode (invalid_utf8).
 //
 // It is the one method whose params are large, so it is read with the
 // faster decoder of encoding/json/v2 (github.com/go-json-experiment/json),
-// set to read as encoding/json does: names matched without regard to case,
-// a repeated member's last value wins, and invalid UTF-8 read as U+FFFD.
+// set to read as encoding/json does otherwise: names matched without regard
+// to case and a repeated member's last value wins. That decoder checks
+// UTF-8 and surrogate escapes as it reads, so valid params (nearly all) are
+// read in one pass; only params it refuses are read again, permissively, to
+// tell text that is not Unicode from malformed params.
 func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	var w appendWire
-	if err := jsonv2.Unmarshal(raw, &w, appendOptions...); err != nil {
-		return nil, err
+	if err := jsonv2.Unmarshal(raw, &w, appendOptions); err != nil {
+		w = appendWire{}
+		if jsonv2.Unmarshal(raw, &w, appendOptions, jsontext.AllowInvalidUTF8(true)) != nil {
+			return nil, err
+		}
+		if w.Chunk != nil {
+			w.AppendParams.Chunk = *w.Chunk
+		}
+		return nil, errInvalidText(protocol.MethodSessionAppend, &w.AppendParams)
 	}
 	p := &w.AppendParams
 	if w.Chunk == nil {
@@ -49,11 +58,10 @@ func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	return p, nil
 }
 
-var appendOptions = []jsonv2.Options{
+var appendOptions = jsonv2.JoinOptions(
 	jsonv2.MatchCaseInsensitiveNames(true),
 	jsontext.AllowDuplicateNames(true),
-	jsontext.AllowInvalidUTF8(true),
-}
+)
 
 // errInvalidText refuses params that are not valid Unicode, naming the chunk
 // when that is where the replaced characters are.

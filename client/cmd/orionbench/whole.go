@@ -30,7 +30,8 @@ func wholeFile(ctx context.Context, c *client.Client, path, content string) erro
 }
 
 // writeLarge is `orionctl write` of the file at src: begin, the content
-// streamed in the client's default chunks, each journaled before it is
+// streamed in chunks as large as the daemon takes (at most 1 MiB, as
+// `orionctl write` sends them), each journaled before it is
 // acknowledged, and finalize, which makes the target durable.
 func writeLarge(ctx context.Context, c *client.Client, src, target string) error {
 	f, err := os.Open(src)
@@ -42,7 +43,7 @@ func writeLarge(ctx context.Context, c *client.Client, src, target string) error
 	if err != nil {
 		return err
 	}
-	if _, _, err := c.Stream(ctx, b.SessionID, f, client.StreamOptions{}); err != nil {
+	if _, _, err := c.Stream(ctx, b.SessionID, f, client.StreamOptions{ChunkSize: c.WholeFileChunkSize(ctx)}); err != nil {
 		return err
 	}
 	_, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true})

@@ -55,6 +55,37 @@ func TestWriteFromStdin(t *testing.T) {
 	}
 }
 
+// TestWriteChunksFitTheDaemon: without --chunk-size, write sends chunks as
+// large as the daemon takes (fewer commits for a large file), so a daemon
+// whose chunk limit is below the client's default still takes the file.
+func TestWriteChunksFitTheDaemon(t *testing.T) {
+	d := testdaemon.Start(t, "--max-chunk-bytes", "4096")
+	target := filepath.Join(d.Root, "big.txt")
+	content := strings.Repeat("a line of text, forty-odd bytes long ü\n", 5000)
+	code, out, errOut := orionctl(t, d.Socket, content, "write", target, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != content {
+		t.Fatalf("file: %d bytes, %v; want %d bytes", len(got), err, len(content))
+	}
+	var res protocol.FinalizeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = orionctl(t, d.Socket, "", "sessions", "show", res.SessionID, "--json")
+	if code != 0 {
+		t.Fatalf("sessions show: exit %d: %s", code, errOut)
+	}
+	var info protocol.SessionInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("sessions show --json: %v\n%s", err, out)
+	}
+	if want := uint64((len(content) + 4095) / 4096); info.LastSeq < want-1 || info.LastSeq > want+1 {
+		t.Fatalf("%d chunks for %d bytes under a 4096-byte limit, want about %d", info.LastSeq, len(content), want)
+	}
+}
+
 func TestStepByStep(t *testing.T) {
 	d := testdaemon.Start(t)
 	target := filepath.Join(d.Root, "steps.txt")

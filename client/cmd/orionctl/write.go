@@ -75,6 +75,9 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 			in := cmd.InOrStdin()
 			bar := newProgress(cmd, in)
 			opts := client.StreamOptions{ChunkSize: chunkSize}
+			if chunkSize <= 0 {
+				opts.ChunkSize = c.WholeFileChunkSize(ctx)
+			}
 			if bar != nil {
 				opts.Progress = bar.Set
 			}
@@ -111,7 +114,7 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
 	f.BoolVar(&mustExist, "must-exist", false, "refuse unless TARGET exists")
 	f.StringVar(&supersedes, "supersedes", "", "the session (needs_corrections) this write corrects")
-	f.IntVar(&chunkSize, "chunk-size", client.DefaultChunkSize, "bytes per chunk")
+	f.IntVar(&chunkSize, "chunk-size", 0, "bytes per chunk (default: the daemon's largest chunk, at most 1 MiB)")
 	f.BoolVar(&dryRun, "dry-run", false, "repair and validate, print the diff against the current file, write nothing")
 	return cmd
 }

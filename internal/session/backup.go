@@ -27,11 +27,14 @@ func backupKey(id string, n uint64) []byte {
 }
 
 // backup copies the current target into the store before it is replaced.
-// Each piece is durable when stored; the record's BackupPieces, written
-// with the finalize, says how many make the whole.
-func (m *Manager) backup(r *record) (pieces uint64, err error) {
-	b, err := m.backupFile(r.ID, r.Target)
-	return b.pieces, err
+// The record's BackupPieces, written with the finalize, says how many pieces
+// make the whole. Every piece but the last is durable when backup returns;
+// the last (the only one, for a file up to 256 KiB) is returned to be
+// stored in the commit that journals the finalize, which saves that
+// finalize a commit: it is needed only once that record is.
+func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) {
+	b, err := m.backupFileHoldingLast(r.ID, r.Target)
+	return b.pieces, b.last, err
 }
 
 // backedUp describes a file as backupFile copied it.
@@ -40,12 +43,26 @@ type backedUp struct {
 	exists bool
 	sha256 string
 	perm   fs.FileMode
+	// last is the last piece, not yet stored, when the caller asked to
+	// store it itself.
+	last *store.Put
 }
 
 // backupFile copies the file at path into the store under id, hashing what
 // it copied, so a caller can tell whether that is the content it expects.
 // A file that does not exist has no pieces.
 func (m *Manager) backupFile(id, path string) (backedUp, error) {
+	b, err := m.backupFileHoldingLast(id, path)
+	if err == nil && b.last != nil {
+		err = m.cfg.Store.PutKVs(*b.last)
+		b.last = nil
+	}
+	return b, err
+}
+
+// backupFileHoldingLast is backupFile leaving the last piece to the caller,
+// in b.last, to store with a commit of its own.
+func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
 	var b backedUp
 	f, err := m.openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -68,10 +85,13 @@ func (m *Manager) backupFile(id, path string) (backedUp, error) {
 			// An empty file still gets one (empty) piece, so undo restores
 			// an empty file, not nothing.
 			h.Write(buf[:n])
-			kv := store.KV{Key: backupKey(id, b.pieces), Value: append([]byte(nil), buf[:n]...)}
-			if err := m.cfg.Store.PutKV(backupBucket, []store.KV{kv}); err != nil {
-				return b, err
+			if b.last != nil {
+				if err := m.cfg.Store.PutKVs(*b.last); err != nil {
+					return b, err
+				}
 			}
+			kv := store.KV{Key: backupKey(id, b.pieces), Value: append([]byte(nil), buf[:n]...)}
+			b.last = &store.Put{Bucket: backupBucket, KVs: []store.KV{kv}}
 			b.pieces++
 		}
 		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {

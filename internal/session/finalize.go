@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -126,9 +127,12 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return m.completeUnwritten(e, c)
 	}
 
-	var pieces uint64
+	var (
+		pieces    uint64
+		lastPiece *store.Put
+	)
 	if !r.SkipBackup {
-		pieces, err = m.backup(r)
+		pieces, lastPiece, err = m.backup(r)
 	}
 	if err != nil {
 		pe := protocol.Errorf(protocol.CodeIO, protocol.ReasonBackupFailed,
@@ -149,7 +153,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
-	if err := m.put(r); err != nil {
+	if err := m.putWith(r, lastPiece); err != nil {
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}
@@ -178,7 +182,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if pieces > 0 {
 		res.BackupID = r.ID
 	}
-	return m.complete(e, res), nil
+	return m.completeWritten(e, res), nil
 }
 
 // completeUnwritten completes an edit that was already applied without
@@ -220,6 +224,22 @@ func (m *Manager) recheckPath(r *record) error {
 
 // complete records a successful write and releases what the session held.
 func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
+	return m.completeAs(e, res, false)
+}
+
+// completeWritten is complete for a session whose journaled stage is
+// finalizing and whose file is now durable (written, synced, renamed, its
+// directory synced): its record and the drop of its chunks ride the next
+// commit instead of holding the reply for a commit of their own. A crash
+// before that commit leaves the session finalizing with its chunks, which
+// recovery completes when the target holds what the session wrote (the
+// hash journaled with finalizing, or the journal itself for content too
+// large to check).
+func (m *Manager) completeWritten(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
+	return m.completeAs(e, res, true)
+}
+
+func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, later bool) protocol.FinalizeResult {
 	r := &e.rec
 	res.Warnings = append(res.Warnings, expectationWarnings(r, res)...)
 	r.Stage = protocol.StageCompleted
@@ -227,7 +247,11 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 	r.UpdatedAt = m.cfg.Clock.Now()
 	// The summary is what a finished session keeps; its content is on
 	// disk, so the chunks go in the same commit.
-	if err := m.putFinished(r); err != nil {
+	put := m.putFinished
+	if later {
+		put = m.putFinishedLater
+	}
+	if err := put(r); err != nil {
 		// The file is written; the record will say finalizing until the
 		// next start recognises the new content and completes it.
 		m.cfg.Logger.Error("recording a completed session", "session", r.ID, "err", err)

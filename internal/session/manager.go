@@ -395,11 +395,21 @@ func (m *Manager) open(r *record, shownTarget string) (protocol.BeginResult, err
 }
 
 func (m *Manager) put(r *record) error {
+	return m.putWith(r, nil)
+}
+
+// putWith is put storing also, in the same commit, the keys and values of
+// extra when it is not nil.
+func (m *Manager) putWith(r *record, extra *store.Put) error {
 	meta, err := r.marshal()
 	if err != nil {
 		return ioError(r.ID, "encoding the session record", err)
 	}
-	if err := m.cfg.Store.PutMeta(r.ID, meta); err != nil {
+	var puts []store.Put
+	if extra != nil {
+		puts = append(puts, *extra)
+	}
+	if err := m.cfg.Store.PutMeta(r.ID, meta, puts...); err != nil {
 		return ioError(r.ID, "journaling the session", err)
 	}
 	r.publish()
@@ -416,6 +426,24 @@ func (m *Manager) putFinished(r *record) error {
 	if err := m.cfg.Store.Finish(r.ID, meta); err != nil {
 		return ioError(r.ID, "journaling the session", err)
 	}
+	r.publish()
+	return nil
+}
+
+// putFinishedLater is putFinished riding the next commit (see
+// completeWritten): the record is published at once, and a failure to
+// journal it is logged, as recovery repairs it.
+func (m *Manager) putFinishedLater(r *record) error {
+	meta, err := r.marshal()
+	if err != nil {
+		return ioError(r.ID, "encoding the session record", err)
+	}
+	id := r.ID
+	m.cfg.Store.FinishLater(id, meta, func(err error) {
+		if err != nil {
+			m.cfg.Logger.Error("journaling a completed session", "session", id, "err", err)
+		}
+	})
 	r.publish()
 	return nil
 }

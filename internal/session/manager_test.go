@@ -454,3 +454,54 @@ func (l *lockedLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestWholeFileCommits counts the store commits of a whole-file overwrite,
+// the daemon's most common write: begin, one append, finalize. Finalize
+// journals its stage with the backup of the old file in one commit, and its
+// completion rides the next commit (here: the next begin).
+func TestWholeFileCommits(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(h.root, "f.txt")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commits := func() uint64 {
+		st, err := h.st.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Commits
+	}
+	write := func(content string) string {
+		b := h.begin(protocol.BeginParams{Intent: "t", TargetFile: path, Operation: protocol.OpOverwrite})
+		h.append(b.SessionID, content)
+		if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true}); err != nil {
+			t.Fatal(err)
+		}
+		return b.SessionID
+	}
+	start := commits()
+	first := write("first\n")
+	if got := commits() - start; got != 3 {
+		t.Fatalf("begin, append and finalize took %d commits, want 3 (begin, append, finalizing with the backup)", got)
+	}
+	second := write("second\n")
+	if got := commits() - start; got != 6 {
+		t.Fatalf("two writes took %d commits, want 6: the first's completion rides the second's begin", got)
+	}
+	// Both are journaled as completed after a restart (Close commits the
+	// second's completion), and each undo has its backup.
+	h.close()
+	h.open()
+	for _, id := range []string{first, second} {
+		if info, err := h.mgr.Get(id); err != nil || info.Stage != protocol.StageCompleted {
+			t.Fatalf("session %s after reopening: %+v, %v", id, info, err)
+		}
+	}
+	if _, err := h.mgr.Undo(second); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.read("f.txt"); got != "first\n" {
+		t.Fatalf("undo restored %q, want the first write's content", got)
+	}
+}

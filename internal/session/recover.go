@@ -33,17 +33,44 @@ func (m *Manager) recover(e *entry) {
 			}
 			m.cfg.Logger.Warn("summarizing a landed finalize", "session", r.ID, "err", err)
 		}
-		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename", "session", r.ID)
-		r.Stage = protocol.StageStreaming
-		if err := m.put(r); err != nil {
-			m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)
-		}
-		m.traceStage(r, map[string]any{"recovered": "finalize rolled back after a crash"})
+		m.rollBackFinalize(r)
 	}
 	if r.acceptsContent() || r.Stage == protocol.StageTruncated {
 		m.watch(e)
 	}
 	m.resetTimers(e)
+}
+
+// conflictAfterFinalize is the conflict event recovery records for a
+// session whose interrupted finalize left the target holding neither what
+// the session began from nor what it was writing.
+const conflictAfterFinalize = "changed_around_interrupted_finalize"
+
+// rollBackFinalize reopens a session whose finalize a crash interrupted
+// without its content on disk: its chunks are still journaled, so it can be
+// finalized again. A finalize's completion is journaled after its reply (it
+// rides the next commit), so the client may have been told the file was
+// written; when the target now holds something else than the session began
+// from, the write may have landed and been changed since, or an outside
+// write raced it. Either way, writing again would replace that change: the
+// session is marked in conflict, so a finalize refuses (target_changed)
+// unless forced, and nothing is lost or overwritten.
+func (m *Manager) rollBackFinalize(r *record) {
+	r.Stage = protocol.StageStreaming
+	recovered := "finalize rolled back after a crash"
+	if now, err := m.statTarget(r.Target); err == nil && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
+		r.Conflict = conflictAfterFinalize
+		recovered = "finalize rolled back after a crash; the target changed"
+		m.cfg.Logger.Warn("a finalize the crash interrupted left the target changed: it was written and changed since, "+
+			"or changed by another writer; the session's content is kept and a finalize needs force",
+			"session", r.ID, "target", r.Target)
+	} else {
+		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename", "session", r.ID)
+	}
+	if err := m.put(r); err != nil {
+		m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)
+	}
+	m.traceStage(r, map[string]any{"recovered": recovered})
 }
 
 // landed reports whether the target holds exactly what this session's

@@ -3,6 +3,9 @@ package store
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/orion-agent/orion/internal/failpoint"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -19,6 +22,18 @@ var errNothingChanged = errors.New("nothing changed")
 type request struct {
 	apply func(tx *bolt.Tx) error
 	done  chan error // buffered, so the committer never waits on a caller
+	// notify, when set instead of done, receives the outcome of a
+	// deferred write (see writeLater).
+	notify func(error)
+}
+
+// finish hands the request its outcome.
+func (r *request) finish(err error) {
+	if r.notify != nil {
+		r.notify(err)
+		return
+	}
+	r.done <- err
 }
 
 // write commits apply and returns once its transaction is durable or has
@@ -40,7 +55,7 @@ func (s *Store) write(apply func(tx *bolt.Tx) error) error {
 	// slipped in between batches would commit by itself and halve the
 	// throughput, so the last batch's size decides.
 	if s.lastBatch.Load() <= 1 && s.commitMu.TryLock() {
-		if len(s.reqs) == 0 {
+		if len(s.reqs) == 0 && !s.hasDeferred() {
 			err := s.commitAlone(apply)
 			s.commitMu.Unlock()
 			s.mu.RUnlock()
@@ -98,8 +113,16 @@ func (s *Store) commitLoop() {
 // the transaction has returned. If the transaction fails, each request is
 // retried in a transaction of its own so that one bad request, or one
 // transient failure, cannot fail the others.
+//
+// Deferred writes (writeLater) go first: they were queued before anything
+// in batch, and a later write of the same session must land after them.
+// They are taken here, with commitMu held, so no two commits reorder them.
 func (s *Store) commit(batch []*request) {
 	s.lastBatch.Store(int32(len(batch)))
+	if later := s.takeDeferred(); len(later) > 0 {
+		failpoint.Hit("store.commit-deferred")
+		batch = append(later, batch...)
+	}
 	errs := make([]error, len(batch))
 	applied := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -126,7 +149,7 @@ func (s *Store) commit(batch []*request) {
 			s.writes.Add(uint64(applied))
 		}
 		for i, r := range batch {
-			r.done <- errs[i]
+			r.finish(errs[i])
 		}
 		return
 	}
@@ -134,11 +157,11 @@ func (s *Store) commit(batch []*request) {
 		if err != errs[0] {
 			err = commitError(err)
 		}
-		batch[0].done <- err
+		batch[0].finish(err)
 		return
 	}
 	for _, r := range batch {
-		r.done <- s.commitAlone(r.apply)
+		r.finish(s.commitAlone(r.apply))
 	}
 }
 
@@ -164,4 +187,60 @@ func (s *Store) commitAlone(apply func(tx *bolt.Tx) error) error {
 // durable.
 func commitError(err error) error {
 	return fmt.Errorf("store: commit: %w", err)
+}
+
+// maxDeferDelay is the longest a deferred write waits for another commit to
+// ride: after it, the write commits by itself. It bounds the window in
+// which a crash leaves a finished session to recovery (see writeLater).
+const maxDeferDelay = time.Second
+
+// writeLater queues apply to be committed with the next commit, whoever
+// makes it, or by itself after maxDeferDelay, and returns at once; notify
+// (which must not block) receives the outcome. It is for bookkeeping whose
+// loss in a crash recovery repairs, such as the record of a finalize whose
+// file is already durable: it then costs no fsync of its own while writes
+// keep coming.
+func (s *Store) writeLater(apply func(tx *bolt.Tx) error, notify func(error)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		notify(ErrClosed)
+		return
+	}
+	s.deferMu.Lock()
+	s.deferred = append(s.deferred, &request{apply: apply, notify: notify})
+	if s.deferTimer == nil {
+		s.deferTimer = time.AfterFunc(maxDeferDelay, s.flushDeferred)
+	}
+	s.deferMu.Unlock()
+}
+
+// hasDeferred reports whether deferred writes wait for a commit.
+func (s *Store) hasDeferred() bool {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	return len(s.deferred) > 0
+}
+
+// takeDeferred returns the deferred writes and forgets them. The caller
+// holds commitMu and commits them.
+func (s *Store) takeDeferred() []*request {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	later := s.deferred
+	s.deferred = nil
+	if s.deferTimer != nil {
+		s.deferTimer.Stop()
+		s.deferTimer = nil
+	}
+	return later
+}
+
+// flushDeferred commits deferred writes that no other commit took along.
+func (s *Store) flushDeferred() {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	if later := s.takeDeferred(); len(later) > 0 {
+		s.commit(later)
+	}
 }

@@ -38,32 +38,42 @@ type Put struct {
 // as needed, all in one durable transaction shared with concurrent writes:
 // either every put is stored or none is.
 func (s *Store) PutKVs(puts ...Put) error {
+	if err := checkPuts(puts); err != nil {
+		return err
+	}
+	return s.write(func(tx *bolt.Tx) error { return applyPuts(tx, puts) })
+}
+
+// checkPuts rejects here what bbolt would reject in the transaction, so a
+// bad key fails alone instead of failing the batch it was committed with.
+func checkPuts(puts []Put) error {
 	for _, p := range puts {
 		if err := checkBucket(p.Bucket); err != nil {
 			return err
 		}
 		for _, kv := range p.KVs {
-			// Rejected here, a bad key fails alone instead of failing
-			// the batch it would have been committed with.
 			if len(kv.Key) == 0 || len(kv.Key) > bolt.MaxKeySize {
 				return fmt.Errorf("store: key of %d bytes in bucket %q", len(kv.Key), p.Bucket)
 			}
 		}
 	}
-	return s.write(func(tx *bolt.Tx) error {
-		for _, p := range puts {
-			b, err := tx.CreateBucketIfNotExists([]byte(p.Bucket))
-			if err != nil {
+	return nil
+}
+
+// applyPuts stores puts in tx, creating buckets as needed.
+func applyPuts(tx *bolt.Tx, puts []Put) error {
+	for _, p := range puts {
+		b, err := tx.CreateBucketIfNotExists([]byte(p.Bucket))
+		if err != nil {
+			return err
+		}
+		for _, kv := range p.KVs {
+			if err := b.Put(kv.Key, kv.Value); err != nil {
 				return err
 			}
-			for _, kv := range p.KVs {
-				if err := b.Put(kv.Key, kv.Value); err != nil {
-					return err
-				}
-			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // ScanKV calls fn for the named bucket's keys from from (inclusive) up, in

@@ -141,6 +141,12 @@ type Store struct {
 	// writer committing inline (see write).
 	commitMu sync.Mutex
 
+	// deferred are writes waiting to ride the next commit (writeLater);
+	// deferTimer commits them if none comes in time. Both under deferMu.
+	deferMu    sync.Mutex
+	deferred   []*request
+	deferTimer *time.Timer
+
 	// lastBatch is the size of the last batch the committer committed.
 	lastBatch atomic.Int32
 
@@ -284,6 +290,8 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	<-s.done
+	// Deferred writes are not given up at a graceful stop.
+	s.flushDeferred()
 	return s.db.Close()
 }
 

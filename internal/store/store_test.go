@@ -908,3 +908,70 @@ func TestFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FinishLater costs no commit of its own while other writes come: it rides
+// the next one, before it, so that write (of the same session here) is what
+// stays.
+func TestFinishLaterRidesTheNextCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openStore(t, path)
+	if err := s.Append("a", 1, []byte("chunk"), []byte(`{"stage":"streaming"}`)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Stats()
+	done := make(chan error, 1)
+	s.FinishLater("a", []byte(`{"stage":"completed"}`), func(err error) { done <- err })
+	select {
+	case err := <-done:
+		t.Fatalf("FinishLater committed at once (%v); it should wait for the next commit", err)
+	default:
+	}
+	if err := s.PutMeta("a", []byte(`{"stage":"completed","undone":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.Stats()
+	if got := after.Commits - before.Commits; got != 1 {
+		t.Fatalf("FinishLater and the next write took %d commits, want 1", got)
+	}
+	s.Close()
+	s = openStore(t, path)
+	if meta, err := s.Meta("a"); err != nil || string(meta) != `{"stage":"completed","undone":true}` {
+		t.Fatalf("Meta = %q, %v; want the later write's", meta, err)
+	}
+	if _, err := s.Chunk("a", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Chunk after FinishLater: %v, want ErrNotFound", err)
+	}
+}
+
+// Without another write, FinishLater commits by itself within a second, and
+// Close commits what still waits.
+func TestFinishLaterCommitsAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openStore(t, path)
+	for _, id := range []string{"a", "b"} {
+		if err := s.Append(id, 1, []byte("chunk"), []byte(`{"stage":"streaming"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	s.FinishLater("a", []byte(`{"stage":"completed"}`), func(err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("FinishLater did not commit without another write")
+	}
+	s.FinishLater("b", []byte(`{"stage":"aborted"}`), func(error) {})
+	s.Close()
+	s = openStore(t, path)
+	for id, want := range map[string]string{"a": `{"stage":"completed"}`, "b": `{"stage":"aborted"}`} {
+		if meta, err := s.Meta(id); err != nil || string(meta) != want {
+			t.Fatalf("Meta(%s) = %q, %v; want %s", id, meta, err, want)
+		}
+	}
+}

@@ -14,14 +14,21 @@ import (
 const appendFillPercent = 1.0
 
 // PutMeta stores meta as the metadata of session id, replacing any previous
-// value, and returns once it is durable. It shares commits with concurrent
-// writes.
-func (s *Store) PutMeta(id string, meta []byte) error {
+// value, and the keys and values of puts (as PutKVs would) in the same
+// transaction, and returns once it is durable. It shares commits with
+// concurrent writes.
+func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 	if err := validate(id, meta); err != nil {
+		return err
+	}
+	if err := checkPuts(puts); err != nil {
 		return err
 	}
 	key := []byte(id)
 	return s.write(func(tx *bolt.Tx) error {
+		if err := applyPuts(tx, puts); err != nil {
+			return err
+		}
 		// The metadata of the last Append would supersede meta.
 		if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
 			if err := chunks.Delete(keyChunkMeta); err != nil {
@@ -111,8 +118,25 @@ func (s *Store) Finish(id string, meta []byte) error {
 	if err := validate(id, meta); err != nil {
 		return err
 	}
+	return s.write(finish(id, meta))
+}
+
+// FinishLater is Finish without the wait: the write rides the next commit
+// (or commits by itself within a second) and notify, which must not block,
+// receives its outcome. Until then the store still holds what was there
+// before, which is what a crash leaves to recovery. A later write of the
+// same session is committed after it.
+func (s *Store) FinishLater(id string, meta []byte, notify func(error)) {
+	if err := validate(id, meta); err != nil {
+		notify(err)
+		return
+	}
+	s.writeLater(finish(id, meta), notify)
+}
+
+func finish(id string, meta []byte) func(tx *bolt.Tx) error {
 	key := []byte(id)
-	return s.write(func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketSessions).Put(key, meta); err != nil {
 			return err
 		}
@@ -121,7 +145,7 @@ func (s *Store) Finish(id string, meta []byte) error {
 			return nil
 		}
 		return chunks.DeleteBucket(key)
-	})
+	}
 }
 
 // DeleteChunks drops the chunks of session id and keeps its metadata, for

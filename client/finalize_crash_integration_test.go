@@ -1,0 +1,151 @@
+package client_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/failpoint"
+	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// A finalize replies once its file is durable; its completed record and the
+// drop of its chunks ride the next commit. These tests kill oriond (SIGKILL,
+// by a failpoint) at that next commit, before it is durable, and restart it.
+func TestKilledAfterFinalizeReplyBeforeBookkeeping(t *testing.T) {
+	t.Run("TargetAsWritten", func(t *testing.T) {
+		d, target, first, content := finalizeThenDie(t, nil)
+		d.Restart()
+		c := dial(t, d)
+		info, err := c.Get(testCtx(t), first.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Stage != protocol.StageCompleted {
+			t.Fatalf("after restart the session is %s, want completed\n%s", info.Stage, d.Logs())
+		}
+		// The kill landed before the bookkeeping was durable: recovery,
+		// not the journal, completed the session.
+		if !strings.Contains(d.Logs(), "completing a finalize the crash interrupted after its rename") {
+			t.Fatalf("recovery did not complete the session; logs:\n%s", d.Logs())
+		}
+		res, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: first.SessionID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SHA256 != first.SHA256 || res.Bytes != first.Bytes || res.Lines != first.Lines {
+			t.Fatalf("summary after restart %+v, the reply before the kill said %+v", res, first)
+		}
+		if got, _ := os.ReadFile(target); string(got) != content {
+			t.Fatalf("target after restart: %q", got)
+		}
+		assertNoTempFiles(t, filepath.Dir(target))
+		// Undo still has what the session replaced.
+		if _, err := c.Undo(testCtx(t), first.SessionID); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(target); string(got) != originalContent {
+			t.Fatalf("undo of the recovered overwrite left %q", got)
+		}
+	})
+
+	// The file changed after the reply and before the kill: recovery cannot
+	// tell that change from an outside write that raced the finalize, so
+	// it keeps the content and the change, and a finalize needs force.
+	t.Run("TargetChangedAgain", func(t *testing.T) {
+		const edit = "an edit made after the write\n"
+		d, target, first, content := finalizeThenDie(t, func(target string) {
+			if err := os.WriteFile(target, []byte(edit), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+		d.Restart()
+		c := dial(t, d)
+		info, err := c.Get(testCtx(t), first.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Stage != protocol.StageStreaming || info.Conflict == "" {
+			t.Fatalf("after restart: stage %s, conflict %q; want streaming with a conflict\n%s", info.Stage, info.Conflict, d.Logs())
+		}
+		if got, _ := os.ReadFile(target); string(got) != edit {
+			t.Fatalf("recovery changed the target: %q", got)
+		}
+		if !strings.Contains(d.Logs(), "left the target changed") {
+			t.Fatalf("recovery did not report the change; logs:\n%s", d.Logs())
+		}
+		_, err = c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: first.SessionID})
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Data.Reason != protocol.ReasonTargetChanged {
+			t.Fatalf("finalize without force: %v, want target_changed", err)
+		}
+		if got, _ := os.ReadFile(target); string(got) != edit {
+			t.Fatalf("a refused finalize changed the target: %q", got)
+		}
+		res, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: first.SessionID, Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(target); string(got) != content || res.SHA256 != first.SHA256 {
+			t.Fatalf("forced finalize wrote %q (sha %s, first %s)", got, res.SHA256, first.SHA256)
+		}
+	})
+}
+
+const originalContent = "package kept // before the session\n"
+
+// finalizeThenDie overwrites a file through a daemon armed to die at the commit
+// that carries the finalize's bookkeeping, runs between (if set) after the
+// reply, and waits for the daemon to die.
+func finalizeThenDie(t *testing.T, between func(target string)) (*testdaemon.Daemon, string, protocol.FinalizeResult, string) {
+	t.Helper()
+	d := testdaemon.Start(t)
+	d.Stop()
+	d.Env = []string{failpoint.EnvVar + "=store.commit-deferred=1"}
+	d.Restart()
+	c := dial(t, d)
+	target := filepath.Join(d.Root, "src", "kept.go")
+	content := "package kept\n\n" + strings.Repeat("// a line of the file\n", 200)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "crash after reply", TargetFile: target, Operation: protocol.OpOverwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != content {
+		t.Fatalf("target after finalize: %q", got)
+	}
+	if between != nil {
+		between(target)
+	}
+	d.Wait()
+	d.Env = nil
+	return d, target, first, content
+}
+
+func assertNoTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("left in %s: %s", dir, e.Name())
+		}
+	}
+}

@@ -62,6 +62,7 @@ func main() {
 		fmt.Printf("bytes lost:        %d\n", rep.LostBytes)
 		fmt.Printf("wrong targets:     %d\n", rep.Mismatched)
 		fmt.Printf("temp files left:   %d\n", rep.LeftoverTemps)
+		fmt.Printf("finalizes unrecorded: %d\n", rep.Unrecorded)
 		fmt.Printf("reconnects:        %d\n", rep.Reconnects)
 		fmt.Printf("transactions:      %d committed, %d found torn\n", rep.Transactions, rep.TornTxs)
 		for _, f := range rep.Failures {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,11 @@ type Report struct {
 	// the times their files were found neither all old nor all new.
 	Transactions int64 `json:"transactions"`
 	TornTxs      int64 `json:"torn_transactions"`
+	// Unrecorded counts sessions whose finalize succeeded but which the
+	// daemon, after the kills, no longer reports as completed: a finalize
+	// journals its completion after replying, and recovery must complete
+	// it when a kill lands in between.
+	Unrecorded int64 `json:"unrecorded_finalizes"`
 	// Failures describes each problem found, for the test to print.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -64,7 +70,7 @@ type Report struct {
 // OK reports whether the run found no loss, no torn or wrong target and no
 // leftover temp file.
 func (r *Report) OK() bool {
-	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && len(r.Failures) == 0
+	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && len(r.Failures) == 0
 }
 
 type runner struct {
@@ -78,6 +84,9 @@ type runner struct {
 	exited   chan struct{}
 	report   Report
 	failures []string
+	// finalized are the sessions whose finalize returned, for the check
+	// at the end.
+	finalized []string
 
 	sessions, chunks, acked, lost, mismatched, reconnects atomic.Int64
 	txs, tornTxs                                          atomic.Int64
@@ -161,7 +170,34 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	for _, t := range temps {
 		rep.Failures = append(rep.Failures, "leftover temp file "+t)
 	}
+	if err := r.checkFinalized(ctx, &rep); err != nil {
+		return rep, err
+	}
 	return rep, nil
+}
+
+// checkFinalized asks the daemon, after the last restart, about every
+// session whose finalize returned: each must be completed.
+func (r *runner) checkFinalized(ctx context.Context, rep *Report) error {
+	c, err := client.Dial(ctx, r.socket, client.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r.mu.Lock()
+	ids := slices.Clone(r.finalized)
+	r.mu.Unlock()
+	for _, id := range ids {
+		info, err := c.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("session %s after the kills: %w", id, err)
+		}
+		if info.Stage != protocol.StageCompleted {
+			rep.Unrecorded++
+			rep.Failures = append(rep.Failures, fmt.Sprintf("session %s was finalized but is %s after the kills", id, info.Stage))
+		}
+	}
+	return nil
 }
 
 func (r *runner) snapshot(kills int) Report {
@@ -391,6 +427,9 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 		r.mismatched.Add(1)
 		return fmt.Errorf("%s holds %d bytes after finalize, want the %d sent (summary says %d)", target, len(got), len(content), res.Bytes)
 	}
+	r.mu.Lock()
+	r.finalized = append(r.finalized, begun.SessionID)
+	r.mu.Unlock()
 	return nil
 }
 

@@ -32,8 +32,8 @@ func TestNothingAcknowledgedIsLostUnderSIGKILL(t *testing.T) {
 	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d, transactions %d",
 		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects, rep.Transactions)
 	if !rep.OK() {
-		t.Fatalf("lost %d bytes, %d wrong targets, %d torn transactions, %d temp files left:\n%v",
-			rep.LostBytes, rep.Mismatched, rep.TornTxs, rep.LeftoverTemps, rep.Failures)
+		t.Fatalf("lost %d bytes, %d wrong targets, %d torn transactions, %d temp files left, %d finalizes unrecorded:\n%v",
+			rep.LostBytes, rep.Mismatched, rep.TornTxs, rep.LeftoverTemps, rep.Unrecorded, rep.Failures)
 	}
 	if rep.Kills != 50 || rep.Sessions == 0 || rep.Reconnects == 0 || rep.Transactions == 0 {
 		t.Fatalf("the run did not exercise crashes: %+v", rep)

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/store"
 
@@ -146,7 +148,7 @@ func BenchmarkAppend64K(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	alloc0, io0 := store.PageAllocBytes(s), procWriteBytes(b)
+	alloc0, io0, cpu0 := store.PageAllocBytes(s), procWriteBytes(b), processCPU()
 	b.ResetTimer()
 	for range b.N {
 		seq++
@@ -156,6 +158,7 @@ func BenchmarkAppend64K(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(store.PageAllocBytes(s)-alloc0)/float64(b.N), "page-bytes/op")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 	if io0 >= 0 {
 		b.ReportMetric(float64(procWriteBytes(b)-io0)/float64(b.N), "disk-bytes/op")
 	}
@@ -178,4 +181,13 @@ func procWriteBytes(b *testing.B) int64 {
 		}
 	}
 	return -1
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,4 +191,36 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCopyRange reads a session's content back as a finalize does: a
+// file of 1 KiB chunks of the size 200 streaming sessions leave behind, and
+// one of 1 MiB chunks as `orionctl write` sends them. B/op is what one copy
+// allocates, which 200 finalizes at once multiply.
+func BenchmarkCopyRange(b *testing.B) {
+	for _, tc := range []struct {
+		name          string
+		chunk, chunks int
+	}{
+		{"1KiB-chunks-128KiB", 1 << 10, 128},
+		{"1MiB-chunks-8MiB", 1 << 20, 8},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := openStore(b, benchPath(b))
+			chunk := bytes.Repeat([]byte("x"), tc.chunk)
+			for seq := range tc.chunks {
+				if err := s.Append("s", uint64(seq), chunk, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			size := int64(tc.chunk * tc.chunks)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, err := s.CopyRange("s", io.Discard, 0, size); err != nil || n != size {
+					b.Fatalf("CopyRange = %d, %v; want %d", n, err, size)
+				}
+			}
+		})
+	}
 }

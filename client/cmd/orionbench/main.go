@@ -10,7 +10,9 @@
 // same files written by the MCP filesystem server's write_file, installed
 // from npm for the run; --file-mb adds a large file written as `orionctl
 // write` does next to cp and an fsync of the copy. Both run in interleaved
-// rounds and print medians and ranges.
+// rounds and print medians and ranges. --memory measures issue 13's memory
+// targets on a daemon of its own: resident memory idle, while 200 sessions
+// stream, and added by the finalize of a 256 MiB file.
 //
 //	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionbench
 //	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --file-mb 50
@@ -60,6 +62,7 @@ type config struct {
 	rounds    int
 	wholeOps  int
 	syncs     bool
+	memory    bool
 }
 
 // result is one measured case.
@@ -80,11 +83,12 @@ type result struct {
 
 // report is everything one run measured, as --json prints it.
 type fullReport struct {
-	Results   []result     `json:"results"`
-	Syncs     []syncRow    `json:"syncs,omitempty"`
-	SyncsSkip string       `json:"syncs_skip,omitempty"`
-	Compare   []sideBySide `json:"compare,omitempty"`
-	IdleRSS   float64      `json:"daemon_idle_rss_mib,omitempty"`
+	Results   []result      `json:"results"`
+	Syncs     []syncRow     `json:"syncs,omitempty"`
+	SyncsSkip string        `json:"syncs_skip,omitempty"`
+	Compare   []sideBySide  `json:"compare,omitempty"`
+	IdleRSS   float64       `json:"daemon_idle_rss_mib,omitempty"`
+	Memory    *memoryReport `json:"memory,omitempty"`
 }
 
 func run(args []string, out io.Writer) error {
@@ -106,6 +110,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp and --file-mb comparisons")
 	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp comparison")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
+	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure issue 13's memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -163,6 +168,11 @@ func run(args []string, out io.Writer) error {
 		}
 		rep.Compare = append(rep.Compare, r)
 	}
+	if cfg.memory {
+		if rep.Memory, err = memoryCase(ctx, cfg); err != nil {
+			return err
+		}
+	}
 	if cfg.syncs {
 		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg); err != nil {
 			return fmt.Errorf("counting syncs: %w", err)
@@ -178,6 +188,10 @@ func run(args []string, out io.Writer) error {
 	for _, c := range rep.Compare {
 		fmt.Fprintln(out)
 		reportSideBySide(out, c)
+	}
+	if rep.Memory != nil {
+		fmt.Fprintln(out)
+		reportMemory(out, rep.Memory)
 	}
 	if cfg.syncs {
 		fmt.Fprintln(out)

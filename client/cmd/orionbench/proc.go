@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -48,15 +47,32 @@ func sampleProc(pid int) procSample {
 		return procSample{}
 	}
 	p := procSample{cpu: time.Duration(ut+st) * clockTick, readable: true}
-	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return p
+	if m, ok := sampleMem(pid); ok {
+		p.rssKiB, p.peakKiB = m.rss, m.hwm
 	}
-	defer status.Close()
-	sc := bufio.NewScanner(status)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
+	return p
+}
+
+// memSample is the daemon's resident memory at one moment, in KiB, from
+// /proc/<pid>/status: all of it (VmRSS), the anonymous part (RssAnon: the
+// Go heap, stacks, the runtime's own memory), the file-backed part
+// (RssFile: the binary, and the pages of bbolt's read-only mapping of the
+// store that the daemon has touched, which are page cache the kernel can
+// drop without writing anything), and the peak of VmRSS (VmHWM).
+type memSample struct {
+	rss, anon, file, hwm int64
+}
+
+// sampleMem reads /proc/<pid>/status; ok is false off Linux or when the
+// daemon is gone.
+func sampleMem(pid int) (m memSample, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memSample{}, false
+	}
+	for line := range strings.Lines(string(b)) {
+		k, v, found := strings.Cut(line, ":")
+		if !found {
 			continue
 		}
 		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
@@ -65,12 +81,31 @@ func sampleProc(pid int) procSample {
 		}
 		switch k {
 		case "VmRSS":
-			p.rssKiB = kib
+			m.rss, ok = kib, true
+		case "RssAnon":
+			m.anon = kib
+		case "RssFile":
+			m.file = kib
 		case "VmHWM":
-			p.peakKiB = kib
+			m.hwm = kib
 		}
 	}
-	return p
+	return m, ok
+}
+
+// resetPeak sets the daemon's VmHWM back to its VmRSS (clear_refs 5,
+// Linux 4.0 and later), so that VmHWM afterwards is the peak of what
+// follows.
+func resetPeak(pid int) error {
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/clear_refs", pid), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString("5"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // cpuPerOp is the daemon's CPU time between two samples divided by ops, in

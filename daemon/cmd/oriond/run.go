@@ -88,6 +88,13 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 				}
 				defer stop()
 			}
+			if path := getenv("ORION_MEM_PROFILE"); path != "" {
+				stop, err := startMemProfile(path, logger)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return daemon.Run(cmd.Context(), cfg, nil)
 		},
 	}

@@ -124,7 +124,11 @@ func (f notifyHandler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 // Call sends one request. An error the daemon returned is a *protocol.Error
 // (use errors.As); anything else is a transport failure.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	err := c.conn.Call(ctx, method, params, result)
+	return protocolError(c.conn.Call(ctx, method, params, result))
+}
+
+// protocolError turns an error reply into a *protocol.Error.
+func protocolError(err error) error {
 	var rpcErr *jsonrpc2.Error
 	if errors.As(err, &rpcErr) {
 		pe := &protocol.Error{Code: rpcErr.Code, Message: rpcErr.Message}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +93,82 @@ func reply(t *testing.T, server net.Conn, id jsonrpc2.ID, result any) {
 	if err := resp.SetResult(result); err != nil {
 		t.Fatal(err)
 	}
+	server.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := (jsonrpc2.VSCodeObjectCodec{}).WriteObject(server, resp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStreamKeepsAppendsInFlight: Stream sends StreamWindow appends before
+// it waits for the first reply, and returns the first error when an append
+// fails (the daemon refuses the ones after it as a gap).
+func TestStreamKeepsAppendsInFlight(t *testing.T) {
+	server, conn := net.Pipe()
+	defer server.Close()
+	c := newTestClient(t, conn)
+	r := bufio.NewReader(server)
+	input := strings.Repeat("x", 10*100)
+	type outcome struct {
+		last   protocol.AppendResult
+		chunks uint64
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		last, n, err := c.Stream(context.Background(), "s", strings.NewReader(input), StreamOptions{ChunkSize: 100})
+		done <- outcome{last, n, err}
+	}()
+	read := func() jsonrpc2.Request {
+		t.Helper()
+		var req jsonrpc2.Request
+		if err := (jsonrpc2.VSCodeObjectCodec{}).ReadObject(r, &req); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	// StreamWindow requests arrive with none answered.
+	var unanswered []jsonrpc2.Request
+	for range StreamWindow {
+		unanswered = append(unanswered, read())
+	}
+	// Answer them one by one; each answer lets one more in, until 10.
+	for seq := uint64(1); seq <= 10; seq++ {
+		req := unanswered[0]
+		unanswered = unanswered[1:]
+		var p protocol.AppendParams
+		if err := json.Unmarshal(*req.Params, &p); err != nil || p.Seq != seq {
+			t.Fatalf("request %d: params %s (%v)", seq, *req.Params, err)
+		}
+		reply(t, server, req.ID, protocol.AppendResult{SessionID: "s", Seq: seq})
+		if seq+StreamWindow <= 10 {
+			unanswered = append(unanswered, read())
+		}
+	}
+	out := <-done
+	if out.err != nil || out.chunks != 10 || out.last.Seq != 10 {
+		t.Fatalf("Stream = %+v", out)
+	}
+
+	// A refused append: Stream returns its error, not a later gap.
+	go func() {
+		last, n, err := c.Stream(context.Background(), "s", strings.NewReader(input), StreamOptions{ChunkSize: 100, FirstSeq: 11})
+		done <- outcome{last, n, err}
+	}()
+	first := read()
+	replyError(t, server, first.ID, protocol.CodeTooLarge, "too large")
+	for range StreamWindow - 1 {
+		replyError(t, server, read().ID, protocol.CodeSeqConflict, "gap")
+	}
+	out = <-done
+	var pe *protocol.Error
+	if !errors.As(out.err, &pe) || pe.Code != protocol.CodeTooLarge || out.chunks != 0 {
+		t.Fatalf("Stream after a refused append = %+v, want the first error", out)
+	}
+}
+
+func replyError(t *testing.T, server net.Conn, id jsonrpc2.ID, code int64, msg string) {
+	t.Helper()
+	resp := &jsonrpc2.Response{ID: id, Error: &jsonrpc2.Error{Code: code, Message: msg}}
 	server.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if err := (jsonrpc2.VSCodeObjectCodec{}).WriteObject(server, resp); err != nil {
 		t.Fatal(err)

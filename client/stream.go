@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/sourcegraph/jsonrpc2"
+
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -43,6 +45,14 @@ type StreamOptions struct {
 // Stream reads r to the end and appends it to session id in chunks, each
 // cut on a UTF-8 character boundary so no chunk carries half a character.
 // It returns the last acknowledgement and the number of chunks sent.
+//
+// Up to StreamWindow appends are in flight: the next chunk is read, encoded
+// and sent, and the daemon reads and decodes it, while the one before is
+// being journaled (each append of a session is still journaled in order,
+// after the one before). For input that is all there, such as a file, that
+// overlaps the work on both sides with the daemon's fsyncs. On an error the
+// appends after the failed one are refused by the daemon (a gap), and the
+// first error is returned.
 func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts StreamOptions) (protocol.AppendResult, uint64, error) {
 	size := opts.ChunkSize
 	if size <= 0 {
@@ -52,27 +62,64 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 	if seq == 0 {
 		seq = 1
 	}
+	type inflight struct {
+		waiter  jsonrpc2.Waiter
+		release func()
+		bytes   int
+	}
 	var (
-		last   protocol.AppendResult
-		sent   int64
-		chunks uint64
+		last    protocol.AppendResult
+		sent    int64
+		chunks  uint64
+		pending []inflight
 	)
-	err := protocol.SplitChunks(r, size, func(chunk []byte) error {
-		ack, err := c.Append(ctx, protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)})
+	// settle waits for the oldest append in flight.
+	settle := func() error {
+		p := pending[0]
+		pending = pending[1:]
+		var ack protocol.AppendResult
+		err := protocolError(p.waiter.Wait(ctx, &ack))
+		p.release()
 		if err != nil {
 			return err
 		}
 		last = ack
-		seq++
 		chunks++
-		sent += int64(len(chunk))
+		sent += int64(p.bytes)
 		if opts.Progress != nil {
 			opts.Progress(sent)
 		}
 		return nil
+	}
+	err := protocol.SplitChunks(r, size, func(chunk []byte) error {
+		if len(pending) == StreamWindow {
+			if err := settle(); err != nil {
+				return err
+			}
+		}
+		params, release := c.codec.hold(appendParamsJSON(protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)}))
+		w, err := c.conn.DispatchCall(ctx, protocol.MethodSessionAppend, params)
+		if err != nil {
+			release()
+			return err
+		}
+		pending = append(pending, inflight{waiter: w, release: release, bytes: len(chunk)})
+		seq++
+		return nil
 	})
+	for len(pending) > 0 {
+		if serr := settle(); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	return last, chunks, err
 }
+
+// StreamWindow is how many appends Stream keeps in flight: while the daemon
+// journals one, it reads and decodes the next, and the client encodes the
+// one after. Measured on a 50 MB file in 1 MiB chunks (3 interleaved pairs
+// of 2 rounds): one at a time 78-80 MB/s, two 108-121, three 111-125.
+const StreamWindow = 3
 
 // CharBoundary returns the largest n <= len(b) such that b[:n] does not end
 // inside a UTF-8 character; see protocol.CharBoundary.

@@ -5,7 +5,6 @@
 package session
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -505,8 +504,10 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		err.Data.SessionID = r.ID
 		return protocol.AppendResult{}, err
 	}
+	// One copy serves the scanner and the store (a chunk is up to 1 MiB).
+	chunk := []byte(p.Chunk)
 	next := *r
-	next.Scanner.Feed([]byte(p.Chunk))
+	next.Scanner.Feed(chunk)
 	next.LastSeq = p.Seq
 	next.Stage = protocol.StageStreaming
 	next.UpdatedAt = m.cfg.Clock.Now()
@@ -514,7 +515,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	if err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
 	}
-	if err := m.cfg.Store.Append(r.ID, p.Seq, []byte(p.Chunk), meta); err != nil {
+	if err := m.cfg.Store.Append(r.ID, p.Seq, chunk, meta); err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	first := r.Stage != protocol.StageStreaming
@@ -538,7 +539,7 @@ func (m *Manager) duplicate(r *record, p protocol.AppendParams) (protocol.Append
 	if err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "reading an acknowledged chunk", err)
 	}
-	if !bytes.Equal(stored, []byte(p.Chunk)) {
+	if string(stored) != p.Chunk {
 		return protocol.AppendResult{}, seqConflict(r.ID, p.Seq, r.LastSeq+1)
 	}
 	res := appendResult(r, p.Seq)

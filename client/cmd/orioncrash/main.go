@@ -63,6 +63,7 @@ func main() {
 		fmt.Printf("wrong targets:     %d\n", rep.Mismatched)
 		fmt.Printf("temp files left:   %d\n", rep.LeftoverTemps)
 		fmt.Printf("finalizes unrecorded: %d\n", rep.Unrecorded)
+		fmt.Printf("targets edited after finalize: %d, edits overwritten: %d, sessions reopened in conflict: %d\n", rep.Edited, rep.Overwritten, rep.EditsKeptOpen)
 		fmt.Printf("reconnects:        %d\n", rep.Reconnects)
 		fmt.Printf("transactions:      %d committed, %d found torn\n", rep.Transactions, rep.TornTxs)
 		for _, f := range rep.Failures {

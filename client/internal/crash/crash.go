@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -63,6 +64,15 @@ type Report struct {
 	// journals its completion after replying, and recovery must complete
 	// it when a kill lands in between.
 	Unrecorded int64 `json:"unrecorded_finalizes"`
+	// Overwritten counts files a client edited after their session's
+	// finalize returned (as an editor would save) that the daemon wrote
+	// over after a kill: recovery must keep such an edit, not finalize
+	// again.
+	Overwritten int64 `json:"edits_overwritten"`
+	// Edited counts the targets edited after their finalize; EditsKeptOpen
+	// those whose session recovery reopened in conflict.
+	Edited        int64 `json:"edited_targets"`
+	EditsKeptOpen int64 `json:"edits_kept_open"`
 	// Failures describes each problem found, for the test to print.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -70,7 +80,7 @@ type Report struct {
 // OK reports whether the run found no loss, no torn or wrong target and no
 // leftover temp file.
 func (r *Report) OK() bool {
-	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && len(r.Failures) == 0
+	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && r.Overwritten == 0 && len(r.Failures) == 0
 }
 
 type runner struct {
@@ -85,8 +95,10 @@ type runner struct {
 	report   Report
 	failures []string
 	// finalized are the sessions whose finalize returned, for the check
-	// at the end.
+	// at the end; edited, the text a client wrote over some of their
+	// targets afterwards, by session.
 	finalized []string
+	edited    map[string]string
 
 	sessions, chunks, acked, lost, mismatched, reconnects atomic.Int64
 	txs, tornTxs                                          atomic.Int64
@@ -113,6 +125,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		socket: filepath.Join(sockDir, "oriond.sock"),
 		state:  filepath.Join(cfg.Dir, "state"),
 		root:   filepath.Join(cfg.Dir, "root"),
+		edited: make(map[string]string),
 	}
 	if err := os.MkdirAll(r.root, 0o700); err != nil {
 		return Report{}, err
@@ -177,7 +190,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 }
 
 // checkFinalized asks the daemon, after the last restart, about every
-// session whose finalize returned: each must be completed.
+// session whose finalize returned: each must be completed, except one whose
+// target a client edited afterwards, which may also be open again and in
+// conflict (the kill came before its bookkeeping was durable); and every
+// such edit must still be on disk.
 func (r *runner) checkFinalized(ctx context.Context, rep *Report) error {
 	c, err := client.Dial(ctx, r.socket, client.Options{})
 	if err != nil {
@@ -186,17 +202,30 @@ func (r *runner) checkFinalized(ctx context.Context, rep *Report) error {
 	defer c.Close()
 	r.mu.Lock()
 	ids := slices.Clone(r.finalized)
+	edited := maps.Clone(r.edited)
 	r.mu.Unlock()
 	for _, id := range ids {
 		info, err := c.Get(ctx, id)
 		if err != nil {
 			return fmt.Errorf("session %s after the kills: %w", id, err)
 		}
-		if info.Stage != protocol.StageCompleted {
+		edit, wasEdited := edited[id]
+		if wasEdited {
+			if got, err := os.ReadFile(info.TargetFile); err != nil || string(got) != edit {
+				rep.Overwritten++
+				rep.Failures = append(rep.Failures, fmt.Sprintf("session %s: the edit after its finalize is gone from %s (%d bytes there, %v)", id, info.TargetFile, len(got), err))
+			}
+		}
+		switch {
+		case info.Stage == protocol.StageCompleted:
+		case wasEdited && info.Stage.Open() && info.Conflict != "":
+			rep.EditsKeptOpen++
+		default:
 			rep.Unrecorded++
-			rep.Failures = append(rep.Failures, fmt.Sprintf("session %s was finalized but is %s after the kills", id, info.Stage))
+			rep.Failures = append(rep.Failures, fmt.Sprintf("session %s was finalized but is %s (conflict %q) after the kills", id, info.Stage, info.Conflict))
 		}
 	}
+	rep.Edited = int64(len(edited))
 	return nil
 }
 
@@ -430,6 +459,17 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 	r.mu.Lock()
 	r.finalized = append(r.finalized, begun.SessionID)
 	r.mu.Unlock()
+	if rng.IntN(4) == 0 {
+		// An editor saves over the file right after the write, which a
+		// kill may catch before the finalize's bookkeeping is durable.
+		edit := fmt.Sprintf("edited after session %s\n", begun.SessionID)
+		if err := os.WriteFile(target, []byte(edit), 0o644); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.edited[begun.SessionID] = edit
+		r.mu.Unlock()
+	}
 	return nil
 }
 

@@ -29,11 +29,11 @@ func TestNothingAcknowledgedIsLostUnderSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d, transactions %d",
-		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects, rep.Transactions)
+	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d, transactions %d, targets edited after finalize %d (%d reopened in conflict)",
+		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects, rep.Transactions, rep.Edited, rep.EditsKeptOpen)
 	if !rep.OK() {
-		t.Fatalf("lost %d bytes, %d wrong targets, %d torn transactions, %d temp files left, %d finalizes unrecorded:\n%v",
-			rep.LostBytes, rep.Mismatched, rep.TornTxs, rep.LeftoverTemps, rep.Unrecorded, rep.Failures)
+		t.Fatalf("lost %d bytes, %d wrong targets, %d torn transactions, %d temp files left, %d finalizes unrecorded, %d edits overwritten:\n%v",
+			rep.LostBytes, rep.Mismatched, rep.TornTxs, rep.LeftoverTemps, rep.Unrecorded, rep.Overwritten, rep.Failures)
 	}
 	if rep.Kills != 50 || rep.Sessions == 0 || rep.Reconnects == 0 || rep.Transactions == 0 {
 		t.Fatalf("the run did not exercise crashes: %+v", rep)

@@ -37,14 +37,15 @@ const (
 	messageOverhead = 64 << 10
 	// chunkEscapeFactor is the most bytes a content byte can take inside a
 	// JSON string as clients write it: Go's encoding/json writes <, >, &,
-	// control bytes and invalid UTF-8 as six-byte \uXXXX escapes (the Go
-	// client and orionctl send chunks that way), and JSON.stringify does the
+	// control bytes and invalid UTF-8 as six-byte \uXXXX escapes (other Go
+	// clients; ours escapes control bytes only), and JSON.stringify does the
 	// same for control characters (the Node client).
 	chunkEscapeFactor = 6
 	// DefaultMaxInflight is how many requests of one connection may be
-	// read and not yet answered. Clients wait for each reply (the Go and
-	// Node clients send one request at a time per session), so this only
-	// slows a client that pipelines far ahead without reading replies.
+	// read and not yet answered. Clients keep a few in flight at most (the
+	// Go client's Stream three appends, the controllers one per session),
+	// so this only slows a client that pipelines far ahead without reading
+	// replies.
 	DefaultMaxInflight = 64
 	// DefaultMaxInflightBytes bounds the same requests by size: each
 	// waiting append keeps its chunk decoded, so 64 chunks of 1 MiB
@@ -503,7 +504,10 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 		case len(id) > maxIDBytes:
 			return msg, invalidRequest("the id is %d bytes long; use a number or a string of at most %d bytes", len(id), maxIDBytes)
 		case id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'):
-			msg.id = id
+			// A copy: the id is kept until the reply is written, and a
+			// slice of the body would keep the whole frame (a chunk of up
+			// to several MiB) alive with it.
+			msg.id = bytes.Clone(id)
 		case string(id) == "null":
 			return msg, invalidRequest(`"id": null is not supported; give a number or a string, or leave id out for a notification`)
 		default:
@@ -528,7 +532,7 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 	}
 	method, err := jsontext.AppendUnquote(nil, fields.method)
 	if err != nil {
-		return msg, invalidRequest("the method must be a string")
+		return msg, invalidRequest("the method is not valid UTF-8")
 	}
 	msg.method = string(method)
 	if p := fields.params; p != nil && string(p) != "null" {

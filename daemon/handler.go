@@ -3,15 +3,13 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"strings"
-
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/session"

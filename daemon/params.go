@@ -7,6 +7,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -58,8 +59,13 @@ func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
 	return p, nil
 }
 
+// appendOptions read as encoding/json does: v2's case-insensitive matching
+// would also ignore '_' and '-' (so "sessionId" would name session_id), and
+// a later null would clear a field where encoding/json keeps it.
 var appendOptions = jsonv2.JoinOptions(
 	jsonv2.MatchCaseInsensitiveNames(true),
+	jsonv1.MatchCaseSensitiveDelimiter(true),
+	jsonv1.MergeWithLegacySemantics(true),
 	jsontext.AllowDuplicateNames(true),
 )
 

@@ -134,3 +134,42 @@ func TestInvalidText(t *testing.T) {
 		t.Fatalf("invalid target_file: %v", err)
 	}
 }
+
+// TestDecodeAppendReadsAsEncodingJSON: the faster decoder of an append's
+// params reads every one of these as encoding/json does (names matched
+// without case but with '_' kept, the last of repeated members, a later
+// null, numbers seq does not take).
+func TestDecodeAppendReadsAsEncodingJSON(t *testing.T) {
+	for _, params := range []string{
+		`{"session_id":"a","seq":1,"chunk":"x"}`,
+		`{"SESSION_ID":"a","SEQ":1,"Chunk":"x"}`,
+		`{"sessionId":"b","session_id":"a","seq":1,"chunk":"x"}`,
+		`{"session_id":"a","sessionId":"b","seq":1,"chunk":"x"}`,
+		`{"session-id":"b","sessionid":"c","session_id":"a","seq":1,"chunk":"x"}`,
+		`{"session_id":"a","seq":1,"chunk":"x","session_id":null}`,
+		`{"session_id":"a","seq":1,"chunk":"x","seq":2}`,
+		`{"session_id":"a","seq":1,"chunk":"x","chunk":"y"}`,
+		`{"session_id":"a","seq":1e2,"chunk":"x"}`,
+		`{"session_id":"a","seq":1.0,"chunk":"x"}`,
+		`{"session_id":"a","seq":-1,"chunk":"x"}`,
+		`{"session_id":"a","seq":"1","chunk":"x"}`,
+		`{"session_id":"a","seq":18446744073709551616,"chunk":"x"}`,
+		`{"session_id":"a","seq":1,"chunk":"x","extra":{"nested":[1,2,3]}}`,
+		`{"session_id":1,"seq":1,"chunk":"x"}`,
+		`{"session_id":"a","seq":1,"chunk":["x"]}`,
+	} {
+		var want appendWire
+		wantErr := json.Unmarshal([]byte(params), &want)
+		got, err := decodeAppend([]byte(params))
+		if wantErr != nil || want.Chunk == nil {
+			if err == nil {
+				t.Errorf("%s: decoded %+v, encoding/json refuses it (%v)", params, got, wantErr)
+			}
+			continue
+		}
+		want.AppendParams.Chunk = *want.Chunk
+		if err != nil || *got != want.AppendParams {
+			t.Errorf("%s: decoded %+v, %v; encoding/json reads %+v", params, got, err, want.AppendParams)
+		}
+	}
+}

@@ -174,3 +174,62 @@ func replyError(t *testing.T, server net.Conn, id jsonrpc2.ID, code int64, msg s
 		t.Fatal(err)
 	}
 }
+
+// TestSpliceRefusesAMisplacedPlaceholder: if the params placeholder is not
+// the last member (jsonrpc2 adding one after it), the codec fails the send
+// instead of sending a request without its params.
+func TestSpliceRefusesAMisplacedPlaceholder(t *testing.T) {
+	c := newSpliceCodec()
+	placeholder, release := c.hold([]byte(`{"chunk":"x"}`))
+	defer release()
+	good := []byte(`{"id":1,"jsonrpc":"2.0","method":"m","params":` + string(placeholder) + `}`)
+	out, err := c.splice(good)
+	if err != nil || string(out) != `{"id":1,"jsonrpc":"2.0","method":"m","params":{"chunk":"x"}}` {
+		t.Fatalf("splice = %s, %v", out, err)
+	}
+	misplaced := []byte(`{"id":1,"jsonrpc":"2.0","method":"m","params":` + string(placeholder) + `,"meta":{}}`)
+	if out, err := c.splice(misplaced); err == nil {
+		t.Fatalf("splice of a misplaced placeholder = %s, want an error", out)
+	}
+	// Other requests, whatever their strings, pass untouched.
+	other := []byte(`{"id":2,"jsonrpc":"2.0","method":"m","params":{"intent":"orion-params-1"}}`)
+	if out, err := c.splice(other); err != nil || string(out) != string(other) {
+		t.Fatalf("splice of a request without a placeholder = %s, %v", out, err)
+	}
+}
+
+// TestStreamStopsWhenCancelled: after the context ends, Stream sends no
+// more chunks and returns the context's error.
+func TestStreamStopsWhenCancelled(t *testing.T) {
+	server, conn := net.Pipe()
+	defer server.Close()
+	c := newTestClient(t, conn)
+	r := bufio.NewReader(server)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.Stream(ctx, "s", strings.NewReader(strings.Repeat("x", 100*100)), StreamOptions{ChunkSize: 100})
+		done <- err
+	}()
+	for range StreamWindow {
+		var req jsonrpc2.Request
+		if err := (jsonrpc2.VSCodeObjectCodec{}).ReadObject(r, &req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	// Nothing more arrives: a read that finds a request fails the test.
+	extra := make(chan error, 1)
+	go func() {
+		var req jsonrpc2.Request
+		extra <- (jsonrpc2.VSCodeObjectCodec{}).ReadObject(r, &req)
+	}()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stream after cancel: %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-extra:
+		t.Fatalf("a request was sent after the cancel (read: %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

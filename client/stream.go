@@ -63,25 +63,30 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		seq = 1
 	}
 	type inflight struct {
-		waiter  jsonrpc2.Waiter
-		release func()
-		bytes   int
+		waiter jsonrpc2.Waiter
+		bytes  int
 	}
 	var (
-		last    protocol.AppendResult
-		sent    int64
-		chunks  uint64
-		pending []inflight
+		last     protocol.AppendResult
+		sent     int64
+		chunks   uint64
+		pending  []inflight
+		firstErr error
 	)
-	// settle waits for the oldest append in flight.
-	settle := func() error {
+	// settle waits for the oldest append in flight. After a failure the
+	// replies still due are read but not counted: the appends after a
+	// refused one are refused as a gap.
+	settle := func() {
 		p := pending[0]
 		pending = pending[1:]
 		var ack protocol.AppendResult
 		err := protocolError(p.waiter.Wait(ctx, &ack))
-		p.release()
+		if firstErr != nil {
+			return
+		}
 		if err != nil {
-			return err
+			firstErr = err
+			return
 		}
 		last = ack
 		chunks++
@@ -89,28 +94,34 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		if opts.Progress != nil {
 			opts.Progress(sent)
 		}
-		return nil
 	}
 	err := protocol.SplitChunks(r, size, func(chunk []byte) error {
 		if len(pending) == StreamWindow {
-			if err := settle(); err != nil {
-				return err
-			}
+			settle()
 		}
-		params, release := c.codec.hold(appendParamsJSON(protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)}))
-		w, err := c.conn.DispatchCall(ctx, protocol.MethodSessionAppend, params)
-		if err != nil {
-			release()
+		if firstErr != nil {
+			return firstErr
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		pending = append(pending, inflight{waiter: w, release: release, bytes: len(chunk)})
+		params, release := c.codec.hold(appendParamsJSON(protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)}))
+		// DispatchCall returns once the request is written: the encoded
+		// chunk need not be held while its reply is awaited.
+		w, err := c.conn.DispatchCall(ctx, protocol.MethodSessionAppend, params)
+		release()
+		if err != nil {
+			return err
+		}
+		pending = append(pending, inflight{waiter: w, bytes: len(chunk)})
 		seq++
 		return nil
 	})
 	for len(pending) > 0 {
-		if serr := settle(); serr != nil && err == nil {
-			err = serr
-		}
+		settle()
+	}
+	if firstErr != nil {
+		err = firstErr
 	}
 	return last, chunks, err
 }

@@ -55,17 +55,29 @@ func TestWriteFromStdin(t *testing.T) {
 	}
 }
 
-// TestWriteChunksFitTheDaemon: without --chunk-size, write sends chunks as
-// large as the daemon takes (fewer commits for a large file), so a daemon
-// whose chunk limit is below the client's default still takes the file.
+// TestWriteChunksFitTheDaemon: without --chunk-size, write sends a file on
+// stdin in chunks as large as the daemon takes (fewer commits for a large
+// file), so a daemon whose chunk limit is below the client's default still
+// takes the file.
 func TestWriteChunksFitTheDaemon(t *testing.T) {
 	d := testdaemon.Start(t, "--max-chunk-bytes", "4096")
 	target := filepath.Join(d.Root, "big.txt")
 	content := strings.Repeat("a line of text, forty-odd bytes long ü\n", 5000)
-	code, out, errOut := orionctl(t, d.Socket, content, "write", target, "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	src := filepath.Join(t.TempDir(), "src.txt")
+	if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	stdin, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--socket", d.Socket, "write", target, "--json"}, stdin, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
 	if got, err := os.ReadFile(target); err != nil || string(got) != content {
 		t.Fatalf("file: %d bytes, %v; want %d bytes", len(got), err, len(content))
 	}
@@ -73,7 +85,7 @@ func TestWriteChunksFitTheDaemon(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = orionctl(t, d.Socket, "", "sessions", "show", res.SessionID, "--json")
+	code, out, errOut := orionctl(t, d.Socket, "", "sessions", "show", res.SessionID, "--json")
 	if code != 0 {
 		t.Fatalf("sessions show: exit %d: %s", code, errOut)
 	}

@@ -75,7 +75,10 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 			in := cmd.InOrStdin()
 			bar := newProgress(cmd, in)
 			opts := client.StreamOptions{ChunkSize: chunkSize}
-			if chunkSize <= 0 {
+			if chunkSize <= 0 && isRegularFile(in) {
+				// A file is all there: large chunks are fewer commits.
+				// A pipe may trickle, and a chunk is sent only once
+				// full, so it keeps the default.
 				opts.ChunkSize = c.WholeFileChunkSize(ctx)
 			}
 			if bar != nil {
@@ -114,7 +117,7 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 	f.StringVar(&spec, "patch-spec", "", `for --op patch: where the text goes, as JSON, e.g. '{"type":"insert_after_line","line":12}'`)
 	f.BoolVar(&mustExist, "must-exist", false, "refuse unless TARGET exists")
 	f.StringVar(&supersedes, "supersedes", "", "the session (needs_corrections) this write corrects")
-	f.IntVar(&chunkSize, "chunk-size", 0, "bytes per chunk (default: the daemon's largest chunk, at most 1 MiB)")
+	f.IntVar(&chunkSize, "chunk-size", 0, "bytes per chunk (default: from a file, the daemon's largest chunk, at most 1 MiB; from a pipe, 64 KiB)")
 	f.BoolVar(&dryRun, "dry-run", false, "repair and validate, print the diff against the current file, write nothing")
 	return cmd
 }
@@ -270,4 +273,15 @@ func patchSpec(s string) protocol.PatchSpec {
 		return nil
 	}
 	return protocol.PatchSpec(s)
+}
+
+// isRegularFile reports whether r is a regular file (stdin redirected from
+// one), as opposed to a pipe or a terminal.
+func isRegularFile(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }

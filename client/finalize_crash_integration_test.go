@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/testdaemon"
@@ -96,6 +97,90 @@ func TestKilledAfterFinalizeReplyBeforeBookkeeping(t *testing.T) {
 }
 
 const originalContent = "package kept // before the session\n"
+
+// TestRecoveryNeverRewritesByItself: after the reply, the file is put back
+// as it was (an editor's undo, git checkout) and the kill lands before the
+// finalize's bookkeeping is durable. Recovery cannot tell that from a crash
+// before the rename, so it reopens the session, but the daemon does not
+// finalize it again by itself (auto-finalize is off for it): the revert
+// stays; a client's finalize writes the content.
+func TestRecoveryNeverRewritesByItself(t *testing.T) {
+	d, target, first, content := finalizeThenDie(t, func(target string) {
+		if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	d.Args = append(d.Args, "--auto-finalize", "200ms", "--idle", "100ms")
+	d.Restart()
+	c := dial(t, d)
+	time.Sleep(time.Second) // five auto-finalize periods
+	if got, _ := os.ReadFile(target); string(got) != originalContent {
+		t.Fatalf("the daemon wrote the target by itself after recovery (%d bytes there)\n%s", len(got), d.Logs())
+	}
+	info, err := c.Get(testCtx(t), first.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Stage != protocol.StageStreaming {
+		t.Fatalf("after restart: %s, want streaming (reopened)", info.Stage)
+	}
+	res, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: first.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != content || res.SHA256 != first.SHA256 {
+		t.Fatalf("a client's finalize wrote %q", got)
+	}
+}
+
+// TestUndoRightAfterFinalize: an undo that comes before the finalize's
+// bookkeeping is durable first makes it durable. The kill lands there, so
+// nothing was put back yet; after the restart the session is completed and
+// its undo works.
+func TestUndoRightAfterFinalize(t *testing.T) {
+	d := testdaemon.Start(t)
+	d.Stop()
+	// The bookkeeping must not ride another commit before the undo does:
+	// only the failpoint's commit may carry it.
+	d.Env = []string{failpoint.EnvVar + "=store.commit-deferred=1"}
+	d.Args = append(d.Args, "--trace=false")
+	d.Restart()
+	c := dial(t, d)
+	target := filepath.Join(d.Root, "undo.txt")
+	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "undo right after", TargetFile: target, Operation: protocol.OpOverwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const content = "new content\n"
+	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Undo(testCtx(t), b.SessionID); err == nil {
+		t.Fatalf("undo succeeded although the daemon was to die making the finalize durable\n%s", d.Logs())
+	}
+	d.Wait()
+	if got, _ := os.ReadFile(target); string(got) != content {
+		t.Fatalf("the undo put the file back before the finalize was durable: %q", got)
+	}
+	d.Env = nil
+	d.Restart()
+	c = dial(t, d)
+	if info, err := c.Get(testCtx(t), b.SessionID); err != nil || info.Stage != protocol.StageCompleted {
+		t.Fatalf("after restart: %+v, %v\n%s", info, err, d.Logs())
+	}
+	if _, err := c.Undo(testCtx(t), b.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != originalContent {
+		t.Fatalf("undo after restart left %q", got)
+	}
+}
 
 // finalizeThenDie overwrites a file through a daemon armed to die at the commit
 // that carries the finalize's bookkeeping, runs between (if set) after the

@@ -153,6 +153,10 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// The session's completion may still wait to ride a commit: it must be
+	// durable before the file is put back, or a crash could leave a
+	// finalizing record that recovery would take for a write to repeat.
+	m.cfg.Store.Flush()
 	r := &e.rec
 	if r.Result != nil && r.Result.NothingWritten {
 		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,

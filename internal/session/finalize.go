@@ -222,9 +222,19 @@ func (m *Manager) recheckPath(r *record) error {
 	return nil
 }
 
+// journaling says when a finished session's record is committed.
+type journaling int
+
+const (
+	// journalNow commits it before the reply.
+	journalNow journaling = iota
+	// journalWithNextCommit lets it ride the next commit (completeWritten).
+	journalWithNextCommit
+)
+
 // complete records a successful write and releases what the session held.
 func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
-	return m.completeAs(e, res, false)
+	return m.completeAs(e, res, journalNow)
 }
 
 // completeWritten is complete for a session whose journaled stage is
@@ -236,10 +246,10 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 // hash journaled with finalizing, or the journal itself for content too
 // large to check).
 func (m *Manager) completeWritten(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
-	return m.completeAs(e, res, true)
+	return m.completeAs(e, res, journalWithNextCommit)
 }
 
-func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, later bool) protocol.FinalizeResult {
+func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journaling) protocol.FinalizeResult {
 	r := &e.rec
 	res.Warnings = append(res.Warnings, expectationWarnings(r, res)...)
 	r.Stage = protocol.StageCompleted
@@ -248,8 +258,8 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, later bool) 
 	// The summary is what a finished session keeps; its content is on
 	// disk, so the chunks go in the same commit.
 	put := m.putFinished
-	if later {
-		put = m.putFinishedLater
+	if when == journalWithNextCommit {
+		put = func(*record) error { return m.putFinishedLater(e) }
 	}
 	if err := put(r); err != nil {
 		// The file is written; the record will say finalizing until the

@@ -430,21 +430,40 @@ func (m *Manager) putFinished(r *record) error {
 }
 
 // putFinishedLater is putFinished riding the next commit (see
-// completeWritten): the record is published at once, and a failure to
-// journal it is logged, as recovery repairs it.
-func (m *Manager) putFinishedLater(r *record) error {
+// completeWritten): the record is published at once. Should that commit
+// fail, the session is journaled again, by itself, as it then stands: a
+// completion left unjournaled would be recovered only at the next start,
+// and by then the target may have changed.
+func (m *Manager) putFinishedLater(e *entry) error {
+	r := &e.rec
 	meta, err := r.marshal()
 	if err != nil {
 		return ioError(r.ID, "encoding the session record", err)
 	}
 	id := r.ID
 	m.cfg.Store.FinishLater(id, meta, func(err error) {
-		if err != nil {
-			m.cfg.Logger.Error("journaling a completed session", "session", id, "err", err)
+		if err == nil {
+			return
 		}
+		m.cfg.Logger.Error("journaling a completed session; trying again", "session", id, "err", err)
+		// Not on the committer's goroutine, which calls this.
+		go m.journalFinishedAgain(e, id)
 	})
 	r.publish()
 	return nil
+}
+
+// journalFinishedAgain journals a finished session whose deferred record
+// failed to commit.
+func (m *Manager) journalFinishedAgain(e *entry, id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.rec.ID != id || e.rec.Stage.Open() {
+		return
+	}
+	if err := m.putFinished(&e.rec); err != nil {
+		m.cfg.Logger.Error("journaling a completed session", "session", id, "err", err)
+	}
 }
 
 // publish makes the record's current state what listings show.

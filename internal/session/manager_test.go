@@ -36,15 +36,23 @@ type harness struct {
 	ids   int
 	// logger, if set before open, is the engine's logger.
 	logger *slog.Logger
+	// storeOpts are the options the store is opened with.
+	storeOpts store.Options
 }
 
 func newHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessWith(t, store.Options{})
+}
+
+// newHarnessWith is newHarness on a store opened with opts.
+func newHarnessWith(t *testing.T, opts store.Options) *harness {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, root: root, db: filepath.Join(t.TempDir(), "orion.db"), clock: clock.NewFake(time.Unix(1_700_000_000, 0))}
+	h := &harness{t: t, root: root, db: filepath.Join(t.TempDir(), "orion.db"), clock: clock.NewFake(time.Unix(1_700_000_000, 0)), storeOpts: opts}
 	h.open()
 	t.Cleanup(h.close)
 	return h
@@ -54,7 +62,7 @@ func newHarness(t *testing.T) *harness {
 // would.
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := store.Open(h.db, store.Options{})
+	st, err := store.Open(h.db, h.storeOpts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -460,7 +468,9 @@ func (l *lockedLog) String() string {
 // journals its stage with the backup of the old file in one commit, and its
 // completion rides the next commit (here: the next begin).
 func TestWholeFileCommits(t *testing.T) {
-	h := newHarness(t)
+	// The deferred completion must not commit by itself while the test
+	// is between steps.
+	h := newHarnessWith(t, store.Options{DeferDelay: time.Hour})
 	path := filepath.Join(h.root, "f.txt")
 	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)

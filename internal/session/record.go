@@ -77,11 +77,16 @@ type record struct {
 	TxID    string       `json:"tx_id,omitempty"`
 	Changes []fileChange `json:"changes,omitempty"`
 
-	Conflict   string                      `json:"conflict,omitempty"`
-	Truncation *protocol.TruncationContext `json:"truncation,omitempty"`
-	CreatedAt  time.Time                   `json:"created_at"`
-	UpdatedAt  time.Time                   `json:"updated_at"`
-	Result     *protocol.FinalizeResult    `json:"result,omitempty"`
+	Conflict string `json:"conflict,omitempty"`
+	// FinalizeInterrupted is set when recovery reopened the session after a
+	// crash in its finalize: whether the client was told it was written is
+	// unknown, so the daemon does not finalize it again by itself (no
+	// auto-finalize); a client's finalize does.
+	FinalizeInterrupted bool                        `json:"finalize_interrupted,omitempty"`
+	Truncation          *protocol.TruncationContext `json:"truncation,omitempty"`
+	CreatedAt           time.Time                   `json:"created_at"`
+	UpdatedAt           time.Time                   `json:"updated_at"`
+	Result              *protocol.FinalizeResult    `json:"result,omitempty"`
 }
 
 // link is one earlier session's share of a chained write.

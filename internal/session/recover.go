@@ -54,9 +54,14 @@ const conflictAfterFinalize = "changed_around_interrupted_finalize"
 // from, the write may have landed and been changed since, or an outside
 // write raced it. Either way, writing again would replace that change: the
 // session is marked in conflict, so a finalize refuses (target_changed)
-// unless forced, and nothing is lost or overwritten.
+// unless forced, and nothing is lost or overwritten. Even a target that
+// holds what the session began from may be a change (the written file put
+// back by an editor's undo or git): the daemon never finalizes a reopened
+// session by itself (FinalizeInterrupted stops auto-finalize); a client's
+// finalize, which knows whether it had its reply, does.
 func (m *Manager) rollBackFinalize(r *record) {
 	r.Stage = protocol.StageStreaming
+	r.FinalizeInterrupted = true
 	recovered := "finalize rolled back after a crash"
 	if now, err := m.statTarget(r.Target); err == nil && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
 		r.Conflict = conflictAfterFinalize
@@ -65,7 +70,7 @@ func (m *Manager) rollBackFinalize(r *record) {
 			"or changed by another writer; the session's content is kept and a finalize needs force",
 			"session", r.ID, "target", r.Target)
 	} else {
-		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename", "session", r.ID)
+		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename; the session waits for a client's finalize", "session", r.ID)
 	}
 	if err := m.put(r); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)

@@ -86,7 +86,7 @@ func (m *Manager) onIdle(e *entry, id string) {
 func (m *Manager) onAutoFinalize(e *entry, id string) {
 	e.mu.Lock()
 	r := &e.rec
-	if !r.acceptsContent() {
+	if !r.acceptsContent() || r.FinalizeInterrupted {
 		e.mu.Unlock()
 		return
 	}

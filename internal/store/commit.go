@@ -120,7 +120,6 @@ func (s *Store) commitLoop() {
 func (s *Store) commit(batch []*request) {
 	s.lastBatch.Store(int32(len(batch)))
 	if later := s.takeDeferred(); len(later) > 0 {
-		failpoint.Hit("store.commit-deferred")
 		batch = append(later, batch...)
 	}
 	errs := make([]error, len(batch))
@@ -189,13 +188,14 @@ func commitError(err error) error {
 	return fmt.Errorf("store: commit: %w", err)
 }
 
-// maxDeferDelay is the longest a deferred write waits for another commit to
-// ride: after it, the write commits by itself. It bounds the window in
-// which a crash leaves a finished session to recovery (see writeLater).
-const maxDeferDelay = time.Second
+// defaultDeferDelay is the longest a deferred write waits for another
+// commit to ride: after it, the write commits by itself. It bounds the
+// window in which a crash leaves a finished session to recovery (see
+// writeLater).
+const defaultDeferDelay = time.Second
 
 // writeLater queues apply to be committed with the next commit, whoever
-// makes it, or by itself after maxDeferDelay, and returns at once; notify
+// makes it, or by itself after Options.DeferDelay, and returns at once; notify
 // (which must not block) receives the outcome. It is for bookkeeping whose
 // loss in a crash recovery repairs, such as the record of a finalize whose
 // file is already durable: it then costs no fsync of its own while writes
@@ -210,7 +210,7 @@ func (s *Store) writeLater(apply func(tx *bolt.Tx) error, notify func(error)) {
 	s.deferMu.Lock()
 	s.deferred = append(s.deferred, &request{apply: apply, notify: notify})
 	if s.deferTimer == nil {
-		s.deferTimer = time.AfterFunc(maxDeferDelay, s.flushDeferred)
+		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
 	}
 	s.deferMu.Unlock()
 }
@@ -226,14 +226,31 @@ func (s *Store) hasDeferred() bool {
 // holds commitMu and commits them.
 func (s *Store) takeDeferred() []*request {
 	s.deferMu.Lock()
-	defer s.deferMu.Unlock()
 	later := s.deferred
 	s.deferred = nil
 	if s.deferTimer != nil {
 		s.deferTimer.Stop()
 		s.deferTimer = nil
 	}
+	s.deferMu.Unlock()
+	if len(later) > 0 {
+		// Crash tests die here: deferred writes taken, not yet durable.
+		failpoint.Hit("store.commit-deferred")
+	}
 	return later
+}
+
+// Flush commits the deferred writes now, if there are any, and returns once
+// they are durable (or failed: their own callbacks hear of it). A caller
+// about to act on what a deferred write records (undo of a finished
+// session) flushes first, so that a crash cannot leave the store saying
+// less than what was done.
+func (s *Store) Flush() {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.closed {
+		s.flushDeferred()
+	}
 }
 
 // flushDeferred commits deferred writes that no other commit took along.

@@ -121,13 +121,18 @@ type Options struct {
 	// bounds the latency a single commit adds to the writers queued behind
 	// it. 0 means 256.
 	MaxBatch int
+
+	// DeferDelay is the longest a deferred write (FinishLater) waits for
+	// another commit to ride before it commits by itself. 0 means 1s.
+	DeferDelay time.Duration
 }
 
 // Store is an open journal file. Its methods are safe for concurrent use.
 type Store struct {
-	path     string
-	db       *bolt.DB
-	maxBatch int
+	path       string
+	db         *bolt.DB
+	maxBatch   int
+	deferDelay time.Duration
 
 	// mu orders writes against Close: writers hold it for reading while
 	// they send on reqs or commit inline, Close for writing before it
@@ -202,12 +207,17 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 
+	deferDelay := opts.DeferDelay
+	if deferDelay <= 0 {
+		deferDelay = defaultDeferDelay
+	}
 	s := &Store{
-		path:     path,
-		db:       db,
-		maxBatch: maxBatch,
-		reqs:     make(chan *request, maxBatch),
-		done:     make(chan struct{}),
+		path:       path,
+		db:         db,
+		maxBatch:   maxBatch,
+		deferDelay: deferDelay,
+		reqs:       make(chan *request, maxBatch),
+		done:       make(chan struct{}),
 	}
 	go s.commitLoop()
 	return s, nil

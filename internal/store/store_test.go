@@ -914,7 +914,12 @@ func TestFinish(t *testing.T) {
 // stays.
 func TestFinishLaterRidesTheNextCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s := openStore(t, path)
+	// The timer must not commit it alone while the test is between steps.
+	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	if err := s.Append("a", 1, []byte("chunk"), []byte(`{"stage":"streaming"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -950,7 +955,10 @@ func TestFinishLaterRidesTheNextCommit(t *testing.T) {
 // Close commits what still waits.
 func TestFinishLaterCommitsAlone(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s := openStore(t, path)
+	s, err := store.Open(path, store.Options{DeferDelay: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{"a", "b"} {
 		if err := s.Append(id, 1, []byte("chunk"), []byte(`{"stage":"streaming"}`)); err != nil {
 			t.Fatal(err)
@@ -965,6 +973,11 @@ func TestFinishLaterCommitsAlone(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("FinishLater did not commit without another write")
+	}
+	s.Close()
+	// With a timer that would not fire for an hour, Close commits it.
+	if s, err = store.Open(path, store.Options{DeferDelay: time.Hour}); err != nil {
+		t.Fatal(err)
 	}
 	s.FinishLater("b", []byte(`{"stage":"aborted"}`), func(error) {})
 	s.Close()

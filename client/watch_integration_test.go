@@ -92,7 +92,9 @@ func TestSpoolEntriesBecomeRecoverableSessions(t *testing.T) {
 	c := dial(t, d)
 	var imported protocol.SessionInfo
 	deadline := time.Now().Add(30 * time.Second)
-	for imported.SessionID == "" && time.Now().Before(deadline) {
+	// The import begins the session, then appends the content: a listing
+	// in between shows it still empty, so wait for its content.
+	for imported.Bytes == 0 && time.Now().Before(deadline) {
 		list, err := c.List(testCtx(t), false)
 		if err != nil {
 			t.Fatal(err)
@@ -109,6 +111,13 @@ func TestSpoolEntriesBecomeRecoverableSessions(t *testing.T) {
 	}
 	if imported.Bytes != int64(len("# Guide\n\nrecovered text\n")) || imported.Intent != "write the guide" {
 		t.Fatalf("imported session %+v", imported)
+	}
+	// The entry leaves the spool once its import returned.
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(good); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := os.Stat(good); !os.IsNotExist(err) {
 		t.Fatalf("imported entry still in the spool: %v", err)

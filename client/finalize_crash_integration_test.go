@@ -234,3 +234,52 @@ func assertNoTempFiles(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestKilledBeforeRenameIsFinalizedAgain: a kill after the temp file is
+// written and before its rename leaves the temp file, which proves the
+// write never landed: recovery removes it and the session is finalized
+// again by auto-finalize, with no client (one killed with its daemon).
+func TestKilledBeforeRenameIsFinalizedAgain(t *testing.T) {
+	d := testdaemon.Start(t)
+	d.Stop()
+	d.Env = []string{failpoint.EnvVar + "=atomicfile.before-rename=1"}
+	d.Restart()
+	c := dial(t, d)
+	target := filepath.Join(d.Root, "late.txt")
+	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "killed before rename", TargetFile: target, Operation: protocol.OpOverwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const content = "the new content\n"
+	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID}); err == nil {
+		t.Fatal("finalize succeeded although the daemon was to die before its rename")
+	}
+	d.Wait()
+	if got, _ := os.ReadFile(target); string(got) != originalContent {
+		t.Fatalf("the target changed before the rename: %q", got)
+	}
+	d.Env = nil
+	d.Args = append(d.Args, "--auto-finalize", "200ms")
+	d.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if got, _ := os.ReadFile(target); string(got) == content {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, _ := os.ReadFile(target); string(got) != content {
+		t.Fatalf("not finalized again after the restart: %q\n%s", got, d.Logs())
+	}
+	assertNoTempFiles(t, d.Root)
+	c = dial(t, d)
+	if info, err := c.Get(testCtx(t), b.SessionID); err != nil || info.Stage != protocol.StageCompleted {
+		t.Fatalf("after the auto-finalize: %+v, %v", info, err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/failpoint"
 )
 
 // TempPrefix starts every temp file name, so a crash leftover can be found.
@@ -236,6 +237,8 @@ func (s *Staged) Commit() (Result, error) {
 		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
 	}
 	s.done = true
+	// Crash tests die here: the temp file written and synced, not renamed.
+	failpoint.Hit("atomicfile.before-rename")
 	var err error
 	if s.mode == CreateNew {
 		err = s.dir.RenameNoReplace(s.tmp, s.name)

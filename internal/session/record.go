@@ -79,7 +79,8 @@ type record struct {
 
 	Conflict string `json:"conflict,omitempty"`
 	// FinalizeInterrupted is set when recovery reopened the session after a
-	// crash in its finalize: whether the client was told it was written is
+	// crash in its finalize that may have written the file (no temp file
+	// proved otherwise): whether the client was told it was written is
 	// unknown, so the daemon does not finalize it again by itself (no
 	// auto-finalize); a client's finalize does.
 	FinalizeInterrupted bool                        `json:"finalize_interrupted,omitempty"`

@@ -19,7 +19,8 @@ func (m *Manager) recover(e *entry) {
 		// A crash hit between "finalizing" and "completed": the rename
 		// either happened or not. Temp files of that write are garbage
 		// either way.
-		if removed, err := m.cleanTemp(r.Target, r.ID); err != nil {
+		removed, err := m.cleanTemp(r.Target, r.ID)
+		if err != nil {
 			m.cfg.Logger.Warn("cleaning temp files of an interrupted finalize", "session", r.ID, "err", err)
 		} else if len(removed) > 0 {
 			m.cfg.Logger.Info("removed temp files of an interrupted finalize", "session", r.ID, "files", removed)
@@ -33,7 +34,9 @@ func (m *Manager) recover(e *entry) {
 			}
 			m.cfg.Logger.Warn("summarizing a landed finalize", "session", r.ID, "err", err)
 		}
-		m.rollBackFinalize(r)
+		// The rename consumes the temp file: one still there proves the
+		// write never landed.
+		m.rollBackFinalize(r, len(removed) > 0)
 	}
 	if r.acceptsContent() || r.Stage == protocol.StageTruncated {
 		m.watch(e)
@@ -48,20 +51,23 @@ const conflictAfterFinalize = "changed_around_interrupted_finalize"
 
 // rollBackFinalize reopens a session whose finalize a crash interrupted
 // without its content on disk: its chunks are still journaled, so it can be
-// finalized again. A finalize's completion is journaled after its reply (it
-// rides the next commit), so the client may have been told the file was
-// written; when the target now holds something else than the session began
-// from, the write may have landed and been changed since, or an outside
-// write raced it. Either way, writing again would replace that change: the
-// session is marked in conflict, so a finalize refuses (target_changed)
-// unless forced, and nothing is lost or overwritten. Even a target that
-// holds what the session began from may be a change (the written file put
-// back by an editor's undo or git): the daemon never finalizes a reopened
-// session by itself (FinalizeInterrupted stops auto-finalize); a client's
-// finalize, which knows whether it had its reply, does.
-func (m *Manager) rollBackFinalize(r *record) {
+// finalized again. notRenamed is set when the write's temp file was still
+// there, which proves the rename never happened.
+//
+// A finalize's completion is journaled after its reply (it rides the next
+// commit), so the client may have been told the file was written. When the
+// target now holds something else than the session began from, the write
+// may have landed and been changed since, or an outside write raced it:
+// either way, writing again would replace that change, so the session is
+// marked in conflict and a finalize refuses (target_changed) unless forced.
+// A target that holds what the session began from may be a change too (the
+// written file put back by an editor's undo or git), unless the temp file
+// proves otherwise: then the daemon does not finalize the session by itself
+// (FinalizeInterrupted stops auto-finalize), and a client's finalize, which
+// knows whether it had its reply, does. Nothing is lost or overwritten.
+func (m *Manager) rollBackFinalize(r *record, notRenamed bool) {
 	r.Stage = protocol.StageStreaming
-	r.FinalizeInterrupted = true
+	r.FinalizeInterrupted = !notRenamed
 	recovered := "finalize rolled back after a crash"
 	if now, err := m.statTarget(r.Target); err == nil && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
 		r.Conflict = conflictAfterFinalize
@@ -69,8 +75,11 @@ func (m *Manager) rollBackFinalize(r *record) {
 		m.cfg.Logger.Warn("a finalize the crash interrupted left the target changed: it was written and changed since, "+
 			"or changed by another writer; the session's content is kept and a finalize needs force",
 			"session", r.ID, "target", r.Target)
+	} else if notRenamed {
+		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename", "session", r.ID)
 	} else {
-		m.cfg.Logger.Info("rolling back a finalize the crash interrupted before its rename; the session waits for a client's finalize", "session", r.ID)
+		m.cfg.Logger.Info("rolling back a finalize the crash interrupted; the target holds what the session began from, "+
+			"which may be a revert of its write, so the session waits for a client's finalize", "session", r.ID)
 	}
 	if err := m.put(r); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)

@@ -109,6 +109,18 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 		t.Skip("needs root to connect as another uid")
 	}
 	d := testdaemon.Start(t)
+	// The socket answers as soon as it listens, a moment before the
+	// daemon sets its mode to 0600: opening it before that would be undone.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		fi, err := os.Stat(d.Socket)
+		if err == nil && fi.Mode().Perm() == 0o600 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("socket mode never became 0600: %v, %v", fi, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	for _, p := range []string{filepath.Dir(filepath.Dir(d.Socket)), filepath.Dir(d.Socket), d.Socket} {
 		if err := os.Chmod(p, 0o777); err != nil {
 			t.Fatal(err)

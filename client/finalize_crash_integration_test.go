@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
@@ -138,26 +139,10 @@ func TestRecoveryNeverRewritesByItself(t *testing.T) {
 // nothing was put back yet; after the restart the session is completed and
 // its undo works.
 func TestUndoRightAfterFinalize(t *testing.T) {
-	d := testdaemon.Start(t)
-	d.Stop()
+	const content = "new content\n"
 	// The bookkeeping must not ride another commit before the undo does:
 	// only the failpoint's commit may carry it.
-	d.Env = []string{failpoint.EnvVar + "=store.commit-deferred=1"}
-	d.Args = append(d.Args, "--trace=false")
-	d.Restart()
-	c := dial(t, d)
-	target := filepath.Join(d.Root, "undo.txt")
-	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "undo right after", TargetFile: target, Operation: protocol.OpOverwrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const content = "new content\n"
-	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
-		t.Fatal(err)
-	}
+	d, c, target, b := armedOverwrite(t, "store.commit-deferred=1", "undo.txt", content, "--trace=false")
 	if _, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,26 +172,8 @@ func TestUndoRightAfterFinalize(t *testing.T) {
 // reply, and waits for the daemon to die.
 func finalizeThenDie(t *testing.T, between func(target string)) (*testdaemon.Daemon, string, protocol.FinalizeResult, string) {
 	t.Helper()
-	d := testdaemon.Start(t)
-	d.Stop()
-	d.Env = []string{failpoint.EnvVar + "=store.commit-deferred=1"}
-	d.Restart()
-	c := dial(t, d)
-	target := filepath.Join(d.Root, "src", "kept.go")
 	content := "package kept\n\n" + strings.Repeat("// a line of the file\n", 200)
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "crash after reply", TargetFile: target, Operation: protocol.OpOverwrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
-		t.Fatal(err)
-	}
+	d, c, target, b := armedOverwrite(t, "store.commit-deferred=1", filepath.Join("src", "kept.go"), content)
 	first, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID})
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +187,35 @@ func finalizeThenDie(t *testing.T, between func(target string)) (*testdaemon.Dae
 	d.Wait()
 	d.Env = nil
 	return d, target, first, content
+}
+
+// armedOverwrite starts oriond armed to die at point (extra flags in
+// args), puts originalContent at name under its root, and begins an
+// overwrite of it with content and the end marker appended, ready to
+// finalize.
+func armedOverwrite(t *testing.T, point, name, content string, args ...string) (*testdaemon.Daemon, *client.Client, string, protocol.BeginResult) {
+	t.Helper()
+	d := testdaemon.Start(t)
+	d.Stop()
+	d.Env = []string{failpoint.EnvVar + "=" + point}
+	d.Args = append(d.Args, args...)
+	d.Restart()
+	c := dial(t, d)
+	target := filepath.Join(d.Root, name)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "killed at " + point, TargetFile: target, Operation: protocol.OpOverwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	return d, c, target, b
 }
 
 func assertNoTempFiles(t *testing.T, dir string) {
@@ -240,23 +236,8 @@ func assertNoTempFiles(t *testing.T, dir string) {
 // write never landed: recovery removes it and the session is finalized
 // again by auto-finalize, with no client (one killed with its daemon).
 func TestKilledBeforeRenameIsFinalizedAgain(t *testing.T) {
-	d := testdaemon.Start(t)
-	d.Stop()
-	d.Env = []string{failpoint.EnvVar + "=atomicfile.before-rename=1"}
-	d.Restart()
-	c := dial(t, d)
-	target := filepath.Join(d.Root, "late.txt")
-	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := c.Begin(testCtx(t), protocol.BeginParams{Intent: "killed before rename", TargetFile: target, Operation: protocol.OpOverwrite})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const content = "the new content\n"
-	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: content + b.EndMarker + "\n"}); err != nil {
-		t.Fatal(err)
-	}
+	d, c, target, b := armedOverwrite(t, "atomicfile.before-rename=1", "late.txt", content)
 	if _, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID}); err == nil {
 		t.Fatal("finalize succeeded although the daemon was to die before its rename")
 	}

@@ -257,11 +257,13 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 	r.UpdatedAt = m.cfg.Clock.Now()
 	// The summary is what a finished session keeps; its content is on
 	// disk, so the chunks go in the same commit.
-	put := m.putFinished
+	var err error
 	if when == journalWithNextCommit {
-		put = func(*record) error { return m.putFinishedLater(e) }
+		err = m.putFinishedLater(e)
+	} else {
+		err = m.putFinished(r)
 	}
-	if err := put(r); err != nil {
+	if err != nil {
 		// The file is written; the record will say finalizing until the
 		// next start recognises the new content and completes it.
 		m.cfg.Logger.Error("recording a completed session", "session", r.ID, "err", err)

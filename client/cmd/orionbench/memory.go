@@ -291,11 +291,6 @@ func finalizeMemory(ctx context.Context, cfg config, d *daemonProc, rep *memoryR
 		return err
 	}
 	defer os.Remove(src)
-	f, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	c, err := client.Dial(ctx, d.socket, client.Options{})
 	if err != nil {
 		return err
@@ -303,13 +298,9 @@ func finalizeMemory(ctx context.Context, cfg config, d *daemonProc, rep *memoryR
 	defer c.Close()
 	target := filepath.Join(d.root, "mem-large.txt")
 	os.Remove(target) // left by a run that failed
-	os.Remove(target) // left by a run that failed
-	b, err := c.Begin(ctx, protocol.BeginParams{Intent: "benchmark", TargetFile: target, Operation: protocol.OpCreate})
-	if err != nil {
-		return err
-	}
 	rep.FileMiB, rep.ChunkBytes = memoryFileMiB, c.WholeFileChunkSize(ctx)
-	if _, _, err := c.Stream(ctx, b.SessionID, f, client.StreamOptions{ChunkSize: rep.ChunkBytes}); err != nil {
+	id, err := streamLarge(ctx, c, src, target)
+	if err != nil {
 		return err
 	}
 	hwm := resetPeak(d.pid) == nil
@@ -319,7 +310,7 @@ func finalizeMemory(ctx context.Context, cfg config, d *daemonProc, rep *memoryR
 	}
 	smp := startSampler(d.pid, finalizeSampleTick)
 	t0 := time.Now()
-	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true})
+	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: id, EndOfInput: true})
 	rep.FinalizeSeconds = time.Since(t0).Seconds()
 	samples := smp.finish()
 	if err != nil {

@@ -34,20 +34,28 @@ func wholeFile(ctx context.Context, c *client.Client, path, content string) erro
 // `orionctl write` sends them), each journaled before it is
 // acknowledged, and finalize, which makes the target durable.
 func writeLarge(ctx context.Context, c *client.Client, src, target string) error {
-	f, err := os.Open(src)
+	id, err := streamLarge(ctx, c, src, target)
 	if err != nil {
 		return err
+	}
+	_, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: id, EndOfInput: true})
+	return err
+}
+
+// streamLarge is writeLarge up to the finalize: it returns the session,
+// all of src journaled.
+func streamLarge(ctx context.Context, c *client.Client, src, target string) (string, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return "", err
 	}
 	defer f.Close()
 	b, err := c.Begin(ctx, protocol.BeginParams{Intent: "benchmark", TargetFile: target, Operation: protocol.OpCreate})
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, _, err := c.Stream(ctx, b.SessionID, f, client.StreamOptions{ChunkSize: c.WholeFileChunkSize(ctx)}); err != nil {
-		return err
-	}
-	_, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true})
-	return err
+	_, _, err = c.Stream(ctx, b.SessionID, f, client.StreamOptions{ChunkSize: c.WholeFileChunkSize(ctx)})
+	return b.SessionID, err
 }
 
 // spread is a median with the smallest and largest value of the rounds it

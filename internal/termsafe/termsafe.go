@@ -35,6 +35,7 @@
 package termsafe
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -53,6 +54,46 @@ func String(s string) string {
 	b := make([]byte, 0, len(s)+16)
 	b = append(b, s[:i]...)
 	return string(appendEscaped(b, s[i:]))
+}
+
+// Text is String for text shown as lines: a diff, the last lines of a
+// file, a multi-line error message. It keeps newlines and tabs, which only
+// start a line or move the cursor right, and escapes everything else String
+// escapes, carriage returns included (one would let a line overwrite
+// itself). A line of the result therefore shows what a line of s held; a
+// newline inside a model-supplied value still starts a new line, so print a
+// single value with String.
+func Text(s string) string {
+	i := firstUnsafeText(s)
+	if i < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+16)
+	b = append(b, s[:i]...)
+	for i < len(s) {
+		j := strings.IndexAny(s[i:], "\n\t")
+		if j < 0 {
+			return string(appendEscaped(b, s[i:]))
+		}
+		b = appendEscaped(b, s[i:i+j])
+		b = append(b, s[i+j])
+		i += j + 1
+	}
+	return string(b)
+}
+
+// firstUnsafeText is firstUnsafe for Text: newlines and tabs are kept.
+func firstUnsafeText(s string) int {
+	for off := 0; ; {
+		i := firstUnsafe(s[off:])
+		if i < 0 {
+			return -1
+		}
+		if c := s[off+i]; c != '\n' && c != '\t' {
+			return off + i
+		}
+		off += i + 1
+	}
 }
 
 // Strings returns a copy of ss with String applied to each element.

@@ -104,3 +104,37 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"Plain", "line one\n\tline two\n", "line one\n\tline two\n"},
+		{"CarriageReturn", "shown\rhidden\n", `shown\rhidden` + "\n"},
+		{"EscapesPerLine", "a\x1b[2K\n\u202eb\n", `a\x1b[2K` + "\n" + `\u202eb` + "\n"},
+		{"Backslash", "\\\n", `\\` + "\n"},
+		{"InvalidAfterTab", "\t\xff", "\t" + `\xff`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := termsafe.Text(tt.in); got != tt.want {
+				t.Errorf("Text(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzText(f *testing.F) {
+	f.Add("a\n\tb\r\x1b[1A\u202e\xff\\")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := termsafe.Text(in)
+		if strings.Count(out, "\n") != strings.Count(in, "\n") || strings.Count(out, "\t") != strings.Count(in, "\t") {
+			t.Fatalf("Text(%q) = %q: newlines or tabs changed", in, out)
+		}
+		checkInert(t, in, strings.NewReplacer("\n", "", "\t", "").Replace(out))
+		back, err := unescape(strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(out))
+		if err != nil || back != in {
+			t.Fatalf("Text(%q) = %q reads back as %q, %v", in, out, back, err)
+		}
+	})
+}

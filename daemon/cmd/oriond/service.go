@@ -30,6 +30,8 @@ import (
 	"github.com/kardianos/service"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/orion-agent/orion/internal/termsafe"
 )
 
 // Service names.
@@ -823,7 +825,9 @@ func newLogHandler(w io.Writer, format string, level slog.Level, t logTarget) (s
 	var h slog.Handler
 	switch format {
 	case "text":
-		h = slog.NewTextHandler(w, opts)
+		// Logs quote targets, intents and clients' names: a text log
+		// shows them inert on a terminal. JSON keeps them exact.
+		h = termsafe.NewTextHandler(w, opts)
 	case "json":
 		h = slog.NewJSONHandler(w, opts)
 	default:

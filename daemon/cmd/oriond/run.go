@@ -10,6 +10,7 @@ import (
 
 	"github.com/orion-agent/orion/daemon"
 	"github.com/orion-agent/orion/internal/session"
+	"github.com/orion-agent/orion/internal/trace/tracecfg"
 )
 
 func newRunCmd(getenv func(string) string) *cobra.Command {
@@ -20,7 +21,7 @@ func newRunCmd(getenv func(string) string) *cobra.Command {
 		allowProtected []string
 		logFormat      string
 		logLevel       string
-		traces         traceSettings
+		traces         tracecfg.Settings
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -71,7 +72,7 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 			if target.Manager != "" {
 				logger.Info("started by a service manager", "manager", target.Manager, "journal", target.Journal)
 			}
-			tracer, err := newTracer(traces, logger)
+			tracer, err := tracecfg.New(traces, logger)
 			if err != nil {
 				return usageError{err}
 			}
@@ -119,7 +120,7 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.IntVar(&cfg.MaxInflight, "max-inflight", daemon.DefaultMaxInflight, "most requests of one connection awaiting their reply; the daemon stops reading that connection until one is answered")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addTraceFlags(f, &traces)
+	tracecfg.AddFlags(f, &traces)
 	// Help and `oriond config print` list the flags in this order.
 	f.SortFlags = false
 	return cmd

@@ -888,3 +888,8 @@ func syslogPriority(l slog.Level) string {
 	}
 	return "<7>"
 }
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

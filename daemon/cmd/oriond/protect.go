@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/orion-agent/orion/daemon"
 	"github.com/orion-agent/orion/internal/config"
 	"github.com/orion-agent/orion/internal/paths"
-	"github.com/spf13/cobra"
 )
 
 // configPaths are the config file read (or looked for) and the default

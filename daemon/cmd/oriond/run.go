@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/daemon"
+	"github.com/orion-agent/orion/internal/logging"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/trace/tracecfg"
 )
@@ -63,8 +63,8 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 			if cfg.ConfigPaths, err = configPaths(res, getenv); err != nil {
 				return err
 			}
-			target := detectLogTarget(getenv, os.Stderr)
-			logger, err := newLogger(logFormat, logLevel, target)
+			target := logging.DetectTarget(getenv, os.Stderr)
+			logger, err := logging.New(os.Stderr, logFormat, logLevel, target)
 			if err != nil {
 				return usageError{err}
 			}
@@ -124,16 +124,4 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	// Help and `oriond config print` list the flags in this order.
 	f.SortFlags = false
 	return cmd
-}
-
-func newLogger(format, level string, target logTarget) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	h, err := newLogHandler(os.Stderr, format, lv, target)
-	if err != nil {
-		return nil, err
-	}
-	return slog.New(h), nil
 }

@@ -215,9 +215,10 @@ func blockEnv(t *testing.T, home, runtime string) []string {
 	return env
 }
 
-// copyRepository copies the files git tracks, and new files it does not
-// ignore, into dir: what a fresh clone holds, with this work tree's edits,
-// and none of its build output (bin/, node_modules).
+// copyRepository copies the files git tracks into dir: what a fresh clone
+// holds, with this work tree's edits to them, and nothing else (no bin/, no
+// node_modules, no files the README's commands wrote into this clone). A new
+// document is run once it is added to git.
 func copyRepository(t *testing.T, dir string) {
 	t.Helper()
 	for _, name := range repositoryFiles(t) {
@@ -256,12 +257,12 @@ func copyRepository(t *testing.T, dir string) {
 	}
 }
 
-// repositoryFiles lists the files of the repository, relative to root: as
-// git does, or, outside a git work tree (a source archive), every file but
-// build output.
+// repositoryFiles lists the files of the repository, relative to root: the
+// ones git tracks, or, outside a git work tree (a source archive), every
+// file but build output.
 func repositoryFiles(t *testing.T) []string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached").Output()
 	if err == nil {
 		return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
 	}

@@ -428,8 +428,8 @@ func clip(s string, n int) string {
 	return b.String() + "…"
 }
 
-// The ladder: one session's events drawn as the steps of seed 004's "tool
-// call trace" (section 6.1). Each request is a rung, with the stage
+// The ladder: one session's events drawn as the steps of a tool call, top
+// to bottom, like a sequence diagram. Each request is a rung, with the stage
 // changes, writes and conflicts that happened while it ran; consecutive
 // successful appends are one rung; events no request caused (idle and
 // auto-finalize timers, the watcher, recovery) are rungs of their own.

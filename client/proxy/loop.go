@@ -342,10 +342,10 @@ func readWritten(r *protocol.FinalizeResult) string {
 		return termsafe.Text(fmt.Sprintf("(could not read %s back: %v)\n", r.TargetFile, err))
 	}
 	if len(b) > maxEcho {
-		return fmt.Sprintf("(%s is over %d MiB; not echoed)\n", r.TargetFile, maxEcho>>20)
+		return fmt.Sprintf("(%s is over %d MiB; not echoed)\n", termsafe.String(r.TargetFile), maxEcho>>20)
 	}
 	if sha := sha256hex(b); sha != r.FileSHA256 {
-		return fmt.Sprintf("(%s changed on disk after the write; not echoed)\n", r.TargetFile)
+		return fmt.Sprintf("(%s changed on disk after the write; not echoed)\n", termsafe.String(r.TargetFile))
 	}
 	return string(b)
 }

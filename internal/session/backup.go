@@ -291,8 +291,19 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		pe.Data.SessionID, pe.Data.TxID = asked, tx.ID
 		return protocol.UndoResult{}, pe
 	}
-	utx := &txRecord{ID: tx.ID + "-undo", Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
-	if err := m.applyChanges(utx, undo); err != nil {
+	ids := make([]string, len(members))
+	for i, r := range members {
+		ids[i] = r.ID
+	}
+	// The undo's own record: until it is committed, a crash rolls the
+	// files back to what the transaction wrote; once it is, recovery
+	// records its sessions as undone (recoverTxs).
+	utx := &txRecord{ID: tx.ID + "-undo", Undoes: tx.ID, Sessions: ids, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
+	err := m.applyChanges(utx, undo)
+	if err == nil {
+		err = m.settleTx(utx, nil)
+	}
+	if err != nil {
 		m.dropTx(utx.ID)
 		if pe, ok := err.(*protocol.Error); ok {
 			pe.Data.TxID = tx.ID
@@ -321,14 +332,39 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		}
 		res.Files = append(res.Files, f)
 	}
-	m.dropTx(utx.ID)
-	m.cfg.Logger.Info("transaction undone", "tx", tx.ID, "files", len(members))
 	if firstErr != nil {
+		// The committed undo record stays: the next start records the
+		// sessions as undone.
 		return res, firstErr
 	}
+	m.dropTx(utx.ID)
+	m.cfg.Logger.Info("transaction undone", "tx", tx.ID, "files", len(members))
 	if res.TargetFile == "" {
 		// The asked session had been undone on its own already.
 		res.TargetFile = res.Files[0].TargetFile
 	}
 	return res, nil
+}
+
+// markUndone records the sessions of a committed undo (a crash came
+// between its commit and their journaling) as undone.
+func (m *Manager) markUndone(utx *txRecord) {
+	for _, c := range utx.Files {
+		m.dropBackup(c.BackupID, c.BackupPieces)
+	}
+	for _, id := range utx.Sessions {
+		e, err := m.lookup(id)
+		if err != nil {
+			continue
+		}
+		e.mu.Lock()
+		if r := &e.rec; !r.Undone {
+			r.Undone = true
+			r.UpdatedAt = m.cfg.Clock.Now()
+			if err := m.put(r); err != nil {
+				m.cfg.Logger.Error("recording a session of an undone transaction as undone", "tx", utx.Undoes, "session", id, "err", err)
+			}
+		}
+		e.mu.Unlock()
+	}
 }

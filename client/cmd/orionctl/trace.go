@@ -334,7 +334,7 @@ func eventLine(ev protocol.TraceEvent) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-16s %-8s  %-17s", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"),
-		display(ev.Type), display(session), display(method))
+		display(string(ev.Type)), display(session), display(method))
 	fields := decodeFields(ev.Fields)
 	for _, k := range sortedKeys(fields) {
 		if fields[k] == nil {
@@ -669,7 +669,7 @@ func eventTitle(ev protocol.TraceEvent, f map[string]any) string {
 	case protocol.TraceError:
 		return "ERROR"
 	}
-	return strings.ToUpper(display(ev.Type))
+	return strings.ToUpper(display(string(ev.Type)))
 }
 
 // absorb adds what ev says to the rung.
@@ -742,7 +742,7 @@ func (r *rung) absorb(ev protocol.TraceEvent, f map[string]any) {
 		genericFields(r, f, "ok")
 	default:
 		r.worsen(statusUnknown)
-		r.add("Event: %s", display(ev.Type))
+		r.add("Event: %s", display(string(ev.Type)))
 		genericFields(r, f)
 	}
 }

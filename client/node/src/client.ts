@@ -115,16 +115,16 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   private dispatch(method: string, params: unknown): void {
     this.emit("notification", method, params);
     switch (method) {
-      case Notifications.idle:
+      case Notifications.sessionIdle:
         this.emit("idle", params as IdleNotification);
         break;
-      case Notifications.truncated:
+      case Notifications.sessionTruncated:
         this.emit("truncated", params as TruncationContext);
         break;
-      case Notifications.finalized:
+      case Notifications.sessionFinalized:
         this.emit("finalized", params as FinalizeResult);
         break;
-      case Notifications.conflict:
+      case Notifications.sessionConflict:
         this.emit("conflict", params as ConflictNotification);
         break;
     }

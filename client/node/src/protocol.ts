@@ -737,6 +737,12 @@ export interface SessionInfo {
   superseded_by?: string;
   /** Undone is set once session.undo restored what the session replaced. */
   undone?: boolean;
+  /**
+   * DryRun is set on an aborted session whose content was checked by a
+   * dry-run finalize (or tx.commit) before it was aborted: nothing was
+   * meant to be written.
+   */
+  dry_run?: boolean;
   /** TxID names the transaction the session belongs to. */
   tx_id?: string;
 }

@@ -30,23 +30,41 @@ export const Methods = {
 
 /** The params and result of each method, by name. */
 export interface MethodTypes {
+  /** `intent`, `target_file` (absolute, or relative to `workspace_root`), `operation` (`create`, `overwrite`, `append`, `patch` with `patch_spec`, `edit`) → `session_id`, `stage`, `end_marker`, `instructions`, resolved `target_file` */
   "session.begin": { params: BeginParams; result: BeginResult };
+  /** `session_id`, `seq` (1, 2, 3, …), `chunk` → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed */
   "session.append": { params: AppendParams; result: AppendResult };
+  /** `session_id`, `end_of_input` (the input ended without a marker: a file, not a model) → `bytes`, `lines`, `sha256`, `file_bytes`, `file_sha256`, `mode`, `trailing_bytes`, `trailing_preview`; never the content */
   "session.finalize": { params: FinalizeParams; result: FinalizeResult };
+  /** `session_id` → `stage: aborted` */
   "session.abort": { params: SessionIDParams; result: AbortResult };
+  /** `session_id` → session info (stage, bytes, lines, last seq, result) */
   "session.get": { params: SessionIDParams; result: SessionInfo };
+  /** `all` → session info of each session (open ones only without `all`) */
   "session.list": { params: ListParams; result: ListResult };
+  /** `session_id` → `last_seq`, `next_seq`, `bytes`, `lines`, `tail` (last lines), `continue_prompt`: where to pick up after a crash or a disconnect */
   "session.resume": { params: SessionIDParams; result: ResumeResult };
+  /** `session_id` of a truncated session → a new session chained to it (new marker); finalizing it writes both parts once */
   "session.continue": { params: ContinueParams; result: BeginResult };
+  /** `older_than_ms`, `finished_older_than_ms` → `expired`, `pruned` */
   "session.clean": { params: CleanParams; result: CleanResult };
+  /** `session_id` of a completed session → restores what it replaced (every file, for a multi-file edit) */
   "session.undo": { params: SessionIDParams; result: UndoResult };
+  /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };
+  /** `tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none */
   "tx.commit": { params: TxCommitParams; result: TxCommitResult };
+  /** `tx_id` → `stage: aborted`, `sessions`, `error`, `files` */
   "tx.abort": { params: TxIDParams; result: TxInfo };
+  /** `tx_id` → `stage`, `sessions`, `error`, `files` */
   "tx.get": { params: TxIDParams; result: TxInfo };
+  /** → version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`) */
   "daemon.status": { params: NoParams; result: StatusResult };
+  /** → the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch */
   "tools.definitions": { params: NoParams; result: ToolsResult };
+  /** `session_id`, `types`, `since`, `until`, `after`, `limit`, `newest` → `events` (oldest first), `more`, `next`, `stats`; `unknown_method` when tracing is off */
   "trace.list": { params: TraceListParams; result: TraceListResult };
+  /** `session_id`, `types` → `following`; then each new matching event as a `trace.event` notification until the connection closes */
   "trace.follow": { params: TraceFollowParams; result: TraceFollowResult };
 }
 

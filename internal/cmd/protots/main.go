@@ -274,6 +274,7 @@ func (w *writer) methodTypes() {
 	w.doc("The params and result of each method, by name.", "")
 	w.printf("export interface MethodTypes {\n")
 	for _, m := range protocol.MethodSpecs {
+		w.doc(m.Doc, "  ")
 		w.printf("  %q: { params: %s; result: %s };\n", m.Name, m.Params.Name(), m.Result.Name())
 		for _, t := range []string{m.Params.Name(), m.Result.Name()} {
 			if w.p.types.Scope().Lookup(t) == nil {

@@ -19,18 +19,6 @@ const (
 	NotifySessionConflict = "session.conflict"
 )
 
-// Stages added for recovery and validation.
-const (
-	// StageTruncated: the session ended without its end marker; its content
-	// is kept whole in the store and can be continued.
-	StageTruncated Stage = "truncated"
-	// StageNeedsCorrections: validation refused the content; it is kept with
-	// the errors for a corrected attempt.
-	StageNeedsCorrections Stage = "needs_corrections"
-	// StageExpired: abandoned longer than the retention period.
-	StageExpired Stage = "expired"
-)
-
 // ResumeResult tells a client where a session stands after a crash or a
 // disconnect, so it continues without loss or duplication.
 type ResumeResult struct {

@@ -284,8 +284,7 @@ func (l *loop) event(e controller.Event) {
 		rd.results = append(rd.results, toolResult{id: e.Message.ToolCallID, content: e.Message.Content})
 	case controller.EventFinalized:
 		l.out.text(l.wroteText(e.Result))
-		rd.summaries = append(rd.summaries, "WritePlanTool_begin: the file is written: "+e.Text+
-			". Do not write it again; go on with the task.")
+		rd.summaries = append(rd.summaries, protocol.Fill(protocol.PromptWritten, "summary", e.Text))
 	case controller.EventContinue, controller.EventIdle:
 		if e.Message != nil {
 			rd.prompts = append(rd.prompts, e.Message.Content)

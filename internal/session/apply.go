@@ -121,7 +121,7 @@ func (m *Manager) putTx(tx *txRecord) error {
 	}
 	for _, id := range tx.Sessions {
 		// One event per session, so a session's trace shows its transaction.
-		m.cfg.Trace.Record(trace.Event{Time: tx.UpdatedAt, Type: "tx.stage", SessionID: id, Fields: map[string]any{
+		m.cfg.Trace.Record(trace.Event{Time: tx.UpdatedAt, Type: protocol.TraceTxStage, SessionID: id, Fields: map[string]any{
 			"tx_id": tx.ID, "stage": tx.Stage, "files": files, "error": tx.Error}})
 	}
 	b, err := json.Marshal(tx)

@@ -140,9 +140,7 @@ func (r *record) contentLines() int64 {
 }
 
 // acceptsContent reports whether the session still accepts chunks.
-func (r *record) acceptsContent() bool {
-	return r.Stage == protocol.StageAwaitingContent || r.Stage == protocol.StageStreaming
-}
+func (r *record) acceptsContent() bool { return r.Stage.AcceptsContent() }
 
 func (r *record) info() protocol.SessionInfo {
 	return protocol.SessionInfo{

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/daemon"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/session"
 )
 
@@ -61,6 +62,10 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 			}
 			if cfg.ConfigPaths, err = configPaths(res, getenv); err != nil {
 				return err
+			}
+			cfg.PathEnv = getenv("PATH")
+			if home, err := paths.HomeDir(paths.Env(getenv)); err == nil {
+				cfg.Home = home
 			}
 			target := detectLogTarget(getenv, os.Stderr)
 			logger, err := newLogger(logFormat, logLevel, target)

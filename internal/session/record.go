@@ -16,18 +16,18 @@ type record struct {
 	// listings show; copies of the record share it.
 	published *atomic.Pointer[protocol.SessionInfo]
 
-	ID            string             `json:"id"`
-	Intent        string             `json:"intent,omitempty"`
-	RequestedPath string             `json:"requested_path"`
-	WorkspaceRoot string             `json:"workspace_root,omitempty"`
+	ID            string `json:"id"`
+	Intent        string `json:"intent,omitempty"`
+	RequestedPath string `json:"requested_path"`
+	WorkspaceRoot string `json:"workspace_root,omitempty"`
 	// Workspace is WorkspaceRoot resolved at begin: every file the session
 	// writes must lie inside it, at begin and at the moment of the write.
-	Workspace string `json:"workspace,omitempty"`
-	Target        string             `json:"target"`
-	Operation     protocol.Operation `json:"operation"`
-	Stage         protocol.Stage     `json:"stage"`
-	LastSeq       uint64             `json:"last_seq"`
-	Scanner       Scanner            `json:"scanner"`
+	Workspace string             `json:"workspace,omitempty"`
+	Target    string             `json:"target"`
+	Operation protocol.Operation `json:"operation"`
+	Stage     protocol.Stage     `json:"stage"`
+	LastSeq   uint64             `json:"last_seq"`
+	Scanner   Scanner            `json:"scanner"`
 	// BaseExists, BaseSize and BaseSHA256 describe the target when the
 	// session began: finalize compares them to catch external changes, and
 	// recovery uses them to tell whether an interrupted write landed.

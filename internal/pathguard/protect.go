@@ -129,6 +129,10 @@ func DefaultProtected(home string) []string {
 		// Services and autostart: run at the next login or boot.
 		".config/systemd", ".local/share/systemd", ".config/autostart",
 		"Library/LaunchAgents",
+		// macOS keeps these outside hidden directories: VS Code's and
+		// Cursor's user settings and tasks, Claude Desktop's MCP servers.
+		"Library/Application Support/Code/User", "Library/Application Support/Cursor/User",
+		"Library/Application Support/Claude",
 		// Git's global config runs code (aliases with !, core.fsmonitor,
 		// core.hooksPath); editors run their start-up files.
 		".gitconfig", ".config/git", ".vimrc", ".config/nvim", ".emacs", ".emacs.d",

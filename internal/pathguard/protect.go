@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Protection says which paths inside the allowed roots are refused anyway,
@@ -460,11 +461,16 @@ func gitLink(dir string) (string, bool) {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
 		return "", false
 	}
-	f, err := os.Open(p)
+	// O_NONBLOCK: should a FIFO replace the file after the Lstat, the
+	// open returns at once instead of waiting for a writer.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", false
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
 	buf := make([]byte, maxGitFile)
 	n, _ := f.Read(buf)
 	line, _, _ := strings.Cut(string(buf[:n]), "\n")

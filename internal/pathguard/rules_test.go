@@ -326,3 +326,38 @@ func isReason(err error, reason string) bool {
 	var pe *pathguard.Error
 	return errors.As(err, &pe) && pe.Reason == reason
 }
+
+// Whatever a client sends, Protected never panics, and a path with a
+// component that is .git in any case is always protected.
+func FuzzProtected(f *testing.F) {
+	home, err := filepath.EvalSymlinks(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	g, err := pathguard.NewProtected([]string{home}, pathguard.Protection{Default: pathguard.DefaultProtected(home), Home: home,
+		PathDirs: pathguard.PathDirs("", home)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"proj/.GIT/hooks/x", "a/.g\u200cit/config", ".local/bin/x", "p/.vscode/tasks.json", "x/y", "..", "p/.git.", "\xff/.Git"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		if strings.ContainsRune(rel, 0) || len(rel) > 1024 {
+			return
+		}
+		p := filepath.Join(home, rel)
+		if !pathguard.Within(home, p) {
+			return
+		}
+		m, ok := g.Protected(p)
+		for _, c := range strings.Split(strings.TrimPrefix(p, home), "/") {
+			if strings.EqualFold(c, ".git") && !ok {
+				t.Fatalf("Protected(%q) = false with a .git component", p)
+			}
+		}
+		if ok && m.Rule == "" {
+			t.Fatalf("Protected(%q) matched no rule", p)
+		}
+	})
+}

@@ -100,8 +100,9 @@ func (c *Config) Protection() pathguard.Protection {
 		Home: home, PathDirs: pathguard.PathDirs(c.PathEnv, home)}
 }
 
-// DefaultSpoolSettle is longer than the seeds' client save interval (5 s),
-// so an entry a live client is still writing is not imported half-done.
+// DefaultSpoolSettle is longer than the save interval (5 s) of the clients
+// that write spool entries while they run, so an entry a live client is
+// still writing is not imported half-done.
 const DefaultSpoolSettle = 6 * time.Second
 
 // Validate reports the first setting that cannot work, naming it.

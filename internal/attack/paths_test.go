@@ -318,6 +318,24 @@ func TestOutsideWorkspace(t *testing.T) {
 			t.Errorf("%s was written", p)
 		}
 	}
+	// A directory of the workspace swapped, after begin, for a symlink to
+	// the rest of the root: the finalize is refused, nothing lands there.
+	b, err := r.stream(protocol.BeginParams{TargetFile: "src/late.txt", WorkspaceRoot: ws, Operation: protocol.OpCreate}, "late", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(ws, "src"), filepath.Join(ws, "src.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(home, "other"), filepath.Join(ws, "src")); err != nil {
+		t.Fatal(err)
+	}
+	je = r.call(protocol.MethodSessionFinalize, protocol.FinalizeParams{SessionID: b.SessionID, Force: true}, nil)
+	outside("swapped after begin", je, filepath.Join(home, "other/late.txt"))
+	if _, err := os.Lstat(filepath.Join(home, "other/late.txt")); err == nil {
+		t.Error("a finalize wrote through a directory swapped for a symlink out of the workspace")
+	}
+
 	// Without a workspace_root the allowed path is writable: the refusal
 	// above was the workspace's, not the protection's.
 	if je := r.write(protocol.BeginParams{TargetFile: gitBin, Operation: protocol.OpCreate}, "#!/bin/sh"); je != nil {

@@ -70,6 +70,9 @@ type fileChange struct {
 	// CreatedDirs are the directories made for the file, removed again
 	// (when empty) by a roll-back or an undo.
 	CreatedDirs []string `json:"created_dirs,omitempty"`
+	// Workspace confines the write, as its session's workspace does
+	// (record.Workspace): the directory is opened through it.
+	Workspace string `json:"workspace,omitempty"`
 
 	// fill writes the new content into the staged temp file.
 	fill func(io.Writer) error
@@ -223,9 +226,9 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		var name string
 		var err error
 		if changes[i].Kind == changeDelete {
-			d, name, err = m.files.OpenParent(changes[i].Path)
+			d, name, err = m.files.Within(changes[i].Workspace).OpenParent(changes[i].Path)
 		} else {
-			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Path)
+			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Workspace, changes[i].Path)
 		}
 		if err != nil {
 			removeMade()

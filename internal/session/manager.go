@@ -290,6 +290,12 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 	if err != nil {
 		return protocol.BeginResult{}, pathError(err)
 	}
+	workspace := ""
+	if p.WorkspaceRoot != "" {
+		if workspace, err = m.cfg.Guard.Workspace(p.WorkspaceRoot); err != nil {
+			return protocol.BeginResult{}, pathError(err)
+		}
+	}
 	attempt := 0
 	if p.Supersedes != "" {
 		if attempt, err = m.supersede(p.Supersedes, target); err != nil {
@@ -316,6 +322,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		Intent:           p.Intent,
 		RequestedPath:    p.TargetFile,
 		WorkspaceRoot:    p.WorkspaceRoot,
+		Workspace:        workspace,
 		Target:           target,
 		Operation:        p.Operation,
 		Stage:            protocol.StageAwaitingContent,

@@ -281,6 +281,13 @@ func refusalAdvice(reason string) string {
 	switch reason {
 	case protocol.ReasonTargetExists:
 		return `Use "operation": "overwrite" to replace it or "append" to add to it, or choose another target_file.`
+	case protocol.ReasonWorkspaceNotAllowed:
+		return "No file can be written in this workspace until the person allows it; do not retry with other paths. " +
+			"Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory " +
+			"(or add it to allow-root in oriond's configuration file)."
+	case protocol.ReasonProtected:
+		return "Do not try another path to the same file. If it must be written, tell the person that only they can allow it, " +
+			"with the oriond setting this message names (--allow-protected)."
 	case protocol.ReasonOutsideRoots, protocol.ReasonSymlinkEscape, protocol.ReasonRelativePath:
 		return "Choose a target_file inside the workspace."
 	case protocol.ReasonParentMissing:

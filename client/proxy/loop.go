@@ -139,6 +139,15 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 	if h := r.Header.Get(HeaderWorkspace); h != "" {
 		ws = h
 	}
+	if ws == "" {
+		// Not the proxy's own directory: files would land where the proxy
+		// was started (for a service, the home directory), not in the
+		// agent's project.
+		p.log.Warn("request refused: no workspace", "path", r.URL.Path)
+		w.Header().Set("X-Should-Retry", "false")
+		writeError(w, d, http.StatusBadRequest, "invalid_request_error", NoWorkspaceMessage)
+		return true
+	}
 	l := &loop{p: p, d: d, ws: ws, usage: map[string]int64{}, targets: map[string]string{}}
 	// oriond is dialled while the request is read and encoded; the first
 	// upstream request waits for it, so that no model request is paid
@@ -183,6 +192,12 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 	l.run(r.Context())
 	return true
 }
+
+// NoWorkspaceMessage answers a chat request that names no workspace on a
+// proxy that has no default one.
+const NoWorkspaceMessage = "orionctl proxy: this request names no workspace, so the proxy cannot tell where its files belong. " +
+	"Send the header " + HeaderWorkspace + " with your project's directory (Claude Code: ANTHROPIC_CUSTOM_HEADERS=\"" + HeaderWorkspace + ": $PWD\"), " +
+	"or run the agent as `orionctl exec -- AGENT`, or start the proxy with --workspace-root DIR"
 
 func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, d dialect) {
 	p.log.Warn("request refused: body too large", "path", r.URL.Path, "max_bytes", p.cfg.MaxRequestBytes)

@@ -84,7 +84,8 @@ type Config struct {
 	// Socket is oriond's socket ("" means the default).
 	Socket string
 	// WorkspaceRoot is the default workspace root; HeaderWorkspace
-	// overrides it per request.
+	// overrides it per request. With neither, a chat request is refused
+	// (NoWorkspaceMessage).
 	WorkspaceRoot string
 	// Echo is EchoSummary (default: one line per file) or EchoContent (the
 	// file in a fenced block, for agents that must keep it in history).

@@ -133,7 +133,7 @@ func runClaude(t *testing.T, bin string, h *harness, prompt string) claudeResult
 		"HOME=" + home,
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
 		"TMPDIR=" + os.TempDir(),
-		"ANTHROPIC_BASE_URL=" + h.srv.URL,
+		"ANTHROPIC_BASE_URL=" + h.base,
 		"ANTHROPIC_API_KEY=sk-ant-dummy-claude-code",
 		"DISABLE_TELEMETRY=1",
 		"DISABLE_ERROR_REPORTING=1",
@@ -261,8 +261,9 @@ func TestClaudeCode(t *testing.T) {
 	t.Logf("Claude Code %s", claudeVer)
 	content := lines(3000, "cc")
 
+	// With a token, carried in the base URL's path as orionctl exec does.
 	t.Run("Write", func(t *testing.T) {
-		h := newHarness(t, proxy.Config{}, claudeScript("big.txt", content, nil)...)
+		h := newHarness(t, proxy.Config{Token: "claude-code-test-token-0123456789"}, claudeScript("big.txt", content, nil)...)
 		h.up.setSide(claudeCodeSide)
 		start := time.Now()
 		r := runClaude(t, bin, h, "Write big.txt: 3000 numbered lines.")
@@ -299,4 +300,30 @@ func TestClaudeCode(t *testing.T) {
 			t.Errorf("the workspace holds %v, want big.txt alone", names)
 		}
 	})
+}
+
+// oriond down: Claude Code shows the proxy's message at once instead of
+// retrying for minutes. The proxy answers 503 with x-should-retry: false;
+// the test counts the requests the proxy saw (a retry would be a second
+// turn request) and checks that the text reached the person.
+func TestClaudeCodeDaemonDown(t *testing.T) {
+	bin := installClaudeCode(t)
+	h := newHarness(t, proxy.Config{})
+	h.up.setSide(claudeCodeSide)
+	h.d.Stop()
+	start := time.Now()
+	r := runClaude(t, bin, h, "Write notes.md.")
+	took := time.Since(start)
+	t.Logf("Claude Code %s answered in %v: %q", claudeVer, took, r.Result)
+	if !r.IsError || !strings.Contains(r.Result, "oriond is not reachable") {
+		t.Errorf("Claude Code's result: %+v, want an error naming oriond", r)
+	}
+	if turns := h.requests("/v1/messages", 503); turns != 1 {
+		t.Errorf("the proxy answered %d turn requests with 503, want 1 (no retries)\n%s", turns, h.logs.String())
+	}
+	for _, req := range h.up.all() {
+		if slices.Contains(toolNames(req.body), "Bash") {
+			t.Errorf("a turn reached the upstream with oriond down: %s", req.path)
+		}
+	}
 }

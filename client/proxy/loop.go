@@ -254,8 +254,7 @@ func (l *loop) startDial(ctx context.Context) {
 		if l.dial == nil {
 			d := <-ch
 			if d.err != nil {
-				d.err = fmt.Errorf("oriond is not running or cannot be reached (%v). Start it (oriond run, or the service), "+
-					"then try again; or send the header %s: 1 to skip write sessions", d.err, HeaderBypass)
+				d.err = fmt.Errorf("%v. Once oriond runs, try again; or send the header %s: 1 to skip write sessions", d.err, HeaderBypass)
 			}
 			l.dial = &d
 		}

@@ -2,9 +2,9 @@ package proxy_test
 
 import (
 	"bufio"
-	"fmt"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"

@@ -448,7 +448,7 @@ func (l *loop) event(e controller.Event) {
 				reason, msg = e.Error.Reason, e.Error.Message
 			}
 			l.p.log.Warn("write failed", "reason", reason, "path", l.targets[e.SessionID], "session", e.SessionID,
-				"workspace", l.ws, "msg", msg)
+				"workspace", l.ws, "detail", msg)
 		}
 		if e.Text != "" {
 			l.out.text(lineBreak(l.out) + "[" + e.Text + "]\n")
@@ -473,7 +473,7 @@ func (l *loop) event(e controller.Event) {
 					target = a.TargetFile
 				}
 			}
-			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "msg", r.msg)
+			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "detail", r.msg)
 		}
 		l.refused = nil
 		rd.finish = e.FinishReason

@@ -113,6 +113,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newStreamCmd(g),
 		newTraceCmd(g),
 		newProxyCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }

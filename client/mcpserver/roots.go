@@ -133,7 +133,7 @@ type placement struct {
 // A target outside every root is refused, naming the roots.
 func place(roots []string, target string) (placement, error) {
 	if target == "" {
-		return placement{}, fmt.Errorf("target_file is empty: give the file's path, relative to the workspace root %s", roots[0])
+		return placement{}, argErrorf("target_file is empty: give the file's path, relative to the workspace root %s", roots[0])
 	}
 	abs := target
 	if !filepath.IsAbs(target) {
@@ -147,8 +147,8 @@ func place(roots []string, target string) (placement, error) {
 		}
 	}
 	if best == "" {
-		return placement{}, fmt.Errorf("%s is outside the workspace: write only inside %s (a relative path resolves against %s)",
-			target, strings.Join(roots, ", "), roots[0])
+		return placement{}, &argError{"outside_workspace", fmt.Sprintf("%s is outside the workspace: write only inside %s (a relative path resolves against %s)",
+			target, strings.Join(roots, ", "), roots[0])}
 	}
 	return placement{root: best, target: abs}, nil
 }

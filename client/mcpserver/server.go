@@ -193,7 +193,7 @@ func (s *Server) errorResult(tool string, err error) *mcp.CallToolResult {
 	case errors.As(err, &down):
 		out.Error = "daemon_not_running"
 	case errors.As(err, &ae):
-		out.Error = "invalid_arguments"
+		out.Error = ae.reason
 	default:
 		out.Error = "failed"
 	}
@@ -212,12 +212,16 @@ type errorOut struct {
 	NextSeq uint64 `json:"next_seq,omitempty"`
 }
 
-// argError is a tool call whose arguments are missing or malformed.
-type argError struct{ msg string }
+// argError is a tool call whose arguments are missing, malformed or out of
+// bounds; reason is invalid_arguments, or outside_workspace for a target
+// outside every root.
+type argError struct{ reason, msg string }
 
 func (e *argError) Error() string { return e.msg }
 
-func argErrorf(format string, args ...any) error { return &argError{fmt.Sprintf(format, args...)} }
+func argErrorf(format string, args ...any) error {
+	return &argError{"invalid_arguments", fmt.Sprintf(format, args...)}
+}
 
 // decodeArgs reads a call's arguments into v, once.
 func decodeArgs(tool string, req *mcp.CallToolRequest, v any) error {

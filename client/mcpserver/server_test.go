@@ -356,7 +356,7 @@ func TestRoots(t *testing.T) {
 	readFile(t, filepath.Join(b, "abs.txt"))
 	for _, target := range []string{filepath.Join(c, "out.txt"), "../c/out.txt"} {
 		text, e := h.fails("write_file", map[string]any{"target_file": target, "operation": "create", "content": "no\n"})
-		if !strings.Contains(text, "outside the workspace") || !strings.Contains(text, a) || !strings.Contains(text, b) {
+		if e["error"] != "outside_workspace" || !strings.Contains(text, "outside the workspace") || !strings.Contains(text, a) || !strings.Contains(text, b) {
 			t.Errorf("%s: %q %v", target, text, e)
 		}
 	}

@@ -73,7 +73,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 func (s *Server) beginParams(ctx context.Context, req *mcp.CallToolRequest, target string, op protocol.Operation, intent string) (protocol.BeginParams, placement, error) {
 	pl, err := place(callRoots(ctx), target)
 	if err != nil {
-		return protocol.BeginParams{}, placement{}, argErrorf("%v", err)
+		return protocol.BeginParams{}, placement{}, err
 	}
 	s.mu.Lock()
 	supersedes := s.refused[pl.target]

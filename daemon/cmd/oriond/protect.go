@@ -6,16 +6,18 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/orion-agent/orion/daemon"
-	"github.com/orion-agent/orion/internal/paths"
 	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/daemon"
+	"github.com/orion-agent/orion/internal/config"
+	"github.com/orion-agent/orion/internal/paths"
 )
 
 // configPaths are the config file read (or looked for) and the default
 // config directory: both are read at the next start, so a session writing
 // either could lift every limit (allow-root = ["/"]); they are always
 // protected.
-func configPaths(r *resolved, getenv func(string) string) ([]string, error) {
+func configPaths(r *config.Resolved, getenv func(string) string) ([]string, error) {
 	dir, err := paths.DefaultConfigDir(paths.Env(getenv))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -57,7 +59,7 @@ func protectedEntries(vals []string) ([]string, error) {
 
 // printProtected appends the protected paths that the settings of cmd
 // give, as comments: they are derived, not settings of their own.
-func printProtected(cmd *cobra.Command, r *resolved, getenv func(string) string) error {
+func printProtected(cmd *cobra.Command, r *config.Resolved, getenv func(string) string) error {
 	f := cmd.Flags()
 	var cfg daemon.Config
 	cfg.Socket, _ = filepath.Abs(f.Lookup("socket").Value.String())

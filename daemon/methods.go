@@ -37,7 +37,8 @@ var methods = table(
 		owns(beginOwner),
 	route(protocol.SessionClean, (*handler).clean),
 	route(protocol.SessionUndo, (*handler).undo),
-	route(protocol.SessionWrite, (*handler).write),
+	route(protocol.SessionWrite, (*handler).write).
+		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
 	route(protocol.TxCommit, (*handler).txCommit),
 	route(protocol.TxAbort, (*handler).txAbort),

@@ -95,11 +95,13 @@ func (d *daemonConn) close() {
 }
 
 // do runs fn on the connection. When the connection broke under it (the
-// daemon stopped or restarted), fn runs once more on a new connection:
-// every call it makes is safe to repeat, since appends are idempotent by
-// seq and finalize and undo check what a first attempt did.
+// daemon stopped or restarted), fn runs again on a new connection, for as
+// long as d.wait allows: every call it makes is safe to repeat, since
+// appends are idempotent by seq and finalize, undo and session.write check
+// what a first attempt did.
 func (d *daemonConn) do(ctx context.Context, fn func(*client.Client) error) error {
-	for attempt := 0; ; attempt++ {
+	var deadline time.Time
+	for {
 		c, err := d.get(ctx)
 		if err != nil {
 			return err
@@ -109,8 +111,15 @@ func (d *daemonConn) do(ctx context.Context, fn func(*client.Client) error) erro
 			return err
 		}
 		d.drop(c)
-		if attempt == 1 {
+		if deadline.IsZero() {
+			deadline = time.Now().Add(d.wait)
+		} else if time.Now().After(deadline) {
 			return &errDaemonDown{socket: d.socket, err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

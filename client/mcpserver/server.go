@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,6 +61,10 @@ type Server struct {
 	daemon *daemonConn
 	roots  *rootSet
 	srv    *mcp.Server
+
+	// noWrite is set once the daemon answered that it does not serve
+	// session.write (an older daemon): whole files go through sessions.
+	noWrite atomic.Bool
 
 	mu sync.Mutex
 	// maxChunk is the daemon's chunk limit, asked once.

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/client/mcpserver"
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -30,10 +31,17 @@ type host struct {
 // roots (none: a client that does not offer roots at all).
 func newHost(t *testing.T, d *testdaemon.Daemon, fallback string, roots ...string) *host {
 	t.Helper()
+	return newHostWait(t, d, 200*time.Millisecond, fallback, roots...)
+}
+
+// newHostWait is newHost whose server waits up to wait for a daemon that
+// does not answer.
+func newHostWait(t *testing.T, d *testdaemon.Daemon, wait time.Duration, fallback string, roots ...string) *host {
+	t.Helper()
 	if d == nil {
 		d = testdaemon.Start(t)
 	}
-	s, err := mcpserver.New(mcpserver.Options{Socket: d.Socket, WorkspaceRoot: fallback, RestartWait: 200 * time.Millisecond})
+	s, err := mcpserver.New(mcpserver.Options{Socket: d.Socket, WorkspaceRoot: fallback, RestartWait: wait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,5 +449,34 @@ func TestAbort(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.d.Root, "gone.txt")); !os.IsNotExist(err) {
 		t.Errorf("gone.txt: %v", err)
+	}
+}
+
+// oriond dies inside write_file's session.write, after journaling it and
+// before its rename, and is restarted: recovery writes the file, and the
+// server, whose connection broke before the reply, finds that write
+// instead of sending it again (a create sent again would be refused as
+// target_exists by its own first attempt).
+func TestWriteFileDaemonDiesMidWrite(t *testing.T) {
+	d := testdaemon.Start(t)
+	d.Stop()
+	d.Env = []string{failpoint.EnvVar + "=atomicfile.before-rename=1"}
+	d.Restart()
+	h := newHostWait(t, d, 20*time.Second, "", d.Root)
+	restarted := make(chan struct{})
+	go func() {
+		defer close(restarted)
+		d.Wait()
+		d.Env = nil
+		d.Restart()
+	}()
+	content := numbered(200, "mid")
+	text, sum := h.ok("write_file", map[string]any{"target_file": "mid.txt", "operation": "create", "content": content})
+	<-restarted
+	if got := readFile(t, filepath.Join(d.Root, "mid.txt")); got != content {
+		t.Fatalf("mid.txt: %d bytes, want %d", len(got), len(content))
+	}
+	if sum["lines"] != 200.0 || !strings.HasPrefix(text, "Wrote mid.txt (create)") {
+		t.Errorf("%q %v", text, sum)
 	}
 }

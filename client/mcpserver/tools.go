@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -401,9 +404,18 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 	return s.summary(fr), nil
 }
 
-// whole writes content that is all there: begin, the content, finalize.
-// On a failure before the finalize the session is aborted.
+// whole writes content that is all there: with one session.write when it
+// fits, else begin, the content, finalize (on a failure before the
+// finalize the session is aborted).
 func (s *Server) whole(ctx context.Context, p protocol.BeginParams, pl placement, content string, dryRun bool) (protocol.FinalizeResult, error) {
+	if !dryRun && int64(len(content)) <= s.maxChunkBytes(ctx) && !s.noWrite.Load() {
+		fr, err := s.writeOnce(ctx, p, pl, content)
+		if !isReason(err, protocol.ReasonUnknownMethod) {
+			return fr, err
+		}
+		// A daemon from before session.write.
+		s.noWrite.Store(true)
+	}
 	br, err := s.begin(ctx, p, pl)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
@@ -588,4 +600,74 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest) (to
 		}
 	}
 	return toolResult{text: text, structured: out}, nil
+}
+
+// writeOnce writes content with session.write. When the connection broke
+// under the request, the write may have landed (the daemon journals it
+// before writing, and recovery finishes it): before sending it again, the
+// daemon's sessions are searched for it, so that a create is not refused
+// as target_exists by its own first attempt.
+func (s *Server) writeOnce(ctx context.Context, p protocol.BeginParams, pl placement, content string) (protocol.FinalizeResult, error) {
+	var (
+		fr      protocol.FinalizeResult
+		attempt int
+	)
+	start := time.Now()
+	err := s.daemon.do(ctx, func(c *client.Client) (err error) {
+		attempt++
+		if attempt > 1 {
+			if res, ok := landedWrite(ctx, c, p, content, start); ok {
+				fr = res
+				return nil
+			}
+		}
+		fr, err = c.Write(ctx, protocol.WriteParams{BeginParams: p, Content: content})
+		return err
+	})
+	var pe *protocol.Error
+	switch {
+	case err == nil:
+		s.remember(fr.SessionID, pl)
+		s.mu.Lock()
+		s.lastWrite = fr.SessionID
+		s.mu.Unlock()
+		if p.Supersedes != "" {
+			s.forgetRefused(pl.target, p.Supersedes)
+		}
+	case p.Supersedes != "" && (isReason(err, protocol.ReasonNotNeedsCorrections) || isReason(err, protocol.ReasonSessionNotFound)):
+		// The refused attempt this corrects is gone: a fresh write.
+		s.forgetRefused(pl.target, p.Supersedes)
+		p.Supersedes = ""
+		return s.writeOnce(ctx, p, pl, content)
+	case errors.As(err, &pe) && pe.Code == protocol.CodeValidationFailed && pe.Data.SessionID != "":
+		s.remember(pe.Data.SessionID, pl)
+		s.mu.Lock()
+		s.refused[pl.target] = pe.Data.SessionID
+		s.mu.Unlock()
+	}
+	return fr, err
+}
+
+// landedWrite finds a session.write of content to p's target that
+// completed since start.
+func landedWrite(ctx context.Context, c *client.Client, p protocol.BeginParams, content string, start time.Time) (protocol.FinalizeResult, bool) {
+	all, err := c.List(ctx, true)
+	if err != nil {
+		return protocol.FinalizeResult{}, false
+	}
+	sum := sha256.Sum256([]byte(content))
+	want := hex.EncodeToString(sum[:])
+	targets := []string{p.TargetFile}
+	if real, err := filepath.EvalSymlinks(p.TargetFile); err == nil {
+		targets = append(targets, real)
+	}
+	for _, si := range all {
+		r := si.Result
+		if r == nil || si.Stage != protocol.StageCompleted || si.Operation != p.Operation || r.SHA256 != want ||
+			si.CreatedAt.Before(start.Add(-time.Second)) || !slices.Contains(targets, si.TargetFile) {
+			continue
+		}
+		return *r, true
+	}
+	return protocol.FinalizeResult{}, false
 }

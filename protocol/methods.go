@@ -103,6 +103,7 @@ var MethodSpecs = []MethodSpec{
 	SessionContinue.Spec(),
 	SessionClean.Spec(),
 	SessionUndo.Spec(),
+	SessionWrite.Spec(),
 	TxBegin.Spec(),
 	TxCommit.Spec(),
 	TxAbort.Spec(),

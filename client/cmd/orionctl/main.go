@@ -122,6 +122,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newTraceCmd(g),
 		newProxyCmd(g),
 		newExecCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }

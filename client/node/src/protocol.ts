@@ -18,6 +18,7 @@ export const Methods = {
   sessionContinue: "session.continue",
   sessionClean: "session.clean",
   sessionUndo: "session.undo",
+  sessionWrite: "session.write",
   txBegin: "tx.begin",
   txCommit: "tx.commit",
   txAbort: "tx.abort",
@@ -50,6 +51,7 @@ export interface MethodTypes {
   "session.clean": { params: CleanParams; result: CleanResult };
   /** `session_id` of a completed session → restores what it replaced (every file, for a multi-file edit) */
   "session.undo": { params: SessionIDParams; result: UndoResult };
+  "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };
   /** `tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none */
@@ -1165,6 +1167,69 @@ export interface Validation {
   findings: Finding[];
   /** Skipped says why the content was not checked (too large), if so. */
   skipped?: string;
+}
+
+/** WriteParams are the params of session.write: begin's, and the content. */
+export interface WriteParams {
+  /** Intent is a short human description of the write, kept for listings. */
+  intent?: string;
+  /** TargetFile is absolute, or relative to WorkspaceRoot. */
+  target_file: string;
+  /**
+   * Operation is one of Operations: create, overwrite, append, patch,
+   * edit.
+   */
+  operation: Operation;
+  /**
+   * WorkspaceRoot is the directory a relative TargetFile resolves against.
+   * It must itself lie inside an allowed root.
+   */
+  workspace_root?: string;
+  /**
+   * IdleMS is how long without a chunk before session.idle is sent
+   * (default 2000); AutoFinalizeMS how long before the session ends as
+   * truncated. Zero takes the daemon's defaults.
+   */
+  idle_ms?: number;
+  auto_finalize_ms?: number;
+  /**
+   * ExpectedLines and ExpectedBytes, when given, are compared with what
+   * arrived; a mismatch at the marker is reported as possible truncation.
+   */
+  expected_lines?: number;
+  expected_bytes?: number;
+  /**
+   * TruncationPolicy says what happens to content that ends without its
+   * marker at the auto-finalize timeout; empty takes the daemon default.
+   */
+  truncation_policy?: TruncationPolicy;
+  /** Validation overrides the daemon's validation policy for this session. */
+  validation?: ValidationPolicy;
+  /**
+   * Supersedes names a needs_corrections session this one is a corrected
+   * attempt of; the attempts are counted and limited.
+   */
+  supersedes?: string;
+  /**
+   * AllowLegacyDone lets a last line reading DONE end the content, as in
+   * the legacy protocol; DONE is otherwise ordinary content.
+   */
+  allow_legacy_done?: boolean;
+  /** PatchSpec says where operation patch puts the streamed text. */
+  patch_spec?: PatchSpec;
+  /** MustExist refuses the session unless the target exists. */
+  must_exist?: boolean;
+  /**
+   * BackupRequired (default true) refuses to replace content unless a
+   * backup of it was kept for session.undo; false skips the backup.
+   */
+  backup_required?: boolean;
+  /**
+   * Content is the whole content (the text to add, for append), at most
+   * the daemon's max_chunk_bytes; larger content takes begin, appends
+   * and finalize. It comes last on the wire, after the small fields.
+   */
+  content: string;
 }
 
 /** Every text a model reads, as protocol/prompts.go holds it: templates whose {name} placeholders fill() fills. */

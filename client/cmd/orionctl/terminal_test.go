@@ -238,6 +238,29 @@ func TestHostileStringsInertOnTerminal(t *testing.T) {
 	run(check{"begin", []string{"begin", "--intent", hostile, "--op", "overwrite", target}, "", []string{targetShown}})
 	run(check{"tx write", []string{"tx", "write", "--intent", hostile, target + "=" + writeFile(t, content)}, "",
 		[]string{targetShown}})
+	var open protocol.ListResult
+	if code, js, errOut := orionctl(t, d.Socket, "", "sessions", "list", "--json"); code != 0 || json.Unmarshal([]byte(js), &open) != nil {
+		t.Fatalf("sessions list --json: exit %d: %s%s", code, js, errOut)
+	}
+	var begun, txID string
+	for _, s := range open.Sessions {
+		if s.TxID == "" {
+			begun = s.SessionID
+		}
+	}
+	if code, _, errOut := orionctl(t, d.Socket, content, "append", begun); code != 0 {
+		t.Fatalf("append: exit %d: %s", code, errOut)
+	}
+	run(check{"sessions recover", []string{"sessions", "recover", begun}, "", []string{"last lines:", hostileShown, targetShown}})
+	if code, js, errOut := orionctl(t, d.Socket, "", "sessions", "list", "--all", "--json"); code != 0 || json.Unmarshal([]byte(js), &list) != nil {
+		t.Fatalf("sessions list --json: exit %d: %s%s", code, js, errOut)
+	}
+	for _, s := range list.Sessions {
+		if s.TxID != "" {
+			txID = s.TxID
+		}
+	}
+	run(check{"tx show", []string{"tx", "show", txID}, "", []string{targetShown}})
 	run(check{"undo --last", []string{"undo", "--last"}, "", []string{targetShown}})
 	run(check{"status", []string{"status"}, "", []string{"allowed roots"}})
 

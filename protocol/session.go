@@ -24,25 +24,6 @@ var Operations = []Operation{OpCreate, OpOverwrite, OpAppend, OpPatch, OpEdit}
 // patch_spec. WritePlanTool_begin offers all of Operations.
 var WholeFileOperations = []Operation{OpCreate, OpOverwrite, OpAppend}
 
-// Stage is where a session stands in its lifecycle.
-type Stage string
-
-// Session stages. A session moves awaiting_content -> streaming ->
-// finalizing -> completed, or ends aborted.
-const (
-	StageAwaitingContent Stage = "awaiting_content"
-	StageStreaming       Stage = "streaming"
-	StageFinalizing      Stage = "finalizing"
-	StageCompleted       Stage = "completed"
-	StageAborted         Stage = "aborted"
-)
-
-// Open reports whether a session in this stage still accepts content or a
-// finalize.
-func (s Stage) Open() bool {
-	return s == StageAwaitingContent || s == StageStreaming || s == StageFinalizing
-}
-
 // BeginParams are the params of session.begin. They mirror the arguments of
 // the WritePlanTool_begin tool call, plus client-side options.
 type BeginParams struct {

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -97,4 +98,28 @@ func TestJSONCPositions(t *testing.T) {
 	if ps := checkJSONC([]byte("{\"a\": [1,")); len(ps) != 1 || !ps[0].eof {
 		t.Errorf("a cut JSONC text: %+v", ps)
 	}
+}
+
+// FuzzCheckJSON: any input gets at most a few problems, each inside the
+// text, and never a panic; valid JSON gets none.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{"{\"a\": [1, 2.5e-3, true, null, \"x\\u00e9\"]}", "[1,]", "{\"a\" 1}", "\"\\q\"", "-", "01", "{} {}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		for _, check := range []func([]byte) []problem{checkJSON, checkJSONC} {
+			ps := check(src)
+			if len(ps) > maxProblems {
+				t.Fatalf("%d problems", len(ps))
+			}
+			for _, p := range ps {
+				if p.off > len(src) || p.msg == "" {
+					t.Fatalf("%q: %+v", src, p)
+				}
+			}
+		}
+		if json.Valid(src) != (checkJSON(src) == nil) {
+			t.Fatalf("%q: encoding/json says valid=%v, checkJSON %+v", src, json.Valid(src), checkJSON(src))
+		}
+	})
 }

@@ -96,8 +96,9 @@ func (c *Config) Protection() pathguard.Protection {
 	return pathguard.Protection{Always: always, Default: pathguard.DefaultProtected(home), Allowed: c.AllowProtected}
 }
 
-// DefaultSpoolSettle is longer than the seeds' client save interval (5 s),
-// so an entry a live client is still writing is not imported half-done.
+// DefaultSpoolSettle is longer than the save interval (5 s) of the clients
+// that write spool entries while they run, so an entry a live client is
+// still writing is not imported half-done.
 const DefaultSpoolSettle = 6 * time.Second
 
 // Validate reports the first setting that cannot work, naming it.

@@ -1,6 +1,6 @@
 package protocol
 
-//go:generate go run ../internal/cmd/errtable -readme ../README.md
+//go:generate go run ../internal/cmd/errtable -doc ../docs/protocol.md
 
 // ReasonDoc documents one reason: the code it travels with and what it
 // means to a client.
@@ -8,12 +8,12 @@ type ReasonDoc struct {
 	Code   int64
 	Reason string
 	// Doc says what went wrong and, where it helps, which data field
-	// carries more; one line of the README's error table.
+	// carries more; one line of the error table in docs/protocol.md.
 	Doc string
 }
 
 // ErrorReasons is every reason the daemon sends, with its code: the single
-// source of the README's error table (go generate ./protocol rewrites it).
+// source of the error table in docs/protocol.md (go generate ./protocol rewrites it).
 // A Reason constant missing here fails internal/cmd/errtable's test.
 var ErrorReasons = []ReasonDoc{
 	{CodeParseError, ReasonInvalidJSON, "a frame whose body is not JSON; the connection stays usable"},

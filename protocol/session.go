@@ -265,6 +265,10 @@ type SessionInfo struct {
 	SupersededBy string      `json:"superseded_by,omitempty"`
 	// Undone is set once session.undo restored what the session replaced.
 	Undone bool `json:"undone,omitempty"`
+	// DryRun is set on an aborted session whose content was checked by a
+	// dry-run finalize (or tx.commit) before it was aborted: nothing was
+	// meant to be written.
+	DryRun bool `json:"dry_run,omitempty"`
 	// TxID names the transaction the session belongs to.
 	TxID string `json:"tx_id,omitempty"`
 }

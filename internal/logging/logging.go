@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/term"
+
+	"github.com/orion-agent/orion/internal/termsafe"
 )
 
 // Target is where the process's log goes, as far as it can tell.
@@ -91,7 +93,9 @@ func NewHandler(w io.Writer, format string, level slog.Level, t Target) (slog.Ha
 	var h slog.Handler
 	switch format {
 	case "text":
-		h = slog.NewTextHandler(w, opts)
+		// Logs quote targets, intents and clients' names: a text log
+		// shows them inert on a terminal. JSON keeps them exact.
+		h = termsafe.NewTextHandler(w, opts)
 	case "json":
 		h = slog.NewJSONHandler(w, opts)
 	default:

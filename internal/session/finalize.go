@@ -48,6 +48,7 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 		return protocol.FinalizeResult{}, markerMissing(r)
 	}
 	if p.DryRun {
+		r.DryRun = true
 		if ok, content, err := m.isEnvelope(r); err != nil || ok {
 			if err != nil {
 				return protocol.FinalizeResult{}, err

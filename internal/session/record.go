@@ -62,6 +62,10 @@ type record struct {
 	// undo (0: the session replaced nothing); Undone is set once restored.
 	BackupPieces uint64 `json:"backup_pieces,omitempty"`
 	Undone       bool   `json:"undone,omitempty"`
+	// DryRun is set by a dry-run finalize of the session: an abort after
+	// it journals it, and a listing then tells that session from one
+	// aborted for a failure. (Set in memory only until that journaling.)
+	DryRun bool `json:"dry_run,omitempty"`
 
 	// PendingSHA256 is the sha256 the target will have once a finalize of
 	// repaired content lands; recovery compares it after a crash.
@@ -165,6 +169,7 @@ func (r *record) info() protocol.SessionInfo {
 		Supersedes:       r.Supersedes,
 		SupersededBy:     r.SupersededBy,
 		Undone:           r.Undone,
+		DryRun:           r.DryRun && r.Stage == protocol.StageAborted,
 		TxID:             r.TxID,
 	}
 }

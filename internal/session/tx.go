@@ -308,6 +308,7 @@ func (m *Manager) txDryRun(tx *txRecord, entries []*entry, p protocol.TxCommitPa
 			fileErrs = append(fileErrs, fileError(r, markerMissing(r)))
 			continue
 		}
+		r.DryRun = true
 		res, err := m.dryRun(r)
 		if err != nil {
 			fileErrs = append(fileErrs, fileError(r, err))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client/proxy"
+	"github.com/orion-agent/orion/internal/termsafe"
 )
 
 func newProxyCmd(g *globals) *cobra.Command {
@@ -53,7 +54,7 @@ passes the request through untouched.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)}
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log := slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			if workspace == "" {
 				wd, err := os.Getwd()
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -47,11 +48,12 @@ func newBeginCmd(g *globals) *cobra.Command {
 				return printJSON(out, res)
 			}
 			if quiet {
-				fmt.Fprintln(out, res.SessionID)
+				fmt.Fprintln(out, termsafe.String(res.SessionID))
 				return nil
 			}
 			fmt.Fprintf(out, "session:     %s\ntarget:      %s (%s)\nend marker:  %s\n\n%s\n",
-				res.SessionID, res.TargetFile, res.Operation, res.EndMarker, res.Instructions)
+				termsafe.String(res.SessionID), termsafe.String(res.TargetFile), termsafe.String(string(res.Operation)),
+				termsafe.String(res.EndMarker), termsafe.Text(res.Instructions))
 			return nil
 		},
 	}
@@ -104,7 +106,7 @@ func newAppendCmd(g *globals) *cobra.Command {
 				marker = "seen"
 			}
 			fmt.Fprintf(out, "appended %s; session %s now %s, %s; end marker %s\n",
-				plural64(int64(n), "chunk", "chunks"), shortID(id), plural64(last.Bytes, "byte", "bytes"), plural64(last.Lines, "line", "lines"), marker)
+				plural64(int64(n), "chunk", "chunks"), termsafe.String(shortID(id)), plural64(last.Bytes, "byte", "bytes"), plural64(last.Lines, "line", "lines"), marker)
 			return nil
 		},
 	}
@@ -173,7 +175,7 @@ func newAbortCmd(g *globals) *cobra.Command {
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", res.SessionID, res.Stage)
+			fmt.Fprintf(cmd.OutOrStdout(), "session %s %s\n", termsafe.String(res.SessionID), termsafe.String(string(res.Stage)))
 			return nil
 		},
 	}
@@ -219,10 +221,10 @@ most recently.`,
 				return printJSON(cmd.OutOrStdout(), res)
 			}
 			if res.Removed {
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s, which session %s had created\n", res.TargetFile, res.SessionID)
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s, which session %s had created\n", termsafe.String(res.TargetFile), termsafe.String(res.SessionID))
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %s, sha256 %s\n", res.TargetFile, plural64(res.RestoredBytes, "byte", "bytes"), res.SHA256)
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %s, sha256 %s\n", termsafe.String(res.TargetFile), plural64(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
 			return nil
 		},
 	}

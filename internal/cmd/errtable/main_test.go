@@ -29,18 +29,19 @@ func TestEveryReasonIsDocumented(t *testing.T) {
 	}
 }
 
-// The README's table is the one generated from protocol.ErrorReasons.
-func TestREADMEErrorTable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+// The protocol reference's table is the one generated from
+// protocol.ErrorReasons.
+func TestProtocolDocErrorTable(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/protocol.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := rewrite(readme, table(protocol.ErrorReasons))
+	want, err := rewrite(doc, table(protocol.ErrorReasons))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(want) != string(readme) {
-		t.Fatal("the README's error table differs from protocol.ErrorReasons: run go generate ./protocol")
+	if string(want) != string(doc) {
+		t.Fatal("the error table of docs/protocol.md differs from protocol.ErrorReasons: run go generate ./protocol")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -153,7 +154,7 @@ func parseBeginArgs(raw string) beginArgs {
 		}
 		return fail(ErrArgumentsTruncated, fmt.Sprintf(
 			"The arguments of WritePlanTool_begin were cut off after %d %s%s: they are not complete JSON, so no file was started.",
-			sc.pos, plural(sc.pos, "character", "characters"), where))
+			sc.pos, textfmt.Word(sc.pos, "character", "characters"), where))
 	case argsMalformed:
 		return fail(ErrArgumentsMalformed, fmt.Sprintf(
 			"The arguments of WritePlanTool_begin are not valid JSON: unexpected %s at character %d, so no file was started.",
@@ -232,13 +233,6 @@ func describeRune(r rune) string {
 		return fmt.Sprintf("`%c`", r)
 	}
 	return fmt.Sprintf("U+%04X", r)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // preview cuts bad arguments to receivedPreview characters.

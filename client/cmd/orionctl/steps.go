@@ -7,6 +7,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -106,7 +107,7 @@ func newAppendCmd(g *globals) *cobra.Command {
 				marker = "seen"
 			}
 			fmt.Fprintf(out, "appended %s; session %s now %s, %s; end marker %s\n",
-				plural64(int64(n), "chunk", "chunks"), termsafe.String(shortID(id)), plural64(last.Bytes, "byte", "bytes"), plural64(last.Lines, "line", "lines"), marker)
+				textfmt.Count(int64(n), "chunk", "chunks"), termsafe.String(shortID(id)), textfmt.Count(last.Bytes, "byte", "bytes"), textfmt.Count(last.Lines, "line", "lines"), marker)
 			return nil
 		},
 	}
@@ -224,7 +225,7 @@ most recently.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s, which session %s had created\n", termsafe.String(res.TargetFile), termsafe.String(res.SessionID))
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %s, sha256 %s\n", termsafe.String(res.TargetFile), plural64(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %s, sha256 %s\n", termsafe.String(res.TargetFile), textfmt.Count(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
 			return nil
 		},
 	}

@@ -167,11 +167,3 @@ func sentence(s string) string {
 	}
 	return s + "."
 }
-
-// pluralStr is plural for a count already formatted, as trace fields are.
-func pluralStr(n, one, many string) string {
-	if n == "1" {
-		return n + " " + one
-	}
-	return n + " " + many
-}

@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/orion-agent/orion/client/internal/crash"
+	"github.com/orion-agent/orion/daemon/e2e/crash"
 	"github.com/orion-agent/orion/client/internal/sibling"
 )
 

@@ -133,8 +133,8 @@ func TestUserServiceLifecycle(t *testing.T) {
 	env.Executable = func() (string, error) { return "/opt/orion/oriond", nil }
 	unit := filepath.Join(home, ".config/systemd/user/oriond.service")
 	step := stepper(t, env)
-	step(exitNotInstalled, "not installed", "status")
-	step(exitNotInstalled, "not installed", "start")
+	step(service.ExitNotInstalled, "not installed", "status")
+	step(service.ExitNotInstalled, "not installed", "start")
 	step(0, "installed "+unit, "install", "--", "--log-level", "debug")
 	got, err := os.ReadFile(unit)
 	if err != nil {
@@ -145,22 +145,22 @@ func TestUserServiceLifecycle(t *testing.T) {
 		t.Fatalf("installed unit:\n%s\nwant:\n%s", got, want)
 	}
 	step(1, "already exists", "install")
-	step(exitNotRunning, "not running", "status")
+	step(service.ExitNotRunning, "not running", "status")
 	step(0, "start done", "start")
 	setState("oriond.service", "active")
 	step(0, "running", "status")
 	step(0, "restart done", "restart")
 	step(0, "stop done", "stop")
 	setState("oriond.service", "inactive")
-	step(exitNotRunning, "installed ("+unit+") but not running", "status")
+	step(service.ExitNotRunning, "installed ("+unit+") but not running", "status")
 	setState("oriond.service", "failed")
-	step(exitNotRunning, "failed state", "status")
+	step(service.ExitNotRunning, "failed state", "status")
 	step(0, "uninstall done", "uninstall")
 	if _, err := os.Stat(unit); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("uninstall left %s: %v", unit, err)
 	}
 	setState("oriond.service", "inactive")
-	step(exitNotInstalled, "not installed", "status")
+	step(service.ExitNotInstalled, "not installed", "status")
 
 	log, _ := os.ReadFile(logPath)
 	for _, want := range []string{"enable --user oriond.service", "daemon-reload --user", "start --user oriond.service",
@@ -181,10 +181,10 @@ func stepper(t *testing.T, env service.Env) func(wantExit int, wantOut string, a
 		t.Helper()
 		out, err := runService(t, env, args...)
 		code := 0
-		var ee exitError
+		var ee service.ExitError
 		switch {
 		case errors.As(err, &ee):
-			code, out = ee.code, out+ee.msg
+			code, out = ee.Code, out+ee.Msg
 		case err != nil:
 			code, out = 1, out+err.Error()
 		}

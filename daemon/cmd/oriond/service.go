@@ -112,6 +112,11 @@ func spec(cmd, run *cobra.Command, env service.Env, p service.Platform, o *servi
 		}
 		args = append(args, a)
 	}
+	// A user service takes over from a daemon this user runs by hand;
+	// a system service serves another socket.
+	if !o.System {
+		args = append(args, adoptRunning(cmd.Context(), cmd.ErrOrStderr(), r)...)
+	}
 	for _, k := range secrets {
 		fmt.Fprintf(cmd.ErrOrStderr(), "oriond: %s is not written into the unit (its command line is readable by every user); "+
 			"set it in the config file %s instead\n", k, r.File.Path)
@@ -137,7 +142,9 @@ it works without a service manager.
 The flags of "oriond run" (such as --allow-root) given here, or after --,
 and the settings of the environment (ORION_ALLOW_ROOTS, ORION_SOCKET,
 ORION_STATE_DIR) go into the unit's command line; the config file is read by
-the service itself.
+the service itself. When a daemon already runs on the unit's socket, its
+allowed roots, state directory and limits go into the unit too, for each of
+them not given here.
 
 --with-proxy also installs and enables orionctl proxy (the model-API proxy
 for agents, on ` + service.ProxyListen + `) as the systemd user unit ` + service.ProxyUnitName + `.service. It runs

@@ -20,10 +20,7 @@ func withProxyEnv(t *testing.T) (env service.Env, home, bindir string, setState 
 	logPath, setState = fakeSystemctl(t)
 	bindir = t.TempDir()
 	env = service.RealEnv(func(k string) string {
-		if k == "HOME" {
-			return home
-		}
-		return ""
+		return testEnv(k, home)
 	})
 	env.GOOS = "linux"
 	env.SystemdBooted = func() bool { return true }

@@ -33,9 +33,22 @@ func runService(t *testing.T, env service.Env, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// testEnv is the environment of the service tests: HOME, and a runtime
+// directory where no daemon runs (install would otherwise carry the
+// configuration of one running on the default socket into the unit).
+func testEnv(k, home string) string {
+	switch k {
+	case "HOME":
+		return home
+	case "XDG_RUNTIME_DIR":
+		return "/nonexistent/orion-service-test"
+	}
+	return ""
+}
+
 func noSystemdEnv() service.Env {
 	return service.Env{
-		Getenv:        func(string) string { return "" },
+		Getenv:        func(k string) string { return testEnv(k, "") },
 		GOOS:          "linux",
 		SystemdBooted: func() bool { return false },
 		PID1:          func() string { return "bash" },
@@ -123,10 +136,7 @@ func TestUserServiceLifecycle(t *testing.T) {
 	t.Setenv("HOME", home) // kardianos finds the user unit directory by it
 	logPath, setState := fakeSystemctl(t)
 	env := service.RealEnv(func(k string) string {
-		if k == "HOME" {
-			return home
-		}
-		return ""
+		return testEnv(k, home)
 	})
 	env.GOOS = "linux"
 	env.SystemdBooted = func() bool { return true }
@@ -231,7 +241,7 @@ func TestUserManagerUnreachable(t *testing.T) {
 func TestInstallCarriesTheConfiguration(t *testing.T) {
 	home := t.TempDir()
 	conf := writeConfig(t, "max-attempts = 5\n")
-	vars := map[string]string{"HOME": home, "ORION_CONFIG": conf, "ORION_STATE_DIR": "/srv/orion state",
+	vars := map[string]string{"HOME": home, "XDG_RUNTIME_DIR": testEnv("XDG_RUNTIME_DIR", ""), "ORION_CONFIG": conf, "ORION_STATE_DIR": "/srv/orion state",
 		"ORION_TRACE_POSTGRES": "postgres://u:hunter2@db/traces"}
 	env := noSystemdEnv()
 	env.Getenv = func(k string) string { return vars[k] }
@@ -251,7 +261,7 @@ func TestInstallCarriesTheConfiguration(t *testing.T) {
 	}
 
 	// launchd takes the same arguments, one per string.
-	vars = map[string]string{"HOME": home, "ORION_CONFIG": os.DevNull, "ORION_ALLOW_ROOTS": "/a:/b"}
+	vars = map[string]string{"HOME": home, "XDG_RUNTIME_DIR": testEnv("XDG_RUNTIME_DIR", ""), "ORION_CONFIG": os.DevNull, "ORION_ALLOW_ROOTS": "/a:/b"}
 	out, err = runService(t, env, "install", "--print", "--platform", "launchd")
 	if err != nil || !strings.Contains(out, "<string>--allow-root=/a</string>\n\t\t<string>--allow-root=/b</string>\n") {
 		t.Fatalf("launchd: %v\n%s", err, out)
@@ -262,5 +272,35 @@ func TestInstallCarriesTheConfiguration(t *testing.T) {
 	var ue usageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "allow-rooot") {
 		t.Fatalf("an unknown run flag: %v\n%s", err, out)
+	}
+}
+
+// A daemon started by hand with --allow-root (as the quick start does)
+// and then installed as a service: the unit carries the roots, state
+// directory and limits that daemon runs with, wherever the person gave
+// none of their own.
+func TestInstallCarriesTheRunningDaemonsConfiguration(t *testing.T) {
+	d := testdaemon.Start(t, "--max-chunk-bytes", "65536")
+	vars := map[string]string{"HOME": t.TempDir(), "ORION_CONFIG": os.DevNull, "ORION_SOCKET": d.Socket}
+	env := noSystemdEnv()
+	env.Getenv = func(k string) string { return vars[k] }
+	out, err := runService(t, env, "install", "--print")
+	if err != nil {
+		t.Fatalf("install --print: %v\n%s", err, out)
+	}
+	want := "ExecStart=/usr/bin/oriond run --config /dev/null --socket=" + d.Socket + " --allow-root=" + d.Root +
+		" --state-dir=" + d.StateDir + " --max-chunk-bytes=65536\n"
+	if !strings.Contains(out, want) || !strings.Contains(out, "the daemon running on "+d.Socket) {
+		t.Fatalf("want %q and a note in\n%s", want, out)
+	}
+	// What the person gives wins over what the running daemon has.
+	other := t.TempDir()
+	out, err = runService(t, env, "install", "--print", "--allow-root", other, "--max-chunk-bytes", "4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "ExecStart=/usr/bin/oriond run --config /dev/null --socket=" + d.Socket + " --allow-root=" + other + " --max-chunk-bytes=4096 --state-dir=" + d.StateDir + "\n"
+	if !strings.Contains(out, want) || strings.Contains(out, d.Root) {
+		t.Fatalf("want %q, and not %s, in\n%s", want, d.Root, out)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/client/controller"
-	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 // agentWriter is the response the agent sees, in its API's shape. Every
@@ -61,6 +60,33 @@ type sse struct {
 	// lastByte is the last byte of assistant text, for line breaks
 	// before the proxy's own lines.
 	lastByte byte
+	// kept counts the text a response that is not streamed holds;
+	// overflow says it went over maxResponseText.
+	kept     int64
+	overflow bool
+}
+
+// maxResponseText bounds the text a response that is not streamed holds
+// until it is sent: far more than a model writes in a turn, far less than
+// what a hostile upstream could send.
+const maxResponseText = 16 << 20
+
+// keep reports whether n more bytes of text fit a response that is not
+// streamed.
+func (s *sse) keep(n int) bool {
+	if s.overflow || s.kept+int64(n) > maxResponseText {
+		s.overflow = true
+		return false
+	}
+	s.kept += int64(n)
+	return true
+}
+
+// overflowJSON is the error a response that outgrew maxResponseText gets.
+func overflowJSON(d dialect) []byte {
+	return d.errorJSON("response_too_large", fmt.Sprintf(
+		"orionctl proxy: the model's reply is over %d MiB, more than the proxy holds for a response that is not streamed; ask for \"stream\": true",
+		maxResponseText>>20))
 }
 
 func (s *sse) commitLocked() {
@@ -157,19 +183,6 @@ func writeJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// sizeText says a size the way the summary line does: bytes below 1 KiB,
-// whole KiB below 1 MiB, then MiB with one decimal.
-func sizeText(n int64) string {
-	switch {
-	case n < 1024:
-		return textfmt.CountGrouped(n, "byte", "bytes")
-	case n < 1<<20:
-		return fmt.Sprintf("%s KiB", textfmt.Thousands((n+512)/1024))
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
 }
 
 // displayPath shows a target relative to the workspace root when it is

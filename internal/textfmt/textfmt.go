@@ -75,3 +75,17 @@ func IBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", f, suffix)
 }
+
+// Size says a file's size the way a summary line does: bytes below 1 KiB,
+// whole KiB below 1 MiB, then MiB with one decimal ("812 bytes", "1,204
+// KiB", "3.5 MiB").
+func Size(n int64) string {
+	switch {
+	case n < 1024:
+		return CountGrouped(n, "byte", "bytes")
+	case n < 1<<20:
+		return Thousands((n+512)/1024) + " KiB"
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}

@@ -43,3 +43,12 @@ func TestIBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestSize(t *testing.T) {
+	for n, want := range map[int64]string{1: "1 byte", 812: "812 bytes", 1024: "1 KiB", 1535: "1 KiB", 1536: "2 KiB",
+		1023 << 10: "1,023 KiB", 1 << 20: "1.0 MiB", 3670016: "3.5 MiB"} {
+		if got := textfmt.Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

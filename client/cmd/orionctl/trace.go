@@ -333,7 +333,7 @@ func eventLine(ev protocol.TraceEvent) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-16s %-8s  %-17s", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"),
-		termsafe.String(ev.Type), termsafe.String(session), termsafe.String(method))
+		termsafe.String(string(ev.Type)), termsafe.String(session), termsafe.String(method))
 	fields := decodeFields(ev.Fields)
 	for _, k := range sortedKeys(fields) {
 		if fields[k] == nil {

@@ -132,8 +132,6 @@ var methodTitles = map[string]string{
 	protocol.MethodSessionResume:   "RESUME",
 	protocol.MethodSessionContinue: "CONTINUE",
 	protocol.MethodSessionGet:      "GET",
-	// A whole file in one request: begin, content and finalize.
-	protocol.MethodSessionWrite: "WRITE IN ONE CALL",
 }
 
 // Build makes the ladder of session's events, oldest first; nil when there

@@ -204,6 +204,11 @@ func (c *Client) Undo(ctx context.Context, id string) (protocol.UndoResult, erro
 	return call(ctx, c, protocol.SessionUndo, protocol.SessionIDParams{SessionID: id})
 }
 
+// Content calls session.content.
+func (c *Client) Content(ctx context.Context, p protocol.ContentParams) (protocol.ContentResult, error) {
+	return call(ctx, c, protocol.SessionContent, p)
+}
+
 // TxBegin calls tx.begin.
 func (c *Client) TxBegin(ctx context.Context, p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
 	return call(ctx, c, protocol.TxBegin, p)

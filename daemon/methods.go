@@ -37,6 +37,7 @@ var methods = table(
 		owns(beginOwner),
 	route(protocol.SessionClean, (*handler).clean),
 	route(protocol.SessionUndo, (*handler).undo),
+	route(protocol.SessionContent, (*handler).content),
 	route(protocol.SessionWrite, (*handler).write).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
@@ -99,6 +100,10 @@ func (h *handler) clean(_ *jsonrpc2.Conn, p *protocol.CleanParams) (protocol.Cle
 
 func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.UndoResult, error) {
 	return h.mgr.Undo(p.SessionID)
+}
+
+func (h *handler) content(_ *jsonrpc2.Conn, p *protocol.ContentParams) (protocol.ContentResult, error) {
+	return h.mgr.Content(*p)
 }
 
 func (h *handler) write(_ *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {

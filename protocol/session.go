@@ -221,6 +221,8 @@ type SessionInfo struct {
 	SessionID     string    `json:"session_id"`
 	Intent        string    `json:"intent,omitempty"`
 	TargetFile    string    `json:"target_file"`
+	// WorkspaceRoot is the workspace the session was begun in, if any.
+	WorkspaceRoot string    `json:"workspace_root,omitempty"`
 	Operation     Operation `json:"operation"`
 	Stage         Stage     `json:"stage"`
 	EndMarker     string    `json:"end_marker"`

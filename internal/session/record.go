@@ -168,6 +168,7 @@ func (r *record) info() protocol.SessionInfo {
 		SessionID:        r.ID,
 		Intent:           r.Intent,
 		TargetFile:       r.Target,
+		WorkspaceRoot:    r.Workspace,
 		Operation:        r.Operation,
 		Stage:            r.Stage,
 		EndMarker:        r.Scanner.Marker,

@@ -18,6 +18,7 @@ export const Methods = {
   sessionContinue: "session.continue",
   sessionClean: "session.clean",
   sessionUndo: "session.undo",
+  sessionContent: "session.content",
   sessionWrite: "session.write",
   txBegin: "tx.begin",
   txCommit: "tx.commit",
@@ -51,6 +52,8 @@ export interface MethodTypes {
   "session.clean": { params: CleanParams; result: CleanResult };
   /** `session_id` of a completed session → restores what it replaced (every file, for a multi-file edit) */
   "session.undo": { params: SessionIDParams; result: UndoResult };
+  /** `session_id`, `source` (`streamed` or `backup`), `max_bytes` → `available`, `content` (bounded, valid UTF-8), `bytes`, `total`, `truncated`; read-only */
+  "session.content": { params: ContentParams; result: ContentResult };
   "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };
@@ -312,6 +315,36 @@ export interface PatchSpec {
   start_line?: number;
   /** Text on the first line of the block replace_block replaces. */
   start_marker?: string;
+}
+
+/** ContentParams are the params of session.content. */
+export interface ContentParams {
+  session_id: string;
+  /** Source is ContentStreamed (default) or ContentBackup. */
+  source?: string;
+  /** MaxBytes caps the bytes returned (default and most MaxContentBytes). */
+  max_bytes?: number;
+}
+
+/** ContentResult is the result of session.content. */
+export interface ContentResult {
+  session_id: string;
+  source: string;
+  /**
+   * Available is false when the store no longer holds that content (the
+   * chunks of a finished session once cleaned, a session that replaced
+   * nothing); Content is then empty.
+   */
+  available: boolean;
+  /**
+   * Content is the first Bytes bytes (valid UTF-8: invalid bytes are
+   * replaced); Total is the whole size and Truncated says Content stops
+   * before it.
+   */
+  content: string;
+  bytes: number;
+  total: number;
+  truncated?: boolean;
 }
 
 /** EditBlock is the outcome of one block or hunk of an edit. */
@@ -750,6 +783,8 @@ export interface SessionInfo {
   session_id: string;
   intent?: string;
   target_file: string;
+  /** WorkspaceRoot is the workspace the session was begun in, if any. */
+  workspace_root?: string;
   operation: Operation;
   stage: Stage;
   end_marker: string;

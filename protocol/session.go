@@ -218,9 +218,9 @@ type ListParams struct {
 // SessionInfo describes one session, as returned by session.get and
 // session.list.
 type SessionInfo struct {
-	SessionID     string    `json:"session_id"`
-	Intent        string    `json:"intent,omitempty"`
-	TargetFile    string    `json:"target_file"`
+	SessionID  string `json:"session_id"`
+	Intent     string `json:"intent,omitempty"`
+	TargetFile string `json:"target_file"`
 	// WorkspaceRoot is the workspace the session was begun in, if any.
 	WorkspaceRoot string    `json:"workspace_root,omitempty"`
 	Operation     Operation `json:"operation"`

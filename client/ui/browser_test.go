@@ -156,8 +156,10 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	}
 }
 
-func visible(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
-func click(sel string) chromedp.Action[chromedp.Void]   { return chromedp.Click(chromedp.CSS(sel)) }
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
+func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
 
 // screenshot writes docs/images/NAME.png when ORION_UPDATE_SCREENSHOTS is
 // set, so that ordinary runs leave the tree clean.

@@ -380,8 +380,12 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.limits, tr.stash, log), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		entry.close = rpc.Close
+		if name := peerProcess(uc); name != "" {
+			h.clients.Store(rpc, name)
+		}
 		go func() {
 			<-rpc.DisconnectNotify()
+			h.clients.Delete(rpc)
 			tr.conns.remove(entry)
 			h.owners.drop(rpc)
 		}()

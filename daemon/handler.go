@@ -45,6 +45,16 @@ type handler struct {
 	// params holds the params of requests read by a frameStream; nil, or a
 	// request it does not hold, means the params are in the request.
 	params *paramStash
+	// clients holds each connection's peer process name, which the
+	// sessions it begins record (session info's client).
+	clients sync.Map // *jsonrpc2.Conn -> string
+}
+
+// clientOf is the peer process name of conn, "" when unknown.
+func (h *handler) clientOf(conn *jsonrpc2.Conn) string {
+	name, _ := h.clients.Load(conn)
+	s, _ := name.(string)
+	return s
 }
 
 // Handle is called from the connection's read loop: it only decodes the

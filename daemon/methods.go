@@ -62,7 +62,8 @@ func txOwner(r protocol.TxBeginResult) []string {
 	return ids
 }
 
-func (h *handler) begin(_ *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
+func (h *handler) begin(conn *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
+	p.Client = h.clientOf(conn)
 	return h.mgr.Begin(*p)
 }
 
@@ -106,11 +107,15 @@ func (h *handler) content(_ *jsonrpc2.Conn, p *protocol.ContentParams) (protocol
 	return h.mgr.Content(*p)
 }
 
-func (h *handler) write(_ *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+func (h *handler) write(conn *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	p.Client = h.clientOf(conn)
 	return h.mgr.Write(*p)
 }
 
-func (h *handler) txBegin(_ *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+func (h *handler) txBegin(conn *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	for i := range p.Files {
+		p.Files[i].Client = h.clientOf(conn)
+	}
 	return h.mgr.TxBegin(*p)
 }
 

@@ -227,6 +227,8 @@ func TestPageInABrowser(t *testing.T) {
 		}
 		run(t, ctx, "the content grows", waitText("#d-body", "THREE\nfour"),
 			waitText(row(b.SessionID)+" td.bytes", "19"))
+		// The daemon names the process that opened the session: this test.
+		run(t, ctx, "the client shows", waitText(row(b.SessionID)+" td.client", "ui.test"))
 		screenshot(t, ctx, "ui-streaming")
 	})
 

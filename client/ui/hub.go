@@ -355,7 +355,11 @@ func (h *hub) page(q Query) Page {
 			}
 		}
 		if i >= q.Offset && i < q.Offset+q.Limit {
-			p.Sessions = append(p.Sessions, *r)
+			// A list row needs no write summary or findings: the
+			// session's own view asks for them.
+			row := *r
+			row.Result, row.Validation, row.Truncation = nil, nil, nil
+			p.Sessions = append(p.Sessions, row)
 		}
 	}
 	return p

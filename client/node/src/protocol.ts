@@ -783,6 +783,11 @@ export interface SessionInfo {
   session_id: string;
   intent?: string;
   target_file: string;
+  /**
+   * Client is the name of the process that opened the session, from the
+   * socket's peer credentials (Linux); empty when unknown.
+   */
+  client?: string;
   /** WorkspaceRoot is the workspace the session was begun in, if any. */
   workspace_root?: string;
   operation: Operation;

@@ -93,7 +93,8 @@ async function loadList() {
       el('td', { class: 'bytes', text: String(s.bytes) }),
       el('td', { text: String(s.lines) }),
       el('td', { text: s.rate ? `${fmtBytes(s.rate)}/s` : '' }),
-      el('td', { text: fmtAge(s.created_at) }));
+      el('td', { text: fmtAge(s.created_at) }),
+      el('td', { class: 'client', text: s.client || '' }));
     if (s.session_id === view.selected) tr.classList.add('selected');
     tr.onclick = () => select(s.session_id);
     return tr;
@@ -145,7 +146,7 @@ async function loadDetail(id) {
   d.dataset.state = s.state;
   $('#d-title').textContent = s.target_file;
   const info = [['state', s.state], ['session', s.session_id], ['operation', s.operation],
-    ['workspace', s.workspace_root || '—'], ['intent', s.intent || '—'],
+    ['workspace', s.workspace_root || '—'], ['client', s.client || '—'], ['intent', s.intent || '—'],
     ['bytes', String(s.bytes)], ['lines', String(s.lines)], ['started', new Date(s.created_at).toLocaleString()]];
   if (s.tx_id) info.push(['transaction', s.tx_id]);
   if (s.conflict) info.push(['conflict', s.conflict]);
@@ -297,7 +298,10 @@ $('#tab-sessions').onclick = () => showTab('sessions');
 $('#tab-traces').onclick = () => showTab('traces');
 $('#filters').onsubmit = (e) => e.preventDefault();
 for (const id of ['#f-workspace', '#f-state']) $(id).onchange = () => { view.offset = 0; loadList(); };
-$('#f-text').oninput = () => { view.offset = 0; scheduleList(); };
+// Typing filters after a short pause; the list's own data is the page
+// server's, so this asks the daemon nothing.
+let typing = null;
+$('#f-text').oninput = () => { view.offset = 0; clearTimeout(typing); typing = setTimeout(loadList, 200); };
 $('#prev').onclick = () => { view.offset = Math.max(0, view.offset - PAGE); loadList(); };
 $('#next').onclick = () => { view.offset += PAGE; loadList(); };
 $('#t-filters').onsubmit = (e) => { e.preventDefault(); loadTraces(); };

@@ -54,6 +54,7 @@ export interface MethodTypes {
   "session.undo": { params: SessionIDParams; result: UndoResult };
   /** `session_id`, `source` (`streamed` or `backup`), `max_bytes` → `available`, `content` (bounded, valid UTF-8), `bytes`, `total`, `truncated`; read-only */
   "session.content": { params: ContentParams; result: ContentResult };
+  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
   "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };

@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -296,6 +299,68 @@ func TestPageInABrowser(t *testing.T) {
 		if got, _ := os.ReadFile(conflicted); string(got) != "from the agent\n" {
 			t.Fatalf("finalize anyway left %q", got)
 		}
+	})
+
+	t.Run("NeedsCorrectionsShowsItsFindings", func(t *testing.T) {
+		s, err := c.Begin(bg, protocol.BeginParams{TargetFile: "data.json", WorkspaceRoot: d.Root, Operation: protocol.OpCreate,
+			Validation: &protocol.ValidationPolicy{All: "strict"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Append(bg, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: "{\"a\": [1, 2\n" + s.EndMarker + "\n"})
+		if _, err := c.Finalize(bg, protocol.FinalizeParams{SessionID: s.SessionID}); err == nil {
+			t.Fatal("broken JSON was written under a strict policy")
+		}
+		run(t, ctx, "the findings show", visible(row(s.SessionID)), click(row(s.SessionID)),
+			waitJS(`document.querySelector('#detail').dataset.state === 'needs_corrections'`),
+			visible("#d-findings"), waitText("#d-findings", "line"),
+			// The refused finalize is a failed step of the ladder.
+			waitJS(`[...document.querySelectorAll('#d-ladder li.failed')].some(li => li.dataset.title === 'FINALIZE')`))
+		screenshot(t, ctx, "ui-findings")
+	})
+
+	t.Run("AnotherPageCanNeitherReadNorAct", func(t *testing.T) {
+		victim := filepath.Join(d.Root, "victim.txt")
+		os.WriteFile(victim, []byte("mine\n"), 0o644)
+		w, err := c.Write(bg, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: victim, Operation: protocol.OpOverwrite}, Content: "agent's\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := neturl.Parse(url)
+		// Another origin of the same site (127.0.0.1, another port): the
+		// browser even sends the SameSite=Strict cookie along.
+		evil := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(rw, `<!doctype html><body><form id="f" method="POST" action="http://%[1]s/api/undo" enctype="text/plain" target="sink">
+<input name='{"session_id":"%[2]s","x":"' value='"}'></form><iframe name="sink"></iframe><script>
+(async () => {
+  const r = {};
+  try { const x = await fetch("http://%[1]s/api/sessions", {credentials: "include"}); r.read = await x.text(); } catch (e) { r.readError = String(e); }
+  try { await fetch("http://%[1]s/api/undo", {method: "POST", credentials: "include", mode: "no-cors",
+        headers: {"Content-Type": "text/plain"}, body: JSON.stringify({session_id: "%[2]s"})}); } catch (e) {}
+  try { await fetch("http://%[1]s/api/undo", {method: "POST", credentials: "include",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify({session_id: "%[2]s"})}); r.preflightPassed = true; } catch (e) {}
+  document.getElementById("f").submit();
+  setTimeout(() => { window.result = r; }, 500);
+})();
+</script></body>`, u.Host, w.SessionID)
+		}))
+		defer evil.Close()
+		run(t, ctx, "the other page runs", chromedp.Navigate(evil.URL), waitJS(`window.result !== undefined`))
+		res, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`window.result`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, read := res["read"]; read || res["preflightPassed"] == true {
+			t.Errorf("another page read the list or passed a preflight: %v", res)
+		}
+		if got, _ := os.ReadFile(victim); string(got) != "agent's\n" {
+			t.Fatalf("another page changed the file: %q", got)
+		}
+		if info, _ := c.Get(bg, w.SessionID); info.Undone {
+			t.Fatal("another page undid a session")
+		}
+		run(t, ctx, "back to the page", chromedp.Navigate(url), visible(row(b.SessionID)))
 	})
 
 	t.Run("ReconnectsAfterADaemonRestart", func(t *testing.T) {

@@ -174,11 +174,12 @@ function renderActions(s) {
 function renderFindings(s) {
   const box = $('#d-findings');
   const v = s.validation;
-  const findings = (v && (v.findings || v.errors)) || [];
+  const findings = (v && v.findings) || [];
   box.hidden = !findings.length;
-  box.querySelector('ul').replaceChildren(...findings.map((f) => el('li', {
-    text: typeof f === 'string' ? f : [f.line ? `line ${f.line}` : '', f.message || JSON.stringify(f)].filter(Boolean).join(': '),
-  })));
+  box.querySelector('ul').replaceChildren(...findings.map((f) => el('li', { class: f.severity || '' },
+    el('strong', { text: f.code || 'finding' }),
+    el('span', { text: ` ${f.line ? `line ${f.line}${f.column ? `:${f.column}` : ''}: ` : ': '}${f.message}` }),
+    f.snippet ? el('pre', { text: f.snippet }) : '')));
 }
 
 function renderLadder(l) {

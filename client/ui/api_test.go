@@ -167,3 +167,27 @@ func TestTraceLogsAPI(t *testing.T) {
 		}
 	})
 }
+
+// A daemon that does not trace still has its sessions listed: the page
+// reads the list every few seconds instead of following events.
+func TestListWithoutTracing(t *testing.T) {
+	d := testdaemon.Start(t, "--trace=false")
+	p := newPageClient(t, startUI(t, d.Socket))
+	c := dial(t, d.Socket)
+	w, err := c.Write(context.Background(), protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "a.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate}, Content: "a\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var page ui.Page
+		p.get("/api/sessions", &page)
+		if page.Connected && page.Total == 1 && page.Sessions[0].SessionID == w.SessionID {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page never listed the session: %+v", page)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

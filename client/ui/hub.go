@@ -20,6 +20,10 @@ import (
 // the daemon is.
 const refreshEvery = time.Second
 
+// pollWithoutTrace is how often the whole list is read from a daemon that
+// does not trace (and so sends no events to follow).
+const pollWithoutTrace = 3 * time.Second
+
 // maxRefresh bounds the session.get calls of one refresh; past it the hub
 // lists every session instead.
 const maxRefresh = 200
@@ -95,7 +99,13 @@ func (h *hub) session(ctx context.Context) error {
 	}
 	defer c.Close()
 	var followed protocol.TraceFollowResult
-	if err := c.Call(ctx, protocol.MethodTraceFollow, protocol.TraceFollowParams{}, &followed); err != nil {
+	err = c.Call(ctx, protocol.MethodTraceFollow, protocol.TraceFollowParams{}, &followed)
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		// A daemon run with --trace=false: no events to follow, so the
+		// list is read whole every pollWithoutTrace instead.
+		h.log.Warn("oriond does not trace; the list is refreshed every few seconds", "err", pe.Message)
+	} else if err != nil {
 		return err
 	}
 	list, err := c.List(ctx, true)
@@ -109,6 +119,7 @@ func (h *hub) session(ctx context.Context) error {
 	h.log.Info("connected to oriond", "socket", h.socket, "sessions", len(list))
 	t := time.NewTicker(refreshEvery)
 	defer t.Stop()
+	ticks := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,6 +127,16 @@ func (h *hub) session(ctx context.Context) error {
 		case <-c.Done():
 			return errors.New("the daemon closed the connection")
 		case <-t.C:
+			ticks++
+			if !followed.Following && ticks%int(pollWithoutTrace/refreshEvery) == 0 {
+				list, err := c.List(ctx, true)
+				if err != nil {
+					return err
+				}
+				h.mu.Lock()
+				h.replaceLocked(list)
+				h.mu.Unlock()
+			}
 			if err := h.refresh(ctx, c); err != nil {
 				return err
 			}

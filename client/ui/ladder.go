@@ -133,6 +133,9 @@ func BuildLadder(session string, events []protocol.TraceEvent) *Ladder {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			if f[k] == nil || f[k] == "" {
+				continue
+			}
 			b, _ := json.Marshal(f[k])
 			if s, ok := f[k].(string); ok {
 				b = []byte(s)

@@ -87,8 +87,8 @@ async function loadList() {
   const rows = page.sessions.map((s) => {
     const tr = el('tr', { 'data-id': s.session_id, 'data-state': s.state },
       el('td', {}, el('span', { class: `state ${s.state}`, text: s.state.replace('_', ' ') })),
-      el('td', { class: 'target', text: s.target_file, title: s.intent || s.target_file }),
-      el('td', { text: s.workspace_root || '' }),
+      el('td', { class: 'target', text: shortTarget(s), title: s.target_file + (s.intent ? `\n${s.intent}` : '') }),
+      el('td', { text: (s.workspace_root || '').split('/').filter(Boolean).pop() || '', title: s.workspace_root || '' }),
       el('td', { text: s.operation }),
       el('td', { class: 'bytes', text: String(s.bytes) }),
       el('td', { text: String(s.lines) }),
@@ -104,12 +104,19 @@ async function loadList() {
   $('#count').textContent = page.total ? `${view.offset + 1}–${last} of ${page.total}` : 'no sessions';
   $('#prev').disabled = view.offset === 0;
   $('#next').disabled = last >= page.total;
+  $('#txs-title').hidden = page.txs.length === 0;
   $('#txs').replaceChildren(...page.txs.map((tx) => el('li', { 'data-tx': tx.tx_id },
     el('span', { text: `transaction ${tx.tx_id.slice(0, 8)} ` }),
     el('button', { type: 'button', text: 'undo transaction', onclick: () => act('undo', { session_id: tx.files[0].session_id }) }),
     el('ul', {}, ...tx.files.map((f) => el('li', {},
       el('span', { class: `state ${f.state}`, text: f.state }), ' ',
       el('a', { href: '#', text: f.target_file, onclick: (e) => { e.preventDefault(); select(f.session_id); } })))))));
+}
+
+// shortTarget is the target relative to its workspace, when inside it.
+function shortTarget(s) {
+  const w = s.workspace_root;
+  return w && s.target_file.startsWith(w.endsWith('/') ? w : `${w}/`) ? s.target_file.slice(w.length).replace(/^\//, '') : s.target_file;
 }
 
 function fillSelect(sel, values, label) {

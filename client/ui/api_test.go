@@ -32,6 +32,26 @@ func TestListenIsLoopbackOnly(t *testing.T) {
 	}
 }
 
+// startInProcess serves the page from this test's process (so the race
+// detector sees the server and its hub) and returns its URL.
+func startInProcess(t *testing.T, socket string) string {
+	t.Helper()
+	s, err := ui.New(ui.Config{Socket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s.URL()
+}
+
 // pageClient is an HTTP client of the page holding its cookie.
 type pageClient struct {
 	t      *testing.T
@@ -72,7 +92,7 @@ func (p *pageClient) get(path string, v any) int {
 // since, as docs/ui.md documents.
 func TestTraceLogsAPI(t *testing.T) {
 	d := testdaemon.Start(t)
-	p := newPageClient(t, startUI(t, d.Socket))
+	p := newPageClient(t, startInProcess(t, d.Socket))
 	c := dial(t, d.Socket)
 	bg := context.Background()
 	other := filepath.Join(d.Root, "other")
@@ -172,7 +192,7 @@ func TestTraceLogsAPI(t *testing.T) {
 // reads the list every few seconds instead of following events.
 func TestListWithoutTracing(t *testing.T) {
 	d := testdaemon.Start(t, "--trace=false")
-	p := newPageClient(t, startUI(t, d.Socket))
+	p := newPageClient(t, startInProcess(t, d.Socket))
 	c := dial(t, d.Socket)
 	w, err := c.Write(context.Background(), protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "a.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate}, Content: "a\n"})
 	if err != nil {

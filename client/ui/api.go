@@ -17,6 +17,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/client/ladder"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -131,7 +132,9 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 // SessionView is a session with its ladder.
 type SessionView struct {
 	Row
-	Ladder *Ladder `json:"ladder"`
+	// Ladder is the terminal's ladder model (orionctl trace), drawn by
+	// the page its own way; nil without trace events.
+	Ladder *ladder.Ladder `json:"ladder"`
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +157,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	v := SessionView{Row: Row{SessionInfo: info, State: stateOf(info)}, Ladder: BuildLadder(id, tr.Events)}
+	v := SessionView{Row: Row{SessionInfo: info, State: stateOf(info)}, Ladder: ladder.Build(id, tr.Events)}
 	writeJSON(w, http.StatusOK, v)
 }
 

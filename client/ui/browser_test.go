@@ -243,9 +243,14 @@ func TestPageInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		run(t, ctx, "the session completes", waitJS(`document.querySelector('#detail').dataset.state === 'completed'`))
-		for _, step := range []string{"BEGIN", "CHUNKS", "FINALIZE", "WRITE", "STAGE completed"} {
-			run(t, ctx, "ladder step "+step, waitJS(fmt.Sprintf(`[...document.querySelectorAll('#d-ladder li')].some(li => li.dataset.title === %q)`, step)))
-		}
+		// Each step in order: begin, the appends folded, the finalize
+		// that wrote the file and completed the session.
+		run(t, ctx, "the ladder's steps", waitJS(`(() => {
+			const t = [...document.querySelectorAll('#d-ladder li')].map(li => li.dataset.title);
+			const i = t.indexOf('BEGIN'), j = t.findIndex(x => x.startsWith('APPEND')), k = t.indexOf('FINALIZE');
+			return i === 0 && j > i && k > j;
+		})()`),
+			waitJS(`[...document.querySelectorAll('#d-ladder li')].some(li => li.dataset.title === 'FINALIZE' && li.textContent.includes('Wrote:') && li.dataset.stages.includes('completed'))`))
 		run(t, ctx, "the diff shows the changed lines",
 			waitText("#d-body .del", "one"), waitText("#d-body .add", "ONE"),
 			waitJS(`[...document.querySelectorAll('#d-body .del')].some(e => e.textContent.includes('three'))`),

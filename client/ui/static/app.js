@@ -193,11 +193,11 @@ function renderLadder(l) {
   const ol = $('#d-ladder');
   if (!l) { ol.replaceChildren(el('li', { text: 'no trace events (tracing off, or pruned)' })); return; }
   const t0 = new Date(l.started).getTime();
-  ol.replaceChildren(...l.rungs.map((r) => el('li', { class: r.status, 'data-title': r.title },
+  ol.replaceChildren(...l.rungs.map((r) => el('li', { class: r.status, 'data-title': r.title, 'data-stages': (r.stages || []).join(' ') },
     el('span', { class: 'at', text: `+${((new Date(r.at).getTime() - t0) / 1000).toFixed(3)}s` }),
     el('strong', { text: r.title }),
     r.status !== 'ok' ? el('span', { text: ` (${r.status})` }) : '',
-    el('div', { class: 'details', text: (r.details || []).join('\n') }))));
+    el('div', { class: 'details', text: [...(r.details || []), ...(r.stages && r.stages.length ? [`Stages: ${r.stages.join(' → ')}`] : [])].join('\n') }))));
 }
 
 async function loadContent(id, state) {

@@ -42,6 +42,9 @@ type handler struct {
 	// params holds the params of requests read by a frameStream; nil, or a
 	// request it does not hold, means the params are in the request.
 	params *paramStash
+	// client names a connection's peer process, whose sessions the
+	// per-client cap counts; nil counts none.
+	client func(*jsonrpc2.Conn) string
 }
 
 // Handle is called from the connection's read loop: it only decodes the
@@ -197,7 +200,7 @@ func ownedSessions(result any) []string {
 func (h *handler) dispatch(conn *jsonrpc2.Conn, method string, params any) (any, error) {
 	switch method {
 	case protocol.MethodSessionBegin:
-		return h.mgr.Begin(*params.(*protocol.BeginParams))
+		return h.mgr.BeginAs(h.clientOf(conn), *params.(*protocol.BeginParams))
 	case protocol.MethodSessionAppend:
 		return h.mgr.Append(*params.(*protocol.AppendParams))
 	case protocol.MethodSessionFinalize:
@@ -210,13 +213,13 @@ func (h *handler) dispatch(conn *jsonrpc2.Conn, method string, params any) (any,
 		return h.mgr.Get(p.SessionID)
 	case protocol.MethodSessionList:
 		p := params.(*protocol.ListParams)
-		return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
+		return h.mgr.ListPage(*p)
 	case protocol.MethodSessionResume:
 		p := params.(*protocol.SessionIDParams)
 		return h.mgr.Resume(p.SessionID)
 	case protocol.MethodSessionContinue:
 		p := params.(*protocol.ContinueParams)
-		return h.mgr.Continue(p.SessionID)
+		return h.mgr.ContinueAs(h.clientOf(conn), p.SessionID)
 	case protocol.MethodSessionUndo:
 		p := params.(*protocol.SessionIDParams)
 		return h.mgr.Undo(p.SessionID)
@@ -224,7 +227,7 @@ func (h *handler) dispatch(conn *jsonrpc2.Conn, method string, params any) (any,
 		p := params.(*protocol.CleanParams)
 		return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
 	case protocol.MethodTxBegin:
-		return h.mgr.TxBegin(*params.(*protocol.TxBeginParams))
+		return h.mgr.TxBeginAs(h.clientOf(conn), *params.(*protocol.TxBeginParams))
 	case protocol.MethodTxCommit:
 		return h.mgr.TxCommit(*params.(*protocol.TxCommitParams))
 	case protocol.MethodTxAbort:
@@ -379,4 +382,12 @@ func errTracingOff(method string) error {
 		"%s: tracing is off in this daemon (oriond run --trace=false)", method)
 	e.Data.Method = method
 	return e
+}
+
+// clientOf names conn's client for the per-client caps.
+func (h *handler) clientOf(conn *jsonrpc2.Conn) string {
+	if h.client == nil {
+		return ""
+	}
+	return h.client(conn)
 }

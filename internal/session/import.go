@@ -84,6 +84,7 @@ func (m *Manager) forget(id string) error {
 	}
 	m.mu.Lock()
 	delete(m.sessions, id)
+	delete(m.caps.live, e)
 	m.mu.Unlock()
 	return nil
 }

@@ -62,6 +62,9 @@ type record struct {
 	// undo (0: the session replaced nothing); Undone is set once restored.
 	BackupPieces uint64 `json:"backup_pieces,omitempty"`
 	Undone       bool   `json:"undone,omitempty"`
+	// BackupDropped says when and why the store's cap dropped the
+	// backups (BackupPieces and Changes'), which undo then reports.
+	BackupDropped string `json:"backup_dropped,omitempty"`
 
 	// PendingSHA256 is the sha256 the target will have once a finalize of
 	// repaired content lands; recovery compares it after a crash.

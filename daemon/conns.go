@@ -114,10 +114,12 @@ type connLimits struct {
 }
 
 // clientShare is the per-client limit for a configured value (0: a
-// quarter of the connection limit, at least one).
+// quarter of the connection limit, at least one). A process's status
+// reserve connections count against its share too, so a share above the
+// limit only lets that process into the reserve.
 func clientShare(configured, limit int) int {
 	if configured > 0 {
-		return min(configured, limit)
+		return configured
 	}
 	return max(limit/DefaultClientShareDivisor, 1)
 }

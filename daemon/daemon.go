@@ -135,6 +135,9 @@ func (c *Config) Validate() error {
 	if c.MaxInflight < 0 {
 		return fmt.Errorf("max-inflight: %d; give a positive number, or 0 for the default", c.MaxInflight)
 	}
+	if c.StoreMaxBytes > 0 && c.MaxSessionBytes > 0 && c.StoreMaxBytes < c.MaxSessionBytes {
+		return fmt.Errorf("store-max-bytes: %d is below max-session-bytes (%d): one session must fit in the store", c.StoreMaxBytes, c.MaxSessionBytes)
+	}
 	for _, n := range []struct {
 		name string
 		v    int64
@@ -232,22 +235,22 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer watcher.Close()
 	mgr, err := session.New(session.Config{
-		Store:            st,
-		Guard:            guard,
-		MaxChunkBytes:    cfg.MaxChunkBytes,
-		MaxSessionBytes:  cfg.MaxSessionBytes,
-		IdleTimeout:      cfg.IdleTimeout,
-		AutoFinalize:     cfg.AutoFinalize,
-		TruncationPolicy: cfg.TruncationPolicy,
-		Retention:        cfg.Retention,
-		SummaryRetention: cfg.SummaryRetention,
-		Logger:           log,
-		Notify:           owners.notify,
-		Trace:            rec,
-		Watcher:          watcher,
-		Validation:       cfg.Validation,
-		ValidateMaxBytes: cfg.ValidateMaxBytes,
-		MaxAttempts:      cfg.MaxAttempts,
+		Store:             st,
+		Guard:             guard,
+		MaxChunkBytes:     cfg.MaxChunkBytes,
+		MaxSessionBytes:   cfg.MaxSessionBytes,
+		IdleTimeout:       cfg.IdleTimeout,
+		AutoFinalize:      cfg.AutoFinalize,
+		TruncationPolicy:  cfg.TruncationPolicy,
+		Retention:         cfg.Retention,
+		SummaryRetention:  cfg.SummaryRetention,
+		Logger:            log,
+		Notify:            owners.notify,
+		Trace:             rec,
+		Watcher:           watcher,
+		Validation:        cfg.Validation,
+		ValidateMaxBytes:  cfg.ValidateMaxBytes,
+		MaxAttempts:       cfg.MaxAttempts,
 		MaxSessions:       cfg.MaxSessions,
 		MaxClientSessions: cfg.MaxClientSessions,
 		StoreMaxBytes:     cfg.StoreMaxBytes,
@@ -318,30 +321,35 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				s := tracer.Stats()
 				ts = &s
 			}
+			var ss *protocol.StoreStats
+			if s, err := mgr.StoreStats(); err == nil {
+				ss = &s
+			}
 			return protocol.StatusResult{
-				Version:          Version(),
-				ProtocolVersion:  protocol.Version,
-				PID:              os.Getpid(),
-				Socket:           cfg.Socket,
-				StateDir:         cfg.StateDir,
-				AllowedRoots:     guard.Roots(),
-				StartedAt:        started,
-				OpenSessions:     mgr.OpenCount(),
-				MaxChunkBytes:    chunkLimit,
-				MaxSessionBytes:  sessionLimit,
-				MaxMessageBytes:  tr.limits.MaxMessage,
-				MaxInflight:      tr.limits.MaxInflight,
-				MaxConnections:   tr.conns.limit,
+				Version:              Version(),
+				ProtocolVersion:      protocol.Version,
+				PID:                  os.Getpid(),
+				Socket:               cfg.Socket,
+				StateDir:             cfg.StateDir,
+				AllowedRoots:         guard.Roots(),
+				StartedAt:            started,
+				OpenSessions:         mgr.OpenCount(),
+				MaxChunkBytes:        chunkLimit,
+				MaxSessionBytes:      sessionLimit,
+				MaxMessageBytes:      tr.limits.MaxMessage,
+				MaxInflight:          tr.limits.MaxInflight,
+				MaxConnections:       tr.conns.limit,
 				MaxClientConnections: tr.conns.perClient,
 				MaxSessions:          mgr.Caps().MaxSessions,
 				MaxClientSessions:    mgr.Caps().MaxClientSessions,
 				StoreMaxBytes:        cfg.StoreMaxBytes,
-				Connections:      tr.conns.count(),
-				FDLimit:          nofile,
-				Methods:          protocol.Methods,
-				ProtectedPaths:   protected,
-				AllowedProtected: cfg.AllowProtected,
-				Trace:            ts,
+				Store:                ss,
+				Connections:          tr.conns.count(),
+				FDLimit:              nofile,
+				Methods:              protocol.Methods,
+				ProtectedPaths:       protected,
+				AllowedProtected:     cfg.AllowProtected,
+				Trace:                ts,
 			}
 		},
 	}

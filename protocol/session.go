@@ -320,9 +320,9 @@ type StatusResult struct {
 	// MaxConnections is how many clients are served at once, and
 	// Connections how many are connected now. FDLimit is the daemon's soft
 	// RLIMIT_NOFILE, which MaxConnections must stay well under.
-	MaxConnections int      `json:"max_connections,omitempty"`
-	Connections    int      `json:"connections"`
-	FDLimit        uint64   `json:"fd_limit,omitempty"`
+	MaxConnections int    `json:"max_connections,omitempty"`
+	Connections    int    `json:"connections"`
+	FDLimit        uint64 `json:"fd_limit,omitempty"`
 	// MaxClientConnections is one client process's share of
 	// MaxConnections; MaxSessions and MaxClientSessions cap the
 	// unfinished sessions of the daemon and of one client process.

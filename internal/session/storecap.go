@@ -19,6 +19,12 @@ import (
 // it cannot restore; when no backup is left to drop, new content (appends,
 // spool imports) is refused with store_full.
 
+// DefaultStoreMaxBytes is oriond's default cap: four sessions of the
+// largest size (DefaultMaxSessionBytes) or their backups. The store keeps
+// backups a day (DefaultSummaryRetention) for undo: sixteen overwrites of a
+// 64 MiB file fit, and the seventeenth drops the oldest.
+const DefaultStoreMaxBytes = 1 << 30
+
 // TraceBackupDropped is the trace event of a backup dropped for the cap.
 const TraceBackupDropped = "store.backup_dropped"
 

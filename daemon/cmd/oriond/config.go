@@ -49,10 +49,11 @@ const ConfigFileName = "oriond.toml"
 
 // envKeys are the settings an environment variable sets.
 var envKeys = map[string]string{
-	"socket":         "ORION_SOCKET",
-	"state-dir":      "ORION_STATE_DIR",
-	"allow-root":     "ORION_ALLOW_ROOTS", // colon-separated
-	"trace-postgres": "ORION_TRACE_POSTGRES",
+	"socket":          "ORION_SOCKET",
+	"state-dir":       "ORION_STATE_DIR",
+	"allow-root":      "ORION_ALLOW_ROOTS", // colon-separated
+	"trace-postgres":  "ORION_TRACE_POSTGRES",
+	"store-max-bytes": "ORION_STORE_MAX_BYTES",
 }
 
 // pathKeys hold paths: in the config file ~/ is the home directory and a
@@ -464,7 +465,8 @@ default file means defaults; ORION_CONFIG=/dev/null reads no file.
 
 Each setting takes the first of: its flag, its environment variable
 (ORION_SOCKET, ORION_STATE_DIR, ORION_ALLOW_ROOTS colon-separated,
-ORION_TRACE_POSTGRES), the config file, the built-in default.`,
+ORION_TRACE_POSTGRES, ORION_STORE_MAX_BYTES), the config file, the built-in
+default.`,
 	}
 	cmd.AddCommand(newConfigPrintCmd(getenv))
 	return cmd

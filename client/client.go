@@ -202,11 +202,31 @@ func (c *Client) Get(ctx context.Context, id string) (protocol.SessionInfo, erro
 	return r, err
 }
 
-// List calls session.list.
+// List calls session.list for every page, following next_cursor, and
+// returns all the sessions.
 func (c *Client) List(ctx context.Context, all bool) ([]protocol.SessionInfo, error) {
+	var sessions []protocol.SessionInfo
+	p := protocol.ListParams{All: all}
+	for {
+		r, err := c.ListPage(ctx, p)
+		if err != nil {
+			return sessions, err
+		}
+		sessions = append(sessions, r.Sessions...)
+		// A cursor that does not move would loop forever.
+		if r.NextCursor == "" || r.NextCursor == p.Cursor || len(r.Sessions) == 0 {
+			return sessions, nil
+		}
+		p.Cursor = r.NextCursor
+	}
+}
+
+// ListPage calls session.list once: at most p.Limit sessions from
+// p.Cursor on, and the cursor of the next page.
+func (c *Client) ListPage(ctx context.Context, p protocol.ListParams) (protocol.ListResult, error) {
 	var r protocol.ListResult
-	err := c.Call(ctx, protocol.MethodSessionList, protocol.ListParams{All: all}, &r)
-	return r.Sessions, err
+	err := c.Call(ctx, protocol.MethodSessionList, p, &r)
+	return r, err
 }
 
 // Resume calls session.resume.

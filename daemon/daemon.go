@@ -81,6 +81,9 @@ type Config struct {
 	// the daemon and of one peer process (0: the engine's defaults).
 	MaxSessions       int
 	MaxClientSessions int
+	// MaxFinishedSessions bounds the finished sessions whose summaries
+	// are kept (0: the engine's default).
+	MaxFinishedSessions int
 	// StoreMaxBytes caps the store's live data: past it the oldest undo
 	// backups are dropped, then new content is refused (0: no cap).
 	StoreMaxBytes int64
@@ -146,6 +149,7 @@ func (c *Config) Validate() error {
 		{"header-timeout", int64(c.HeaderTimeout)},
 		{"max-sessions", int64(c.MaxSessions)},
 		{"max-client-sessions", int64(c.MaxClientSessions)},
+		{"max-finished-sessions", int64(c.MaxFinishedSessions)},
 		{"store-max-bytes", c.StoreMaxBytes},
 	} {
 		if n.v < 0 {
@@ -235,25 +239,26 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer watcher.Close()
 	mgr, err := session.New(session.Config{
-		Store:             st,
-		Guard:             guard,
-		MaxChunkBytes:     cfg.MaxChunkBytes,
-		MaxSessionBytes:   cfg.MaxSessionBytes,
-		IdleTimeout:       cfg.IdleTimeout,
-		AutoFinalize:      cfg.AutoFinalize,
-		TruncationPolicy:  cfg.TruncationPolicy,
-		Retention:         cfg.Retention,
-		SummaryRetention:  cfg.SummaryRetention,
-		Logger:            log,
-		Notify:            owners.notify,
-		Trace:             rec,
-		Watcher:           watcher,
-		Validation:        cfg.Validation,
-		ValidateMaxBytes:  cfg.ValidateMaxBytes,
-		MaxAttempts:       cfg.MaxAttempts,
-		MaxSessions:       cfg.MaxSessions,
-		MaxClientSessions: cfg.MaxClientSessions,
-		StoreMaxBytes:     cfg.StoreMaxBytes,
+		Store:               st,
+		Guard:               guard,
+		MaxChunkBytes:       cfg.MaxChunkBytes,
+		MaxSessionBytes:     cfg.MaxSessionBytes,
+		IdleTimeout:         cfg.IdleTimeout,
+		AutoFinalize:        cfg.AutoFinalize,
+		TruncationPolicy:    cfg.TruncationPolicy,
+		Retention:           cfg.Retention,
+		SummaryRetention:    cfg.SummaryRetention,
+		Logger:              log,
+		Notify:              owners.notify,
+		Trace:               rec,
+		Watcher:             watcher,
+		Validation:          cfg.Validation,
+		ValidateMaxBytes:    cfg.ValidateMaxBytes,
+		MaxAttempts:         cfg.MaxAttempts,
+		MaxSessions:         cfg.MaxSessions,
+		MaxClientSessions:   cfg.MaxClientSessions,
+		MaxFinishedSessions: cfg.MaxFinishedSessions,
+		StoreMaxBytes:       cfg.StoreMaxBytes,
 	})
 	if err != nil {
 		return err

@@ -219,3 +219,43 @@ type Caps struct {
 func (m *Manager) Caps() Caps {
 	return Caps{MaxSessions: m.cfg.MaxSessions, MaxClientSessions: m.cfg.MaxClientSessions}
 }
+
+// DefaultMaxFinishedSessions bounds the finished sessions (completed,
+// aborted, expired) whose summaries are kept for the summary retention:
+// each keeps its record in memory and, for undo, its backup in the store.
+// A client that begins and aborts sessions in a loop would otherwise grow
+// the daemon for a day; past the cap the oldest are forgotten first.
+const DefaultMaxFinishedSessions = 10000
+
+// pruneFinished forgets the oldest finished sessions while there are more
+// than MaxFinishedSessions, down to 90% of it so that the sort is paid
+// once per many sessions, not once per begin.
+func (m *Manager) pruneFinished() {
+	m.mu.Lock()
+	over := len(m.sessions)-len(m.caps.live) > m.cfg.MaxFinishedSessions
+	var done []*entry
+	if over {
+		for _, e := range m.sessions {
+			if finished(e.snapshot().Stage) {
+				done = append(done, e)
+			}
+		}
+	}
+	m.mu.Unlock()
+	if len(done) <= m.cfg.MaxFinishedSessions {
+		return
+	}
+	sort.Slice(done, func(i, j int) bool {
+		return done[i].snapshot().UpdatedAt.Before(done[j].snapshot().UpdatedAt)
+	})
+	drop := done[:len(done)-m.cfg.MaxFinishedSessions*9/10]
+	for _, e := range drop {
+		id := e.snapshot().SessionID
+		if err := m.forget(id); err != nil {
+			m.cfg.Logger.Warn("pruning a finished session", "session", id, "err", err)
+		}
+	}
+	m.cfg.Logger.Info("pruned the oldest finished sessions: more than --max-finished-sessions were kept",
+		"pruned", len(drop), "max_finished_sessions", m.cfg.MaxFinishedSessions)
+	m.pruneTxs()
+}

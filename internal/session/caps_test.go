@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
@@ -300,4 +301,39 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestFinishedSessionsPruned: past MaxFinishedSessions the oldest finished
+// sessions are forgotten, down to 90% of the cap, and open ones stay.
+func TestFinishedSessionsPruned(t *testing.T) {
+	h := newHarnessTweaked(t, store.Options{}, func(c *session.Config) { c.MaxFinishedSessions = 10 })
+	open := h.begin(protocol.BeginParams{TargetFile: "open.txt", Operation: protocol.OpCreate})
+	var first string
+	for i := range 12 {
+		h.clock.Advance(time.Second)
+		b := h.begin(protocol.BeginParams{TargetFile: fmt.Sprintf("f%d.txt", i), Operation: protocol.OpCreate})
+		if _, err := h.mgr.Abort(b.SessionID); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.SessionID
+		}
+	}
+	h.begin(protocol.BeginParams{TargetFile: "last.txt", Operation: protocol.OpCreate})
+	all := h.mgr.List(true)
+	finished := 0
+	for _, s := range all {
+		if s.Stage == protocol.StageAborted {
+			finished++
+		}
+	}
+	if finished > 10 || finished < 9 {
+		t.Fatalf("%d finished sessions kept, want at most 10 and at least 9", finished)
+	}
+	if _, err := h.mgr.Get(first); err == nil {
+		t.Fatal("the oldest finished session was kept")
+	}
+	if _, err := h.mgr.Get(open.SessionID); err != nil {
+		t.Fatalf("an open session was pruned: %v", err)
+	}
 }

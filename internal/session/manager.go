@@ -75,6 +75,9 @@ type Config struct {
 	// the daemon and of one owner (see BeginAs); zero: the defaults.
 	MaxSessions       int
 	MaxClientSessions int
+	// MaxFinishedSessions bounds the finished sessions kept for their
+	// summaries (0: DefaultMaxFinishedSessions).
+	MaxFinishedSessions int
 	// StoreMaxBytes caps the store's used bytes (0: no cap); see
 	// storecap.go for what goes first.
 	StoreMaxBytes int64
@@ -162,6 +165,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.MaxClientSessions <= 0 {
 		cfg.MaxClientSessions = DefaultMaxClientSessions
+	}
+	if cfg.MaxFinishedSessions <= 0 {
+		cfg.MaxFinishedSessions = DefaultMaxFinishedSessions
 	}
 	if err := cfg.Validation.Validate(); err != nil {
 		return nil, fmt.Errorf("validation policy: %w", err)
@@ -415,6 +421,7 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	m.cfg.Logger.Info("session begun", "session", r.ID, "target", r.Target, "operation", r.Operation,
 		"continues", r.ContinuesSession)
 	m.traceStage(r, map[string]any{"target": r.Target, "operation": r.Operation, "continues": r.ContinuesSession})
+	m.pruneFinished()
 	return protocol.BeginResult{
 		SessionID:    r.ID,
 		Stage:        r.Stage,

@@ -122,6 +122,7 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", daemon.DefaultHeaderTimeout, "longest a frame's header may take from its first byte; the connection is closed then")
 	f.IntVar(&cfg.MaxSessions, "max-sessions", session.DefaultMaxSessions, "most unfinished sessions (open, truncated, needing corrections); more are refused with too_many_sessions")
 	f.IntVar(&cfg.MaxClientSessions, "max-client-sessions", session.DefaultMaxClientSessions, "most unfinished sessions of one client process; more are refused with too_many_sessions")
+	f.IntVar(&cfg.MaxFinishedSessions, "max-finished-sessions", session.DefaultMaxFinishedSessions, "most finished sessions whose summaries (and undo backups) are kept for --summary-retention; past it the oldest are forgotten first")
 	f.Int64Var(&cfg.StoreMaxBytes, "store-max-bytes", session.DefaultStoreMaxBytes, "cap on the store's data, in bytes: the oldest undo backups are dropped to stay under it, then new content is refused with store_full (0: no cap) [ORION_STORE_MAX_BYTES]")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")

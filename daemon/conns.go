@@ -151,7 +151,9 @@ type conn struct {
 	reserved bool
 	rpc      *jsonrpc2.Conn
 	stream   *frameStream
-	// active is the last time (UnixNano) a byte was read or written.
+	// active is the last time (UnixNano) a frame started to arrive: a
+	// request. A reply or notification is no activity of the client's;
+	// replies pending are seen by frameStream.waiting.
 	active atomic.Int64
 	// following is set once the connection asked for trace.follow: it
 	// waits for events, which is not idleness.
@@ -245,7 +247,7 @@ func (s *connSet) closeAll() {
 }
 
 // idle reports whether a connection may be closed for idleness at now:
-// nothing read or written for its timeout, no request awaiting its reply,
+// no request for its timeout, no request awaiting its reply,
 // no trace followed and (asked last, it costs most) no unfinished session
 // driven. A connection of the status reserve is idle after reserveIdle.
 func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*jsonrpc2.Conn) bool) bool {
@@ -319,28 +321,6 @@ func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonr
 	ch.h.Handle(ctx, rpc, req)
 }
 
-// activityConn records on its conn when bytes move, for the idle check.
-type activityConn struct {
-	net.Conn
-	c *conn
-}
-
-func (a activityConn) Read(p []byte) (int, error) {
-	n, err := a.Conn.Read(p)
-	if n > 0 {
-		a.c.touch(time.Now())
-	}
-	return n, err
-}
-
-func (a activityConn) Write(p []byte) (int, error) {
-	n, err := a.Conn.Write(p)
-	if n > 0 {
-		a.c.touch(time.Now())
-	}
-	return n, err
-}
-
 // waiting reports whether the stream has read a request it has not
 // answered yet.
 func (s *frameStream) waiting() bool {
@@ -354,14 +334,19 @@ func (s *frameStream) waiting() bool {
 // the read error that ends the connection.
 func (s *frameStream) awaitFrame() error {
 	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
-	if !ok || s.limits.HeaderTimeout <= 0 {
-		return nil
+	timed := ok && s.limits.HeaderTimeout > 0
+	if timed {
+		d.SetReadDeadline(time.Time{})
 	}
-	d.SetReadDeadline(time.Time{})
 	if _, err := s.r.Peek(1); err != nil {
 		return err
 	}
-	d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+	if s.onFrame != nil {
+		s.onFrame()
+	}
+	if timed {
+		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+	}
 	return nil
 }
 

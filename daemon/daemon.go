@@ -439,7 +439,8 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			refuse(c, why, pid, tr.conns, log)
 			continue
 		}
-		entry.stream = newFrameStream(activityConn{Conn: c, c: entry}, tr.limits, tr.stash, log)
+		entry.stream = newFrameStream(c, tr.limits, tr.stash, log)
+		entry.stream.onFrame = func() { entry.touch(time.Now()) }
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		entry.rpc = rpc

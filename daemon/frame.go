@@ -121,6 +121,8 @@ type frameStream struct {
 	limits frameLimits
 	stash  *paramStash
 	log    *slog.Logger
+	// onFrame, if set, is told when a frame starts to arrive (conns.go).
+	onFrame func()
 
 	closed    chan struct{}
 	closeOnce sync.Once

@@ -143,14 +143,15 @@ type connSet struct {
 
 // conn is one served connection.
 type conn struct {
-	close func() error
 	// pid is the peer process, by its credentials at connect time.
 	pid int
 	// reserved is a connection admitted past the limit for daemon.status
 	// only.
 	reserved bool
-	rpc      *jsonrpc2.Conn
-	stream   *frameStream
+	// rpc is set once the connection is bound (connSet.bind), by serve
+	// or by its first request, whichever comes first.
+	rpc    atomic.Pointer[jsonrpc2.Conn]
+	stream *frameStream
 	// active is the last time (UnixNano) a frame started to arrive: a
 	// request. A reply or notification is no activity of the client's;
 	// replies pending are seen by frameStream.waiting.
@@ -161,6 +162,13 @@ type conn struct {
 }
 
 func (c *conn) touch(now time.Time) { c.active.Store(now.UnixNano()) }
+
+// shut closes the connection, once it is bound.
+func (c *conn) shut() {
+	if rpc := c.rpc.Load(); rpc != nil {
+		rpc.Close()
+	}
+}
 
 // admission is what connSet.add decided.
 type admission int
@@ -240,9 +248,7 @@ func (s *connSet) all() []*conn {
 // closeAll closes every connection, for shutdown.
 func (s *connSet) closeAll() {
 	for _, c := range s.all() {
-		if c.close != nil {
-			c.close()
-		}
+		c.shut()
 	}
 }
 
@@ -263,7 +269,8 @@ func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*jsonrpc2.
 	if c.reserved {
 		return true
 	}
-	return !c.following.Load() && (c.rpc == nil || drives == nil || !drives(c.rpc))
+	rpc := c.rpc.Load()
+	return !c.following.Load() && (rpc == nil || drives == nil || !drives(rpc))
 }
 
 // sweepIdle closes idle connections until ctx is done.
@@ -281,14 +288,14 @@ func (s *connSet) sweepIdle(ctx context.Context, timeout time.Duration, drives f
 			return
 		case now := <-t.C:
 			for _, c := range s.all() {
-				if c.close == nil || !c.idle(now, timeout, drives) {
+				if c.rpc.Load() == nil || !c.idle(now, timeout, drives) {
 					continue
 				}
 				if n, ok := closed.note(now); ok {
 					log.Info("closing idle connections", "pid", c.pid, "status_reserve", c.reserved,
 						"idle_timeout", timeout, "closed", n)
 				}
-				c.close()
+				c.shut()
 			}
 		}
 	}
@@ -297,14 +304,19 @@ func (s *connSet) sweepIdle(ctx context.Context, timeout time.Duration, drives f
 // connHandler is the handler of one connection: it keeps what the idle
 // check and the status reserve need to know, then hands the request on.
 type connHandler struct {
-	h jsonrpc2.Handler
-	c *conn
+	h   jsonrpc2.Handler
+	c   *conn
+	set *connSet
 }
 
 // reserveMethods are what a connection of the status reserve may ask.
 var reserveMethods = map[string]bool{protocol.MethodDaemonStatus: true, protocol.MethodToolsDefinitions: true}
 
 func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	// The connection's read loop may hand over its first request before
+	// serve had the *jsonrpc2.Conn to bind: a session begun then must
+	// still count against its client.
+	ch.set.bind(rpc, ch.c)
 	if ch.c.reserved && !req.Notif && !reserveMethods[req.Method] {
 		method := shortMethod(req.Method)
 		e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
@@ -463,8 +475,13 @@ func (s *frameStream) logFrameTimeout(err error) {
 	}
 }
 
-// bind lets client find the connection behind rpc.
-func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) { s.byRPC.Store(rpc, c) }
+// bind lets client find the connection behind rpc; binding again is a
+// no-op.
+func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) {
+	if c.rpc.CompareAndSwap(nil, rpc) {
+		s.byRPC.Store(rpc, c)
+	}
+}
 
 func (s *connSet) unbind(rpc *jsonrpc2.Conn) { s.byRPC.Delete(rpc) }
 

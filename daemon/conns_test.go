@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -141,7 +142,7 @@ func TestConnIdle(t *testing.T) {
 		t.Fatal("a connection following the trace is idle")
 	}
 	c = quiet()
-	c.rpc = &jsonrpc2.Conn{}
+	c.rpc.Store(&jsonrpc2.Conn{})
 	if c.idle(now, time.Second, func(*jsonrpc2.Conn) bool { return true }) {
 		t.Fatal("a connection driving a session is idle")
 	}
@@ -149,5 +150,29 @@ func TestConnIdle(t *testing.T) {
 	c.reserved = true
 	if !c.idle(now, time.Hour, none) {
 		t.Fatal("a status-reserve connection outlives reserveIdle")
+	}
+}
+
+type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
+
+// TestConnHandlerBindsBeforeTheFirstRequest: a connection's read loop can
+// hand over its first request before serve binds the connection; the
+// request must still be counted against its client.
+func TestConnHandlerBindsBeforeTheFirstRequest(t *testing.T) {
+	s := newConnSet(4, 4, 1)
+	c := &conn{pid: 42}
+	s.add(c)
+	a, b := net.Pipe()
+	defer b.Close()
+	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(a, jsonrpc2.VSCodeObjectCodec{}),
+		handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
+	defer rpc.Close()
+	var got string
+	ch := connHandler{h: handlerFunc(func(_ context.Context, rc *jsonrpc2.Conn, _ *jsonrpc2.Request) { got = s.client(rc) }), c: c, set: s}
+	ch.Handle(context.Background(), rpc, &jsonrpc2.Request{Method: "session.begin", Notif: true})
+	if got != "pid 42" {
+		t.Fatalf("the first request's client: %q, want pid 42", got)
 	}
 }

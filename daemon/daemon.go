@@ -441,11 +441,9 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		}
 		entry.stream = newFrameStream(c, tr.limits, tr.stash, log)
 		entry.stream.onFrame = func() { entry.touch(time.Now()) }
-		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry},
+		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry, set: tr.conns},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
-		entry.rpc = rpc
 		tr.conns.bind(rpc, entry)
-		entry.close = rpc.Close
 		go func() {
 			<-rpc.DisconnectNotify()
 			tr.conns.remove(entry)

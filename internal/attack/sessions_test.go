@@ -155,6 +155,17 @@ func TestClientSessionCap(t *testing.T) {
 		!strings.Contains(refusal.Message, "--max-client-sessions") {
 		t.Fatalf("%d began, refusal %+v; want 3 and too_many_sessions naming --max-client-sessions", begun, refusal)
 	}
+	// A session begun as a connection's very first request counts too
+	// (the daemon once learned a connection's client only after it could
+	// already be read).
+	for i := range 30 {
+		var b protocol.BeginResult
+		je := dial(t, d).call(protocol.MethodSessionBegin, protocol.BeginParams{
+			TargetFile: filepath.Join(d.Root, fmt.Sprintf("fresh%d.txt", i)), Operation: protocol.OpCreate}, &b)
+		if je == nil || reason(je) != protocol.ReasonTooManySessions {
+			t.Fatalf("begin %d on a fresh connection of a client at its cap: %v", i, je)
+		}
+	}
 	target := filepath.Join(d.Root, "other-client.txt")
 	cmd := exec.Command(orionctl(t), "write", "--socket", d.Socket, target)
 	cmd.Stdin = strings.NewReader("another client still writes\n")

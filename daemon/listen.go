@@ -56,17 +56,33 @@ func listen(path string) (*socketListener, error) {
 		lock.Close()
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	// The directory is already private; the mode on the socket itself is
+	// the second fence, for directories shared by mistake. The socket is
+	// made under a temporary name, restricted, then renamed into place,
+	// so nobody ever connects to it before it is 0600 (a client that did
+	// would keep a connection the chmod cannot take back).
+	tmp := filepath.Join(dir, fmt.Sprintf(".oriond-%d", os.Getpid()))
+	if len(tmp) > paths.MaxSocketPath {
+		tmp = path
+	}
+	os.Remove(tmp)
+	ln, err := net.Listen("unix", tmp)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
-	// The directory is already private; the mode on the socket itself is
-	// the second fence, for directories shared by mistake.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		ln.Close()
 		lock.Close()
 		return nil, fmt.Errorf("restricting %s: %w", path, err)
+	}
+	if tmp != path {
+		if err := os.Rename(tmp, path); err != nil {
+			ln.Close()
+			os.Remove(tmp)
+			lock.Close()
+			return nil, fmt.Errorf("putting the socket in place at %s: %w", path, err)
+		}
 	}
 	// We remove the socket ourselves on Close, after the lock is released
 	// by nobody else; net's unlink-on-close would race a successor.

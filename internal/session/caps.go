@@ -61,7 +61,7 @@ func (m *Manager) TxBeginAs(owner string, p protocol.TxBeginParams) (protocol.Tx
 // in total and for owner. m.mu is held.
 func (m *Manager) countLocked(owner string) (total, mine int) {
 	for e := range m.caps.live {
-		if !unfinished(e.snapshot().Stage) {
+		if !e.snapshot().Stage.Unfinished() {
 			delete(m.caps.live, e)
 			continue
 		}
@@ -206,10 +206,6 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// Unfinished reports whether a session at stage s still counts against
-// the caps: open, truncated or needing corrections.
-func Unfinished(s protocol.Stage) bool { return unfinished(s) }
-
 // Caps are the caps on sessions in force.
 type Caps struct {
 	MaxSessions, MaxClientSessions int
@@ -236,7 +232,7 @@ func (m *Manager) pruneFinished() {
 	var done []*entry
 	if over {
 		for _, e := range m.sessions {
-			if finished(e.snapshot().Stage) {
+			if e.snapshot().Stage.Finished() {
 				done = append(done, e)
 			}
 		}

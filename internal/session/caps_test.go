@@ -150,7 +150,7 @@ func (e *events) Record(ev trace.Event) {
 	e.mu.Unlock()
 }
 
-func (e *events) of(typ string) []trace.Event {
+func (e *events) of(typ protocol.TraceType) []trace.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []trace.Event

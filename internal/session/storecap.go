@@ -26,7 +26,7 @@ import (
 const DefaultStoreMaxBytes = 1 << 30
 
 // TraceBackupDropped is the trace event of a backup dropped for the cap.
-const TraceBackupDropped = "store.backup_dropped"
+const TraceBackupDropped = protocol.TraceBackupDropped
 
 // storeCap counts what the cap dropped, for daemon.status.
 type storeCap struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -50,12 +51,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
+	var ce childExit
+	if errors.As(err, &ce) {
+		// orionctl exec: the command's own status, its own messages.
+		return ce.code
+	}
 	code := exitCode(err)
 	// A flag error stops parsing before --json is read.
 	if g.json || slices.Contains(args, "--json") {
 		printErrorJSON(stderr, err, code)
 	} else {
-		fmt.Fprintln(stderr, "orionctl:", err)
+		// An error may quote a target, an intent or a daemon's message:
+		// each line is shown inert.
+		fmt.Fprintln(stderr, "orionctl:", termsafe.Text(err.Error()))
 	}
 	return code
 }
@@ -113,6 +121,8 @@ func newRootCmd(g *globals) *cobra.Command {
 		newStreamCmd(g),
 		newTraceCmd(g),
 		newProxyCmd(g),
+		newExecCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }

@@ -206,7 +206,9 @@ func TestProxyRefusesWebPages(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
 			}
 			if c.check != "" {
-				var e struct{ Error struct{ Check, Message string } }
+				var e struct {
+					Error struct{ Check, Message string }
+				}
 				if json.Unmarshal(body, &e) != nil || e.Error.Check != c.check || e.Error.Message == "" {
 					t.Errorf("body %s: want JSON naming the %s check", body, c.check)
 				}

@@ -72,7 +72,9 @@ func TestDoor(t *testing.T) {
 		h := newHarness(t, proxy.Config{MaxRequestBytes: 1 << 20})
 		status, body := h.post(t, "/v1/messages", map[string]any{"model": "m", "max_tokens": 10,
 			"messages": []any{map[string]string{"role": "user", "content": strings.Repeat("x", 2<<20)}}}, nil)
-		var e struct{ Error struct{ Type, Message string } }
+		var e struct {
+			Error struct{ Type, Message string }
+		}
 		_ = json.Unmarshal([]byte(body), &e)
 		if status != 413 || e.Error.Type != "request_too_large" || len(h.up.all()) != 0 {
 			t.Errorf("status %d %s", status, body)

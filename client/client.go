@@ -127,6 +127,13 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	return protocolError(c.conn.Call(ctx, method, params, result))
 }
 
+// call sends one request of method m, typed by it.
+func call[P, R any](ctx context.Context, c *Client, m protocol.Method[P, R], params P) (R, error) {
+	var r R
+	err := c.Call(ctx, m.Name, params, &r)
+	return r, err
+}
+
 // protocolError turns an error reply into a *protocol.Error.
 func protocolError(err error) error {
 	var rpcErr *jsonrpc2.Error
@@ -143,9 +150,7 @@ func protocolError(err error) error {
 
 // Begin calls session.begin.
 func (c *Client) Begin(ctx context.Context, p protocol.BeginParams) (protocol.BeginResult, error) {
-	var r protocol.BeginResult
-	err := c.Call(ctx, protocol.MethodSessionBegin, p, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionBegin, p)
 }
 
 // Append calls session.append.
@@ -159,98 +164,78 @@ func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.
 
 // Finalize calls session.finalize.
 func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
-	var r protocol.FinalizeResult
-	err := c.Call(ctx, protocol.MethodSessionFinalize, p, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionFinalize, p)
+}
+
+// Write calls session.write: a whole file in one request, its content at
+// most the daemon's max_chunk_bytes (daemon.status).
+func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
+	return call(ctx, c, protocol.SessionWrite, p)
 }
 
 // Abort calls session.abort.
 func (c *Client) Abort(ctx context.Context, id string) (protocol.AbortResult, error) {
-	var r protocol.AbortResult
-	err := c.Call(ctx, protocol.MethodSessionAbort, protocol.SessionIDParams{SessionID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionAbort, protocol.SessionIDParams{SessionID: id})
 }
 
 // Get calls session.get.
 func (c *Client) Get(ctx context.Context, id string) (protocol.SessionInfo, error) {
-	var r protocol.SessionInfo
-	err := c.Call(ctx, protocol.MethodSessionGet, protocol.SessionIDParams{SessionID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionGet, protocol.SessionIDParams{SessionID: id})
 }
 
 // List calls session.list.
 func (c *Client) List(ctx context.Context, all bool) ([]protocol.SessionInfo, error) {
-	var r protocol.ListResult
-	err := c.Call(ctx, protocol.MethodSessionList, protocol.ListParams{All: all}, &r)
+	r, err := call(ctx, c, protocol.SessionList, protocol.ListParams{All: all})
 	return r.Sessions, err
 }
 
 // Resume calls session.resume.
 func (c *Client) Resume(ctx context.Context, id string) (protocol.ResumeResult, error) {
-	var r protocol.ResumeResult
-	err := c.Call(ctx, protocol.MethodSessionResume, protocol.SessionIDParams{SessionID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionResume, protocol.SessionIDParams{SessionID: id})
 }
 
 // Continue calls session.continue.
 func (c *Client) Continue(ctx context.Context, id string) (protocol.BeginResult, error) {
-	var r protocol.BeginResult
-	err := c.Call(ctx, protocol.MethodSessionContinue, protocol.ContinueParams{SessionID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionContinue, protocol.ContinueParams{SessionID: id})
 }
 
 // Undo calls session.undo.
 func (c *Client) Undo(ctx context.Context, id string) (protocol.UndoResult, error) {
-	var r protocol.UndoResult
-	err := c.Call(ctx, protocol.MethodSessionUndo, protocol.SessionIDParams{SessionID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionUndo, protocol.SessionIDParams{SessionID: id})
 }
 
 // TxBegin calls tx.begin.
 func (c *Client) TxBegin(ctx context.Context, p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
-	var r protocol.TxBeginResult
-	err := c.Call(ctx, protocol.MethodTxBegin, p, &r)
-	return r, err
+	return call(ctx, c, protocol.TxBegin, p)
 }
 
 // TxCommit calls tx.commit.
 func (c *Client) TxCommit(ctx context.Context, p protocol.TxCommitParams) (protocol.TxCommitResult, error) {
-	var r protocol.TxCommitResult
-	err := c.Call(ctx, protocol.MethodTxCommit, p, &r)
-	return r, err
+	return call(ctx, c, protocol.TxCommit, p)
 }
 
 // TxAbort calls tx.abort.
 func (c *Client) TxAbort(ctx context.Context, id string) (protocol.TxInfo, error) {
-	var r protocol.TxInfo
-	err := c.Call(ctx, protocol.MethodTxAbort, protocol.TxIDParams{TxID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.TxAbort, protocol.TxIDParams{TxID: id})
 }
 
 // TxGet calls tx.get.
 func (c *Client) TxGet(ctx context.Context, id string) (protocol.TxInfo, error) {
-	var r protocol.TxInfo
-	err := c.Call(ctx, protocol.MethodTxGet, protocol.TxIDParams{TxID: id}, &r)
-	return r, err
+	return call(ctx, c, protocol.TxGet, protocol.TxIDParams{TxID: id})
 }
 
 // Clean calls session.clean.
 func (c *Client) Clean(ctx context.Context, p protocol.CleanParams) (protocol.CleanResult, error) {
-	var r protocol.CleanResult
-	err := c.Call(ctx, protocol.MethodSessionClean, p, &r)
-	return r, err
+	return call(ctx, c, protocol.SessionClean, p)
 }
 
 // Status calls daemon.status.
 func (c *Client) Status(ctx context.Context) (protocol.StatusResult, error) {
-	var r protocol.StatusResult
-	err := c.Call(ctx, protocol.MethodDaemonStatus, nil, &r)
-	return r, err
+	return call(ctx, c, protocol.DaemonStatus, protocol.NoParams{})
 }
 
 // ToolDefinitions calls tools.definitions.
 func (c *Client) ToolDefinitions(ctx context.Context) ([]protocol.ToolDefinition, error) {
-	var r protocol.ToolsResult
-	err := c.Call(ctx, protocol.MethodToolsDefinitions, nil, &r)
+	r, err := call(ctx, c, protocol.ToolsDefinitions, protocol.NoParams{})
 	return r.Tools, err
 }

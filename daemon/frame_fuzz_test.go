@@ -56,8 +56,9 @@ func FuzzFrameReader(f *testing.F) {
 				}
 				break
 			}
-			params, _ := h.decodeParams(&req)
-			sessionKey(req.Method, params)
+			if m, params, err := h.decode(&req); err == nil {
+				m.session(params)
+			}
 			if req.Notif {
 				continue
 			}

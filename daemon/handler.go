@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
@@ -56,10 +59,13 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	params, decodeErr := h.decodeParams(req)
+	m, params, decodeErr := h.decode(req)
 	var wait <-chan struct{}
 	done := func() {}
-	key := sessionKey(req.Method, params)
+	key := ""
+	if decodeErr == nil {
+		key = m.session(params)
+	}
 	if key != "" {
 		wait, done = h.order.enqueue(key)
 	}
@@ -71,22 +77,23 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			<-wait
 		}
 		start := time.Now()
-		var result any
+		var (
+			result any
+			owned  []string
+		)
 		err := decodeErr
 		if err == nil {
-			result, err = h.dispatch(conn, method, params)
+			result, owned, err = h.serve(conn, m, params)
 		}
-		if err == nil {
-			for _, id := range ownedSessions(result) {
-				h.owners.claim(id, conn)
-			}
+		for _, id := range owned {
+			h.owners.claim(id, conn)
 		}
 		// The reply may wait on a client that does not read: the session's
 		// next request must not wait with it, and the params (a chunk of up
 		// to --max-chunk-bytes) must not stay alive meanwhile.
 		done()
 		params = nil
-		h.traceRequest(method, key, result, err, start)
+		h.traceRequest(method, key, result, owned, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)
 			h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
@@ -100,6 +107,37 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 	}()
+}
+
+// serve calls m's handler. A panic in it (a bug) is recovered: the request
+// is answered internal_error, the stack is logged, and the connection and
+// the daemon go on serving. What the handler did before it panicked stays
+// done: every write the engine acknowledges is committed first, so the
+// client asks where the session stands rather than assuming either way.
+func (h *handler) serve(conn *jsonrpc2.Conn, m method, params any) (result any, owned []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, owned, err = nil, nil, h.recovered(m.name, r)
+		}
+	}()
+	failpoint.Hit("daemon.serve")
+	return m.serve(h, conn, params)
+}
+
+// recovered logs a panic recovered while serving method, with its stack,
+// and returns the error that answers the request.
+func (h *handler) recovered(method string, r any) error {
+	log := h.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("a request panicked; it is answered internal_error and the daemon goes on",
+		"method", shortMethod(method), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	e := protocol.Errorf(protocol.CodeInternalError, protocol.ReasonInternal,
+		"internal error: the daemon failed while serving %s (a bug, logged with its stack by oriond); "+
+			"it may have been done in part: ask session.get or tx.get where things stand before retrying", shortMethod(method))
+	e.Data.Method = shortMethod(method)
+	return e
 }
 
 // maxRejectedError bounds the error message kept in the trace event of a
@@ -118,7 +156,7 @@ func shortMethod(method string) string {
 // there is one, to be folded with the session's other appends. A failed
 // request goes through the rate limit of h.rejected, with its client-given
 // fields bounded.
-func (h *handler) traceRequest(method, key string, result any, err error, start time.Time) {
+func (h *handler) traceRequest(method, key string, result any, owned []string, err error, start time.Time) {
 	took := time.Since(start)
 	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
 		a := trace.Append{SessionID: ack.SessionID, Start: start, Duration: took,
@@ -132,8 +170,8 @@ func (h *handler) traceRequest(method, key string, result any, err error, start 
 				"seq": ack.Seq, "bytes": ack.Bytes, "end_marker_seen": ack.EndMarkerSeen}})
 		return
 	}
-	if ids := ownedSessions(result); key == "" && len(ids) == 1 {
-		key = ids[0]
+	if key == "" && len(owned) == 1 {
+		key = owned[0]
 	}
 	fields := map[string]any{"duration_ms": float64(took.Microseconds()) / 1000}
 	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method, Fields: fields}
@@ -151,162 +189,27 @@ func (h *handler) traceRequest(method, key string, result any, err error, start 
 	h.rejected.Record(ev)
 }
 
-// sessionKey names the session a request is about, for ordering, from its
-// decoded params.
-func sessionKey(method string, params any) string {
-	switch method {
-	case protocol.MethodSessionAppend, protocol.MethodSessionFinalize, protocol.MethodSessionAbort,
-		protocol.MethodSessionResume, protocol.MethodSessionContinue:
-	default:
-		return ""
-	}
-	switch p := params.(type) {
-	case *protocol.AppendParams:
-		return p.SessionID
-	case *protocol.FinalizeParams:
-		return p.SessionID
-	case *protocol.SessionIDParams:
-		return p.SessionID
-	case *protocol.ContinueParams:
-		return p.SessionID
-	}
-	return ""
-}
-
-// ownedSessions names the sessions a successful request makes this
-// connection the driver of.
-func ownedSessions(result any) []string {
-	switch r := result.(type) {
-	case protocol.BeginResult:
-		return []string{r.SessionID}
-	case protocol.AppendResult:
-		return []string{r.SessionID}
-	case protocol.ResumeResult:
-		return []string{r.SessionID}
-	case protocol.TxBeginResult:
-		ids := make([]string, len(r.Sessions))
-		for i, s := range r.Sessions {
-			ids[i] = s.SessionID
+// decode finds req's method in the table and decodes its params. Absent
+// or null params decode as an empty object, so a missing required field is
+// reported by name rather than as "no params". A panic while decoding (a
+// bug) is recovered as in serve.
+func (h *handler) decode(req *jsonrpc2.Request) (m method, params any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			params, err = nil, h.recovered(req.Method, r)
 		}
-		return ids
-	}
-	return nil
-}
-
-// dispatch calls the engine for method with params from decodeParams.
-func (h *handler) dispatch(conn *jsonrpc2.Conn, method string, params any) (any, error) {
-	switch method {
-	case protocol.MethodSessionBegin:
-		return h.mgr.Begin(*params.(*protocol.BeginParams))
-	case protocol.MethodSessionAppend:
-		return h.mgr.Append(*params.(*protocol.AppendParams))
-	case protocol.MethodSessionFinalize:
-		return h.mgr.Finalize(*params.(*protocol.FinalizeParams))
-	case protocol.MethodSessionAbort:
-		p := params.(*protocol.SessionIDParams)
-		return h.mgr.Abort(p.SessionID)
-	case protocol.MethodSessionGet:
-		p := params.(*protocol.SessionIDParams)
-		return h.mgr.Get(p.SessionID)
-	case protocol.MethodSessionList:
-		p := params.(*protocol.ListParams)
-		return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
-	case protocol.MethodSessionResume:
-		p := params.(*protocol.SessionIDParams)
-		return h.mgr.Resume(p.SessionID)
-	case protocol.MethodSessionContinue:
-		p := params.(*protocol.ContinueParams)
-		return h.mgr.Continue(p.SessionID)
-	case protocol.MethodSessionUndo:
-		p := params.(*protocol.SessionIDParams)
-		return h.mgr.Undo(p.SessionID)
-	case protocol.MethodSessionClean:
-		p := params.(*protocol.CleanParams)
-		return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
-	case protocol.MethodTxBegin:
-		return h.mgr.TxBegin(*params.(*protocol.TxBeginParams))
-	case protocol.MethodTxCommit:
-		return h.mgr.TxCommit(*params.(*protocol.TxCommitParams))
-	case protocol.MethodTxAbort:
-		p := params.(*protocol.TxIDParams)
-		return h.mgr.TxAbort(p.TxID)
-	case protocol.MethodTxGet:
-		p := params.(*protocol.TxIDParams)
-		return h.mgr.TxGet(p.TxID)
-	case protocol.MethodTraceList:
-		p := params.(*protocol.TraceListParams)
-		if h.traces == nil {
-			return nil, errTracingOff(method)
-		}
-		return h.traces.List(*p)
-	case protocol.MethodTraceFollow:
-		p := params.(*protocol.TraceFollowParams)
-		if h.traces == nil {
-			return nil, errTracingOff(method)
-		}
-		// Events go to this connection, from the tracer's goroutine for
-		// it, until the connection closes.
-		stop := h.traces.Follow(p.TraceFilter, func(n protocol.TraceEventNotification) {
-			conn.Notify(context.Background(), protocol.NotifyTraceEvent, n)
-		})
-		go func() {
-			<-conn.DisconnectNotify()
-			stop()
-		}()
-		return protocol.TraceFollowResult{Following: true}, nil
-	case protocol.MethodDaemonStatus:
-		return h.status(), nil
-	case protocol.MethodToolsDefinitions:
-		return protocol.ToolsResult{Tools: []protocol.ToolDefinition{protocol.WritePlanToolBegin()}}, nil
-	default:
-		e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
-			"unknown method %q; daemon.status lists the methods this daemon serves", method)
-		e.Data.Method = method
-		return nil, e
-	}
-}
-
-// newParams returns a pointer to the params type of method, or nil for a
-// method without params.
-func newParams(method string) any {
-	switch method {
-	case protocol.MethodSessionBegin:
-		return new(protocol.BeginParams)
-	case protocol.MethodSessionAppend:
-		return new(protocol.AppendParams)
-	case protocol.MethodSessionFinalize:
-		return new(protocol.FinalizeParams)
-	case protocol.MethodSessionAbort, protocol.MethodSessionGet, protocol.MethodSessionResume, protocol.MethodSessionUndo:
-		return new(protocol.SessionIDParams)
-	case protocol.MethodSessionList:
-		return new(protocol.ListParams)
-	case protocol.MethodSessionContinue:
-		return new(protocol.ContinueParams)
-	case protocol.MethodSessionClean:
-		return new(protocol.CleanParams)
-	case protocol.MethodTxBegin:
-		return new(protocol.TxBeginParams)
-	case protocol.MethodTxCommit:
-		return new(protocol.TxCommitParams)
-	case protocol.MethodTxAbort, protocol.MethodTxGet:
-		return new(protocol.TxIDParams)
-	case protocol.MethodTraceList:
-		return new(protocol.TraceListParams)
-	case protocol.MethodTraceFollow:
-		return new(protocol.TraceFollowParams)
-	}
-	return nil
-}
-
-// decodeParams decodes a request's params into the type its method takes;
-// a method that takes none gets nil. Absent params decode as an empty
-// object, so a missing required field is reported by name rather than as
-// "no params".
-func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
+	}()
 	if err := protocol.CheckMethod(req.Method); err != nil {
-		return nil, err
+		return m, nil, err
 	}
-	raw := []byte("{}")
+	m, ok := methods[req.Method]
+	if !ok {
+		e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
+			"unknown method %q; daemon.status lists the methods this daemon serves", req.Method)
+		e.Data.Method = req.Method
+		return m, nil, e
+	}
+	raw := json.RawMessage("{}")
 	if req.Params != nil {
 		raw = *req.Params
 	}
@@ -316,49 +219,55 @@ func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
 		}
 	}
 	if string(raw) == "null" {
-		raw = []byte("{}")
+		raw = json.RawMessage("{}")
 	}
-	v := newParams(req.Method)
-	if v == nil {
-		return nil, nil
-	}
-	var err error
-	_, isAppend := v.(*protocol.AppendParams)
-	if isAppend {
-		v, err = decodeAppend(raw)
-	} else {
-		err = json.Unmarshal(raw, v)
-	}
+	params, err = m.decode(raw)
 	if err != nil {
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			return nil, pe
-		}
-		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
-			"malformed params for %s: %v", req.Method, err)
-		e.Data.Method = req.Method
-		var typeErr *json.UnmarshalTypeError
-		var semErr *jsonv2.SemanticError
-		switch {
-		case errors.As(err, &typeErr):
-			e.Data.Field = typeErr.Field
-		case errors.As(err, &semErr):
-			e.Data.Field = strings.TrimPrefix(string(semErr.JSONPointer), "/")
-		}
-		return nil, e
+		return m, nil, err
+	}
+	return m, params, nil
+}
+
+// decodeParams decodes the params of method into a *P with encoding/json,
+// refuses text that is not valid Unicode and checks P's limits.
+func decodeParams[P any](method string, raw json.RawMessage) (*P, error) {
+	v := new(P)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, malformedParams(method, err)
 	}
 	// The frame reader hands over the params as the client sent them, so
 	// text that is not valid Unicode is seen here; encoding/json replaced
-	// it with U+FFFD in v. (decodeAppend checked its params as it read.)
-	if !isAppend && !validJSONText(raw) {
-		return nil, errInvalidText(req.Method, v)
+	// it with U+FFFD in v.
+	if !validJSONText(raw) {
+		return nil, errInvalidText(method, v)
 	}
-	if c, ok := v.(paramsChecker); ok {
+	if c, ok := any(v).(paramsChecker); ok {
 		if err := c.Check(); err != nil {
 			return nil, err
 		}
 	}
 	return v, nil
+}
+
+// malformedParams is the error of params that do not decode, naming the
+// field that did not where the decoder says.
+func malformedParams(method string, err error) error {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
+		"malformed params for %s: %v", method, err)
+	e.Data.Method = method
+	var typeErr *json.UnmarshalTypeError
+	var semErr *jsonv2.SemanticError
+	switch {
+	case errors.As(err, &typeErr):
+		e.Data.Field = typeErr.Field
+	case errors.As(err, &semErr):
+		e.Data.Field = strings.TrimPrefix(string(semErr.JSONPointer), "/")
+	}
+	return e
 }
 
 // toRPCError keeps an application error's code, reason and message; an

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -23,6 +24,19 @@ type paramsChecker interface {
 type appendWire struct {
 	protocol.AppendParams
 	Chunk *string `json:"chunk"`
+}
+
+// appendParams is session.append's decoder in the method table: decodeAppend,
+// then the limits of the params.
+func appendParams(raw json.RawMessage) (*protocol.AppendParams, error) {
+	p, err := decodeAppend(raw)
+	if err != nil {
+		return nil, malformedParams(protocol.MethodSessionAppend, err)
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // decodeAppend decodes session.append's params, refusing a null or absent

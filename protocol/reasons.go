@@ -1,6 +1,6 @@
 package protocol
 
-//go:generate go run ../internal/cmd/errtable -readme ../README.md
+//go:generate go run ../internal/cmd/errtable -doc ../docs/protocol.md
 
 // ReasonDoc documents one reason: the code it travels with and what it
 // means to a client.
@@ -8,12 +8,12 @@ type ReasonDoc struct {
 	Code   int64
 	Reason string
 	// Doc says what went wrong and, where it helps, which data field
-	// carries more; one line of the README's error table.
+	// carries more; one line of the error table in docs/protocol.md.
 	Doc string
 }
 
 // ErrorReasons is every reason the daemon sends, with its code: the single
-// source of the README's error table (go generate ./protocol rewrites it).
+// source of the error table in docs/protocol.md (go generate ./protocol rewrites it).
 // A Reason constant missing here fails internal/cmd/errtable's test.
 var ErrorReasons = []ReasonDoc{
 	{CodeParseError, ReasonInvalidJSON, "a frame whose body is not JSON; the connection stays usable"},
@@ -45,7 +45,8 @@ var ErrorReasons = []ReasonDoc{
 	{CodePathNotAllowed, ReasonOutsideRoots, "the target is outside every allowed root (`data.allowed_roots`)"},
 	{CodePathNotAllowed, ReasonSymlinkEscape, "a symlink on the way leads outside the allowed roots"},
 	{CodePathNotAllowed, ReasonWorkspaceNotAllowed, "the workspace_root is outside every allowed root"},
-	{CodePathNotAllowed, ReasonProtected, "a protected path (see the Security model)"},
+	{CodePathNotAllowed, ReasonProtected, "a protected path: `data.rule` names the rule (see the Security model); only the person lifts it, with --allow-protected"},
+	{CodePathNotAllowed, ReasonOutsideWorkspace, "the target, or a file an edit or a transaction names, is outside the session's workspace_root (`data.path`, `data.workspace_root`)"},
 	{CodePathNotAllowed, ReasonPathChanged, "a directory on the way was replaced or a symlink changed since the path was checked"},
 	{CodeInvalidTarget, ReasonIsDirectory, "the target is a directory"},
 	{CodeInvalidTarget, ReasonSpecialFile, "the target is a FIFO, socket or device"},

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/orion-agent/orion/protocol"
 )
 
 const (
@@ -20,10 +22,7 @@ const (
 
 // instruction is what the proxy adds to the system prompt: when to use
 // the tool it added, in the fewest words that make models use it.
-const instruction = "To create a file or replace a whole file, call " + "WritePlanTool_begin" +
-	" with metadata only (intent, target_file, operation), never with the file's content, instead of any other tool that writes files. " +
-	"Its result gives you an end marker: then write the complete content as plain text (no code fence, no commentary) " +
-	"and end with the end marker on a line of its own. Other tools remain fine for small edits."
+const instruction = protocol.PromptSystem
 
 // dialect is one API's shape: how its requests are read and extended, how
 // its stream is fed to the controller, and how the agent's response and

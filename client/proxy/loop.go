@@ -15,6 +15,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/controller"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -431,8 +432,7 @@ func (l *loop) event(e controller.Event) {
 		}
 	case controller.EventFinalized:
 		l.out.text(l.wroteText(e.Result))
-		rd.summaries = append(rd.summaries, "WritePlanTool_begin: the file is written: "+e.Text+
-			". Do not write it again; go on with the task.")
+		rd.summaries = append(rd.summaries, protocol.Fill(protocol.PromptWritten, "summary", e.Text))
 	case controller.EventContinue, controller.EventIdle:
 		if e.Message != nil {
 			rd.prompts = append(rd.prompts, e.Message.Content)
@@ -451,7 +451,7 @@ func (l *loop) event(e controller.Event) {
 				"workspace", l.ws, "detail", msg)
 		}
 		if e.Text != "" {
-			l.out.text(lineBreak(l.out) + "[" + e.Text + "]\n")
+			l.out.text(lineBreak(l.out) + "[" + termsafe.Text(e.Text) + "]\n")
 		}
 		if e.Message != nil && e.Message.Content != "" {
 			rd.prompts = append(rd.prompts, e.Message.Content)
@@ -489,7 +489,7 @@ func (l *loop) finishReason(rd *round) string {
 
 // wroteText is what the agent sees of a written file.
 func (l *loop) wroteText(r *protocol.FinalizeResult) string {
-	shown := displayPath(r.TargetFile, l.ws)
+	shown := termsafe.String(displayPath(r.TargetFile, l.ws))
 	s := lineBreak(l.out) + fmt.Sprintf("Wrote %s: %s, %s.\n", shown, plural(r.Lines, "line"), sizeText(r.Bytes))
 	if l.p.cfg.Echo == EchoContent {
 		s += fence(shown, readWritten(r))
@@ -503,18 +503,18 @@ func (l *loop) wroteText(r *protocol.FinalizeResult) string {
 func readWritten(r *protocol.FinalizeResult) string {
 	f, err := os.Open(r.TargetFile)
 	if err != nil {
-		return fmt.Sprintf("(could not read %s back: %v)\n", r.TargetFile, err)
+		return termsafe.Text(fmt.Sprintf("(could not read %s back: %v)\n", r.TargetFile, err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxEcho+1))
 	if err != nil {
-		return fmt.Sprintf("(could not read %s back: %v)\n", r.TargetFile, err)
+		return termsafe.Text(fmt.Sprintf("(could not read %s back: %v)\n", r.TargetFile, err))
 	}
 	if len(b) > maxEcho {
-		return fmt.Sprintf("(%s is over %d MiB; not echoed)\n", r.TargetFile, maxEcho>>20)
+		return fmt.Sprintf("(%s is over %d MiB; not echoed)\n", termsafe.String(r.TargetFile), maxEcho>>20)
 	}
 	if sha := sha256hex(b); sha != r.FileSHA256 {
-		return fmt.Sprintf("(%s changed on disk after the write; not echoed)\n", r.TargetFile)
+		return fmt.Sprintf("(%s changed on disk after the write; not echoed)\n", termsafe.String(r.TargetFile))
 	}
 	return string(b)
 }

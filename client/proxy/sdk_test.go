@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/client/proxy"
+	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
 // The SDKs under test: official, installed from the npm registry by the
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 	if sdkDir != "" {
 		os.RemoveAll(sdkDir)
 	}
+	testdaemon.Cleanup()
 	os.Exit(code)
 }
 

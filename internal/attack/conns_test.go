@@ -15,8 +15,8 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// openConns is how many connections each test opens: more than the issue's
-// "1,000+", fewer than the race detector's 8,128 live goroutines allow in
+// openConns is how many connections each test opens: more than the
+// "1,000+" concurrent clients the daemon must survive, fewer than the race detector's 8,128 live goroutines allow in
 // the test process.
 const openConns = 1100
 

@@ -1,5 +1,5 @@
 // Package attack holds the daemon's attack suite: tests that start the real
-// oriond and try, as the README's security model says an attacker would, to
+// oriond and try, as the security model (docs/security.md) says an attacker would, to
 // make it write outside its allowed roots, widen its own reach, or stop
 // serving. Each test is named for the finding it guards against.
 //

@@ -19,7 +19,8 @@ import (
 // attack (see peakGrowth). The race detector multiplies heap use (the
 // tests build oriond with -race when they run with it), hence two figures
 // where it matters. Each comment gives the growth measured on the 2-core
-// dev box with the fix, and before it (the same test on commit b4e8846).
+// dev box with the fix, and before it (the same test against the daemon
+// as it was before these bounds existed).
 const (
 	// headerNoEndBound: 64 MiB sent as one header line. Measured +0 MiB
 	// (-race +0 MiB), the daemon closing after 64-230 KiB; before: +66 MiB,
@@ -30,7 +31,7 @@ const (
 	hugeLengthBound = 16 << 20
 	// pipelineBound: 1 MiB appends pipelined (64, or 16 under -race) behind
 	// 400 unread replies. Measured +26-29 MiB (-race +68 MiB with 16
-	// appends); before: +157 MiB (the issue saw 1.6 GiB with more).
+	// appends); before: +157 MiB (1.6 GiB with more requests).
 	pipelineBound     = 64 << 20
 	pipelineBoundRace = 160 << 20
 	// unreadRepliesBound: 200,000 daemon.status requests pipelined, no

@@ -10,7 +10,10 @@ func TestParse(t *testing.T) {
 	if len(got) != 2 || got["tx.renamed"] != 2 || got["tx.committed"] != 1 {
 		t.Errorf("Parse = %v", got)
 	}
-	for _, bad := range []string{"x", "x=0", "=1", "x=y"} {
+	if _, panics, err := parse("a=1:panic,b=2"); err != nil || !panics["a"] || panics["b"] {
+		t.Errorf("parse: panics %v, err %v", panics, err)
+	}
+	for _, bad := range []string{"x", "x=0", "=1", "x=y", "x=1:explode", "x=:panic"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
 		}

@@ -243,29 +243,9 @@ func EndMarker(id string) string {
 }
 
 // Instructions is the text the model receives as the WritePlanTool_begin
-// result: what to write, how, and how to end.
+// result: what to write, how, and how to end (protocol/prompts.go).
 func Instructions(target string, op protocol.Operation, marker string) string {
-	end := fmt.Sprintf("When you are finished, write %s on a line of its own.", marker)
-	switch op {
-	case protocol.OpPatch:
-		return fmt.Sprintf("Now output only the text to insert into %s, or to put in place of what patch_spec names, "+
-			"as plain text: not the rest of the file, no JSON, no code fence around it, no explanation before or after it. %s", target, end)
-	case protocol.OpEdit:
-		return fmt.Sprintf("Now output the edit to %s as plain text, in the format you know best: "+
-			"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE, "+
-			"or Cline's ------- SEARCH, =======, +++++++ REPLACE; several blocks are applied in order; "+
-			"a file path alone on the line before a block edits that file, and an empty SEARCH creates it), "+
-			"a unified diff (---/+++ header, @@ hunks with context lines), "+
-			"or a *** Begin Patch ... *** End Patch envelope (Codex's apply_patch). "+
-			"An edit that touches several files is applied all or nothing. "+
-			"No JSON, no code fence around it, no explanation before or after it. %s", target, end)
-	}
-	what := "the complete content of " + target
-	if op == protocol.OpAppend {
-		what = "only the text to add to the end of " + target
-	}
-	return fmt.Sprintf("Now output %s as plain text: no JSON, no code fence around the whole file, "+
-		"no explanation before or after it. %s", what, end)
+	return protocol.Instructions(op, target, marker)
 }
 
 // Begin opens a session after checking the operation and the target.
@@ -276,20 +256,34 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 // begin is Begin with the session's id and creation time chosen by the
 // caller (a zero time means now), and the transaction it belongs to.
 func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
+	r, err := m.prepare(p, newID, createdAt, txID)
+	if err != nil {
+		return protocol.BeginResult{}, err
+	}
+	res, err := m.open(&r, p.TargetFile)
+	if err == nil && p.Supersedes != "" {
+		m.markSuperseded(p.Supersedes, r.ID)
+	}
+	return res, err
+}
+
+// prepare checks the params and the target of a new session and returns
+// its record, not yet journaled.
+func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
 	// The daemon checked the request already; a spooled session's
 	// metadata.json was never checked, and the record keeps every field.
 	if err := p.Check(); err != nil {
-		return protocol.BeginResult{}, err
+		return record{}, err
 	}
 	switch p.Operation {
 	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend, protocol.OpPatch, protocol.OpEdit:
 	case "":
-		return protocol.BeginResult{}, missingField("operation")
+		return record{}, missingField("operation")
 	default:
-		return protocol.BeginResult{}, unknownOperation(p.Operation)
+		return record{}, unknownOperation(p.Operation)
 	}
 	if p.TargetFile == "" {
-		return protocol.BeginResult{}, missingField("target_file")
+		return record{}, missingField("target_file")
 	}
 	switch p.TruncationPolicy {
 	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
@@ -297,34 +291,40 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
 			"unknown truncation_policy %q; use keep, incomplete_file or write_with_note", p.TruncationPolicy)
 		e.Data.Field = "truncation_policy"
-		return protocol.BeginResult{}, e
+		return record{}, e
 	}
 	if p.Validation != nil {
 		if err := toPolicies(p.Validation).Validate(); err != nil {
 			e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams, "validation: %v", err)
 			e.Data.Field = "validation"
-			return protocol.BeginResult{}, e
+			return record{}, e
 		}
 	}
 	target, err := m.cfg.Guard.Resolve(p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
-		return protocol.BeginResult{}, pathError(err)
+		return record{}, pathError(err)
+	}
+	workspace := ""
+	if p.WorkspaceRoot != "" {
+		if workspace, err = m.cfg.Guard.Workspace(p.WorkspaceRoot); err != nil {
+			return record{}, pathError(err)
+		}
 	}
 	attempt := 0
 	if p.Supersedes != "" {
 		if attempt, err = m.supersede(p.Supersedes, target); err != nil {
-			return protocol.BeginResult{}, err
+			return record{}, err
 		}
 	}
 	base, err := m.statTarget(target)
 	if err != nil {
-		return protocol.BeginResult{}, confinedError("", "reading the current target", err)
+		return record{}, confinedError("", "reading the current target", err)
 	}
 	if base.exists && p.Operation == protocol.OpCreate {
-		return protocol.BeginResult{}, targetExists(target)
+		return record{}, targetExists(target)
 	}
 	if err := checkPartialEdit(p, base.exists, target); err != nil {
-		return protocol.BeginResult{}, err
+		return record{}, err
 	}
 	now := m.cfg.Clock.Now()
 	if createdAt.IsZero() {
@@ -336,6 +336,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		Intent:           p.Intent,
 		RequestedPath:    p.TargetFile,
 		WorkspaceRoot:    p.WorkspaceRoot,
+		Workspace:        workspace,
 		Target:           target,
 		Operation:        p.Operation,
 		Stage:            protocol.StageAwaitingContent,
@@ -358,11 +359,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
-	res, err := m.open(&r, p.TargetFile)
-	if err == nil && p.Supersedes != "" {
-		m.markSuperseded(p.Supersedes, r.ID)
-	}
-	return res, err
+	return r, nil
 }
 
 // open journals a new session record and starts its timers and watch.
@@ -408,9 +405,17 @@ func (m *Manager) putWith(r *record, extra *store.Put) error {
 	if extra != nil {
 		puts = append(puts, *extra)
 	}
-	if err := m.cfg.Store.PutMeta(r.ID, meta, puts...); err != nil {
+	if r.inline != nil {
+		// A session.write's first journaling: the session, its content
+		// and what rides with it in one commit.
+		err = m.cfg.Store.Append(r.ID, r.LastSeq, r.inline, meta, puts...)
+	} else {
+		err = m.cfg.Store.PutMeta(r.ID, meta, puts...)
+	}
+	if err != nil {
 		return ioError(r.ID, "journaling the session", err)
 	}
+	r.inline = nil
 	r.publish()
 	return nil
 }
@@ -599,7 +604,7 @@ func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 // abortLocked ends a session whose lock is held, dropping its content.
 func (m *Manager) abortLocked(e *entry) error {
 	r := &e.rec
-	if finished(r.Stage) || r.Stage == protocol.StageSuperseded {
+	if r.Stage.Finished() || r.Stage == protocol.StageSuperseded {
 		return nil
 	}
 	r.Stage = protocol.StageAborted
@@ -631,7 +636,7 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 	m.mu.Unlock()
 	infos := make([]protocol.SessionInfo, 0, len(entries))
 	for _, e := range entries {
-		if info := e.snapshot(); all || unfinished(info.Stage) {
+		if info := e.snapshot(); all || info.Stage.Unfinished() {
 			infos = append(infos, info)
 		}
 	}
@@ -642,10 +647,6 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 		return infos[i].SessionID < infos[j].SessionID
 	})
 	return infos
-}
-
-func unfinished(s protocol.Stage) bool {
-	return s.Open() || s == protocol.StageTruncated || s == protocol.StageNeedsCorrections
 }
 
 // OpenCount is the number of sessions that still accept content or a
@@ -671,5 +672,5 @@ func (m *Manager) traceStage(r *record, fields map[string]any) {
 	fields["stage"] = r.Stage
 	fields["bytes"] = r.contentBytes()
 	fields["lines"] = r.contentLines()
-	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: "session.stage", SessionID: r.ID, Fields: fields})
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceStage, SessionID: r.ID, Fields: fields})
 }

@@ -2,7 +2,8 @@
 // recovery spool because it crashed, or could not reach the daemon, before
 // it could hand them over.
 //
-// An entry is a directory in the layout of seed 001:
+// An entry is a directory in this layout, in which a client saves a write
+// it has not handed over yet:
 //
 //	<spool>/<id>/metadata.json  {"intent", "target_file", "operation", "created_at"[, "workspace_root"]}
 //	<spool>/<id>/content.txt    the content streamed so far, raw
@@ -27,9 +28,8 @@
 // should build an entry under a name starting with "." (ignored) and rename
 // it into place when it is whole.
 //
-// A writer that pauses for longer than Settle looks finished. Seed 001's
-// client saves every 5 seconds while it runs: a spool that such a client
-// writes into while alive needs a Settle above that interval.
+// A writer that pauses for longer than Settle looks finished: a spool that a
+// live client saves into every 5 seconds needs a Settle above that interval.
 package spool
 
 import (

@@ -5,11 +5,14 @@ package testdaemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +21,7 @@ import (
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	binPath   string
 	buildErr  error
 )
@@ -27,17 +31,26 @@ var (
 // more: tests that send huge requests size them down under it.
 const Race = raceEnabled
 
+// binPrefix names the directories Binary builds in, in the temp directory;
+// the test process's id follows it, so that a later run can tell the
+// directory of a run that died (killed, timed out) from one in use.
+const binPrefix = "oriond-bin-"
+
 // Binary builds oriond once per test process (with -race when the tests
 // run with it, so the daemon's own races are caught too) and returns its
-// path.
+// path. The binary (some 33 MB, 60 with -race) is removed by Main when the
+// package's tests end; one left by a test process that did not reach the
+// end of Main is removed by the next Binary once that process is gone.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "oriond-bin")
+		removeStale(os.TempDir(), time.Now())
+		dir, err := os.MkdirTemp("", binPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		binPath = filepath.Join(dir, "oriond")
 		args := []string{"build", "-o", binPath}
 		if raceEnabled {
@@ -55,6 +68,70 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// Main runs a package's tests and then removes the oriond binary they
+// built. Every package whose tests call Binary, Start or StartEnv uses it:
+//
+//	func TestMain(m *testing.M) { testdaemon.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the binary Binary built, if any: for a TestMain that
+// does more than Main.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+// legacyAge is how old a build directory named the way older versions of
+// this package named it (oriond-bin and digits, no process id) must be to
+// be taken for left over: no test run lasts this long.
+const legacyAge = 6 * time.Hour
+
+// removeStale removes the build directories in tmp that this user's
+// earlier test processes left: those of a process that no longer runs, and
+// old ones named without a process id.
+func removeStale(tmp string, now time.Time) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, "oriond-bin") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		stale := false
+		if rest, ok := strings.CutPrefix(name, binPrefix); ok {
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			stale = err == nil && pid > 0 && !running(pid)
+		} else {
+			_, err := strconv.ParseUint(strings.TrimPrefix(name, "oriond-bin"), 10, 64)
+			stale = err == nil && now.Sub(info.ModTime()) > legacyAge
+		}
+		if stale {
+			os.RemoveAll(filepath.Join(tmp, name))
+		}
+	}
+}
+
+// running reports whether a process with this id exists.
+func running(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Daemon is one oriond process under test.

@@ -33,7 +33,7 @@ func TestOriondPage(t *testing.T) {
 	}
 	text := page.String()
 	for _, want := range []string{`.TH ORIOND 1 "2026-01-02"`, ".SH NAME\noriond \\- the Orion write\\-session daemon", ".SH COMMANDS",
-		`.SS "oriond run [flags]"`, `.SS "oriond service install [\-\- RUN\-FLAGS...] [flags]"`, `.SS "oriond config print [run flags] [flags]"`,
+		`.SS "oriond run [flags]"`, `.SS "oriond service install [run flags] [flags]"`, `.SS "oriond config print [run flags] [flags]"`,
 		".SH SEE ALSO"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the page lacks %q", want)

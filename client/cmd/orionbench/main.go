@@ -10,7 +10,7 @@
 // same files written by the MCP filesystem server's write_file, installed
 // from npm for the run; --file-mb adds a large file written as `orionctl
 // write` does next to cp and an fsync of the copy. Both run in interleaved
-// rounds and print medians and ranges. --memory measures issue 13's memory
+// rounds and print medians and ranges. --memory measures the memory
 // targets on a daemon of its own: resident memory idle, while 200 sessions
 // stream, and added by the finalize of a 256 MiB file.
 //
@@ -110,7 +110,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp and --file-mb comparisons")
 	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp comparison")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
-	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure issue 13's memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
+	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

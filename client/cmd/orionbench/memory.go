@@ -15,7 +15,8 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// Issue 13's memory targets and the load they are stated for.
+// The daemon's memory targets (docs/benchmarks.md) and the load they are
+// stated for.
 const (
 	memorySessions     = 200
 	memoryFileMiB      = 256
@@ -158,7 +159,7 @@ func medianOf(samples []timedSample, from, to time.Time) (memSample, int) {
 	return memSample{rss: med(rss), anon: med(anon), file: med(file)}, len(rss)
 }
 
-// memoryCase measures issue 13's memory targets on a daemon of its own,
+// memoryCase measures the memory targets on a daemon of its own,
 // started as the timed one is, so that its figures do not depend on which
 // other cases ran before: idle, 200 streaming sessions, and the finalize
 // of a 256 MiB file.
@@ -335,7 +336,7 @@ func verdict(ok bool) string {
 	return "MISSES"
 }
 
-// reportMemory prints the memory figures next to issue 13's targets. The
+// reportMemory prints the memory figures next to their targets. The
 // idle and 200-session targets are judged on VmRSS, all the daemon holds.
 // The finalize target is judged on RssAnon: reading the chunks back touches
 // every page of bbolt's read-only mapping of them, which VmRSS counts as

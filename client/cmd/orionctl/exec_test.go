@@ -24,19 +24,6 @@ import (
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
-// orionctlBinary builds orionctl into the test's own temporary directory,
-// removed when it ends (the build cache makes the second build a link).
-func orionctlBinary(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "orionctl")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building orionctl: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // anthropicStream writes a Messages stream: text blocks and at most one
 // tool_use block, then the stop reason.
 func anthropicStream(w http.ResponseWriter, stop string, text string, tool, input string) {

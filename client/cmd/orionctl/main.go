@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -60,7 +61,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if g.json || slices.Contains(args, "--json") {
 		printErrorJSON(stderr, err, code)
 	} else {
-		fmt.Fprintln(stderr, "orionctl:", err)
+		// An error may quote a target, an intent or a daemon's message:
+		// each line is shown inert.
+		fmt.Fprintln(stderr, "orionctl:", termsafe.Text(err.Error()))
 	}
 	return code
 }
@@ -119,6 +122,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newTraceCmd(g),
 		newProxyCmd(g),
 		newExecCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }

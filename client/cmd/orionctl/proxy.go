@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/orion-agent/orion/client/proxy"
+	"github.com/orion-agent/orion/internal/termsafe"
 )
 
 // proxyFlags are the settings `orionctl proxy` and `orionctl exec` share.
@@ -47,7 +48,7 @@ func (pf *proxyFlags) logger(w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(pf.logLevel)); err != nil {
 		return nil, usageError{fmt.Errorf("--log-level %q: use debug, info, warn or error", pf.logLevel)}
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(termsafe.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
 }
 
 func (pf *proxyFlags) config(socket, workspace string, log *slog.Logger) proxy.Config {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -42,8 +43,8 @@ func newSessionsListCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SESSION\tSTAGE\tAGE\tBYTES\tLINES\tOP\tTARGET")
 			for _, s := range sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.SessionID, s.Stage,
-					time.Since(s.CreatedAt).Round(time.Second), s.Bytes, s.Lines, s.Operation, s.TargetFile)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", termsafe.String(s.SessionID), stageOf(s),
+					time.Since(s.CreatedAt).Round(time.Second), s.Bytes, s.Lines, termsafe.String(string(s.Operation)), termsafe.String(s.TargetFile))
 			}
 			return tw.Flush()
 		},
@@ -76,18 +77,21 @@ func newSessionsShowCmd(g *globals) *cobra.Command {
 				return printJSON(out, s)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "session:\t%s\n", s.SessionID)
-			fmt.Fprintf(tw, "stage:\t%s\n", s.Stage)
-			fmt.Fprintf(tw, "target:\t%s (%s)\n", s.TargetFile, s.Operation)
-			if s.Intent != "" {
-				fmt.Fprintf(tw, "intent:\t%s\n", s.Intent)
+			fmt.Fprintf(tw, "session:\t%s\n", termsafe.String(s.SessionID))
+			fmt.Fprintf(tw, "stage:\t%s\n", stageOf(s))
+			fmt.Fprintf(tw, "target:\t%s (%s)\n", termsafe.String(s.TargetFile), termsafe.String(string(s.Operation)))
+			if s.TxID != "" {
+				fmt.Fprintf(tw, "transaction:\t%s\n", termsafe.String(s.TxID))
 			}
-			fmt.Fprintf(tw, "end marker:\t%s (seen: %v)\n", s.EndMarker, s.EndMarkerSeen)
+			if s.Intent != "" {
+				fmt.Fprintf(tw, "intent:\t%s\n", termsafe.String(s.Intent))
+			}
+			fmt.Fprintf(tw, "end marker:\t%s (seen: %v)\n", termsafe.String(s.EndMarker), s.EndMarkerSeen)
 			fmt.Fprintf(tw, "received:\t%s, %s, %s\n", plural64(int64(s.LastSeq), "chunk", "chunks"), plural64(s.Bytes, "byte", "bytes"), plural64(s.Lines, "line", "lines"))
 			fmt.Fprintf(tw, "created:\t%s\n", s.CreatedAt.Local().Format(time.RFC3339))
 			fmt.Fprintf(tw, "updated:\t%s\n", s.UpdatedAt.Local().Format(time.RFC3339))
 			if s.Result != nil {
-				fmt.Fprintf(tw, "written:\t%s, sha256 %s\n", plural64(s.Result.Bytes, "byte", "bytes"), s.Result.SHA256)
+				fmt.Fprintf(tw, "written:\t%s, sha256 %s\n", plural64(s.Result.Bytes, "byte", "bytes"), termsafe.String(s.Result.SHA256))
 			}
 			return tw.Flush()
 		},
@@ -141,10 +145,10 @@ a model continue it) unless --finalize writes what arrived as it is.`,
 				return printJSON(out, res)
 			}
 			fmt.Fprintf(out, "session %s (%s) stops at %s, %s; next seq %d\n",
-				res.SessionID, res.Stage, plural64(res.Lines, "line", "lines"), plural64(res.Bytes, "byte", "bytes"), res.NextSeq)
-			fmt.Fprintf(out, "target: %s (%s)\n\nlast lines:\n%s\n", res.TargetFile, res.Operation, res.Tail)
-			fmt.Fprintf(out, "to continue, tell the model:\n%s\n\n", res.ContinuePrompt)
-			fmt.Fprintf(out, "or write what arrived as it is: orionctl sessions recover --finalize %s\n", res.SessionID)
+				termsafe.String(res.SessionID), termsafe.String(string(res.Stage)), plural64(res.Lines, "line", "lines"), plural64(res.Bytes, "byte", "bytes"), res.NextSeq)
+			fmt.Fprintf(out, "target: %s (%s)\n\nlast lines:\n%s\n", termsafe.String(res.TargetFile), termsafe.String(string(res.Operation)), termsafe.Text(res.Tail))
+			fmt.Fprintf(out, "to continue, tell the model:\n%s\n\n", termsafe.Text(res.ContinuePrompt))
+			fmt.Fprintf(out, "or write what arrived as it is: orionctl sessions recover --finalize %s\n", termsafe.String(res.SessionID))
 			return nil
 		},
 	}
@@ -184,4 +188,18 @@ flags, the daemon's retention periods apply, as in its periodic sweep.`,
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "expire unfinished sessions untouched this long (default: the daemon's retention)")
 	cmd.Flags().DurationVar(&finishedOlderThan, "finished-older-than", 0, "prune finished sessions older than this (default: the daemon's summary retention)")
 	return cmd
+}
+
+// stageOf is the stage a person reads: a completed session whose write was
+// undone shows "undone", one that ended after a dry run "dry run" (the
+// daemon's stage says completed and aborted; --json keeps the stage and
+// says undone or dry_run beside it).
+func stageOf(s protocol.SessionInfo) string {
+	switch {
+	case s.Undone:
+		return "undone"
+	case s.DryRun && s.Stage == protocol.StageAborted:
+		return "dry run"
+	}
+	return termsafe.String(string(s.Stage))
 }

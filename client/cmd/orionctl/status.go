@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/internal/termsafe"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -27,11 +29,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if g.json {
 				return printJSON(out, st)
 			}
-			fmt.Fprintf(out, "oriond %s (protocol %d), pid %d, up %s\n", st.Version, st.ProtocolVersion, st.PID,
+			fmt.Fprintf(out, "oriond %s (protocol %d), pid %d, up %s\n", termsafe.String(st.Version), st.ProtocolVersion, st.PID,
 				time.Since(st.StartedAt).Round(time.Second))
-			fmt.Fprintf(out, "socket:         %s\n", st.Socket)
-			fmt.Fprintf(out, "state dir:      %s\n", st.StateDir)
-			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(st.AllowedRoots, ", "))
+			fmt.Fprintf(out, "socket:         %s\n", termsafe.String(st.Socket))
+			fmt.Fprintf(out, "state dir:      %s\n", termsafe.String(st.StateDir))
+			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(termsafe.Strings(st.AllowedRoots), ", "))
 			fmt.Fprintf(out, "open sessions:  %d\n", st.OpenSessions)
 			fmt.Fprintf(out, "limits:         %s per chunk, %d per session\n", plural64(st.MaxChunkBytes, "byte", "bytes"), st.MaxSessionBytes)
 			if tr := st.Trace; tr != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -334,15 +335,26 @@ func eventLine(ev protocol.TraceEvent) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-16s %-8s  %-17s", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"),
-		display(ev.Type), display(session), display(method))
+		termsafe.String(string(ev.Type)), termsafe.String(session), termsafe.String(method))
 	fields := decodeFields(ev.Fields)
 	for _, k := range sortedKeys(fields) {
 		if fields[k] == nil {
 			continue
 		}
-		b.WriteString(" " + display(k) + "=" + clip(compact(fields[k]), 80))
+		b.WriteString(" " + termsafe.String(k) + "=" + clip(eventValue(fields[k]), 80))
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+// eventValue renders a field value of an event line: strings bare, the rest
+// as compact JSON, both made safe for a terminal (JSON leaves bidi controls
+// in strings as they are).
+func eventValue(v any) string {
+	if s, ok := v.(string); ok {
+		return termsafe.String(s)
+	}
+	b, _ := json.Marshal(v)
+	return termsafe.String(string(b))
 }
 
 func decodeFields(raw json.RawMessage) map[string]any {
@@ -416,8 +428,8 @@ func clip(s string, n int) string {
 	return b.String() + "…"
 }
 
-// The ladder: one session's events drawn as the steps of seed 004's "tool
-// call trace" (section 6.1). Each request is a rung, with the stage
+// The ladder: one session's events drawn as the steps of a tool call, top
+// to bottom, like a sequence diagram. Each request is a rung, with the stage
 // changes, writes and conflicts that happened while it ran; consecutive
 // successful appends are one rung; events no request caused (idle and
 // auto-finalize timers, the watcher, recovery) are rungs of their own.
@@ -669,7 +681,7 @@ func eventTitle(ev protocol.TraceEvent, f map[string]any) string {
 	case protocol.TraceError:
 		return "ERROR"
 	}
-	return strings.ToUpper(display(ev.Type))
+	return strings.ToUpper(display(string(ev.Type)))
 }
 
 // absorb adds what ev says to the rung.
@@ -742,7 +754,7 @@ func (r *rung) absorb(ev protocol.TraceEvent, f map[string]any) {
 		genericFields(r, f, "ok")
 	default:
 		r.worsen(statusUnknown)
-		r.add("Event: %s", display(ev.Type))
+		r.add("Event: %s", display(string(ev.Type)))
 		genericFields(r, f)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -69,7 +70,7 @@ func newTxWriteCmd(g *globals) *cobra.Command {
 			}
 			abort := func(cause error) error {
 				if _, err := c.TxAbort(ctx, tx.TxID); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting transaction %s: %v\n", tx.TxID, err)
+					fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting transaction %s: %s\n", termsafe.String(tx.TxID), termsafe.String(err.Error()))
 				}
 				return refusal(cause, "", nextTxAbort)
 			}
@@ -198,27 +199,27 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 	}
 	out := cmd.OutOrStdout()
 	if res.DryRun {
-		fmt.Fprintf(out, "dry run of transaction %s, nothing written:\n", res.TxID)
+		fmt.Fprintf(out, "dry run of transaction %s, nothing written:\n", termsafe.String(res.TxID))
 	} else {
-		fmt.Fprintf(out, "transaction %s %s: %s\n", res.TxID, res.Stage, plural(len(res.Files), "file", "files"))
+		fmt.Fprintf(out, "transaction %s %s: %s\n", termsafe.String(res.TxID), termsafe.String(string(res.Stage)), plural(len(res.Files), "file", "files"))
 	}
 	for _, f := range res.Files {
-		name := displayName(f.TargetFile)
+		name, op := shown(f.TargetFile), termsafe.String(string(f.Operation))
 		switch {
 		case res.DryRun && contentRefusal(name, f.Validation, editWarning(f)) != "":
-			fmt.Fprintf(out, "  %s (%s): would be refused\n", name, f.Operation)
+			fmt.Fprintf(out, "  %s (%s): would be refused\n", name, op)
 		case res.DryRun:
 			// A dry run describes the content it checked; the file is not
 			// written, so it has no bytes of its own yet.
-			fmt.Fprintf(out, "  %s (%s): would get %s, %s, sha256 %s\n", name, f.Operation,
-				plural64(f.Bytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), f.SHA256)
+			fmt.Fprintf(out, "  %s (%s): would get %s, %s, sha256 %s\n", name, op,
+				plural64(f.Bytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), termsafe.String(f.SHA256))
 		default:
-			fmt.Fprintf(out, "  %s (%s): %s, %s, sha256 %s\n", name, f.Operation,
-				plural64(f.FileBytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), f.FileSHA256)
+			fmt.Fprintf(out, "  %s (%s): %s, %s, sha256 %s\n", name, op,
+				plural64(f.FileBytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), termsafe.String(f.FileSHA256))
 		}
 		printChecks(out, f)
 		if res.DryRun {
-			fmt.Fprint(out, f.Diff)
+			fmt.Fprint(out, termsafe.Text(f.Diff))
 		}
 	}
 	return nil
@@ -229,12 +230,13 @@ func printTxInfo(cmd *cobra.Command, g *globals, info protocol.TxInfo) error {
 		return printJSON(cmd.OutOrStdout(), info)
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "transaction %s: %s\nsessions:    %s\n", info.TxID, info.Stage, strings.Join(info.Sessions, " "))
+	fmt.Fprintf(out, "transaction %s: %s\nsessions:    %s\n", termsafe.String(info.TxID), termsafe.String(string(info.Stage)),
+		strings.Join(termsafe.Strings(info.Sessions), " "))
 	if info.Error != "" {
-		fmt.Fprintf(out, "last error:  %s\n", info.Error)
+		fmt.Fprintf(out, "last error:  %s\n", termsafe.String(info.Error))
 	}
 	for _, f := range info.Files {
-		fmt.Fprintf(out, "  %s: %s, sha256 %s\n", displayName(f.TargetFile), plural64(f.FileBytes, "byte", "bytes"), f.FileSHA256)
+		fmt.Fprintf(out, "  %s: %s, sha256 %s\n", shown(f.TargetFile), plural64(f.FileBytes, "byte", "bytes"), termsafe.String(f.FileSHA256))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/termsafe"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -64,15 +66,30 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 			if supersedes, err = resolveSession(ctx, c, supersedes); err != nil {
 				return err
 			}
-			begun, err := c.Begin(ctx, protocol.BeginParams{
+			params := protocol.BeginParams{
 				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
 				PatchSpec: patchSpec(spec), MustExist: mustExist, Supersedes: supersedes,
-			})
+			}
+			in := cmd.InOrStdin()
+			if !dryRun && chunkSize <= 0 {
+				// Input that fits one chunk is written in one request.
+				head, all, rest, err := wholeInput(in, c.WholeFileChunkSize(ctx))
+				if err != nil {
+					return err
+				}
+				if all {
+					if ok, err := writeWhole(cmd, g, c, params, head); ok {
+						return err
+					}
+					rest = bytes.NewReader(head)
+				}
+				in = rest
+			}
+			begun, err := c.Begin(ctx, params)
 			if err != nil {
 				return err
 			}
 			name := displayName(begun.TargetFile)
-			in := cmd.InOrStdin()
 			bar := newProgress(cmd, in)
 			opts := client.StreamOptions{ChunkSize: chunkSize}
 			if chunkSize <= 0 && isRegularFile(in) {
@@ -80,6 +97,9 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 				// A pipe may trickle, and a chunk is sent only once
 				// full, so it keeps the default.
 				opts.ChunkSize = c.WholeFileChunkSize(ctx)
+			} else if chunkSize <= 0 {
+				// A daemon may take less than the default.
+				opts.ChunkSize = min(client.DefaultChunkSize, c.WholeFileChunkSize(ctx))
 			}
 			if bar != nil {
 				opts.Progress = bar.Set
@@ -132,7 +152,7 @@ func abandon(cmd *cobra.Command, c *client.Client, id, name string, cause error)
 		return fmt.Errorf("session %s interrupted (its acknowledged content is kept; see `orionctl sessions show %s`): %w", id, shortID(id), cause)
 	}
 	if _, err := c.Abort(cmd.Context(), id); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting session %s: %v\n", id, err)
+		fmt.Fprintf(cmd.ErrOrStderr(), "orionctl: aborting session %s: %s\n", termsafe.String(id), termsafe.String(err.Error()))
 	}
 	return refusal(cause, name, nextAborted)
 }
@@ -161,22 +181,23 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 	if g.json {
 		return printJSON(out, res)
 	}
-	name := displayName(res.TargetFile)
+	name := shown(res.TargetFile)
+	op := termsafe.String(string(res.Operation))
 	if res.DryRun {
 		if contentRefusal(name, res.Validation, editWarning(res)) != "" {
-			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would be refused\n", name, res.Operation)
+			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would be refused\n", name, op)
 		} else {
-			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %s, %s\n", name, res.Operation,
+			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %s, %s\n", name, op,
 				plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"))
 		}
 		printChecks(out, res)
-		fmt.Fprint(out, res.Diff)
+		fmt.Fprint(out, termsafe.Text(res.Diff))
 		return nil
 	}
 	if alreadyApplied(res) {
-		fmt.Fprintf(out, "%s (%s): already applied, nothing written\n", name, res.Operation)
+		fmt.Fprintf(out, "%s (%s): already applied, nothing written\n", name, op)
 		printChecks(out, res)
-		fmt.Fprintf(out, "session %s\n", res.SessionID)
+		fmt.Fprintf(out, "session %s\n", termsafe.String(res.SessionID))
 		return nil
 	}
 	if len(res.Files) > 0 {
@@ -184,19 +205,19 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 		for _, f := range res.Files {
 			to := ""
 			if f.MovedTo != "" {
-				to = " -> " + displayName(f.MovedTo)
+				to = " -> " + shown(f.MovedTo)
 			}
-			fmt.Fprintf(out, "  %-6s %s%s\n", f.Kind, displayName(f.TargetFile), to)
+			fmt.Fprintf(out, "  %-6s %s%s\n", termsafe.String(f.Kind), shown(f.TargetFile), to)
 		}
 		printChecks(out, res)
 		printSession(out, res)
 		return nil
 	}
 	fmt.Fprintf(out, "wrote %s (%s): %s, %s, mode %s\nsha256 %s\n",
-		name, res.Operation, plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"), res.Mode, res.SHA256)
+		name, op, plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"), termsafe.String(res.Mode), termsafe.String(res.SHA256))
 	printChecks(out, res)
 	if res.Operation == protocol.OpAppend {
-		fmt.Fprintf(out, "file now %s, sha256 %s\n", plural64(res.FileBytes, "byte", "bytes"), res.FileSHA256)
+		fmt.Fprintf(out, "file now %s, sha256 %s\n", plural64(res.FileBytes, "byte", "bytes"), termsafe.String(res.FileSHA256))
 	}
 	if res.TrailingBytes > 0 {
 		fmt.Fprintf(out, "ignored %s after the end marker: %q\n", plural64(res.TrailingBytes, "byte", "bytes"), res.TrailingPreview)
@@ -210,7 +231,8 @@ func printSession(out io.Writer, res protocol.FinalizeResult) {
 	if res.SessionID == "" {
 		return
 	}
-	fmt.Fprintf(out, "session %s (undo: orionctl undo %s)\n", res.SessionID, shortID(res.SessionID))
+	id := termsafe.String(res.SessionID)
+	fmt.Fprintf(out, "session %s (undo: orionctl undo %s)\n", id, termsafe.String(shortID(res.SessionID)))
 }
 
 // alreadyApplied reports an edit or patch whose every part was already in
@@ -227,6 +249,10 @@ func alreadyApplied(res protocol.FinalizeResult) bool {
 	return true
 }
 
+// shown is displayName made safe to print: a path a model chose may hold
+// escape sequences or bidi controls.
+func shown(path string) string { return termsafe.String(displayName(path)) }
+
 // displayName shows a path relative to the current directory when it lies
 // inside it.
 func displayName(path string) string {
@@ -242,28 +268,29 @@ func displayName(path string) string {
 // finalize.
 func printChecks(out io.Writer, res protocol.FinalizeResult) {
 	for _, d := range res.CreatedDirs {
-		fmt.Fprintf(out, "made directory %s\n", displayName(d))
+		fmt.Fprintf(out, "made directory %s\n", shown(d))
 	}
 	for _, r := range res.Repairs {
-		fmt.Fprintf(out, "repaired: %s\n", r.Message)
+		fmt.Fprintf(out, "repaired: %s\n", termsafe.String(r.Message))
 	}
 	if v := res.Validation; v != nil {
 		if v.Skipped != "" {
-			fmt.Fprintf(out, "not validated: %s\n", v.Skipped)
+			fmt.Fprintf(out, "not validated: %s\n", termsafe.String(v.Skipped))
 		}
 		for _, f := range v.Findings {
 			pre := ""
 			if f.Preexisting {
 				pre = " (already in the file)"
 			}
-			fmt.Fprintf(out, "%s: line %d col %d: %s [%s]%s\n", f.Severity, f.Line, f.Column, f.Message, f.Code, pre)
+			fmt.Fprintf(out, "%s: line %d col %d: %s [%s]%s\n", termsafe.String(f.Severity), f.Line, f.Column,
+				termsafe.String(f.Message), termsafe.String(f.Code), pre)
 		}
 	}
 	for _, w := range res.Warnings {
 		if res.DryRun && w.Code == protocol.ReasonEditFailed {
 			continue // the dry run's error says it, as the real run would
 		}
-		fmt.Fprintf(out, "warning: %s [%s]\n", w.Message, w.Code)
+		fmt.Fprintf(out, "warning: %s [%s]\n", termsafe.String(w.Message), termsafe.String(w.Code))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/internal/trace"
+	"github.com/orion-agent/orion/internal/trace/tracecfg"
 )
 
 // printed is one line of `oriond config print`.
@@ -206,23 +207,9 @@ func TestConfigPrintRoundTrip(t *testing.T) {
 	}
 }
 
-func TestMaskPassword(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://orion:s3cret@db:5432/traces?sslmode=disable": "postgres://orion:%2A%2A%2A%2A%2A@db:5432/traces?sslmode=disable",
-		"postgres://orion@db/traces?password=s3cret":             "postgres://orion@db/traces?password=%2A%2A%2A%2A%2A",
-		"postgres://orion@db/traces":                             "postgres://orion@db/traces",
-		"host=db user=orion password=s3cret dbname=traces":       "host=db user=orion password=***** dbname=traces",
-		"host=db password = 'sec ret' dbname=traces":             "host=db password = ***** dbname=traces",
-		"": "",
-	} {
-		got := maskPassword(in)
-		if strings.Contains(got, "s3cret") || strings.Contains(got, "sec ret") {
-			t.Errorf("%q: password shown in %q", in, got)
-		}
-		if got != strings.ReplaceAll(want, "%2A%2A%2A%2A%2A", "*****") && got != want {
-			t.Errorf("%q: got %q, want %q", in, got, want)
-		}
-	}
+// config print masks the password of trace-postgres (the masking itself:
+// internal/config's TestMaskPassword).
+func TestConfigPrintMasksPassword(t *testing.T) {
 	got, out, err := configPrint(t, map[string]string{"HOME": t.TempDir(), "ORION_CONFIG": os.DevNull,
 		"ORION_TRACE_POSTGRES": "postgres://u:hunter2@h/db"})
 	if err != nil || strings.Contains(out, "hunter2") || got["trace-postgres"].Source != "environment ($ORION_TRACE_POSTGRES)" {
@@ -347,7 +334,7 @@ func TestTraceMaxBytes(t *testing.T) {
 		{1000, "--trace-max-bytes 1000: give at least 65536 bytes, or 0 for no cap"},
 		{-1, "--trace-max-bytes -1: give at least 65536 bytes, or 0 for no cap"},
 	} {
-		tr, err := newTracer(traceSettings{Enabled: true, Retention: time.Hour, MaxString: 1024, MaxBytes: tc.max}, nil)
+		tr, err := tracecfg.New(tracecfg.Settings{Enabled: true, Retention: time.Hour, MaxString: 1024, MaxBytes: tc.max}, nil)
 		if tc.want == "" {
 			if err != nil {
 				t.Fatalf("--trace-max-bytes %d: %v", tc.max, err)

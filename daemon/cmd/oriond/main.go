@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/internal/service"
 )
 
 func main() {
@@ -20,9 +22,10 @@ func main() {
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "oriond:", err)
 		var ue usageError
+		var sue service.UsageError
 		var ee exitError
 		switch {
-		case errors.As(err, &ue):
+		case errors.As(err, &ue), errors.As(err, &sue):
 			os.Exit(2)
 		case errors.As(err, &ee):
 			os.Exit(ee.code)

@@ -2,14 +2,16 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/daemon"
+	"github.com/orion-agent/orion/internal/logging"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/session"
+	"github.com/orion-agent/orion/internal/trace/tracecfg"
 )
 
 func newRunCmd(getenv func(string) string) *cobra.Command {
@@ -20,7 +22,7 @@ func newRunCmd(getenv func(string) string) *cobra.Command {
 		allowProtected []string
 		logFormat      string
 		logLevel       string
-		traces         traceSettings
+		traces         tracecfg.Settings
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -62,8 +64,12 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 			if cfg.ConfigPaths, err = configPaths(res, getenv); err != nil {
 				return err
 			}
-			target := detectLogTarget(getenv, os.Stderr)
-			logger, err := newLogger(logFormat, logLevel, target)
+			cfg.PathEnv = getenv("PATH")
+			if home, err := paths.HomeDir(paths.Env(getenv)); err == nil {
+				cfg.Home = home
+			}
+			target := logging.DetectTarget(getenv, os.Stderr)
+			logger, err := logging.New(os.Stderr, logFormat, logLevel, target)
 			if err != nil {
 				return usageError{err}
 			}
@@ -71,7 +77,7 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 			if target.Manager != "" {
 				logger.Info("started by a service manager", "manager", target.Manager, "journal", target.Journal)
 			}
-			tracer, err := newTracer(traces, logger)
+			tracer, err := tracecfg.New(traces, logger)
 			if err != nil {
 				return usageError{err}
 			}
@@ -119,20 +125,8 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.IntVar(&cfg.MaxInflight, "max-inflight", daemon.DefaultMaxInflight, "most requests of one connection awaiting their reply; the daemon stops reading that connection until one is answered")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	addTraceFlags(f, &traces)
+	tracecfg.AddFlags(f, &traces)
 	// Help and `oriond config print` list the flags in this order.
 	f.SortFlags = false
 	return cmd
-}
-
-func newLogger(format, level string, target logTarget) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
-	}
-	h, err := newLogHandler(os.Stderr, format, lv, target)
-	if err != nil {
-		return nil, err
-	}
-	return slog.New(h), nil
 }

@@ -7,76 +7,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orion-agent/orion/internal/service"
 )
-
-// The packaged proxy unit is exactly what install --with-proxy writes for
-// /usr/bin/orionctl, and systemd accepts it.
-func TestProxyUnit(t *testing.T) {
-	text, err := proxyUnit("/usr/bin/orionctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := checkUnitSyntax(t, text)
-	if got, want := u["Service"]["ExecStart"], "/usr/bin/orionctl proxy --listen 127.0.0.1:8788 --workspace-root %h"; len(got) != 1 || got[0] != want {
-		t.Fatalf("ExecStart=%v, want %s", got, want)
-	}
-	if got := u["Install"]["WantedBy"]; len(got) != 1 || got[0] != "default.target" {
-		t.Fatalf("WantedBy=%v: a user manager has only default.target", got)
-	}
-	if got := u["Unit"]["After"]; len(got) != 1 || got[0] != "oriond.service" {
-		t.Fatalf("After=%v", got)
-	}
-	golden(t, "../../../packaging/systemd/orionctl-proxy.service", text)
-
-	// The path is quoted like oriond's, and %h stays systemd's specifier.
-	quoted, err := proxyUnit("/opt/my apps/100%/orionctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `ExecStart="/opt/my apps/100%%/orionctl" proxy --listen 127.0.0.1:8788 --workspace-root %h` + "\n"; !strings.Contains(quoted, want) {
-		t.Fatalf("want %q in\n%s", want, quoted)
-	}
-	if _, err := proxyUnit("/usr/bin/orion\nctl"); err == nil {
-		t.Fatal("rendered a unit for a path with a newline")
-	}
-
-	sa, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Log("no systemd-analyze; the unit is checked by syntax only")
-		return
-	}
-	dir := t.TempDir()
-	exe, _ := os.Executable()
-	bin := filepath.Join(dir, "my apps", "orionctl")
-	os.Mkdir(filepath.Dir(bin), 0o755)
-	if err := os.Symlink(exe, bin); err != nil {
-		t.Fatal(err)
-	}
-	text, err = proxyUnit(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyUnitText(t, sa, dir, "orionctl-proxy.service", text, false)
-}
 
 // withProxyEnv is a user-service environment on a systemd machine whose
 // oriond lives in a directory of its own, with a fake systemctl.
-func withProxyEnv(t *testing.T) (env serviceEnv, home, bindir string, setState func(unit, state string), logPath string) {
+func withProxyEnv(t *testing.T) (env service.Env, home, bindir string, setState func(unit, state string), logPath string) {
 	t.Helper()
 	home = t.TempDir()
 	t.Setenv("HOME", home) // kardianos finds the user unit directory by it
 	logPath, setState = fakeSystemctl(t)
 	bindir = t.TempDir()
-	env = realServiceEnv(func(k string) string {
+	env = service.RealEnv(func(k string) string {
 		if k == "HOME" {
 			return home
 		}
 		return ""
 	})
-	env.goos = "linux"
-	env.systemdBooted = func() bool { return true }
-	env.executable = func() (string, error) { return filepath.Join(bindir, "oriond"), nil }
-	env.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
+	env.GOOS = "linux"
+	env.SystemdBooted = func() bool { return true }
+	env.Executable = func() (string, error) { return filepath.Join(bindir, "oriond"), nil }
+	env.LookPath = func(string) (string, error) { return "", exec.ErrNotFound }
 	return env, home, bindir, setState, logPath
 }
 
@@ -100,7 +52,7 @@ func TestUserServiceLifecycleWithProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := proxyUnit(orionctl); string(got) != want {
+	if want, _ := service.RenderProxy(orionctl); string(got) != want {
 		t.Fatalf("installed proxy unit:\n%s\nwant:\n%s", got, want)
 	}
 	if _, err := os.Stat(unit); err != nil {
@@ -163,41 +115,10 @@ func TestServiceWithoutProxy(t *testing.T) {
 	}
 }
 
-func TestFindOrionctl(t *testing.T) {
-	t.Run("NextToOriond", func(t *testing.T) {
-		env, _, bindir, _, _ := withProxyEnv(t)
-		writeExecutable(t, filepath.Join(bindir, "orionctl"))
-		env.lookPath = func(string) (string, error) { return "/usr/bin/orionctl", nil }
-		if got, err := env.findOrionctl(); err != nil || got != filepath.Join(bindir, "orionctl") {
-			t.Fatalf("got %q, %v; want the one next to oriond", got, err)
-		}
-	})
-	t.Run("OnPath", func(t *testing.T) {
-		env, _, bindir, _, _ := withProxyEnv(t)
-		// Not executable: not a program to run.
-		os.WriteFile(filepath.Join(bindir, "orionctl"), nil, 0o644)
-		env.lookPath = func(string) (string, error) { return "/usr/local/bin/orionctl", nil }
-		if got, err := env.findOrionctl(); err != nil || got != "/usr/local/bin/orionctl" {
-			t.Fatalf("got %q, %v", got, err)
-		}
-	})
-	t.Run("Absent", func(t *testing.T) {
-		env, home, bindir, _, _ := withProxyEnv(t)
-		_, err := runService(t, env, "install", "--with-proxy")
-		if err == nil || !strings.Contains(err.Error(), "orionctl is neither next to oriond (in "+bindir+") nor on PATH") {
-			t.Fatalf("err %v", err)
-		}
-		// Nothing was installed, oriond's unit included.
-		if entries, _ := os.ReadDir(filepath.Join(home, ".config/systemd/user")); len(entries) != 0 {
-			t.Fatalf("a failed install left %v", entries)
-		}
-	})
-}
-
 func TestWithProxyRefusals(t *testing.T) {
 	env, _, bindir, _, _ := withProxyEnv(t)
 	writeExecutable(t, filepath.Join(bindir, "orionctl"))
-	env.euid = 0
+	env.EUID = 0
 	if _, err := runService(t, env, "install", "--system", "--run-as", "alice", "--with-proxy"); err == nil ||
 		!strings.Contains(err.Error(), "not of the machine") {
 		t.Fatalf("--system --with-proxy: %v", err)
@@ -210,5 +131,18 @@ func TestWithProxyRefusals(t *testing.T) {
 	if err != nil || !strings.Contains(out, "# oriond.service:") ||
 		!strings.Contains(out, "\n# orionctl-proxy.service:") || !strings.Contains(out, "ExecStart="+filepath.Join(bindir, "orionctl")+" proxy") {
 		t.Fatalf("install --print --with-proxy: %v\n%s", err, out)
+	}
+}
+
+// Without orionctl next to oriond or on PATH, install --with-proxy fails
+// and installs nothing, oriond's unit included.
+func TestWithProxyWithoutOrionctl(t *testing.T) {
+	env, home, bindir, _, _ := withProxyEnv(t)
+	_, err := runService(t, env, "install", "--with-proxy")
+	if err == nil || !strings.Contains(err.Error(), "orionctl is neither next to oriond (in "+bindir+") nor on PATH") {
+		t.Fatalf("err %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(home, ".config/systemd/user")); len(entries) != 0 {
+		t.Fatalf("a failed install left %v", entries)
 	}
 }

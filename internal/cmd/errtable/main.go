@@ -1,4 +1,5 @@
-// Command errtable writes the README's error table from protocol.ErrorReasons
+// Command errtable writes the error table of docs/protocol.md from
+// protocol.ErrorReasons
 // and checks that every Reason constant of package protocol is in it.
 //
 //	go generate ./protocol
@@ -24,23 +25,29 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// The README's table sits between these lines.
+// The document's error table sits between these lines.
 const (
 	beginMarker = "<!-- errors:begin (generated from protocol.ErrorReasons by `go generate ./protocol`; do not edit) -->"
 	endMarker   = "<!-- errors:end -->"
 )
 
+// Its method table sits between these.
+const (
+	methodsBegin = "<!-- methods:begin (generated from protocol.MethodSpecs by `go generate ./protocol`; do not edit) -->"
+	methodsEnd   = "<!-- methods:end -->"
+)
+
 func main() {
-	readme := flag.String("readme", "../README.md", "the README to rewrite")
+	doc := flag.String("doc", "../docs/protocol.md", "the document whose error table to rewrite")
 	dir := flag.String("protocol", ".", "the directory of package protocol, checked for undocumented reasons")
 	flag.Parse()
-	if err := run(*readme, *dir); err != nil {
+	if err := run(*doc, *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "errtable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(readme, dir string) error {
+func run(doc, dir string) error {
 	missing, err := undocumented(dir, protocol.ErrorReasons)
 	if err != nil {
 		return err
@@ -48,18 +55,22 @@ func run(readme, dir string) error {
 	if len(missing) > 0 {
 		return missingError(missing)
 	}
-	old, err := os.ReadFile(readme)
+	old, err := os.ReadFile(doc)
 	if err != nil {
 		return err
 	}
 	updated, err := rewrite(old, table(protocol.ErrorReasons))
 	if err != nil {
-		return fmt.Errorf("%s: %w", readme, err)
+		return fmt.Errorf("%s: %w", doc, err)
+	}
+	updated, err = rewriteBetween(updated, methodsBegin, methodsEnd, methodTable(protocol.MethodSpecs))
+	if err != nil {
+		return fmt.Errorf("%s: %w", doc, err)
 	}
 	if bytes.Equal(old, updated) {
 		return nil
 	}
-	return os.WriteFile(readme, updated, 0o644)
+	return os.WriteFile(doc, updated, 0o644)
 }
 
 func missingError(missing []string) error {
@@ -78,15 +89,33 @@ func table(docs []protocol.ReasonDoc) string {
 	return b.String()
 }
 
-// rewrite replaces what lies between the markers of readme with table.
-func rewrite(readme []byte, table string) ([]byte, error) {
-	s := string(readme)
-	i := strings.Index(s, beginMarker+"\n")
-	j := strings.Index(s, endMarker)
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("no %q ... %q lines to put the error table between", beginMarker, endMarker)
+// methodTable is the markdown table of methods, one row per method in the
+// order daemon.status lists them.
+func methodTable(specs []protocol.MethodSpec) string {
+	var b strings.Builder
+	b.WriteString("| method | params → result |\n|---|---|\n")
+	for _, m := range specs {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", m.Name, m.Doc)
 	}
-	start := i + len(beginMarker) + 1
+	return b.String()
+}
+
+// rewrite replaces what lies between the error table's markers of doc with
+// table.
+func rewrite(doc []byte, table string) ([]byte, error) {
+	return rewriteBetween(doc, beginMarker, endMarker, table)
+}
+
+// rewriteBetween replaces what lies between the begin and end marker lines
+// of doc with table.
+func rewriteBetween(doc []byte, begin, end, table string) ([]byte, error) {
+	s := string(doc)
+	i := strings.Index(s, begin+"\n")
+	j := strings.Index(s, end)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no %q ... %q lines to put the table between", begin, end)
+	}
+	start := i + len(begin) + 1
 	return []byte(s[:start] + table + s[j:]), nil
 }
 

@@ -29,18 +29,19 @@ func TestEveryReasonIsDocumented(t *testing.T) {
 	}
 }
 
-// The README's table is the one generated from protocol.ErrorReasons.
-func TestREADMEErrorTable(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+// The protocol reference's table is the one generated from
+// protocol.ErrorReasons.
+func TestProtocolDocErrorTable(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/protocol.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := rewrite(readme, table(protocol.ErrorReasons))
+	want, err := rewrite(doc, table(protocol.ErrorReasons))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(want) != string(readme) {
-		t.Fatal("the README's error table differs from protocol.ErrorReasons: run go generate ./protocol")
+	if string(want) != string(doc) {
+		t.Fatal("the error table of docs/protocol.md differs from protocol.ErrorReasons: run go generate ./protocol")
 	}
 }
 
@@ -70,5 +71,26 @@ func TestRewriteNeedsMarkers(t *testing.T) {
 	}
 	if want := "a\n" + beginMarker + "\nnew\n" + endMarker + "\nb\n"; string(got) != want {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// The protocol reference's method table is the one generated from
+// protocol.MethodSpecs, which the daemon's method table serves exactly.
+func TestDocMethodTable(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rewriteBetween(doc, methodsBegin, methodsEnd, methodTable(protocol.MethodSpecs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(doc) {
+		t.Fatal("the method table of docs/protocol.md differs from protocol.MethodSpecs: run go generate ./protocol")
+	}
+	for _, m := range protocol.MethodSpecs {
+		if m.Doc == "" || !strings.Contains(m.Doc, "→") {
+			t.Errorf("%s: its Doc must say its params → its result, got %q", m.Name, m.Doc)
+		}
 	}
 }

@@ -6,7 +6,8 @@
 // when the queue is full); one goroutine inserts queued events in batches,
 // and while the database is away it keeps them and retries with backoff.
 // Events are valid JSON by construction (package trace sanitizes them), so
-// the jsonb cast that failed in the seeds' system succeeds; should
+// the jsonb cast that fails on raw payloads (invalid UTF-8, NUL, lone
+// surrogates) succeeds; should
 // PostgreSQL still refuse one event, the batch is inserted event by event
 // and only the refused one is dropped, so it cannot block the queue.
 package tracepg
@@ -396,7 +397,7 @@ func (s *Sink) insertBatch(ctx context.Context, c *pgx.Conn, batch []trace.Entry
 	ids, types, sessions, methods, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	times := make([]time.Time, n)
 	for i, e := range batch {
-		ids[i], times[i], types[i] = e.Event.ID, e.Event.Time, e.Event.Type
+		ids[i], times[i], types[i] = e.Event.ID, e.Event.Time, string(e.Event.Type)
 		sessions[i], methods[i], events[i] = e.Event.SessionID, e.Event.Method, string(e.JSON)
 	}
 	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -68,8 +68,8 @@ type withNaN struct {
 	Score float64 `json:"score"`
 }
 
-// adversarial are the payloads that broke trace persistence in the seeds'
-// system, and a few more: each must end up stored.
+// adversarial are payloads that break trace persistence into a jsonb
+// column when stored raw: each must end up stored.
 func adversarial() map[string]map[string]any {
 	deep := map[string]any{"leaf": "x"}
 	for range 10000 {
@@ -213,8 +213,7 @@ func normalize(v any) any {
 	return v
 }
 
-// TestAdversarialPayloadsReachJSONB is the seeds' failure turned into a
-// test: payloads that made PostgreSQL refuse trace events ("invalid input
+// TestAdversarialPayloadsReachJSONB is that failure turned into a test: payloads that made PostgreSQL refuse trace events ("invalid input
 // syntax for type json", "unsupported Unicode escape sequence") are
 // inserted into a real jsonb column, and every one is found there.
 func TestAdversarialPayloadsReachJSONB(t *testing.T) {

@@ -1,0 +1,252 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// methods is the daemon's method table: every method it serves, each once,
+// with its handler, the session it is about (its requests are then served
+// in the order they were read) and the sessions a success makes the
+// connection the driver of. Its names and types are protocol.MethodSpecs'
+// (TestMethodTableIsTheProtocol).
+//
+// Adding a method: its protocol.Method (protocol/methods.go) and types, a
+// route here, and its handler below.
+var methods = table(
+	route(protocol.SessionBegin, (*handler).begin).owns(beginOwner),
+	route(protocol.SessionAppend, (*handler).append).
+		about(func(p *protocol.AppendParams) string { return p.SessionID }).
+		owns(func(r protocol.AppendResult) []string { return []string{r.SessionID} }).
+		decodeWith(appendParams),
+	route(protocol.SessionFinalize, (*handler).finalize).
+		about(func(p *protocol.FinalizeParams) string { return p.SessionID }),
+	route(protocol.SessionAbort, (*handler).abort).about(sessionIDParams),
+	route(protocol.SessionGet, (*handler).get),
+	route(protocol.SessionList, (*handler).list),
+	route(protocol.SessionResume, (*handler).resume).about(sessionIDParams).
+		owns(func(r protocol.ResumeResult) []string { return []string{r.SessionID} }),
+	route(protocol.SessionContinue, (*handler).continue_).
+		about(func(p *protocol.ContinueParams) string { return p.SessionID }).
+		owns(beginOwner),
+	route(protocol.SessionClean, (*handler).clean),
+	route(protocol.SessionUndo, (*handler).undo),
+	route(protocol.SessionWrite, (*handler).write).
+		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
+	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
+	route(protocol.TxCommit, (*handler).txCommit),
+	route(protocol.TxAbort, (*handler).txAbort),
+	route(protocol.TxGet, (*handler).txGet),
+	route(protocol.DaemonStatus, (*handler).daemonStatus),
+	route(protocol.ToolsDefinitions, (*handler).toolsDefinitions),
+	route(protocol.TraceList, (*handler).traceList),
+	route(protocol.TraceFollow, (*handler).traceFollow),
+)
+
+func sessionIDParams(p *protocol.SessionIDParams) string { return p.SessionID }
+
+func beginOwner(r protocol.BeginResult) []string { return []string{r.SessionID} }
+
+func txOwner(r protocol.TxBeginResult) []string {
+	ids := make([]string, len(r.Sessions))
+	for i, s := range r.Sessions {
+		ids[i] = s.SessionID
+	}
+	return ids
+}
+
+func (h *handler) begin(_ *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
+	return h.mgr.Begin(*p)
+}
+
+func (h *handler) append(_ *jsonrpc2.Conn, p *protocol.AppendParams) (protocol.AppendResult, error) {
+	return h.mgr.Append(*p)
+}
+
+func (h *handler) finalize(_ *jsonrpc2.Conn, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+	return h.mgr.Finalize(*p)
+}
+
+func (h *handler) abort(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.AbortResult, error) {
+	return h.mgr.Abort(p.SessionID)
+}
+
+func (h *handler) get(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.SessionInfo, error) {
+	return h.mgr.Get(p.SessionID)
+}
+
+func (h *handler) list(_ *jsonrpc2.Conn, p *protocol.ListParams) (protocol.ListResult, error) {
+	return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
+}
+
+func (h *handler) resume(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.ResumeResult, error) {
+	return h.mgr.Resume(p.SessionID)
+}
+
+func (h *handler) continue_(_ *jsonrpc2.Conn, p *protocol.ContinueParams) (protocol.BeginResult, error) {
+	return h.mgr.Continue(p.SessionID)
+}
+
+func (h *handler) clean(_ *jsonrpc2.Conn, p *protocol.CleanParams) (protocol.CleanResult, error) {
+	return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
+}
+
+func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.UndoResult, error) {
+	return h.mgr.Undo(p.SessionID)
+}
+
+func (h *handler) write(_ *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	return h.mgr.Write(*p)
+}
+
+func (h *handler) txBegin(_ *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	return h.mgr.TxBegin(*p)
+}
+
+func (h *handler) txCommit(_ *jsonrpc2.Conn, p *protocol.TxCommitParams) (protocol.TxCommitResult, error) {
+	return h.mgr.TxCommit(*p)
+}
+
+func (h *handler) txAbort(_ *jsonrpc2.Conn, p *protocol.TxIDParams) (protocol.TxInfo, error) {
+	return h.mgr.TxAbort(p.TxID)
+}
+
+func (h *handler) txGet(_ *jsonrpc2.Conn, p *protocol.TxIDParams) (protocol.TxInfo, error) {
+	return h.mgr.TxGet(p.TxID)
+}
+
+func (h *handler) daemonStatus(*jsonrpc2.Conn, *protocol.NoParams) (protocol.StatusResult, error) {
+	return h.status(), nil
+}
+
+func (h *handler) toolsDefinitions(*jsonrpc2.Conn, *protocol.NoParams) (protocol.ToolsResult, error) {
+	return protocol.ToolsResult{Tools: []protocol.ToolDefinition{protocol.WritePlanToolBegin()}}, nil
+}
+
+func (h *handler) traceList(_ *jsonrpc2.Conn, p *protocol.TraceListParams) (protocol.TraceListResult, error) {
+	if h.traces == nil {
+		return protocol.TraceListResult{}, errTracingOff(protocol.MethodTraceList)
+	}
+	return h.traces.List(*p)
+}
+
+func (h *handler) traceFollow(conn *jsonrpc2.Conn, p *protocol.TraceFollowParams) (protocol.TraceFollowResult, error) {
+	if h.traces == nil {
+		return protocol.TraceFollowResult{}, errTracingOff(protocol.MethodTraceFollow)
+	}
+	// Events go to this connection, from the tracer's goroutine for it,
+	// until the connection closes.
+	stop := h.traces.Follow(p.TraceFilter, func(n protocol.TraceEventNotification) {
+		conn.Notify(context.Background(), protocol.NotifyTraceEvent, n)
+	})
+	go func() {
+		<-conn.DisconnectNotify()
+		stop()
+	}()
+	return protocol.TraceFollowResult{Following: true}, nil
+}
+
+// method is one entry of the table with its types erased: what Handle
+// needs to decode, order, serve and account for a request.
+type method struct {
+	name           string
+	params, result reflect.Type
+	// decode turns the params as sent into a *P, checked against their
+	// limits.
+	decode func(raw json.RawMessage) (any, error)
+	// session names the session the decoded params are about, "" for
+	// none.
+	session func(params any) string
+	// serve calls the handler with decoded params and names the sessions
+	// its result makes the connection the driver of.
+	serve func(h *handler, conn *jsonrpc2.Conn, params any) (result any, owned []string, err error)
+}
+
+// routeOf is a method of the table with its types, as written in it.
+type routeOf[P, R any] struct {
+	m         protocol.Method[P, R]
+	handle    func(*handler, *jsonrpc2.Conn, *P) (R, error)
+	sessionOf func(*P) string
+	ownedBy   func(R) []string
+	decoder   func(json.RawMessage) (*P, error)
+}
+
+// route serves m with handle, whose params and result are m's types.
+func route[P, R any](m protocol.Method[P, R], handle func(*handler, *jsonrpc2.Conn, *P) (R, error)) routeOf[P, R] {
+	return routeOf[P, R]{m: m, handle: handle}
+}
+
+// about says which session a request is about: the requests of one session
+// are served one at a time, in the order they were read (an append waits
+// for the one before it), and its trace events name it.
+func (r routeOf[P, R]) about(session func(*P) string) routeOf[P, R] {
+	r.sessionOf = session
+	return r
+}
+
+// owns says which sessions a successful request makes its connection the
+// driver of (it is sent their notifications, and they are left to recover
+// when it drops).
+func (r routeOf[P, R]) owns(owned func(R) []string) routeOf[P, R] {
+	r.ownedBy = owned
+	return r
+}
+
+// decodeWith replaces the standard decoding of the params (encoding/json,
+// then a check of their text and of their limits) by decode, which must do
+// all of that itself.
+func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage) (*P, error)) routeOf[P, R] {
+	r.decoder = decode
+	return r
+}
+
+func (r routeOf[P, R]) erase() method {
+	spec := r.m.Spec()
+	m := method{name: spec.Name, params: spec.Params, result: spec.Result}
+	switch {
+	case r.decoder != nil:
+		m.decode = func(raw json.RawMessage) (any, error) { return r.decoder(raw) }
+	case spec.Params == reflect.TypeFor[protocol.NoParams]():
+		m.decode = func(json.RawMessage) (any, error) { return new(protocol.NoParams), nil }
+	default:
+		m.decode = func(raw json.RawMessage) (any, error) { return decodeParams[P](spec.Name, raw) }
+	}
+	m.session = func(any) string { return "" }
+	if r.sessionOf != nil {
+		m.session = func(p any) string { return r.sessionOf(p.(*P)) }
+	}
+	m.serve = func(h *handler, conn *jsonrpc2.Conn, p any) (any, []string, error) {
+		res, err := r.handle(h, conn, p.(*P))
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.ownedBy == nil {
+			return res, nil, nil
+		}
+		return res, r.ownedBy(res), nil
+	}
+	return m
+}
+
+// erasable is a routeOf of any types.
+type erasable interface{ erase() method }
+
+// table indexes routes by method name; a name twice is a bug caught at
+// start.
+func table(routes ...erasable) map[string]method {
+	t := make(map[string]method, len(routes))
+	for _, r := range routes {
+		m := r.erase()
+		if _, dup := t[m.name]; dup {
+			panic("daemon: method " + m.name + " is in the method table twice")
+		}
+		t[m.name] = m
+	}
+	return t
+}

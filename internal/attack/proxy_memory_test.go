@@ -19,19 +19,21 @@ import (
 
 // Peak resident memory (VmHWM) of `orionctl proxy` under the attacks of
 // its memory finding, each on a proxy of its own. Each comment gives the
-// peak measured on the 2-core dev box with the bounds in place, and
-// before them (the same test with ORION_ATTACK_ORIONCTL pointing at an
-// orionctl built from the commit before).
+// peak measured on the 2-core dev box with the bounds in place, and before
+// them (the same test with ORION_ATTACK_ORIONCTL pointing at an orionctl
+// built from the commit before the bounds).
 const (
 	// 256 MiB of model text outside any session, stream: false. Measured
-	// 34 MiB (502 response_too_large past 16 MiB); before: 2.0 GiB.
-	proxyTextUnstreamedBound = 128 << 20
-	// The same with stream: true. Measured 31 MiB; before: 1.2 GiB.
-	proxyTextStreamedBound = 128 << 20
-	// A 256 MiB file inside a session. Measured 40 MiB; before: 2.2 GiB.
+	// 93 MiB (the agent gets 502 response_too_large past 16 MiB of text);
+	// before: 2,468 MiB (and a 256 MiB JSON answer).
+	proxyTextUnstreamedBound = 160 << 20
+	// The same with stream: true. Measured 34 MiB; before: 962 MiB.
+	proxyTextStreamedBound = 96 << 20
+	// A 256 MiB file inside a session. Measured 54 MiB; before: 2,026 MiB.
 	proxySessionBound = 128 << 20
 	// 24 concurrent 30 MiB request bodies, the upstream taking 2 s to
-	// answer each. Measured 365 MiB; before: 3.8 GiB.
+	// answer each. Measured 462 MiB (about four bodies served at a time,
+	// each held once once encoded); before: 3,741 MiB.
 	proxyBodiesBound = 640 << 20
 
 	proxyFloodBytes = 256 << 20

@@ -13,6 +13,24 @@ import (
 	"github.com/orion-agent/orion/client/proxy"
 )
 
+// --daemon-down pass: with oriond down, the agent's request goes to the
+// upstream as it came (no tool added), and the log says so.
+func TestDaemonDownPass(t *testing.T) {
+	h := newHarness(t, proxy.Config{DaemonDown: proxy.DaemonDownPass, Socket: "/nonexistent/oriond.sock"},
+		oaReply(oaText("from upstream"), oaFinish("stop")))
+	status, body := h.post(t, "/v1/chat/completions", chatRequest(true, "hi"), nil)
+	if status != 200 || !strings.Contains(body, "from upstream") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	reqs := h.up.all()
+	if len(reqs) != 1 || strings.Contains(string(reqs[0].body), "WritePlanTool_begin") {
+		t.Errorf("the upstream got %d requests, the first with the tool added: %v", len(reqs), len(reqs) > 0)
+	}
+	if !strings.Contains(h.logs.String(), "level=WARN") || !strings.Contains(h.logs.String(), "oriond is down") {
+		t.Errorf("no warning in the log:\n%s", h.logs.String())
+	}
+}
+
 // A chat request that names no workspace, on a proxy with no default one,
 // is refused with what to do: files must not land where the proxy was
 // started. With the header, the same request is served.
@@ -66,6 +84,29 @@ func TestDoor(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "" || len(h.up.all()) != 0 {
 			t.Errorf("status %d, ACAO %q, %d upstream requests", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), len(h.up.all()))
+		}
+	})
+	t.Run("AllowedOrigin", func(t *testing.T) {
+		h := newHarness(t, proxy.Config{AllowOrigins: []string{"http://localhost:3000"}},
+			oaReply(oaText("hi page"), oaFinish("stop")))
+		req, _ := http.NewRequest("OPTIONS", h.srv.URL+"/v1/chat/completions", nil)
+		req.Header.Set("Origin", "http://localhost:3000")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" ||
+			!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Content-Type") {
+			t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+		}
+		status, body := h.post(t, "/v1/chat/completions", chatRequest(false, "hi"), map[string]string{"Origin": "http://localhost:3000"})
+		if status != 200 || !strings.Contains(body, "hi page") {
+			t.Errorf("post from the allowed page: %d %s", status, body)
+		}
+		if status, _ := h.post(t, "/v1/chat/completions", chatRequest(false, "hi"), map[string]string{"Origin": "http://localhost:3001"}); status != 403 {
+			t.Errorf("post from another page: %d", status)
 		}
 	})
 	t.Run("BodyTooLarge", func(t *testing.T) {

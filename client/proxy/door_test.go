@@ -120,6 +120,18 @@ func TestDoor(t *testing.T) {
 		if status != 413 || e.Error.Type != "request_too_large" || len(h.up.all()) != 0 {
 			t.Errorf("status %d %s", status, body)
 		}
+		// The same body of unknown length (chunked): read up to the limit.
+		big := js(map[string]any{"model": "m", "messages": []any{map[string]string{"role": "user", "content": strings.Repeat("x", 2<<20)}}})
+		req, _ := http.NewRequest("POST", h.srv.URL+"/v1/chat/completions", io.MultiReader(strings.NewReader(big)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 || req.ContentLength != 0 || len(h.up.all()) != 0 {
+			t.Errorf("chunked: status %d (sent with length %d)", resp.StatusCode, req.ContentLength)
+		}
 	})
 	t.Run("TooManyAtOnce", func(t *testing.T) {
 		h := newHarness(t, proxy.Config{MaxConcurrent: 1, QueueWait: 300 * time.Millisecond},

@@ -24,15 +24,15 @@ import (
 // built from the commit before the bounds).
 const (
 	// 256 MiB of model text outside any session, stream: false. Measured
-	// 93 MiB (the agent gets 502 response_too_large past 16 MiB of text);
+	// 80-93 MiB (the agent gets 502 response_too_large past 16 MiB of text);
 	// before: 2,468 MiB (and a 256 MiB JSON answer).
 	proxyTextUnstreamedBound = 160 << 20
 	// The same with stream: true. Measured 34 MiB; before: 962 MiB.
 	proxyTextStreamedBound = 96 << 20
-	// A 256 MiB file inside a session. Measured 54 MiB; before: 2,026 MiB.
+	// A 256 MiB file inside a session. Measured 49-54 MiB; before: 2,026 MiB.
 	proxySessionBound = 128 << 20
 	// 24 concurrent 30 MiB request bodies, the upstream taking 2 s to
-	// answer each. Measured 462 MiB (about four bodies served at a time,
+	// answer each. Measured 462-519 MiB (about four bodies served at a time,
 	// each held once once encoded); before: 3,741 MiB.
 	proxyBodiesBound = 640 << 20
 

@@ -12,7 +12,10 @@
 // write` does next to cp and an fsync of the copy. Both run in interleaved
 // rounds and print medians and ranges. --memory measures the memory
 // targets on a daemon of its own: resident memory idle, while 200 sessions
-// stream, and added by the finalize of a 256 MiB file.
+// stream, and added by the finalize of a 256 MiB file. --proxy-memory
+// measures `orionctl proxy` (--orionctl) under its memory attacks: its peak
+// resident memory while 256 MiB of model text or a 256 MiB file stream
+// through it, and with 24 concurrent 30 MiB request bodies.
 //
 //	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionbench
 //	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --file-mb 50
@@ -49,20 +52,23 @@ func main() {
 }
 
 type config struct {
-	oriond    string
-	dir       string
-	duration  time.Duration
-	chunk     int
-	sessions  []int
-	baselines []int
-	json      bool
-	extra     []string
-	peerMCP   bool
-	fileMB    int
-	rounds    int
-	wholeOps  int
-	syncs     bool
-	memory    bool
+	oriond string
+	// orionctl and proxyMemory: --proxy-memory.
+	orionctl    string
+	proxyMemory bool
+	dir         string
+	duration    time.Duration
+	chunk       int
+	sessions    []int
+	baselines   []int
+	json        bool
+	extra       []string
+	peerMCP     bool
+	fileMB      int
+	rounds      int
+	wholeOps    int
+	syncs       bool
+	memory      bool
 }
 
 // result is one measured case.
@@ -89,12 +95,15 @@ type fullReport struct {
 	Compare   []sideBySide  `json:"compare,omitempty"`
 	IdleRSS   float64       `json:"daemon_idle_rss_mib,omitempty"`
 	Memory    *memoryReport `json:"memory,omitempty"`
+	ProxyMem  []proxyMemRow `json:"proxy_memory,omitempty"`
 }
 
 func run(args []string, out io.Writer) error {
 	cfg := config{}
 	fs := flag.NewFlagSet("orionbench", flag.ContinueOnError)
 	fs.StringVar(&cfg.oriond, "oriond", sibling.Binary("oriond"), "path of the oriond binary to benchmark")
+	fs.StringVar(&cfg.orionctl, "orionctl", sibling.Binary("orionctl"), "path of the orionctl binary whose proxy --proxy-memory measures")
+	fs.BoolVar(&cfg.proxyMemory, "proxy-memory", false, "also measure orionctl proxy's peak RSS under its memory attacks (256 MiB of text, a 256 MiB file, 24 concurrent 30 MiB bodies)")
 	fs.StringVar(&cfg.dir, "dir", "", "directory on the disk to measure (default: a new temp dir); the daemon's store and the baseline files both go here")
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each case runs")
 	fs.IntVar(&cfg.chunk, "chunk", 1024, "chunk size in bytes")
@@ -173,6 +182,11 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 	}
+	if cfg.proxyMemory {
+		if rep.ProxyMem, err = proxyMemoryCase(ctx, cfg); err != nil {
+			return err
+		}
+	}
 	if cfg.syncs {
 		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg); err != nil {
 			return fmt.Errorf("counting syncs: %w", err)
@@ -192,6 +206,10 @@ func run(args []string, out io.Writer) error {
 	if rep.Memory != nil {
 		fmt.Fprintln(out)
 		reportMemory(out, rep.Memory)
+	}
+	if rep.ProxyMem != nil {
+		fmt.Fprintln(out)
+		reportProxyMemory(out, rep.ProxyMem)
 	}
 	if cfg.syncs {
 		fmt.Fprintln(out)

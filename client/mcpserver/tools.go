@@ -34,7 +34,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 		ExpectedLines int64              `json:"expected_lines"`
 		PatchSpec     protocol.PatchSpec `json:"patch_spec"`
 	}
-	if err := decodeArgs(ToolWriteBegin, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteBegin, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.Operation == "" {
@@ -146,7 +146,7 @@ func (s *Server) writeAppend(ctx context.Context, req *mcp.CallToolRequest) (too
 		Seq       uint64  `json:"seq"`
 		Chunk     *string `json:"chunk"`
 	}
-	if err := decodeArgs(ToolWriteAppend, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteAppend, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	switch {
@@ -218,7 +218,7 @@ func (s *Server) writeFinalize(ctx context.Context, req *mcp.CallToolRequest) (t
 		SessionID string `json:"session_id"`
 		DryRun    bool   `json:"dry_run"`
 	}
-	if err := decodeArgs(ToolWriteFinalize, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteFinalize, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.SessionID == "" {
@@ -350,7 +350,7 @@ func (s *Server) writeAbort(ctx context.Context, req *mcp.CallToolRequest) (tool
 	var a struct {
 		SessionID string `json:"session_id"`
 	}
-	if err := decodeArgs(ToolWriteAbort, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteAbort, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.SessionID == "" {
@@ -375,7 +375,7 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 		Intent     string             `json:"intent"`
 		Content    *string            `json:"content"`
 	}
-	if err := decodeArgs(ToolWriteFile, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteFile, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	switch a.Operation {
@@ -451,7 +451,7 @@ func (s *Server) editFile(ctx context.Context, req *mcp.CallToolRequest) (toolRe
 		DryRun     bool    `json:"dry_run"`
 		Edit       *string `json:"edit"`
 	}
-	if err := decodeArgs(ToolEditFile, req, &a); err != nil {
+	if err := s.decodeArgs(ToolEditFile, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.Edit == nil || strings.TrimSpace(*a.Edit) == "" {
@@ -491,7 +491,7 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 		SessionID string `json:"session_id"`
 		Last      bool   `json:"last"`
 	}
-	if err := decodeArgs(ToolUndo, req, &a); err != nil {
+	if err := s.decodeArgs(ToolUndo, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	id := a.SessionID
@@ -554,7 +554,7 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest) (to
 		Limit int            `json:"limit"`
 		Stage protocol.Stage `json:"stage"`
 	}
-	if err := decodeArgs(ToolListSessions, req, &a); err != nil {
+	if err := s.decodeArgs(ToolListSessions, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	limit := a.Limit

@@ -8,14 +8,16 @@
 //
 // --peer-mcp adds whole 64 KiB files written through oriond next to the
 // same files written by the MCP filesystem server's write_file, installed
-// from npm for the run; --file-mb adds a large file written as `orionctl
+// from npm for the run; --mcp adds the same files written with write_file
+// through `orionctl mcp` next to the filesystem server's, both driven by
+// the official TypeScript SDK client over stdio; --file-mb adds a large file written as `orionctl
 // write` does next to cp and an fsync of the copy. Both run in interleaved
 // rounds and print medians and ranges. --memory measures the memory
 // targets on a daemon of its own: resident memory idle, while 200 sessions
 // stream, and added by the finalize of a 256 MiB file.
 //
-//	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionbench
-//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --file-mb 50
+//	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionctl ./client/cmd/orionbench
+//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --mcp --file-mb 50
 package main
 
 import (
@@ -58,6 +60,8 @@ type config struct {
 	json      bool
 	extra     []string
 	peerMCP   bool
+	mcp       bool
+	orionctl  string
 	fileMB    int
 	rounds    int
 	wholeOps  int
@@ -106,9 +110,11 @@ func run(args []string, out io.Writer) error {
 		return nil
 	})
 	fs.BoolVar(&cfg.peerMCP, "peer-mcp", false, "also compare whole 64 KiB files with the MCP filesystem server's write_file (installs "+mcpPackage+" with npm into a temp dir)")
+	fs.BoolVar(&cfg.mcp, "mcp", false, "also compare 64 KiB write_file calls through `orionctl mcp` with the MCP filesystem server's, both driven by the TypeScript SDK client over stdio (installs "+mcpSDKPackage+" and "+mcpPackage+" with npm into a temp dir)")
+	fs.StringVar(&cfg.orionctl, "orionctl", sibling.Binary("orionctl"), "path of the orionctl binary for --mcp")
 	fs.IntVar(&cfg.fileMB, "file-mb", 0, "also write a file of this many MB as `orionctl write` does, next to cp + sync (0: skip)")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp and --file-mb comparisons")
-	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp comparison")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp, --mcp and --file-mb comparisons")
+	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp and --mcp comparisons")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +167,18 @@ func run(args []string, out io.Writer) error {
 		}
 		rep.Compare = append(rep.Compare, r)
 	}
+	var bench *mcpBench
+	if cfg.mcp {
+		b, skip := installMCPBench(ctx, cfg.dir)
+		if skip == "" {
+			bench = &b
+		}
+		r, err := mcpCase(ctx, cfg, d, bench, skip)
+		if err != nil {
+			return err
+		}
+		rep.Compare = append(rep.Compare, r)
+	}
 	if cfg.fileMB > 0 {
 		r, err := largeFileCase(ctx, cfg, d)
 		if err != nil {
@@ -174,7 +192,7 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	if cfg.syncs {
-		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg); err != nil {
+		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg, bench); err != nil {
 			return fmt.Errorf("counting syncs: %w", err)
 		}
 	}

@@ -71,7 +71,7 @@ type syncRow struct {
 // countSyncs runs each operation a few times against a daemon under strace
 // and returns the syncs per operation. Without strace it says why it
 // counted nothing.
-func countSyncs(ctx context.Context, cfg config) ([]syncRow, string, error) {
+func countSyncs(ctx context.Context, cfg config, mcp *mcpBench) ([]syncRow, string, error) {
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		return nil, "syncs not counted: strace is not installed", nil
@@ -149,6 +149,32 @@ func countSyncs(ctx context.Context, cfg config) ([]syncRow, string, error) {
 		{"whole 64 KiB file (begin+append+finalize)", func(i int) error {
 			return wholeFile(ctx, c, filepath.Join(d.root, fmt.Sprintf("whole-%d.txt", i)), content)
 		}},
+	}
+	steps = append(steps, struct {
+		name string
+		op   func(i int) error
+	}{"session.write 64 KiB (one request)", func(i int) error {
+		_, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{Intent: "benchmark", Operation: protocol.OpCreate,
+			TargetFile: filepath.Join(d.root, fmt.Sprintf("one-%d.txt", i))}, Content: content})
+		return err
+	}})
+	if mcp != nil {
+		if _, err := exec.LookPath(cfg.orionctl); err == nil {
+			root := filepath.Join(d.root, "mcp-syncs")
+			if err := os.MkdirAll(root, 0o700); err != nil {
+				return nil, "", err
+			}
+			steps = append(steps, struct {
+				name string
+				op   func(i int) error
+			}{"MCP write_file 64 KiB (orionctl mcp)", func(i int) error {
+				if i > 0 {
+					return nil // the first op writes all the files, in one client run
+				}
+				_, err := mcp.run(ctx, "orion", root, files, 64<<10, "syncs", 0, cfg.orionctl, "--socket", d.socket, "mcp")
+				return err
+			}})
+		}
 	}
 	for _, s := range steps {
 		if err := measure(s.name, files, s.op); err != nil {

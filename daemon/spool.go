@@ -48,13 +48,13 @@ func openSpool(cfg Config, mgr *session.Manager, rec trace.Recorder, log *slog.L
 			return err
 		}
 		log.Info("imported a spooled session", "spool_entry", e.Dir, "session", id, "target", e.Target())
-		rec.Record(trace.Event{Time: time.Now(), Type: "spool.import", SessionID: id,
+		rec.Record(trace.Event{Time: time.Now(), Type: protocol.TraceSpoolImport, SessionID: id,
 			Fields: map[string]any{"entry": e.Dir, "target": e.Target(), "bytes": e.ContentSize}})
 		return nil
 	}
 	onProblem := func(p spool.Problem) {
 		log.Warn("malformed spool entry left in place", "spool_entry", p.Dir, "reason", p.Reason, "err", p.Msg)
-		rec.Record(trace.Event{Time: time.Now(), Type: "spool.problem",
+		rec.Record(trace.Event{Time: time.Now(), Type: protocol.TraceSpoolProblem,
 			Fields: map[string]any{"entry": p.Dir, "reason": p.Reason, "message": p.Msg}})
 	}
 	sp, err := spool.New(dir, importEntry, onProblem, spool.Options{Logger: log, Settle: settle})

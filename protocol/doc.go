@@ -6,6 +6,8 @@
 // a change to the public protocol: add fields, never rename them.
 package protocol
 
+//go:generate go run ../internal/cmd/protots -out ../client/node/src/protocol.ts
+
 // Version is the protocol version reported by daemon.status. It changes only
 // when an existing method changes incompatibly.
 const Version = 1

@@ -25,13 +25,14 @@ type Method[P, R any] struct {
 
 // Spec describes m without its type parameters, for tables and generators.
 func (m Method[P, R]) Spec() MethodSpec {
-	return MethodSpec{Name: m.Name, Params: reflect.TypeFor[P](), Result: reflect.TypeFor[R]()}
+	return MethodSpec{Name: m.Name, Doc: MethodDocs[m.Name], Params: reflect.TypeFor[P](), Result: reflect.TypeFor[R]()}
 }
 
-// MethodSpec is a Method as a value: its name and its params and result
-// types.
+// MethodSpec is a Method as a value: its name, doc, and its params and
+// result types.
 type MethodSpec struct {
 	Name   string
+	Doc    string
 	Params reflect.Type
 	Result reflect.Type
 }
@@ -63,6 +64,29 @@ var (
 	TraceList        = Method[TraceListParams, TraceListResult]{MethodTraceList}
 	TraceFollow      = Method[TraceFollowParams, TraceFollowResult]{MethodTraceFollow}
 )
+
+// MethodDocs is each method's row of the protocol reference's method table
+// (docs/protocol.md, generated): its params, an arrow, what it answers.
+var MethodDocs = map[string]string{
+	MethodSessionBegin:     "`intent`, `target_file` (absolute, or relative to `workspace_root`), `operation` (`create`, `overwrite`, `append`, `patch` with `patch_spec`, `edit`) → `session_id`, `stage`, `end_marker`, `instructions`, resolved `target_file`",
+	MethodSessionAppend:    "`session_id`, `seq` (1, 2, 3, …), `chunk` → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed",
+	MethodSessionFinalize:  "`session_id`, `end_of_input` (the input ended without a marker: a file, not a model) → `bytes`, `lines`, `sha256`, `file_bytes`, `file_sha256`, `mode`, `trailing_bytes`, `trailing_preview`; never the content",
+	MethodSessionAbort:     "`session_id` → `stage: aborted`",
+	MethodSessionGet:       "`session_id` → session info (stage, bytes, lines, last seq, result)",
+	MethodSessionList:      "`all` → session info of each session (open ones only without `all`)",
+	MethodSessionResume:    "`session_id` → `last_seq`, `next_seq`, `bytes`, `lines`, `tail` (last lines), `continue_prompt`: where to pick up after a crash or a disconnect",
+	MethodSessionContinue:  "`session_id` of a truncated session → a new session chained to it (new marker); finalizing it writes both parts once",
+	MethodSessionClean:     "`older_than_ms`, `finished_older_than_ms` → `expired`, `pruned`",
+	MethodSessionUndo:      "`session_id` of a completed session → restores what it replaced (every file, for a multi-file edit)",
+	MethodTxBegin:          "`files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file",
+	MethodTxCommit:         "`tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none",
+	MethodTxAbort:          "`tx_id` → `stage: aborted`, `sessions`, `error`, `files`",
+	MethodTxGet:            "`tx_id` → `stage`, `sessions`, `error`, `files`",
+	MethodDaemonStatus:     "→ version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`)",
+	MethodToolsDefinitions: "→ the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch",
+	MethodTraceList:        "`session_id`, `types`, `since`, `until`, `after`, `limit`, `newest` → `events` (oldest first), `more`, `next`, `stats`; `unknown_method` when tracing is off",
+	MethodTraceFollow:      "`session_id`, `types` → `following`; then each new matching event as a `trace.event` notification until the connection closes",
+}
 
 // MethodSpecs is every method the daemon serves, in the order daemon.status
 // lists them. The daemon's method table serves exactly these, with these

@@ -24,25 +24,6 @@ var Operations = []Operation{OpCreate, OpOverwrite, OpAppend, OpPatch, OpEdit}
 // patch_spec. WritePlanTool_begin offers all of Operations.
 var WholeFileOperations = []Operation{OpCreate, OpOverwrite, OpAppend}
 
-// Stage is where a session stands in its lifecycle.
-type Stage string
-
-// Session stages. A session moves awaiting_content -> streaming ->
-// finalizing -> completed, or ends aborted.
-const (
-	StageAwaitingContent Stage = "awaiting_content"
-	StageStreaming       Stage = "streaming"
-	StageFinalizing      Stage = "finalizing"
-	StageCompleted       Stage = "completed"
-	StageAborted         Stage = "aborted"
-)
-
-// Open reports whether a session in this stage still accepts content or a
-// finalize.
-func (s Stage) Open() bool {
-	return s == StageAwaitingContent || s == StageStreaming || s == StageFinalizing
-}
-
 // BeginParams are the params of session.begin. They mirror the arguments of
 // the WritePlanTool_begin tool call, plus client-side options.
 type BeginParams struct {
@@ -314,7 +295,23 @@ type StatusResult struct {
 	// name matching any path component (".git").
 	ProtectedPaths   []string `json:"protected_paths"`
 	AllowedProtected []string `json:"allowed_protected,omitempty"`
+	// ProtectedRules are the rules behind ProtectedPaths, shapes included
+	// (hidden entries of home, git directories by their content), in the
+	// order they are checked; a protected_path refusal names one in
+	// data.rule.
+	ProtectedRules []ProtectedRule `json:"protected_rules,omitempty"`
 	// Trace describes the trace store (retention, size and its cap, what
 	// was dropped); absent when tracing is off.
 	Trace *TraceStats `json:"trace,omitempty"`
+}
+
+// ProtectedRule is one rule of the daemon's protected paths.
+type ProtectedRule struct {
+	// Rule is the rule's stable name ("home-hidden", "git-dir", ...).
+	Rule string `json:"rule"`
+	// Pattern is what it protects: paths (and what is below them), names
+	// matched against any path component, or a shape in words.
+	Pattern []string `json:"pattern"`
+	// Why is the reason for the rule.
+	Why string `json:"why"`
 }

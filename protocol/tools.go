@@ -34,35 +34,23 @@ func WritePlanToolBegin() ToolDefinition {
 	return ToolDefinition{
 		Type: "function",
 		Function: FunctionSpec{
-			Name: ToolName,
-			Description: "Start writing or changing a file. Call this with metadata only, never with the file's content. " +
-				"The result gives you an end marker. Then write the content as plain assistant text " +
-				"(no JSON, no code fence, no commentary), and finish with the end marker on a line of its own. " +
-				"The content is the whole file (create, overwrite), the text to add (append), " +
-				"the new text for the place patch_spec names (patch), or the edit itself (edit).",
+			Name:        ToolName,
+			Description: PromptToolDescription,
 			Parameters: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
 					"intent": map[string]any{
 						"type":        "string",
-						"description": "One sentence saying what this write does and why.",
+						"description": PromptToolIntent,
 					},
 					"target_file": map[string]any{
-						"type": "string",
-						"description": "Path of the file to write, relative to the workspace root. " +
-							"For an edit written as a *** Begin Patch envelope, an existing file the envelope updates; the envelope's own paths say which files change.",
+						"type":        "string",
+						"description": PromptToolTargetFile,
 					},
 					"operation": map[string]any{
-						"type": "string",
-						"enum": ops,
-						"description": "create: new file, fails if it exists. overwrite: replace the whole file. append: add to the end. " +
-							"patch: change one part of an existing file; patch_spec says where, and your text is the new text for that place. " +
-							"edit: change an existing file; your text is the edit, in the format you know best: " +
-							"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE, or Cline's ------- SEARCH / ======= / +++++++ REPLACE; " +
-							"several blocks, applied in order; a file path alone on the line before a block edits that file, an empty SEARCH creates it), " +
-							"a unified diff (---/+++ header, @@ hunks with context lines), " +
-							"or a *** Begin Patch ... *** End Patch envelope (*** Add File:, *** Update File: with @@ context, *** Delete File:, *** Move to:), " +
-							"which may touch several files and is applied all or nothing.",
+						"type":        "string",
+						"enum":        ops,
+						"description": PromptToolOperation,
 					},
 					"patch_spec": patchSpecSchema(),
 				},
@@ -80,10 +68,8 @@ func patchSpecSchema() map[string]any {
 	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
 	boolean := func(desc string) map[string]any { return map[string]any{"type": "boolean", "description": desc} }
 	return map[string]any{
-		"type": "object",
-		"description": "Required with operation patch, left out otherwise: where your text goes. " +
-			"Lines are 1-based and inclusive. A marker or pattern must match exactly once unless count says otherwise; " +
-			"when it does not, nothing is written and the error lists the matches.",
+		"type":        "object",
+		"description": PromptToolPatchSpec,
 		"properties": map[string]any{
 			"type": map[string]any{
 				"type": "string",

@@ -20,7 +20,11 @@ const (
 	NotifyTraceEvent = "trace.event"
 )
 
-// Trace event types. They are stable; Fields' keys depend on the type.
+// TraceType is the type of a trace event. The types are stable; an
+// event's Fields keys depend on its type.
+type TraceType string
+
+// Trace event types, every one the daemon records (TraceTypes lists them).
 const (
 	// TraceRequest is one handled JSON-RPC request: Method, and in Fields
 	// duration_ms, and error_code and error when it failed. Acknowledged
@@ -31,26 +35,40 @@ const (
 	// for more than one, appends (how many), first_seq, max_duration_ms
 	// and end_marker_seq (the first that saw the marker). A failed append
 	// is an event of its own.
-	TraceRequest = "request"
+	TraceRequest TraceType = "request"
 	// TraceStage is a session entering a stage: Fields stage, bytes, lines.
-	TraceStage = "session.stage"
+	TraceStage TraceType = "session.stage"
 	// TraceWrite is a file written by finalize: Fields target, bytes, lines,
 	// sha256, mode.
-	TraceWrite = "session.write"
+	TraceWrite TraceType = "session.write"
 	// TraceTruncated is a session that ended without its end marker.
-	TraceTruncated = "session.truncated"
+	TraceTruncated TraceType = "session.truncated"
 	// TraceConflict is a target changed on disk during its session.
-	TraceConflict = "session.conflict"
+	TraceConflict TraceType = "session.conflict"
 	// TraceValidation is the result of checking content before a write.
-	TraceValidation = "validation"
+	TraceValidation TraceType = "validation"
 	// TraceError is a failure that no request reported.
-	TraceError = "error"
+	TraceError TraceType = "error"
 	// TraceSuppressed counts the events of rejected requests held back
 	// because they came faster than the trace keeps them: Fields events,
 	// since, by_reason and by_method (counts, at most 16 keys each, the
 	// rest under "other").
-	TraceSuppressed = "requests.suppressed"
+	TraceSuppressed TraceType = "requests.suppressed"
+	// TraceTxStage is a transaction entering a stage, one event per session
+	// of it: Fields tx_id, stage, files ("kind path" each) and error.
+	TraceTxStage TraceType = "tx.stage"
+	// TraceSpoolImport is a recovery spool entry imported as a session:
+	// Fields entry, target, bytes.
+	TraceSpoolImport TraceType = "spool.import"
+	// TraceSpoolProblem is a spool entry left in place because it cannot
+	// be imported: Fields entry, reason, message.
+	TraceSpoolProblem TraceType = "spool.problem"
 )
+
+// TraceTypes lists every trace event type, for filters and other
+// languages' copies.
+var TraceTypes = []TraceType{TraceRequest, TraceStage, TraceWrite, TraceTruncated, TraceConflict,
+	TraceValidation, TraceError, TraceSuppressed, TraceTxStage, TraceSpoolImport, TraceSpoolProblem}
 
 // TraceEvent is one stored trace event, as trace.list returns it and
 // trace.event carries it. It is valid JSON by construction: strings are
@@ -60,7 +78,9 @@ type TraceEvent struct {
 	// ID is unique and sorts in time order; pass it as After to page.
 	ID   string    `json:"id"`
 	Time time.Time `json:"time"`
-	Type string    `json:"type"`
+	// Type is one of TraceTypes; a client reading a newer daemon's events
+	// may meet types it does not know.
+	Type TraceType `json:"type"`
 	// SessionID and Method are empty for events about no session or no
 	// request.
 	SessionID string `json:"session_id,omitempty"`

@@ -27,22 +27,6 @@ const (
 	ReasonDuplicate    = "duplicate_target"
 )
 
-// TxStage is where a transaction stands.
-type TxStage string
-
-// Transaction stages: open -> committing -> committed, or rolled_back (a
-// commit failed part-way or a crash interrupted it; its files are as they
-// were and it can be committed again), needs_corrections (the check
-// refused a file; nothing was written), aborted.
-const (
-	TxOpen             TxStage = "open"
-	TxCommitting       TxStage = "committing"
-	TxCommitted        TxStage = "committed"
-	TxRolledBack       TxStage = "rolled_back"
-	TxNeedsCorrections TxStage = "needs_corrections"
-	TxAborted          TxStage = "aborted"
-)
-
 // TxBeginParams are the params of tx.begin: one session is opened per file.
 type TxBeginParams struct {
 	Intent string `json:"intent,omitempty"`

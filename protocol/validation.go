@@ -1,12 +1,5 @@
 package protocol
 
-// Stage added for corrected attempts.
-const (
-	// StageSuperseded: a needs_corrections session replaced by a corrected
-	// attempt (a new session that named it in supersedes).
-	StageSuperseded Stage = "superseded"
-)
-
 // Validation errors.
 const (
 	// CodeValidationFailed: the content was refused by a strict policy; the

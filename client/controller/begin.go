@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"strings"
+
+	"github.com/orion-agent/orion/protocol"
 )
 
 // begin answers one WritePlanTool_begin call: it opens a session, or says
@@ -25,7 +27,7 @@ func (c *Controller) begin(ctx context.Context, call ToolCall) error {
 	res, err := c.cli.Begin(ctx, p)
 	if err != nil {
 		if transient(ctx, err) {
-			c.toolResult(call, "", toJSON(refusedResult(fmt.Errorf("oriond could not be reached (%v); call WritePlanTool_begin again", err))))
+			c.toolResult(call, "", toJSON(refusedResult(errors.New(protocol.Fill(protocol.PromptUnreachable, "error", err.Error())))))
 			return c.reconnect(ctx)
 		}
 		if ctx.Err() != nil {
@@ -36,8 +38,7 @@ func (c *Controller) begin(ctx context.Context, call ToolCall) error {
 	}
 	var notes []string
 	if prev := len(c.queue); prev > 0 {
-		notes = append(notes, fmt.Sprintf("Files are written one at a time, in the order of your calls: "+
-			"output this file's content right after the end marker line of %s.", c.queue[prev-1].shown))
+		notes = append(notes, protocol.Fill(protocol.PromptOneAtATime, "previous", c.queue[prev-1].shown))
 	}
 	if n := ignoredNote(a.ignored); n != "" {
 		notes = append(notes, n)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -57,12 +58,6 @@ type resendArgs struct {
 	PatchSpec  any    `json:"patch_spec,omitempty"`
 }
 
-// Placeholders of resendArgs for what did not arrive usable.
-const (
-	operationPlaceholder = "<create, overwrite, append, patch or edit>"
-	patchSpecPlaceholder = `<object saying where your text goes, e.g. {"type": "replace_lines", "start_line": 3, "end_line": 5}>`
-)
-
 // beginArgs are the parsed arguments of a WritePlanTool_begin call, or the
 // failure to send back instead.
 type beginArgs struct {
@@ -70,13 +65,6 @@ type beginArgs struct {
 	ignored []string // members that are not parameters
 	failed  *beginFailed
 }
-
-const resendAdvice = `Call WritePlanTool_begin again with complete JSON arguments: exactly the three string fields shown in "resend", ` +
-	`replacing any <...> placeholder. Put no file content in the arguments: you write the content as plain text after the call.`
-
-// patchResendAdvice is resendAdvice for a resend that carries a patch_spec.
-const patchResendAdvice = `Call WritePlanTool_begin again with complete JSON arguments: exactly the fields shown in "resend", with patch_spec as a JSON object, ` +
-	`replacing any <...> placeholder. Put no file content in the arguments: you write the text as plain text after the call.`
 
 // patchSpecArg is what arrived as patch_spec.
 type patchSpecArg struct {
@@ -92,12 +80,12 @@ func readPatchSpec(sc argsScan) patchSpecArg {
 		return patchSpecArg{}
 	}
 	if v.kind != "object" {
-		return patchSpecArg{sent: true, problem: fmt.Sprintf(`"patch_spec" must be an object, not %s`, article(v.kind))}
+		return patchSpecArg{sent: true, problem: protocol.Fill(protocol.PromptProblemPatchSpecType, "kind", article(v.kind))}
 	}
 	// The scanner skips nested values loosely; the daemon needs valid JSON.
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(v.raw), &m); err != nil {
-		return patchSpecArg{sent: true, problem: `"patch_spec" is not valid JSON`}
+		return patchSpecArg{sent: true, problem: protocol.PromptProblemPatchSpecJSON}
 	}
 	return patchSpecArg{sent: true, obj: json.RawMessage(v.raw), empty: len(m) == 0}
 }
@@ -108,7 +96,7 @@ func (p patchSpecArg) resend() any {
 	if p.obj != nil && !p.empty {
 		return p.obj
 	}
-	return patchSpecPlaceholder
+	return protocol.PromptPlaceholderPatchSpec
 }
 
 // parseBeginArgs checks a WritePlanTool_begin call's arguments. Whatever
@@ -116,9 +104,9 @@ func (p patchSpecArg) resend() any {
 func parseBeginArgs(raw string) beginArgs {
 	sc := scanArgs(raw)
 	resend := &resendArgs{
-		Intent:     "<one sentence: what this write does>",
-		TargetFile: "<path of the file to write>",
-		Operation:  operationPlaceholder,
+		Intent:     protocol.PromptPlaceholderIntent,
+		TargetFile: protocol.PromptPlaceholderTargetFile,
+		Operation:  protocol.PromptPlaceholderOperation,
 	}
 	if v, ok := sc.fields["intent"]; ok && v.kind == "string" && v.str != "" {
 		resend.Intent = v.str
@@ -134,30 +122,28 @@ func parseBeginArgs(raw string) beginArgs {
 		resend.PatchSpec = spec.resend()
 	}
 	fail := func(code, msg string) beginArgs {
-		advice := resendAdvice
+		advice := protocol.PromptResend
 		if resend.PatchSpec != nil {
-			advice = patchResendAdvice
+			advice = protocol.PromptResendPatch
 		}
 		return beginArgs{failed: &beginFailed{Error: code, Message: msg + " " + advice, Resend: resend, Received: preview(raw)}}
 	}
 	switch sc.status {
 	case argsEmpty:
-		return fail(ErrArgumentsMissing, "WritePlanTool_begin arrived without arguments, so no file was started.")
+		return fail(ErrArgumentsMissing, protocol.PromptArgumentsMissing)
 	case argsTruncated:
 		where := ""
 		switch {
 		case sc.inValueOf != "":
-			where = fmt.Sprintf(`, inside the value of "%s"`, sc.inValueOf)
+			where = protocol.Fill(protocol.PromptTruncatedInside, "field", sc.inValueOf)
 		case sc.lastKey != "":
-			where = fmt.Sprintf(`, after the value of "%s"`, sc.lastKey)
+			where = protocol.Fill(protocol.PromptTruncatedAfter, "field", sc.lastKey)
 		}
-		return fail(ErrArgumentsTruncated, fmt.Sprintf(
-			"The arguments of WritePlanTool_begin were cut off after %d %s%s: they are not complete JSON, so no file was started.",
-			sc.pos, plural(sc.pos, "character", "characters"), where))
+		count := fmt.Sprintf("%d %s", sc.pos, plural(sc.pos, "character", "characters"))
+		return fail(ErrArgumentsTruncated, protocol.Fill(protocol.PromptArgumentsTruncated, "count", count, "where", where))
 	case argsMalformed:
-		return fail(ErrArgumentsMalformed, fmt.Sprintf(
-			"The arguments of WritePlanTool_begin are not valid JSON: unexpected %s at character %d, so no file was started.",
-			describeRune(sc.bad), sc.pos+1))
+		return fail(ErrArgumentsMalformed, protocol.Fill(protocol.PromptArgumentsMalformed,
+			"char", describeRune(sc.bad), "pos", strconv.Itoa(sc.pos+1)))
 	}
 
 	var problems []string
@@ -165,11 +151,11 @@ func parseBeginArgs(raw string) beginArgs {
 		v, ok := sc.fields[name]
 		switch {
 		case !ok:
-			problems = append(problems, fmt.Sprintf(`"%s" is missing`, name))
+			problems = append(problems, protocol.Fill(protocol.PromptProblemMissing, "field", name))
 		case v.kind != "string":
-			problems = append(problems, fmt.Sprintf(`"%s" must be a string, not %s`, name, article(v.kind)))
+			problems = append(problems, protocol.Fill(protocol.PromptProblemNotString, "field", name, "kind", article(v.kind)))
 		case strings.TrimSpace(v.str) == "":
-			problems = append(problems, fmt.Sprintf(`"%s" is empty`, name))
+			problems = append(problems, protocol.Fill(protocol.PromptProblemEmpty, "field", name))
 		default:
 			return v.str
 		}
@@ -177,25 +163,23 @@ func parseBeginArgs(raw string) beginArgs {
 	}
 	intent, target, op := str("intent"), str("target_file"), str("operation")
 	if op != "" && !knownOperation(op) {
-		problems = append(problems, fmt.Sprintf(`"operation" must be create, overwrite, append, patch or edit, not "%s"`, op))
+		problems = append(problems, protocol.Fill(protocol.PromptProblemOperation, "op", op))
 	}
 	switch patch := op == string(protocol.OpPatch); {
 	case patch && !spec.sent:
-		problems = append(problems, `"patch_spec" is missing: operation patch needs it to say where your text goes`)
+		problems = append(problems, protocol.PromptProblemPatchSpecMissing)
 	case patch && spec.problem != "":
 		problems = append(problems, spec.problem)
 	case patch && spec.empty:
-		problems = append(problems, `"patch_spec" is empty: operation patch needs its type and fields to say where your text goes`)
+		problems = append(problems, protocol.PromptProblemPatchSpecEmpty)
 	case !patch && knownOperation(op) && spec.sent && !spec.empty:
 		// Text meant for one place would replace or extend the whole file.
-		problems = append(problems, fmt.Sprintf(`"patch_spec" goes only with operation patch, not "%s": `+
-			`use patch to change only the part it names, or leave patch_spec out`, op))
-		resend.Operation = fmt.Sprintf("<patch, or %s without patch_spec>", op)
+		problems = append(problems, protocol.Fill(protocol.PromptProblemPatchSpecWithout, "op", op))
+		resend.Operation = protocol.Fill(protocol.PromptPlaceholderOperationOr, "op", op)
 		resend.PatchSpec = spec.resend()
 	}
 	if len(problems) > 0 {
-		return fail(ErrArgumentsInvalid, "The arguments of WritePlanTool_begin are incomplete: "+
-			strings.Join(problems, "; ")+". No file was started.")
+		return fail(ErrArgumentsInvalid, protocol.Fill(protocol.PromptArgumentsInvalid, "problems", strings.Join(problems, "; ")))
 	}
 	var ignored []string
 	for name := range sc.fields {
@@ -258,8 +242,7 @@ func ignoredNote(ignored []string) string {
 	for i, n := range ignored {
 		quoted[i] = `"` + n + `"`
 	}
-	return fmt.Sprintf("The argument(s) %s are not parameters of WritePlanTool_begin and were ignored; "+
-		"write the file's content as plain text, as the instructions say.", strings.Join(quoted, ", "))
+	return protocol.Fill(protocol.PromptIgnored, "names", strings.Join(quoted, ", "))
 }
 
 // refusedResult turns a daemon's refusal of session.begin into a tool
@@ -269,30 +252,11 @@ func refusedResult(err error) *beginFailed {
 	msg := err.Error()
 	if errors.As(err, &pe) {
 		msg = pe.Message
-		if advice := refusalAdvice(pe.Data.Reason); advice != "" {
+		if advice := protocol.RefusalAdvice[pe.Data.Reason]; advice != "" {
 			msg += ". " + advice
 		}
 	}
-	return &beginFailed{Error: ErrBeginRefused, Message: "No file was started: " + msg}
-}
-
-// refusalAdvice says what to do instead, for the refusals a model can fix.
-func refusalAdvice(reason string) string {
-	switch reason {
-	case protocol.ReasonTargetExists:
-		return `Use "operation": "overwrite" to replace it or "append" to add to it, or choose another target_file.`
-	case protocol.ReasonOutsideRoots, protocol.ReasonSymlinkEscape, protocol.ReasonRelativePath:
-		return "Choose a target_file inside the workspace."
-	case protocol.ReasonParentMissing:
-		return "Choose a target_file in a directory that exists."
-	case protocol.ReasonIsDirectory, protocol.ReasonSpecialFile:
-		return "Choose a target_file that is a regular file."
-	case protocol.ReasonTargetMissing:
-		return `patch and edit change an existing file: use "operation": "create" to write a new one, or choose a target_file that exists.`
-	case protocol.ReasonInvalidPatchSpec:
-		return "Correct patch_spec as this says and call WritePlanTool_begin again."
-	}
-	return ""
+	return &beginFailed{Error: ErrBeginRefused, Message: protocol.Fill(protocol.PromptRefused, "message", msg)}
 }
 
 // toJSON encodes a tool result as the Node package does: no HTML escaping,

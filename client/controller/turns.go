@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -21,8 +22,7 @@ func (c *Controller) cutOff(ctx context.Context, s *session, finish string) erro
 	}
 	prompt := r.ContinuePrompt
 	if prompt == "" {
-		prompt = fmt.Sprintf("Continue writing %s from line %d. Do not repeat what you already wrote. Finish with %s on a line of its own.",
-			s.shown, r.Lines+1, s.marker)
+		prompt = protocol.Fill(protocol.PromptContinueShort, "target", s.shown, "line", strconv.FormatInt(r.Lines+1, 10), "marker", s.marker)
 	}
 	c.emit(Event{Type: EventContinue, SessionID: s.id,
 		Text:    fmt.Sprintf("%s: the response ended (%s) after %d lines; the session stays open", s.shown, finish, r.Lines),
@@ -52,8 +52,7 @@ func (c *Controller) stopped(ctx context.Context, s *session) error {
 	}
 	if prompt == "" {
 		// The daemon's words, so the model hears the same either way.
-		prompt = fmt.Sprintf("If you are finished writing %s, reply with %s on its own line; otherwise continue exactly where you stopped.",
-			s.shown, s.marker)
+		prompt = protocol.Fill(protocol.PromptIdle, "target", s.shown, "marker", s.marker)
 	}
 	s.idlePrompts++
 	c.emit(Event{Type: EventIdle, SessionID: s.id,

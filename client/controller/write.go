@@ -64,9 +64,8 @@ func (c *Controller) sessionFailed(ctx context.Context, s *session, err error, d
 	s.sent(len(s.pend))
 	info := errorInfo(err)
 	c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
-		Text: fmt.Sprintf("%s: %s failed: %s", s.shown, doing, info.Message),
-		Message: &Message{Role: "user", Content: fmt.Sprintf(
-			"Writing %s stopped: %s. Do not continue that file; call WritePlanTool_begin again to write it.", s.shown, info.Message)}})
+		Text:    fmt.Sprintf("%s: %s failed: %s", s.shown, doing, info.Message),
+		Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptStopped, "target", s.shown, "message", info.Message)}})
 	return nil
 }
 
@@ -110,7 +109,7 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 		info := errorInfo(err)
 		c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
 			Text:    fmt.Sprintf("%s was not written: %s", s.shown, info.Message),
-			Message: &Message{Role: "user", Content: fmt.Sprintf("%s was not written: %s.", s.shown, info.Message)}})
+			Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptNotWritten, "target", s.shown, "message", info.Message)}})
 		return nil
 	}
 	c.inbox.drop(protocol.NotifySessionFinalized, s.id)

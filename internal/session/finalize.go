@@ -117,7 +117,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: "validation", SessionID: r.ID, Fields: map[string]any{
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Fields: map[string]any{
 		"ok": !c.validation.Blocked, "file_type": c.validation.FileType, "findings": c.validation.Findings,
 		"repairs": c.repairs, "skipped": c.validation.Skipped, "summary": c.validation.Summary,
 	}})
@@ -210,7 +210,7 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 // recheckPath resolves the target again: it was checked at begin, but a
 // directory on the way may have been swapped for a symlink since.
 func (m *Manager) recheckPath(r *record) error {
-	target, err := m.cfg.Guard.Resolve(r.Target, "")
+	target, err := m.cfg.Guard.Resolve(r.Target, r.workspace())
 	if err != nil {
 		return pathError(err)
 	}
@@ -276,7 +276,7 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 	}
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
 		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
-	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: "session.write", SessionID: r.ID, Fields: map[string]any{
+	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Fields: map[string]any{
 		"target": res.TargetFile, "operation": res.Operation, "bytes": res.Bytes, "lines": res.Lines,
 		"sha256": res.SHA256, "file_bytes": res.FileBytes, "mode": res.Mode, "warnings": res.Warnings,
 	}})
@@ -350,7 +350,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 		content.h = nil
 	}
 	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, made, err := m.writeFile(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	written, made, err := m.writeFileIn(r.workspace(), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}

@@ -52,10 +52,10 @@ func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.Clea
 		r := &e.rec
 		age := now.Sub(r.UpdatedAt)
 		switch {
-		case unfinished(r.Stage) && r.ContinuedBy == "" && age > m.expiresAfter(r, retention):
+		case r.Stage.Unfinished() && r.ContinuedBy == "" && age > m.expiresAfter(r, retention):
 			m.expireLocked(e)
 			res.Expired = append(res.Expired, r.ID)
-		case finished(r.Stage) && age > summaryRetention:
+		case r.Stage.Finished() && age > summaryRetention:
 			e.mu.Unlock()
 			if err := m.forget(r.ID); err != nil {
 				m.cfg.Logger.Warn("pruning a session", "session", r.ID, "err", err)
@@ -80,7 +80,7 @@ func (m *Manager) Clean(retention, summaryRetention time.Duration) protocol.Clea
 		for _, l := range chain {
 			if pe, err := m.lookup(l.ID); err == nil {
 				pe.mu.Lock()
-				if unfinished(pe.rec.Stage) {
+				if pe.rec.Stage.Unfinished() {
 					m.expireLocked(pe)
 					res.Expired = append(res.Expired, l.ID)
 				}
@@ -136,8 +136,4 @@ func (m *Manager) expiresAfter(r *record, retention time.Duration) time.Duration
 		return max(retention, m.autoFinalizeTimeout(r))
 	}
 	return retention
-}
-
-func finished(s protocol.Stage) bool {
-	return s == protocol.StageCompleted || s == protocol.StageAborted || s == protocol.StageExpired
 }

@@ -243,29 +243,9 @@ func EndMarker(id string) string {
 }
 
 // Instructions is the text the model receives as the WritePlanTool_begin
-// result: what to write, how, and how to end.
+// result: what to write, how, and how to end (protocol/prompts.go).
 func Instructions(target string, op protocol.Operation, marker string) string {
-	end := fmt.Sprintf("When you are finished, write %s on a line of its own.", marker)
-	switch op {
-	case protocol.OpPatch:
-		return fmt.Sprintf("Now output only the text to insert into %s, or to put in place of what patch_spec names, "+
-			"as plain text: not the rest of the file, no JSON, no code fence around it, no explanation before or after it. %s", target, end)
-	case protocol.OpEdit:
-		return fmt.Sprintf("Now output the edit to %s as plain text, in the format you know best: "+
-			"search/replace blocks (<<<<<<< SEARCH, the exact lines to find, =======, their replacement, >>>>>>> REPLACE, "+
-			"or Cline's ------- SEARCH, =======, +++++++ REPLACE; several blocks are applied in order; "+
-			"a file path alone on the line before a block edits that file, and an empty SEARCH creates it), "+
-			"a unified diff (---/+++ header, @@ hunks with context lines), "+
-			"or a *** Begin Patch ... *** End Patch envelope (Codex's apply_patch). "+
-			"An edit that touches several files is applied all or nothing. "+
-			"No JSON, no code fence around it, no explanation before or after it. %s", target, end)
-	}
-	what := "the complete content of " + target
-	if op == protocol.OpAppend {
-		what = "only the text to add to the end of " + target
-	}
-	return fmt.Sprintf("Now output %s as plain text: no JSON, no code fence around the whole file, "+
-		"no explanation before or after it. %s", what, end)
+	return protocol.Instructions(op, target, marker)
 }
 
 // Begin opens a session after checking the operation and the target.
@@ -324,6 +304,12 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 	if err != nil {
 		return record{}, pathError(err)
 	}
+	workspace := ""
+	if p.WorkspaceRoot != "" {
+		if workspace, err = m.cfg.Guard.Workspace(p.WorkspaceRoot); err != nil {
+			return record{}, pathError(err)
+		}
+	}
 	attempt := 0
 	if p.Supersedes != "" {
 		if attempt, err = m.supersede(p.Supersedes, target); err != nil {
@@ -350,6 +336,7 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 		Intent:           p.Intent,
 		RequestedPath:    p.TargetFile,
 		WorkspaceRoot:    p.WorkspaceRoot,
+		Workspace:        workspace,
 		Target:           target,
 		Operation:        p.Operation,
 		Stage:            protocol.StageAwaitingContent,
@@ -617,7 +604,7 @@ func (m *Manager) Abort(id string) (protocol.AbortResult, error) {
 // abortLocked ends a session whose lock is held, dropping its content.
 func (m *Manager) abortLocked(e *entry) error {
 	r := &e.rec
-	if finished(r.Stage) || r.Stage == protocol.StageSuperseded {
+	if r.Stage.Finished() || r.Stage == protocol.StageSuperseded {
 		return nil
 	}
 	r.Stage = protocol.StageAborted
@@ -649,7 +636,7 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 	m.mu.Unlock()
 	infos := make([]protocol.SessionInfo, 0, len(entries))
 	for _, e := range entries {
-		if info := e.snapshot(); all || unfinished(info.Stage) {
+		if info := e.snapshot(); all || info.Stage.Unfinished() {
 			infos = append(infos, info)
 		}
 	}
@@ -660,10 +647,6 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 		return infos[i].SessionID < infos[j].SessionID
 	})
 	return infos
-}
-
-func unfinished(s protocol.Stage) bool {
-	return s.Open() || s == protocol.StageTruncated || s == protocol.StageNeedsCorrections
 }
 
 // OpenCount is the number of sessions that still accept content or a
@@ -689,5 +672,5 @@ func (m *Manager) traceStage(r *record, fields map[string]any) {
 	fields["stage"] = r.Stage
 	fields["bytes"] = r.contentBytes()
 	fields["lines"] = r.contentLines()
-	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: "session.stage", SessionID: r.ID, Fields: fields})
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceStage, SessionID: r.ID, Fields: fields})
 }

@@ -20,15 +20,18 @@ type record struct {
 	// commit (see Manager.Write), and clears it.
 	inline []byte
 
-	ID            string             `json:"id"`
-	Intent        string             `json:"intent,omitempty"`
-	RequestedPath string             `json:"requested_path"`
-	WorkspaceRoot string             `json:"workspace_root,omitempty"`
-	Target        string             `json:"target"`
-	Operation     protocol.Operation `json:"operation"`
-	Stage         protocol.Stage     `json:"stage"`
-	LastSeq       uint64             `json:"last_seq"`
-	Scanner       Scanner            `json:"scanner"`
+	ID            string `json:"id"`
+	Intent        string `json:"intent,omitempty"`
+	RequestedPath string `json:"requested_path"`
+	WorkspaceRoot string `json:"workspace_root,omitempty"`
+	// Workspace is WorkspaceRoot resolved at begin: every file the session
+	// writes must lie inside it, at begin and at the moment of the write.
+	Workspace string             `json:"workspace,omitempty"`
+	Target    string             `json:"target"`
+	Operation protocol.Operation `json:"operation"`
+	Stage     protocol.Stage     `json:"stage"`
+	LastSeq   uint64             `json:"last_seq"`
+	Scanner   Scanner            `json:"scanner"`
 	// BaseExists, BaseSize and BaseSHA256 describe the target when the
 	// session began: finalize compares them to catch external changes, and
 	// recovery uses them to tell whether an interrupted write landed.
@@ -113,6 +116,16 @@ type link struct {
 
 func (r *record) marshal() ([]byte, error) { return json.Marshal(r) }
 
+// workspace is the directory the session is confined to: the workspace
+// root as resolved at begin ("" when the session named none). A record
+// journaled before Workspace existed resolves its WorkspaceRoot again.
+func (r *record) workspace() string {
+	if r.Workspace != "" {
+		return r.Workspace
+	}
+	return r.WorkspaceRoot
+}
+
 // segments lists the pieces of the content to write, in order: every
 // chained session's content, then this session's own.
 func (r *record) segments() []link {
@@ -148,9 +161,7 @@ func (r *record) contentLines() int64 {
 }
 
 // acceptsContent reports whether the session still accepts chunks.
-func (r *record) acceptsContent() bool {
-	return r.Stage == protocol.StageAwaitingContent || r.Stage == protocol.StageStreaming
-}
+func (r *record) acceptsContent() bool { return r.Stage.AcceptsContent() }
 
 func (r *record) info() protocol.SessionInfo {
 	return protocol.SessionInfo{

@@ -248,6 +248,7 @@ func (m *Manager) Continue(id string) (protocol.BeginResult, error) {
 		Intent:           prev.Intent,
 		RequestedPath:    prev.RequestedPath,
 		WorkspaceRoot:    prev.WorkspaceRoot,
+		Workspace:        prev.Workspace,
 		Target:           prev.Target,
 		Operation:        prev.Operation,
 		Stage:            protocol.StageAwaitingContent,

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/orion-agent/orion/internal/trace"
@@ -73,8 +74,7 @@ func (m *Manager) onIdle(e *entry, id string) {
 		SessionID: id,
 		IdleMS:    m.idleTimeout(r).Milliseconds(),
 		EndMarker: r.Scanner.Marker,
-		Prompt: fmt.Sprintf("If you are finished writing %s, reply with %s on its own line; otherwise continue exactly where you stopped.",
-			displayName(r), r.Scanner.Marker),
+		Prompt:    protocol.Fill(protocol.PromptIdle, "target", displayName(r), "marker", r.Scanner.Marker),
 	}
 	e.mu.Unlock()
 	m.cfg.Logger.Info("session idle", "session", id)
@@ -170,22 +170,18 @@ func (m *Manager) truncationContext(r *record) protocol.TruncationContext {
 
 // continuePrompt is the exact sentence a model needs to continue a file.
 func continuePrompt(r *record, lines int64, tail string) string {
-	next := lines + 1
-	where := fmt.Sprintf("from line %d", next)
+	where := protocol.Fill(protocol.PromptContinueFrom, "line", strconv.FormatInt(lines+1, 10))
 	if n := len(tail); n > 0 && tail[n-1] != '\n' {
-		next = lines
-		where = fmt.Sprintf("from the middle of line %d", next)
+		where = protocol.Fill(protocol.PromptContinueMiddle, "line", strconv.FormatInt(lines, 10))
 	}
-	prompt := fmt.Sprintf("Continue writing %s %s. Do not repeat what you already wrote", displayName(r), where)
+	quoted := protocol.PromptContinueNoTail
 	if tail != "" {
-		prompt += "; it ended with:\n" + tail
+		quoted = protocol.PromptContinueTail + tail
 		if tail[len(tail)-1] != '\n' {
-			prompt += "\n"
+			quoted += "\n"
 		}
-	} else {
-		prompt += ".\n"
 	}
-	return prompt + fmt.Sprintf("Finish with %s on a line of its own.", r.Scanner.Marker)
+	return protocol.Fill(protocol.PromptContinue, "target", displayName(r), "where", where, "tail", quoted, "marker", r.Scanner.Marker)
 }
 
 // displayName is the target as the model named it, or its base name.
@@ -264,7 +260,7 @@ func (m *Manager) TargetChanged(path, kind string) {
 			m.cfg.Logger.Warn("recording a conflict", "session", r.ID, "err", err)
 		}
 		n := protocol.ConflictNotification{SessionID: r.ID, TargetFile: path, Event: kind}
-		m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: "session.conflict", SessionID: r.ID,
+		m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceConflict, SessionID: r.ID,
 			Fields: map[string]any{"target": path, "event": kind}})
 		over := r.Stage == protocol.StageTruncated
 		e.mu.Unlock()

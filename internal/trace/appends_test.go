@@ -29,7 +29,7 @@ func folded(t *testing.T, events []protocol.TraceEvent) []string {
 	var out []string
 	for _, ev := range events {
 		if ev.Method != protocol.MethodSessionAppend {
-			out = append(out, ev.Type)
+			out = append(out, string(ev.Type))
 			continue
 		}
 		var f map[string]any

@@ -10,7 +10,11 @@
 // period. List answers trace.list.
 package trace
 
-import "time"
+import (
+	"time"
+
+	"github.com/orion-agent/orion/protocol"
+)
 
 // Event is one thing that happened.
 type Event struct {
@@ -18,10 +22,10 @@ type Event struct {
 	// Type is stable: "request", "session.stage", "session.write",
 	// "session.truncated", "session.conflict", "validation", "error" (the
 	// protocol.Trace* constants).
-	Type      string         `json:"type"`
-	SessionID string         `json:"session_id,omitempty"`
-	Method    string         `json:"method,omitempty"`
-	Fields    map[string]any `json:"fields,omitempty"`
+	Type      protocol.TraceType `json:"type"`
+	SessionID string             `json:"session_id,omitempty"`
+	Method    string             `json:"method,omitempty"`
+	Fields    map[string]any     `json:"fields,omitempty"`
 }
 
 // Recorder takes events. Record must not block the caller for I/O: the

@@ -72,7 +72,7 @@ func Match(filter protocol.TraceFilter, ev protocol.TraceEvent) bool {
 	if filter.SessionID != "" && ev.SessionID != filter.SessionID {
 		return false
 	}
-	return matchType(filter.Types, ev.Type)
+	return matchType(filter.Types, string(ev.Type))
 }
 
 func matchType(types []string, typ string) bool {

@@ -100,7 +100,7 @@ func (q *query) run(st Store) ([]protocol.TraceEvent, bool, error) {
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return nil // not ours to fail on; a corrupt value is skipped
 		}
-		if matchType(q.p.Types, ev.Type) {
+		if matchType(q.p.Types, string(ev.Type)) {
 			out = append(out, ev)
 		}
 		return nil

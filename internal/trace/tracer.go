@@ -513,7 +513,7 @@ func (t *Tracer) encode(ev Event, k []byte) Entry {
 	te := protocol.TraceEvent{
 		ID:        eventID(k),
 		Time:      keyTime(k),
-		Type:      CleanString(ev.Type, lim.MaxKey),
+		Type:      protocol.TraceType(CleanString(string(ev.Type), lim.MaxKey)),
 		SessionID: CleanString(ev.SessionID, lim.MaxKey),
 		Method:    CleanString(ev.Method, lim.MaxKey),
 		Fields:    encodeFields(ev.Fields, lim),

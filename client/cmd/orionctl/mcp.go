@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client/mcpserver"
+	"github.com/orion-agent/orion/internal/termsafe"
 )
 
 // mcpMaxMessage bounds one message from the host: write_file's largest
@@ -57,7 +58,7 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 				Socket:        g.socket,
 				WorkspaceRoot: workspace,
 				Version:       moduleVersion(),
-				Logger:        slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+				Logger:        slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 			})
 			if err != nil {
 				return usageError{err}

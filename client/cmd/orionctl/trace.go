@@ -335,7 +335,7 @@ func eventLine(ev protocol.TraceEvent) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-16s %-8s  %-17s", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"),
-		termsafe.String(ev.Type), termsafe.String(session), termsafe.String(method))
+		termsafe.String(string(ev.Type)), termsafe.String(session), termsafe.String(method))
 	fields := decodeFields(ev.Fields)
 	for _, k := range sortedKeys(fields) {
 		if fields[k] == nil {
@@ -681,7 +681,7 @@ func eventTitle(ev protocol.TraceEvent, f map[string]any) string {
 	case protocol.TraceError:
 		return "ERROR"
 	}
-	return strings.ToUpper(display(ev.Type))
+	return strings.ToUpper(display(string(ev.Type)))
 }
 
 // absorb adds what ev says to the rung.
@@ -754,7 +754,7 @@ func (r *rung) absorb(ev protocol.TraceEvent, f map[string]any) {
 		genericFields(r, f, "ok")
 	default:
 		r.worsen(statusUnknown)
-		r.add("Event: %s", display(ev.Type))
+		r.add("Event: %s", display(string(ev.Type)))
 		genericFields(r, f)
 	}
 }

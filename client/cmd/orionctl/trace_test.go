@@ -249,7 +249,7 @@ func TestTraceOfARealSession(t *testing.T) {
 		t.Fatalf("trace --json: exit %d, %v\n%s", code, err, out)
 	}
 	for _, ev := range list.Events {
-		if !strings.HasPrefix(ev.Type, "session.") {
+		if !strings.HasPrefix(string(ev.Type), "session.") {
 			t.Fatalf("--type session.* listed %s", ev.Type)
 		}
 	}

@@ -22,7 +22,9 @@ import {
   FinalizeParams,
   FinalizeResult,
   IdleNotification,
+  Method,
   Methods,
+  MethodTypes,
   Notifications,
   ResumeResult,
   SessionInfo,
@@ -34,6 +36,11 @@ import {
   TxCommitParams,
   TxCommitResult,
   TxInfo,
+  TraceFollowParams,
+  TraceFollowResult,
+  TraceListParams,
+  TraceListResult,
+  UndoResult,
 } from "./protocol";
 
 /** ClientOptions configure OrionClient.connect. */
@@ -115,16 +122,16 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   private dispatch(method: string, params: unknown): void {
     this.emit("notification", method, params);
     switch (method) {
-      case Notifications.idle:
+      case Notifications.sessionIdle:
         this.emit("idle", params as IdleNotification);
         break;
-      case Notifications.truncated:
+      case Notifications.sessionTruncated:
         this.emit("truncated", params as TruncationContext);
         break;
-      case Notifications.finalized:
+      case Notifications.sessionFinalized:
         this.emit("finalized", params as FinalizeResult);
         break;
-      case Notifications.conflict:
+      case Notifications.sessionConflict:
         this.emit("conflict", params as ConflictNotification);
         break;
     }
@@ -182,6 +189,11 @@ export class OrionClient extends EventEmitter<ClientEvents> {
     }
   }
 
+  /** request sends one request of method, typed by the generated MethodTypes. */
+  request<M extends Method>(method: M, params: MethodTypes[M]["params"]): Promise<MethodTypes[M]["result"]> {
+    return this.call(method, params);
+  }
+
   begin(p: BeginParams): Promise<BeginResult> {
     return this.call(Methods.sessionBegin, p);
   }
@@ -207,6 +219,21 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   /** continue chains a new session to a truncated one (session.continue). */
   continueSession(sessionId: string): Promise<BeginResult> {
     return this.call(Methods.sessionContinue, { session_id: sessionId });
+  }
+  /** undo restores what a completed session replaced (session.undo). */
+  undo(sessionId: string): Promise<UndoResult> {
+    return this.request(Methods.sessionUndo, { session_id: sessionId });
+  }
+  /** traceList returns stored trace events that match (trace.list). */
+  traceList(p: TraceListParams = {}): Promise<TraceListResult> {
+    return this.request(Methods.traceList, p);
+  }
+  /**
+   * traceFollow sends each new matching trace event to this connection as a
+   * trace.event notification until it closes (trace.follow).
+   */
+  traceFollow(p: TraceFollowParams = {}): Promise<TraceFollowResult> {
+    return this.request(Methods.traceFollow, p);
   }
   clean(p: CleanParams = {}): Promise<CleanResult> {
     return this.call(Methods.sessionClean, p);

@@ -13,6 +13,8 @@ import {
   Notifications,
   Reasons,
   ErrorCodes,
+  fill,
+  Prompts,
   ToolName,
   TruncationContext,
   TruncationPolicy,
@@ -316,7 +318,7 @@ export class StreamController {
       await this.begin(call);
     }
     if (writing) await this.afterResponse(writing, finish);
-    for (const n of this.inbox.takeAll(Notifications.conflict)) {
+    for (const n of this.inbox.takeAll(Notifications.sessionConflict)) {
       const cn = n.params as ConflictNotification;
       this.emit({
         type: "conflict",
@@ -404,7 +406,7 @@ export class StreamController {
       await this.cli.append({ session_id: s.id, seq, chunk });
     });
     s.nextSeq = seq + 1;
-    this.inbox.drop(Notifications.idle, s.id);
+    this.inbox.drop(Notifications.sessionIdle, s.id);
   }
 
   private async continueSession(s: WriteSession): Promise<void> {
@@ -418,8 +420,8 @@ export class StreamController {
       res = { session_id: r.session_id, stage: r.stage, end_marker: r.end_marker, instructions: "", target_file: r.target_file, operation: r.operation };
     }
     const old = s.id;
-    this.inbox.drop(Notifications.truncated, old);
-    this.inbox.drop(Notifications.idle, old);
+    this.inbox.drop(Notifications.sessionTruncated, old);
+    this.inbox.drop(Notifications.sessionIdle, old);
     s.continued(res);
     this.emit({
       type: "continued",
@@ -482,7 +484,7 @@ export class StreamController {
         s.sent(size);
         s.nextSeq = seq + 1;
         // An idle prompt the daemon sent before this ack is out of date.
-        this.inbox.drop(Notifications.idle, s.id);
+        this.inbox.drop(Notifications.sessionIdle, s.id);
         if (s.pendLen > 0) s.pendSince = this.opts.now();
       }
     } finally {
@@ -551,7 +553,7 @@ export class StreamController {
       session_id: s.id,
       error: info,
       text: `${s.shown}: ${doing} failed: ${info.message}`,
-      message: user(`Writing ${s.shown} stopped: ${info.message}. Do not continue that file; call WritePlanTool_begin again to write it.`),
+      message: user(fill(Prompts.stopped, { target: s.shown, message: info.message })),
     });
   }
 
@@ -585,12 +587,12 @@ export class StreamController {
         session_id: s.id,
         error: info,
         text: `${s.shown} was not written: ${info.message}`,
-        message: user(`${s.shown} was not written: ${info.message}.`),
+        message: user(fill(Prompts.notWritten, { target: s.shown, message: info.message })),
       });
       return;
     }
-    this.inbox.drop(Notifications.finalized, s.id);
-    this.inbox.drop(Notifications.idle, s.id);
+    this.inbox.drop(Notifications.sessionFinalized, s.id);
+    this.inbox.drop(Notifications.sessionIdle, s.id);
     this.emit({ type: "finalized", session_id: s.id, result: res, text: summary(res) });
   }
 
@@ -616,7 +618,7 @@ export class StreamController {
       res = await this.cli.begin(p);
     } catch (err) {
       if (isTransient(err)) {
-        this.toolResult(call, "", JSON.stringify(refusedResult(new Error(`oriond could not be reached (${(err as Error).message}); call WritePlanTool_begin again`))));
+        this.toolResult(call, "", JSON.stringify(refusedResult(new Error(fill(Prompts.unreachable, { error: (err as Error).message })))));
         await this.reconnect();
         return;
       }
@@ -626,10 +628,7 @@ export class StreamController {
     const notes: string[] = [];
     const prev = this.queue[this.queue.length - 1];
     if (prev) {
-      notes.push(
-        "Files are written one at a time, in the order of your calls: " +
-          `output this file's content right after the end marker line of ${prev.shown}.`,
-      );
+      notes.push(fill(Prompts.oneAtATime, { previous: prev.shown }));
     }
     const ign = ignoredNote(a.ignored);
     if (ign !== "") notes.push(ign);
@@ -663,8 +662,7 @@ export class StreamController {
     }
     if (r.stage === "truncated") s.truncated = true;
     const prompt =
-      r.continue_prompt ||
-      `Continue writing ${s.shown} from line ${r.lines + 1}. Do not repeat what you already wrote. Finish with ${s.marker} on a line of its own.`;
+      r.continue_prompt || fill(Prompts.continueShort, { target: s.shown, line: r.lines + 1, marker: s.marker });
     this.emit({
       type: "continue",
       session_id: s.id,
@@ -676,11 +674,10 @@ export class StreamController {
   private async stopped(s: WriteSession): Promise<void> {
     if (s.truncated) return;
     if (s.idlePrompts >= this.opts.maxIdlePrompts) return this.awaitTruncation(s);
-    const n = await this.inbox.wait(Notifications.idle, s.id, this.opts.idleWaitMs);
+    const n = await this.inbox.wait(Notifications.sessionIdle, s.id, this.opts.idleWaitMs);
     // The daemon's words, so the model hears the same either way.
     const prompt =
-      (n?.params as IdleNotification | undefined)?.prompt ||
-      `If you are finished writing ${s.shown}, reply with ${s.marker} on its own line; otherwise continue exactly where you stopped.`;
+      (n?.params as IdleNotification | undefined)?.prompt || fill(Prompts.idle, { target: s.shown, marker: s.marker });
     s.idlePrompts++;
     this.emit({
       type: "idle",
@@ -691,7 +688,7 @@ export class StreamController {
   }
 
   private async awaitTruncation(s: WriteSession): Promise<void> {
-    const n = await this.inbox.wait(Notifications.truncated, s.id, this.opts.truncateWaitMs);
+    const n = await this.inbox.wait(Notifications.sessionTruncated, s.id, this.opts.truncateWaitMs);
     let tc = n?.params as TruncationContext | undefined;
     if (!tc) {
       // The notification may have gone to a connection we lost.
@@ -722,7 +719,7 @@ export class StreamController {
       tc = info.truncation;
     }
     s.truncated = true;
-    this.inbox.drop(Notifications.idle, s.id);
+    this.inbox.drop(Notifications.sessionIdle, s.id);
     let text = `${s.shown} ended without its end marker after ${tc.lines} lines (${tc.bytes} bytes); the content is kept and can be continued`;
     if (tc.incomplete_file) text += "; it was saved to " + tc.incomplete_file;
     this.emit({ type: "truncated", session_id: s.id, truncation: tc, text, message: user(tc.continue_prompt) });

@@ -1,9 +1,10 @@
 // Tool results for WritePlanTool_begin, word for word those of
-// client/controller/toolresult.go: the shared fixtures hold both to it.
+// client/controller/toolresult.go: both take their texts from the generated
+// Prompts (protocol/prompts.go), and the shared fixtures hold them to it.
 
 import { ArgValue, scanArgs } from "./args";
 import { OrionError } from "./errors";
-import { BeginParams, FinalizeResult, Operation, Operations, PatchSpec, Reasons } from "./protocol";
+import { BeginParams, FinalizeResult, Operation, Operations, PatchSpec, Prompts, RefusalAdvice, fill } from "./protocol";
 
 /** Errors a WritePlanTool_begin tool result can carry in its "error" field. */
 export const ToolErrors = {
@@ -31,18 +32,6 @@ export interface BeginArgs {
   failed?: BeginFailed;
 }
 
-const operationPlaceholder = "<create, overwrite, append, patch or edit>";
-const patchSpecPlaceholder = '<object saying where your text goes, e.g. {"type": "replace_lines", "start_line": 3, "end_line": 5}>';
-
-const resendAdvice =
-  'Call WritePlanTool_begin again with complete JSON arguments: exactly the three string fields shown in "resend", ' +
-  "replacing any <...> placeholder. Put no file content in the arguments: you write the content as plain text after the call.";
-
-/** patchResendAdvice is resendAdvice for a resend that carries a patch_spec. */
-const patchResendAdvice =
-  'Call WritePlanTool_begin again with complete JSON arguments: exactly the fields shown in "resend", with patch_spec as a JSON object, ' +
-  "replacing any <...> placeholder. Put no file content in the arguments: you write the text as plain text after the call.";
-
 function knownOperation(op: string): op is Operation {
   return (Operations as readonly string[]).includes(op);
 }
@@ -62,29 +51,29 @@ interface PatchSpecArg {
 function readPatchSpec(fields: Map<string, ArgValue>): PatchSpecArg {
   const v = fields.get("patch_spec");
   if (!v || v.kind === "null") return { sent: false, empty: false, problem: "" };
-  if (v.kind !== "object") return { sent: true, empty: false, problem: `"patch_spec" must be an object, not ${article(v.kind)}` };
+  if (v.kind !== "object") return { sent: true, empty: false, problem: fill(Prompts.problemPatchSpecType, { kind: article(v.kind) }) };
   // The scanner skips nested values loosely; the daemon needs valid JSON.
   let obj: PatchSpec;
   try {
     obj = JSON.parse(v.raw ?? "") as PatchSpec;
   } catch {
-    return { sent: true, empty: false, problem: '"patch_spec" is not valid JSON' };
+    return { sent: true, empty: false, problem: Prompts.problemPatchSpecJSON };
   }
   return { sent: true, obj, empty: Object.keys(obj).length === 0, problem: "" };
 }
 
 /** The patch_spec to show in a resend: the object sent, or a placeholder. */
 function resendSpec(p: PatchSpecArg): PatchSpec | string {
-  return p.obj && !p.empty ? p.obj : patchSpecPlaceholder;
+  return p.obj && !p.empty ? p.obj : Prompts.placeholderPatchSpec;
 }
 
 /** parseBeginArgs checks a call's arguments; what is wrong says what to resend. */
 export function parseBeginArgs(raw: string): BeginArgs {
   const sc = scanArgs(raw);
   const resend: NonNullable<BeginFailed["resend"]> = {
-    intent: "<one sentence: what this write does>",
-    target_file: "<path of the file to write>",
-    operation: operationPlaceholder,
+    intent: Prompts.placeholderIntent,
+    target_file: Prompts.placeholderTargetFile,
+    operation: Prompts.placeholderOperation,
   };
   const f = (name: string) => sc.fields.get(name);
   const intentV = f("intent");
@@ -97,7 +86,7 @@ export function parseBeginArgs(raw: string): BeginArgs {
   if (resend.operation === "patch") resend.patch_spec = resendSpec(spec);
 
   const fail = (code: string, msg: string): BeginArgs => {
-    const advice = resend.patch_spec !== undefined ? patchResendAdvice : resendAdvice;
+    const advice = resend.patch_spec !== undefined ? Prompts.resendPatch : Prompts.resend;
     const failed: BeginFailed = { ok: false, error: code, message: msg + " " + advice, resend };
     const received = preview(raw);
     if (received !== "") failed.received = received;
@@ -105,29 +94,24 @@ export function parseBeginArgs(raw: string): BeginArgs {
   };
   switch (sc.status) {
     case "empty":
-      return fail(ToolErrors.argumentsMissing, "WritePlanTool_begin arrived without arguments, so no file was started.");
+      return fail(ToolErrors.argumentsMissing, Prompts.argumentsMissing);
     case "truncated": {
       let where = "";
-      if (sc.inValueOf !== "") where = `, inside the value of "${sc.inValueOf}"`;
-      else if (sc.lastKey !== "") where = `, after the value of "${sc.lastKey}"`;
-      return fail(
-        ToolErrors.argumentsTruncated,
-        `The arguments of WritePlanTool_begin were cut off after ${sc.pos} ${sc.pos === 1 ? "character" : "characters"}${where}: they are not complete JSON, so no file was started.`,
-      );
+      if (sc.inValueOf !== "") where = fill(Prompts.truncatedInside, { field: sc.inValueOf });
+      else if (sc.lastKey !== "") where = fill(Prompts.truncatedAfter, { field: sc.lastKey });
+      const count = `${sc.pos} ${sc.pos === 1 ? "character" : "characters"}`;
+      return fail(ToolErrors.argumentsTruncated, fill(Prompts.argumentsTruncated, { count, where }));
     }
     case "malformed":
-      return fail(
-        ToolErrors.argumentsMalformed,
-        `The arguments of WritePlanTool_begin are not valid JSON: unexpected ${describeChar(sc.bad)} at character ${sc.pos + 1}, so no file was started.`,
-      );
+      return fail(ToolErrors.argumentsMalformed, fill(Prompts.argumentsMalformed, { char: describeChar(sc.bad), pos: sc.pos + 1 }));
   }
 
   const problems: string[] = [];
   const str = (name: string): string => {
     const v = f(name);
-    if (!v) problems.push(`"${name}" is missing`);
-    else if (v.kind !== "string") problems.push(`"${name}" must be a string, not ${article(v.kind)}`);
-    else if (v.str.trim() === "") problems.push(`"${name}" is empty`);
+    if (!v) problems.push(fill(Prompts.problemMissing, { field: name }));
+    else if (v.kind !== "string") problems.push(fill(Prompts.problemNotString, { field: name, kind: article(v.kind) }));
+    else if (v.str.trim() === "") problems.push(fill(Prompts.problemEmpty, { field: name }));
     else return v.str;
     return "";
   };
@@ -135,26 +119,23 @@ export function parseBeginArgs(raw: string): BeginArgs {
   const target = str("target_file");
   const op = str("operation");
   if (op !== "" && !knownOperation(op)) {
-    problems.push(`"operation" must be create, overwrite, append, patch or edit, not "${op}"`);
+    problems.push(fill(Prompts.problemOperation, { op }));
   }
   const patch = op === "patch";
   if (patch && !spec.sent) {
-    problems.push('"patch_spec" is missing: operation patch needs it to say where your text goes');
+    problems.push(Prompts.problemPatchSpecMissing);
   } else if (patch && spec.problem !== "") {
     problems.push(spec.problem);
   } else if (patch && spec.empty) {
-    problems.push('"patch_spec" is empty: operation patch needs its type and fields to say where your text goes');
+    problems.push(Prompts.problemPatchSpecEmpty);
   } else if (!patch && knownOperation(op) && spec.sent && !spec.empty) {
     // Text meant for one place would replace or extend the whole file.
-    problems.push(`"patch_spec" goes only with operation patch, not "${op}": use patch to change only the part it names, or leave patch_spec out`);
-    resend.operation = `<patch, or ${op} without patch_spec>`;
+    problems.push(fill(Prompts.problemPatchSpecWithout, { op }));
+    resend.operation = fill(Prompts.placeholderOperationOr, { op });
     resend.patch_spec = resendSpec(spec);
   }
   if (problems.length > 0) {
-    return fail(
-      ToolErrors.argumentsInvalid,
-      "The arguments of WritePlanTool_begin are incomplete: " + problems.join("; ") + ". No file was started.",
-    );
+    return fail(ToolErrors.argumentsInvalid, fill(Prompts.argumentsInvalid, { problems: problems.join("; ") }));
   }
   const params: NonNullable<BeginArgs["params"]> = { intent, target_file: target, operation: op as Operation };
   if (patch) params.patch_spec = spec.obj;
@@ -185,41 +166,17 @@ export function preview(s: string): string {
 /** ignoredNote tells the model which members were not parameters. */
 export function ignoredNote(ignored: string[]): string {
   if (ignored.length === 0) return "";
-  return (
-    `The argument(s) ${ignored.map((n) => `"${n}"`).join(", ")} are not parameters of WritePlanTool_begin and were ignored; ` +
-    "write the file's content as plain text, as the instructions say."
-  );
+  return fill(Prompts.ignored, { names: ignored.map((n) => `"${n}"`).join(", ") });
 }
 
 /** refusedResult turns a refusal of session.begin into a tool result. */
 export function refusedResult(err: unknown): BeginFailed {
   let msg = err instanceof Error ? err.message : String(err);
   if (err instanceof OrionError) {
-    const advice = refusalAdvice(err.reason);
+    const advice = Object.hasOwn(RefusalAdvice, err.reason) ? RefusalAdvice[err.reason] : "";
     if (advice !== "") msg += ". " + advice;
   }
-  return { ok: false, error: ToolErrors.beginRefused, message: "No file was started: " + msg };
-}
-
-function refusalAdvice(reason: string): string {
-  switch (reason) {
-    case Reasons.targetExists:
-      return 'Use "operation": "overwrite" to replace it or "append" to add to it, or choose another target_file.';
-    case Reasons.outsideRoots:
-    case Reasons.symlinkEscape:
-    case Reasons.relativePath:
-      return "Choose a target_file inside the workspace.";
-    case Reasons.parentMissing:
-      return "Choose a target_file in a directory that exists.";
-    case Reasons.isDirectory:
-    case Reasons.specialFile:
-      return "Choose a target_file that is a regular file.";
-    case Reasons.targetMissing:
-      return 'patch and edit change an existing file: use "operation": "create" to write a new one, or choose a target_file that exists.';
-    case Reasons.invalidPatchSpec:
-      return "Correct patch_spec as this says and call WritePlanTool_begin again.";
-  }
-  return "";
+  return { ok: false, error: ToolErrors.beginRefused, message: fill(Prompts.refused, { message: msg }) };
 }
 
 /** summary says what a finalize wrote, in one line. */

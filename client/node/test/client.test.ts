@@ -5,7 +5,19 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
 
-import { ConnectionLostError, DaemonUnreachableError, ErrorCodes, IdleNotification, OrionClient, OrionError, TruncationContext } from "../src";
+import {
+  ConnectionLostError,
+  DaemonUnreachableError,
+  ErrorCodes,
+  ErrorReasons,
+  IdleNotification,
+  Methods,
+  OrionClient,
+  OrionError,
+  Reasons,
+  RefusalAdvice,
+  TruncationContext,
+} from "../src";
 import { Daemon, startDaemon } from "./daemon";
 
 let d: Daemon;
@@ -121,6 +133,29 @@ test("appendReliably reconnects, resumes and does not store a chunk twice", asyn
     await c.append({ session_id: b.session_id, seq: 3, chunk: b.end_marker + "\n" });
     await c.finalize({ session_id: b.session_id });
     assert.equal(fs.readFileSync(path.join(d.root, "reliable.txt"), "utf8"), "a\nb\n");
+  } finally {
+    c.close();
+  }
+});
+
+// The generated protocol: every method the daemon serves is typed, undo and
+// the trace methods included, and every reason comes with its doc.
+test("the generated protocol matches the daemon, undo and trace included", async () => {
+  const c = await OrionClient.connect({ socket: d.socket });
+  try {
+    const st = await c.status();
+    assert.deepEqual([...st.methods].sort(), Object.values(Methods).sort());
+    const b = await c.begin({ intent: "undo", target_file: "undo.txt", operation: "create", workspace_root: d.root });
+    await c.append({ session_id: b.session_id, seq: 1, chunk: `x\n${b.end_marker}\n` });
+    await c.finalize({ session_id: b.session_id });
+    await c.undo(b.session_id);
+    assert.equal(fs.existsSync(path.join(d.root, "undo.txt")), false);
+    await assert.rejects(c.undo(b.session_id), (err: unknown) => err instanceof OrionError && err.reason === Reasons.nothingToUndo);
+    const events = await c.traceList({ session_id: b.session_id });
+    assert.ok(events.events.some((e) => e.type === "session.write"));
+    assert.equal((await c.traceFollow({ session_id: "none" })).following, true);
+    for (const r of Object.values(Reasons)) assert.ok(ErrorReasons.some((d) => d.reason === r), r);
+    assert.match(RefusalAdvice[Reasons.protected], /protected/);
   } finally {
     c.close();
   }

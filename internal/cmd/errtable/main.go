@@ -25,10 +25,16 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// The document's table sits between these lines.
+// The document's error table sits between these lines.
 const (
 	beginMarker = "<!-- errors:begin (generated from protocol.ErrorReasons by `go generate ./protocol`; do not edit) -->"
 	endMarker   = "<!-- errors:end -->"
+)
+
+// Its method table sits between these.
+const (
+	methodsBegin = "<!-- methods:begin (generated from protocol.MethodSpecs by `go generate ./protocol`; do not edit) -->"
+	methodsEnd   = "<!-- methods:end -->"
 )
 
 func main() {
@@ -57,6 +63,10 @@ func run(doc, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", doc, err)
 	}
+	updated, err = rewriteBetween(updated, methodsBegin, methodsEnd, methodTable(protocol.MethodSpecs))
+	if err != nil {
+		return fmt.Errorf("%s: %w", doc, err)
+	}
 	if bytes.Equal(old, updated) {
 		return nil
 	}
@@ -79,15 +89,33 @@ func table(docs []protocol.ReasonDoc) string {
 	return b.String()
 }
 
-// rewrite replaces what lies between the markers of doc with table.
-func rewrite(doc []byte, table string) ([]byte, error) {
-	s := string(doc)
-	i := strings.Index(s, beginMarker+"\n")
-	j := strings.Index(s, endMarker)
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("no %q ... %q lines to put the error table between", beginMarker, endMarker)
+// methodTable is the markdown table of methods, one row per method in the
+// order daemon.status lists them.
+func methodTable(specs []protocol.MethodSpec) string {
+	var b strings.Builder
+	b.WriteString("| method | params → result |\n|---|---|\n")
+	for _, m := range specs {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", m.Name, m.Doc)
 	}
-	start := i + len(beginMarker) + 1
+	return b.String()
+}
+
+// rewrite replaces what lies between the error table's markers of doc with
+// table.
+func rewrite(doc []byte, table string) ([]byte, error) {
+	return rewriteBetween(doc, beginMarker, endMarker, table)
+}
+
+// rewriteBetween replaces what lies between the begin and end marker lines
+// of doc with table.
+func rewriteBetween(doc []byte, begin, end, table string) ([]byte, error) {
+	s := string(doc)
+	i := strings.Index(s, begin+"\n")
+	j := strings.Index(s, end)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no %q ... %q lines to put the table between", begin, end)
+	}
+	start := i + len(begin) + 1
 	return []byte(s[:start] + table + s[j:]), nil
 }
 

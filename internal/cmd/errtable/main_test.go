@@ -73,3 +73,24 @@ func TestRewriteNeedsMarkers(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// The protocol reference's method table is the one generated from
+// protocol.MethodSpecs, which the daemon's method table serves exactly.
+func TestDocMethodTable(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rewriteBetween(doc, methodsBegin, methodsEnd, methodTable(protocol.MethodSpecs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(doc) {
+		t.Fatal("the method table of docs/protocol.md differs from protocol.MethodSpecs: run go generate ./protocol")
+	}
+	for _, m := range protocol.MethodSpecs {
+		if m.Doc == "" || !strings.Contains(m.Doc, "→") {
+			t.Errorf("%s: its Doc must say its params → its result, got %q", m.Name, m.Doc)
+		}
+	}
+}

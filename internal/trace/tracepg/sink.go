@@ -397,7 +397,7 @@ func (s *Sink) insertBatch(ctx context.Context, c *pgx.Conn, batch []trace.Entry
 	ids, types, sessions, methods, events := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	times := make([]time.Time, n)
 	for i, e := range batch {
-		ids[i], times[i], types[i] = e.Event.ID, e.Event.Time, e.Event.Type
+		ids[i], times[i], types[i] = e.Event.ID, e.Event.Time, string(e.Event.Type)
 		sessions[i], methods[i], events[i] = e.Event.SessionID, e.Event.Method, string(e.JSON)
 	}
 	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -78,6 +78,7 @@ var MethodDocs = map[string]string{
 	MethodSessionContinue:  "`session_id` of a truncated session → a new session chained to it (new marker); finalizing it writes both parts once",
 	MethodSessionClean:     "`older_than_ms`, `finished_older_than_ms` → `expired`, `pruned`",
 	MethodSessionUndo:      "`session_id` of a completed session → restores what it replaced (every file, for a multi-file edit)",
+	MethodSessionWrite:     "`session.begin`'s params and `content` (all of it, at most `max_chunk_bytes`) → `session.finalize`'s result; journaled in one commit before the file is written (four syncs for a small file); a write refused before it was journaled leaves no session",
 	MethodTxBegin:          "`files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file",
 	MethodTxCommit:         "`tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none",
 	MethodTxAbort:          "`tx_id` → `stage: aborted`, `sessions`, `error`, `files`",

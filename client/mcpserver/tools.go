@@ -53,20 +53,17 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 		return toolResult{}, err
 	}
 	limit := s.maxChunkBytes(ctx)
-	what := "the file's exact text"
+	what := protocol.PromptMCPWhatFile
 	switch a.Operation {
 	case protocol.OpAppend:
-		what = "the exact text to add to the end"
+		what = protocol.PromptMCPWhatAppend
 	case protocol.OpPatch:
-		what = "the exact new text for the place patch_spec names"
+		what = protocol.PromptMCPWhatPatch
 	case protocol.OpEdit:
-		what = "the edit"
+		what = protocol.PromptMCPWhatEdit
 	}
-	shown := displayPath(br.TargetFile, pl.root)
-	instr := fmt.Sprintf("Session %s is open for %s (%s). Now call write_append with session_id %s and seq 1, 2, 3...: "+
-		"%s in order, about %d lines per call (never over %s), each chunk ending after a newline. "+
-		"Then call write_finalize with session_id %s.",
-		br.SessionID, shown, a.Operation, br.SessionID, what, ChunkAdviceLines, sizeText(limit), br.SessionID)
+	instr := protocol.Fill(protocol.PromptMCPBegun, "id", br.SessionID, "target", displayPath(br.TargetFile, pl.root),
+		"op", string(a.Operation), "what", what, "lines", fmt.Sprint(ChunkAdviceLines), "limit", sizeText(limit))
 	out := beginOut{SessionID: br.SessionID, NextSeq: 1, MaxChunkBytes: limit, Instructions: instr}
 	return toolResult{text: instr, structured: out}, nil
 }
@@ -180,13 +177,11 @@ func (s *Server) writeAppend(ctx context.Context, req *mcp.CallToolRequest) (too
 	}
 	out := appendOut{NextSeq: next, Bytes: ack.Bytes, Lines: ack.Lines}
 	so := fmt.Sprintf("%s, %s so far", plural(ack.Lines, "line"), plural(ack.Bytes, "byte"))
-	var text string
+	tmpl := protocol.PromptMCPStored
 	if ack.Duplicate {
-		text = fmt.Sprintf("Chunk %d was already stored with the same text (nothing stored twice); %s. Next: seq %d, or write_finalize when the file is complete.",
-			a.Seq, so, next)
-	} else {
-		text = fmt.Sprintf("Stored chunk %d: %s. Next: seq %d, or write_finalize when the file is complete.", a.Seq, so, next)
+		tmpl = protocol.PromptMCPStoredAgain
 	}
+	text := protocol.Fill(tmpl, "seq", fmt.Sprint(a.Seq), "so_far", so, "next", fmt.Sprint(next))
 	return toolResult{text: text, structured: out}, nil
 }
 
@@ -389,9 +384,8 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 		return toolResult{}, argErrorf("write_file needs content: the whole file")
 	}
 	if len(*a.Content) > WriteFileMaxBytes {
-		return toolResult{}, argErrorf("write_file takes at most %s of content, and this is %s: nothing was written. "+
-			"Use write_begin, then write_append with about %d lines per call, then write_finalize.",
-			sizeText(WriteFileMaxBytes), sizeText(int64(len(*a.Content))), ChunkAdviceLines)
+		return toolResult{}, argErrorf("%s", protocol.Fill(protocol.PromptMCPTooLarge, "limit", sizeText(WriteFileMaxBytes),
+			"size", sizeText(int64(len(*a.Content))), "lines", fmt.Sprint(ChunkAdviceLines)))
 	}
 	p, pl, err := s.beginParams(ctx, req, a.TargetFile, a.Operation, a.Intent)
 	if err != nil {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,18 @@ func lastProperty(t *testing.T, raw json.RawMessage) string {
 				expectKey = false
 			}
 		}
+	}
+}
+
+// The texts name the server's own limits.
+func TestTextsNameTheLimits(t *testing.T) {
+	lines := fmt.Sprintf("about %d lines", ChunkAdviceLines)
+	for name, text := range map[string]string{"instructions": Instructions, "write_begin": descWriteBegin, "write_append": descWriteAppend} {
+		if !strings.Contains(text, lines) {
+			t.Errorf("%s does not say %q", name, lines)
+		}
+	}
+	if size := sizeText(WriteFileMaxBytes); !strings.Contains(descWriteFile, "at most "+size) {
+		t.Errorf("write_file's description does not say at most %s", size)
 	}
 }

@@ -425,7 +425,14 @@ func (s *Server) whole(ctx context.Context, p protocol.BeginParams, pl placement
 		s.abandon(br.SessionID)
 		return protocol.FinalizeResult{}, err
 	}
-	return s.finalize(ctx, br.SessionID, dryRun)
+	fr, err := s.finalize(ctx, br.SessionID, dryRun)
+	if dryRun || err != nil && !isReason(err, protocol.ReasonValidationFailed) {
+		// Nothing is kept of a dry run, nor of a write that failed for
+		// another reason than a check (which keeps it for the corrected
+		// attempt).
+		s.abandon(br.SessionID)
+	}
+	return fr, err
 }
 
 // abandon aborts a session this server began and cannot finish, so it

@@ -33,9 +33,14 @@ import (
 // argsKey is the placeholder's only member: {"_orion_args":"<key>"}.
 const argsKey = "_orion_args"
 
-// maxStashed bounds the arguments held for calls not yet answered; a host
-// cancelling calls whose answers never come cannot grow it further.
-const maxStashed = 64
+// maxStashed and maxStashedBytes bound the arguments held for calls not
+// yet answered: a host cancelling calls whose answers never come cannot
+// grow them further (the oldest are let go; their calls then see the
+// placeholder, which no tool takes for arguments).
+const (
+	maxStashed      = 64
+	maxStashedBytes = 64 << 20
+)
 
 // argStash holds the arguments of calls in progress, by placeholder key.
 type argStash struct {
@@ -43,6 +48,7 @@ type argStash struct {
 	mu     sync.Mutex
 	args   map[string][]byte
 	order  []string
+	bytes  int
 }
 
 func newArgStash() *argStash {
@@ -54,12 +60,14 @@ func newArgStash() *argStash {
 func (s *argStash) put(key string, args []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.order) == maxStashed {
+	for len(s.order) > 0 && (len(s.order) >= maxStashed || s.bytes+len(args) > maxStashedBytes) {
+		s.bytes -= len(s.args[s.order[0]])
 		delete(s.args, s.order[0])
 		s.order = s.order[1:]
 	}
 	s.args[key] = args
 	s.order = append(s.order, key)
+	s.bytes += len(args)
 }
 
 func (s *argStash) get(key string) ([]byte, bool) {
@@ -72,9 +80,11 @@ func (s *argStash) get(key string) ([]byte, bool) {
 func (s *argStash) drop(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.args[key]; !ok {
+	a, ok := s.args[key]
+	if !ok {
 		return
 	}
+	s.bytes -= len(a)
 	delete(s.args, key)
 	for i, k := range s.order {
 		if k == key {

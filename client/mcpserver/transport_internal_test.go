@@ -62,3 +62,24 @@ func TestTransportArguments(t *testing.T) {
 		}
 	}
 }
+
+// The arguments held for unanswered calls are bounded in count and bytes.
+func TestArgStashBounds(t *testing.T) {
+	s := newArgStash()
+	for i := range 2 * maxStashed {
+		s.put(string(rune('a'+i%26))+string(rune('0'+i/26)), []byte("{}"))
+	}
+	if len(s.args) > maxStashed {
+		t.Errorf("%d held, limit %d", len(s.args), maxStashed)
+	}
+	big := make([]byte, maxStashedBytes/3)
+	for i := range 5 {
+		s.put(string(rune('A'+i)), big)
+	}
+	if s.bytes > maxStashedBytes || len(s.args) > maxStashed {
+		t.Errorf("%d bytes in %d held, limits %d and %d", s.bytes, len(s.args), maxStashedBytes, maxStashed)
+	}
+	if _, ok := s.get("E"); !ok {
+		t.Error("the newest was let go")
+	}
+}

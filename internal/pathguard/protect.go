@@ -286,11 +286,13 @@ type Match struct {
 // one not lifted, in the order: oriond's files, the list, git, agents'
 // configuration, $PATH directories, hidden entries of home.
 func (g *Guard) Protected(path string) (Match, bool) {
-	if e, ok := matchPath(g.protect.always, path); ok {
-		return Match{Rule: RuleOriond, At: e}, true
+	if e := matchPaths(g.protect.always, path); len(e) > 0 {
+		return Match{Rule: RuleOriond, At: e[0]}, true
 	}
-	if e, ok := matchPath(g.protect.listed, path); ok && !g.lifted(path, e, "") {
-		return Match{Rule: RuleListed, At: e}, true
+	for _, e := range matchPaths(g.protect.listed, path) {
+		if !g.lifted(path, e, "") {
+			return Match{Rule: RuleListed, At: e}, true
+		}
 	}
 	for _, m := range matchNames(g.protect.names, path) {
 		if !g.lifted(path, m.At, m.Name) {
@@ -307,8 +309,10 @@ func (g *Guard) Protected(path string) (Match, bool) {
 			return m, true
 		}
 	}
-	if e, ok := matchPath(g.protect.pathDirs, path); ok && !g.lifted(path, e, "") {
-		return Match{Rule: RulePathDir, At: e}, true
+	for _, e := range matchPaths(g.protect.pathDirs, path) {
+		if !g.lifted(path, e, "") {
+			return Match{Rule: RulePathDir, At: e}, true
+		}
 	}
 	sep := string(filepath.Separator)
 	for _, h := range g.protect.homes {
@@ -342,21 +346,19 @@ func (g *Guard) lifted(path, at, name string) bool {
 	return false
 }
 
-// matchPath returns the entry of list (absolute paths) that is path or
-// above it. Components are compared case-insensitively: on macOS and
-// Windows ~/.SSH is ~/.ssh.
-func matchPath(list []string, path string) (string, bool) {
+// matchPaths returns the entries of list (absolute paths) that are path or
+// above it, each as path spells it. Components are compared
+// case-insensitively: on macOS and Windows ~/.SSH is ~/.ssh.
+func matchPaths(list []string, path string) []string {
+	var out []string
 	for _, e := range list {
-		if Within(e, path) {
-			return e, true
-		}
-		if len(path) >= len(e) && strings.EqualFold(e, path[:len(e)]) && (len(path) == len(e) || path[len(e)] == filepath.Separator) {
+		if len(path) >= len(e) && strings.EqualFold(e, path[:len(e)]) && (len(path) == len(e) || path[len(e)] == filepath.Separator || e == string(filepath.Separator)) {
 			// The entry as the path spells it, so that an allowance
 			// naming the path as written lifts it.
-			return path[:len(e)], true
+			out = append(out, path[:len(e)])
 		}
 	}
-	return "", false
+	return out
 }
 
 // matchNames returns a match for every component of path that is one of

@@ -171,7 +171,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 	}
 
 	add := func(c fileChange, content []byte) {
-		c.SessionID, c.Workspace = r.ID, r.workspace()
+		c.SessionID, c.Workspace = r.ID, m.workspaceOf(r)
 		if c.OldExists {
 			c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
 		}

@@ -98,6 +98,21 @@ func (m *Manager) copyExisting(w io.Writer, path string) error {
 	return err
 }
 
+// workspaceOf is the directory r is confined to: its workspace root as
+// resolved at begin ("" when the session named none). A record journaled
+// before sessions kept the resolved workspace has it resolved now; one
+// that no longer resolves confines the session to the path as given, which
+// no real path lies under if it was a symlink, so it fails closed.
+func (m *Manager) workspaceOf(r *record) string {
+	if r.Workspace != "" || r.WorkspaceRoot == "" {
+		return r.Workspace
+	}
+	if ws, err := m.cfg.Guard.Workspace(r.WorkspaceRoot); err == nil {
+		return ws
+	}
+	return r.WorkspaceRoot
+}
+
 // openParentMaking is files.OpenParent that first makes the directories on the
 // way that do not exist (inside the root, see confine.MkdirAll), as
 // editors and agents do. It returns the directories it made, so a failed

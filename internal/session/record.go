@@ -116,16 +116,6 @@ type link struct {
 
 func (r *record) marshal() ([]byte, error) { return json.Marshal(r) }
 
-// workspace is the directory the session is confined to: the workspace
-// root as resolved at begin ("" when the session named none). A record
-// journaled before Workspace existed resolves its WorkspaceRoot again.
-func (r *record) workspace() string {
-	if r.Workspace != "" {
-		return r.Workspace
-	}
-	return r.WorkspaceRoot
-}
-
 // segments lists the pieces of the content to write, in order: every
 // chained session's content, then this session's own.
 func (r *record) segments() []link {

@@ -51,7 +51,7 @@ export interface MethodTypes {
   "session.clean": { params: CleanParams; result: CleanResult };
   /** `session_id` of a completed session → restores what it replaced (every file, for a multi-file edit) */
   "session.undo": { params: SessionIDParams; result: UndoResult };
-  /** `session.begin`'s params and `content` (all of it, at most `max_chunk_bytes`) → `session.finalize`'s result; journaled in one commit before the file is written (four syncs for a small file); a write refused before it was journaled leaves no session */
+  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
   "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };

@@ -101,10 +101,10 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.WorkspaceRoot = wd
 	}
-	root, err := rootPath("file://" + opts.WorkspaceRoot)
-	if err != nil || !filepath.IsAbs(opts.WorkspaceRoot) {
+	if !filepath.IsAbs(opts.WorkspaceRoot) {
 		return nil, fmt.Errorf("workspace root %q: give an absolute directory", opts.WorkspaceRoot)
 	}
+	root := filepath.Clean(opts.WorkspaceRoot)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))

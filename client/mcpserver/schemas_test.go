@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 // The long string of each tool is the last field its schema lists, as the
@@ -79,7 +81,7 @@ func TestTextsNameTheLimits(t *testing.T) {
 			t.Errorf("%s does not say %q", name, lines)
 		}
 	}
-	if size := sizeText(WriteFileMaxBytes); !strings.Contains(descWriteFile, "at most "+size) {
+	if size := textfmt.Size(WriteFileMaxBytes); !strings.Contains(descWriteFile, "at most "+size) {
 		t.Errorf("write_file's description does not say at most %s", size)
 	}
 }

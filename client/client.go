@@ -194,7 +194,15 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 // Write calls session.write: a whole file in one request, its content at
 // most the daemon's max_chunk_bytes (daemon.status).
 func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
-	return call(ctx, c, protocol.SessionWrite, p)
+	var r protocol.FinalizeResult
+	b, err := writeParamsJSON(p)
+	if err != nil {
+		return r, err
+	}
+	params, release := c.codec.hold(b)
+	defer release()
+	err = c.Call(ctx, protocol.SessionWrite.Name, params, &r)
+	return r, err
 }
 
 // Abort calls session.abort.

@@ -356,6 +356,28 @@ func (r *Refusal) Write(w http.ResponseWriter) {
 	_, _ = w.Write(r.Body())
 }
 
+// CORS adds the CORS headers an allowed origin needs, and answers OPTIONS
+// (a preflight) itself: it reports whether it did, in which case the
+// request must not be served further. Call it on a request Check let in.
+func (g *Guard) CORS(w http.ResponseWriter, r *http.Request) bool {
+	h := w.Header()
+	if o, ok := g.AllowedOrigin(r); ok {
+		h.Set("Access-Control-Allow-Origin", o)
+		h.Set("Vary", "Origin")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key, Anthropic-Version, Anthropic-Beta, "+HeaderToken)
+			h.Set("Access-Control-Max-Age", "600")
+		}
+	}
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	h.Set("Allow", "GET, POST, OPTIONS")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
 // Handler serves next the requests g lets in, with the secret removed,
 // and answers the others itself. OPTIONS requests (CORS preflights) are
 // answered here and never reach next: with CORS headers for an allowed
@@ -370,18 +392,7 @@ func (g *Guard) Handler(next http.Handler, onRefuse func(r *http.Request, ref *R
 			ref.Write(w)
 			return
 		}
-		if o, ok := g.AllowedOrigin(in); ok {
-			w.Header().Set("Access-Control-Allow-Origin", o)
-			w.Header().Set("Vary", "Origin")
-		}
-		if in.Method == http.MethodOptions {
-			if _, ok := g.AllowedOrigin(in); ok {
-				w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
-				w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key, Anthropic-Version, Anthropic-Beta, "+HeaderToken)
-				w.Header().Set("Access-Control-Max-Age", "600")
-			}
-			w.Header().Set("Allow", "GET, POST, OPTIONS")
-			w.WriteHeader(http.StatusNoContent)
+		if g.CORS(w, in) {
 			return
 		}
 		next.ServeHTTP(w, in)

@@ -478,12 +478,14 @@ func (s *frameStream) logFrameTimeout(err error) {
 	}
 }
 
-// bind lets client find the connection behind rpc; binding again is a
-// no-op.
+// bind lets client find the connection behind rpc. serve and the first
+// request both bind, in either order: each stores the mapping itself
+// (storing it twice is harmless), so neither returns before client can
+// find it, which a bind that left the store to whichever won a race did not
+// promise (a first request could be counted against no client).
 func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) {
-	if c.rpc.CompareAndSwap(nil, rpc) {
-		s.byRPC.Store(rpc, c)
-	}
+	c.rpc.CompareAndSwap(nil, rpc)
+	s.byRPC.Store(rpc, c)
 }
 
 func (s *connSet) unbind(rpc *jsonrpc2.Conn) { s.byRPC.Delete(rpc) }

@@ -174,6 +174,20 @@ func (g *Guard) Check(r *http.Request) (*http.Request, *Refusal) {
 	return r, nil
 }
 
+// CheckWithoutToken runs every check but the token's: Host, Origin (and
+// Sec-Fetch-Site) and content type. It is for a door that authenticates
+// requests with secrets of its own (the local page), on a Guard made
+// without a Token.
+func (g *Guard) CheckWithoutToken(r *http.Request) *Refusal {
+	if ref := g.checkHost(r); ref != nil {
+		return ref
+	}
+	if ref := g.checkOrigin(r); ref != nil {
+		return ref
+	}
+	return g.checkContentType(r)
+}
+
 func (g *Guard) checkHost(r *http.Request) *Refusal {
 	host := strings.ToLower(r.Host)
 	if host == "" {

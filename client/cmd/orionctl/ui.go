@@ -26,8 +26,9 @@ func newUICmd(g *globals) *cobra.Command {
 		Short: "Serve a local page to watch, inspect and undo what agents write",
 		Long: `Serve a page on loopback that shows oriond's sessions live (streaming, written,
 in conflict, ...), each one's trace ladder, its content as it arrives and the diff of
-what it wrote, with undo, abort and finalize-anyway. The URL carries a random token;
-open it in your browser (orionctl ui opens it unless --no-open). Ctrl-C stops it.`,
+what it wrote, with undo, abort and finalize-anyway. The URL carries a one-time
+token: it opens one tab, once (the page's "New tab" makes another link). orionctl ui
+opens the page in your browser unless --no-open. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))

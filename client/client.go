@@ -16,6 +16,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -69,7 +70,7 @@ type Options struct {
 // use.
 type Client struct {
 	conn  *jsonrpc2.Conn
-	codec *spliceCodec
+	codec *jsonrpc.ClientCodec
 }
 
 // ErrDaemonUnreachable wraps a failure to connect, so callers can tell "no
@@ -92,7 +93,7 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	}
 	// The library logs a lost connection to the global logger; a client
 	// learns of it from the failed call instead.
-	codec := newSpliceCodec()
+	codec := jsonrpc.NewClientCodec()
 	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
 		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
 	return &Client{conn: conn, codec: codec}, nil
@@ -156,7 +157,7 @@ func (c *Client) Begin(ctx context.Context, p protocol.BeginParams) (protocol.Be
 // Append calls session.append.
 func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.AppendResult, error) {
 	var r protocol.AppendResult
-	params, release := c.codec.hold(appendParamsJSON(p))
+	params, release := c.codec.Hold(appendParamsJSON(p))
 	defer release()
 	err := c.Call(ctx, protocol.MethodSessionAppend, params, &r)
 	return r, err

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -122,12 +123,12 @@ func refuse(c net.Conn, limit int, log *slog.Logger) {
 	e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
 		"oriond serves %d connections already (--max-connections); close idle clients or retry later", limit)
 	e.Data.Limit = int64(limit)
-	data, err := encodeErrorReply(nil, e)
+	data, err := jsonrpc.EncodeErrorReply(nil, e)
 	if err != nil {
 		return
 	}
 	c.SetWriteDeadline(time.Now().Add(time.Second))
-	if err := writeFrame(c, data); err != nil {
+	if err := jsonrpc.WriteFrame(c, data); err != nil {
 		log.Debug("refusing a connection", "err", err)
 	}
 }

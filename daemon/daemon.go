@@ -20,6 +20,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/failpoint"
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
@@ -247,14 +248,14 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	chunkLimit, sessionLimit := mgr.Limits()
 	nofile := fdLimit()
 	tr := transport{
-		limits: frameLimits{
-			MaxMessage:       MaxMessageBytes(chunkLimit),
+		limits: jsonrpc.Limits{
+			MaxMessage:       jsonrpc.MaxMessageBytes(chunkLimit),
 			MaxInflight:      cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
-			MaxInflightBytes: DefaultMaxInflightBytes,
-			Total:            newByteBudget(DefaultMaxInflightTotalBytes),
+			MaxInflightBytes: jsonrpc.DefaultMaxInflightBytes,
+			Total:            jsonrpc.NewBudget(DefaultMaxInflightTotalBytes),
 		},
 		conns: newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
-		stash: newParamStash(),
+		stash: jsonrpc.NewParams(),
 	}
 	var inflight sync.WaitGroup
 	appends, _ := rec.(trace.AppendRecorder)
@@ -311,11 +312,23 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	return err
 }
 
+// DefaultMaxInflightTotalBytes bounds the frame bytes of requests read and
+// not yet answered across every connection. Each connection has its own
+// bound (DefaultMaxInflightBytes), but a client with a thousand
+// connections would multiply it: this one keeps the daemon's memory
+// bounded whatever the number of connections. A connection that finds it
+// used up stops being read until replies free some of it.
+const DefaultMaxInflightTotalBytes = 256 << 20
+
+// DefaultMaxInflight is how many requests of one connection may be read
+// and not yet answered (jsonrpc.DefaultMaxInflight).
+const DefaultMaxInflight = jsonrpc.DefaultMaxInflight
+
 // transport are the limits serve applies to every connection.
 type transport struct {
-	limits frameLimits
+	limits jsonrpc.Limits
 	conns  *connSet
-	stash  *paramStash
+	stash  *jsonrpc.Params
 }
 
 // serve accepts connections until ctx is done, then closes them all. Only
@@ -368,7 +381,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			refuse(c, tr.conns.limit, log)
 			continue
 		}
-		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.limits, tr.stash, log), h,
+		rpc := jsonrpc2.NewConn(ctx, jsonrpc.NewServerStream(c, tr.limits, tr.stash, log), h,
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		entry.close = rpc.Close
 		go func() {

@@ -168,6 +168,12 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 	return call(ctx, c, protocol.SessionFinalize, p)
 }
 
+// Write calls session.write: a whole file in one request, its content at
+// most the daemon's max_chunk_bytes (daemon.status).
+func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
+	return call(ctx, c, protocol.SessionWrite, p)
+}
+
 // Abort calls session.abort.
 func (c *Client) Abort(ctx context.Context, id string) (protocol.AbortResult, error) {
 	return call(ctx, c, protocol.SessionAbort, protocol.SessionIDParams{SessionID: id})

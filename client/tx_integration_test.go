@@ -155,3 +155,69 @@ func TestTxKilledMidCommitIsAllOrNothing(t *testing.T) {
 		})
 	}
 }
+
+// The daemon is killed at an exact point while it undoes a committed
+// transaction, and restarted: every file holds what the transaction wrote
+// and no session is undone, or, once the undo's record was durable, every
+// file is as before the transaction and every session says undone.
+func TestTxUndoKilledIsAllOrNothing(t *testing.T) {
+	// The commit passes each failpoint once (three renames); the undo is
+	// the second pass.
+	cases := []struct {
+		point     string
+		wantAfter string
+		midUndo   string // the state the kill leaves, before the restart
+	}{
+		{"tx.committing=2", "new", "new"},
+		{"tx.renamed=4", "new", "mix"},
+		{"tx.renamed=6", "new", "old"},
+		{"tx.committed=2", "old", "old"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.point, func(t *testing.T) {
+			d := testdaemon.Start(t)
+			f := newTxFixture(t, d.Root)
+			d.Stop()
+			d.Env = []string{failpoint.EnvVar + "=" + tc.point}
+			d.Restart()
+			c := dial(t, d)
+			tx := f.begin(t, c)
+			if _, err := c.TxCommit(testCtx(t), protocol.TxCommitParams{TxID: tx.TxID}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Undo(testCtx(t), tx.Sessions[1].SessionID); err == nil {
+				t.Fatal("the undo succeeded although the daemon was to die in it")
+			}
+			d.Wait()
+			if got, detail := f.state(t); got != tc.midUndo {
+				t.Fatalf("killed at %s: files are %s (%s), want %s: the kill did not land where intended", tc.point, got, detail, tc.midUndo)
+			}
+			d.Env = nil
+			d.Restart()
+			if got, detail := f.state(t); got != tc.wantAfter || strings.Contains(detail, "temp:") {
+				t.Fatalf("after restart: %s (%s), want %s\n%s", got, detail, tc.wantAfter, d.Logs())
+			}
+			c = dial(t, d)
+			for _, s := range tx.Sessions {
+				info, err := c.Get(testCtx(t), s.SessionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Undone != (tc.wantAfter == "old") {
+					t.Errorf("session %s after restart: undone %v with the files %s", s.SessionID, info.Undone, tc.wantAfter)
+				}
+			}
+			if tc.wantAfter == "old" {
+				return
+			}
+			// The undo can be asked again, and then goes through.
+			res, err := c.Undo(testCtx(t), tx.Sessions[0].SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, detail := f.state(t); got != "old" || len(res.Files) != 3 {
+				t.Fatalf("second undo: %s (%s), %d files", got, detail, len(res.Files))
+			}
+		})
+	}
+}

@@ -79,6 +79,9 @@ type Config struct {
 	Home string
 	// AllowProtected lifts default-protected paths (--allow-protected).
 	AllowProtected []string
+	// PathEnv is the daemon's $PATH: its directories inside Home are
+	// protected, with the usual ones (pathguard.DefaultPathDirs).
+	PathEnv string
 }
 
 // Protection is what the guard refuses inside the roots.
@@ -94,7 +97,8 @@ func (c *Config) Protection() pathguard.Protection {
 	// The socket and its lock, not their directory: a socket in a shared
 	// directory such as /tmp must not protect all of it.
 	always := append([]string{c.StateDir, spool, c.Socket, c.Socket + ".lock"}, c.ConfigPaths...)
-	return pathguard.Protection{Always: always, Default: pathguard.DefaultProtected(home), Allowed: c.AllowProtected}
+	return pathguard.Protection{Always: always, Default: pathguard.DefaultProtected(home), Allowed: c.AllowProtected,
+		Home: home, PathDirs: pathguard.PathDirs(c.PathEnv, home)}
 }
 
 // DefaultSpoolSettle is longer than the save interval (5 s) of the clients
@@ -245,6 +249,10 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	started := time.Now().UTC()
 	always, byDefault := guard.ProtectedList()
 	protected := append(always, byDefault...)
+	var rules []protocol.ProtectedRule
+	for _, r := range guard.Rules() {
+		rules = append(rules, protocol.ProtectedRule{Rule: r.Rule, Pattern: r.Pattern, Why: r.Why})
+	}
 	chunkLimit, sessionLimit := mgr.Limits()
 	nofile := fdLimit()
 	tr := transport{
@@ -295,6 +303,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				Methods:          protocol.Methods,
 				ProtectedPaths:   protected,
 				AllowedProtected: cfg.AllowProtected,
+				ProtectedRules:   rules,
 				Trace:            ts,
 			}
 		},

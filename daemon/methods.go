@@ -37,6 +37,8 @@ var methods = table(
 		owns(beginOwner),
 	route(protocol.SessionClean, (*handler).clean),
 	route(protocol.SessionUndo, (*handler).undo),
+	route(protocol.SessionWrite, (*handler).write).
+		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
 	route(protocol.TxCommit, (*handler).txCommit),
 	route(protocol.TxAbort, (*handler).txAbort),
@@ -97,6 +99,10 @@ func (h *handler) clean(_ *jsonrpc2.Conn, p *protocol.CleanParams) (protocol.Cle
 
 func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.UndoResult, error) {
 	return h.mgr.Undo(p.SessionID)
+}
+
+func (h *handler) write(_ *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	return h.mgr.Write(*p)
 }
 
 func (h *handler) txBegin(_ *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {

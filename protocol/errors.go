@@ -71,6 +71,7 @@ const (
 	ReasonSymlinkEscape       = "symlink_escape"
 	ReasonRelativePath        = "relative_path_without_workspace_root"
 	ReasonWorkspaceNotAllowed = "workspace_root_not_allowed"
+	ReasonOutsideWorkspace    = "outside_workspace"
 	ReasonIsDirectory         = "target_is_directory"
 	ReasonSpecialFile         = "target_is_special_file"
 	ReasonParentMissing       = "parent_directory_missing"
@@ -119,11 +120,16 @@ type ErrorData struct {
 	// Reason is a stable machine-readable string, one of the Reason constants.
 	Reason string `json:"reason"`
 	// The fields below are set where they help the caller recover.
-	SessionID    string   `json:"session_id,omitempty"`
-	Field        string   `json:"field,omitempty"`
-	ExpectedSeq  uint64   `json:"expected_seq,omitempty"`
-	Limit        int64    `json:"limit,omitempty"`
-	Path         string   `json:"path,omitempty"`
+	SessionID   string `json:"session_id,omitempty"`
+	Field       string `json:"field,omitempty"`
+	ExpectedSeq uint64 `json:"expected_seq,omitempty"`
+	Limit       int64  `json:"limit,omitempty"`
+	Path        string `json:"path,omitempty"`
+	// WorkspaceRoot is the session's workspace (resolved) that Path lies
+	// outside of, with outside_workspace.
+	WorkspaceRoot string `json:"workspace_root,omitempty"`
+	// Rule is the protection rule that refused Path, with protected_path.
+	Rule         string   `json:"rule,omitempty"`
 	AllowedRoots []string `json:"allowed_roots,omitempty"`
 	Method       string   `json:"method,omitempty"`
 	// Validation carries the findings of a validation_failed error, and

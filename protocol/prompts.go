@@ -170,10 +170,6 @@ const (
 	PromptWritten = "WritePlanTool_begin: the file is written: {summary}. Do not write it again; go on with the task."
 )
 
-// reasonOutsideWorkspace is the reason of a target outside the session's
-// workspace_root, which the daemon is about to send: its advice is ready.
-const reasonOutsideWorkspace = "outside_workspace"
-
 // RefusalAdvice says what a model should do instead, for each reason of a
 // session.begin refusal it can fix; it follows the daemon's message in the
 // tool result (PromptRefused). Reasons a model cannot fix have none.
@@ -190,7 +186,12 @@ var RefusalAdvice = map[string]string{
 	ReasonTargetMissing:    `patch and edit change an existing file: use "operation": "create" to write a new one, or choose a target_file that exists.`,
 	ReasonInvalidPatchSpec: "Correct patch_spec as this says and call WritePlanTool_begin again.",
 	ReasonProtected: "That file is protected because it can run code or change how tools behave later " +
-		"(dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the user can lift that. " +
-		"Do not try another path to the same file: write a different file, or tell the user what you wanted to change there.",
-	reasonOutsideWorkspace: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it.",
+		"(dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the person can lift that. " +
+		"Do not try another path to the same file. If it must be written, tell the person exactly this: " +
+		"oriond protects it; to allow it, start oriond with --allow-protected set to the path this message names " +
+		"(or add it to allow-protected in oriond's configuration file).",
+	ReasonWorkspaceNotAllowed: "No file can be written in this workspace until the person allows it; do not retry with other paths. " +
+		"Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory " +
+		"(or add it to allow-root in oriond's configuration file).",
+	ReasonOutsideWorkspace: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it.",
 }

@@ -33,7 +33,7 @@ func TestFill(t *testing.T) {
 // Advice is given for reasons the daemon sends, and for each refusal of a
 // path a model chose.
 func TestRefusalAdvice(t *testing.T) {
-	documented := map[string]bool{"outside_workspace": true} // sent once the workspace confinement lands
+	documented := map[string]bool{}
 	for _, d := range protocol.ErrorReasons {
 		documented[d.Reason] = true
 	}
@@ -45,9 +45,15 @@ func TestRefusalAdvice(t *testing.T) {
 			t.Errorf("advice for %q is not a sentence: %q", reason, advice)
 		}
 	}
-	for _, reason := range []string{protocol.ReasonProtected, protocol.ReasonParentMissing, protocol.ReasonOutsideRoots, "outside_workspace"} {
+	for _, reason := range []string{protocol.ReasonProtected, protocol.ReasonParentMissing, protocol.ReasonOutsideRoots, protocol.ReasonOutsideWorkspace, protocol.ReasonWorkspaceNotAllowed} {
 		if protocol.RefusalAdvice[reason] == "" {
 			t.Errorf("no advice for %s", reason)
+		}
+	}
+	// A refusal only the person can lift names the setting to change.
+	for reason, setting := range map[string]string{protocol.ReasonProtected: "--allow-protected", protocol.ReasonWorkspaceNotAllowed: "--allow-root"} {
+		if a := protocol.RefusalAdvice[reason]; !strings.Contains(a, "tell the person") && !strings.Contains(a, "Tell the person") || !strings.Contains(a, setting) {
+			t.Errorf("advice for %s does not tell the model to tell the person %s: %q", reason, setting, a)
 		}
 	}
 	// Missing directories are made: the advice must not send the model

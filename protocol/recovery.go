@@ -100,7 +100,8 @@ type CleanResult struct {
 	Pruned []string `json:"pruned"`
 }
 
-// MethodSessionUndo restores what a completed session replaced.
+// MethodSessionUndo restores what a completed session replaced; for a
+// session of a transaction, what the whole transaction replaced.
 const MethodSessionUndo = "session.undo"
 
 // UndoResult is the result of session.undo.
@@ -115,4 +116,10 @@ type UndoResult struct {
 	// RemovedDirs are the directories the session had made for its files
 	// and that the undo left empty, so it removed them too.
 	RemovedDirs []string `json:"removed_dirs,omitempty"`
+	// TxID is set when the session belonged to a transaction: the whole
+	// transaction was undone, all or none, and Files lists each of its
+	// files (the named session's included, whose file the fields above
+	// describe).
+	TxID  string       `json:"tx_id,omitempty"`
+	Files []UndoResult `json:"files,omitempty"`
 }

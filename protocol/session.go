@@ -295,7 +295,23 @@ type StatusResult struct {
 	// name matching any path component (".git").
 	ProtectedPaths   []string `json:"protected_paths"`
 	AllowedProtected []string `json:"allowed_protected,omitempty"`
+	// ProtectedRules are the rules behind ProtectedPaths, shapes included
+	// (hidden entries of home, git directories by their content), in the
+	// order they are checked; a protected_path refusal names one in
+	// data.rule.
+	ProtectedRules []ProtectedRule `json:"protected_rules,omitempty"`
 	// Trace describes the trace store (retention, size and its cap, what
 	// was dropped); absent when tracing is off.
 	Trace *TraceStats `json:"trace,omitempty"`
+}
+
+// ProtectedRule is one rule of the daemon's protected paths.
+type ProtectedRule struct {
+	// Rule is the rule's stable name ("home-hidden", "git-dir", ...).
+	Rule string `json:"rule"`
+	// Pattern is what it protects: paths (and what is below them), names
+	// matched against any path component, or a shape in words.
+	Pattern []string `json:"pattern"`
+	// Why is the reason for the rule.
+	Why string `json:"why"`
 }

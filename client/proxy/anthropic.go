@@ -23,31 +23,23 @@ type anthropic struct{}
 func (anthropic) name() string { return dialectAnthropic }
 
 func (anthropic) prepare(body []byte) (*agentRequest, error) {
-	return decodeRequest(body, func(t json.RawMessage) string {
+	req, dec, err := decodeRequest(body, func(t json.RawMessage) string {
 		var d struct {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(t, &d)
 		return d.Name
 	})
-}
-
-type anthropicMessage struct {
-	Role    string `json:"role"`
-	Content []any  `json:"content"`
-}
-
-func (anthropic) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error) {
-	f := make(map[string]json.RawMessage, len(req.fields)+2)
-	for k, v := range req.fields {
-		f[k] = v
+	if err != nil || req.carries {
+		return req, err
 	}
+	f := dec.fields
 	f["stream"] = json.RawMessage("true")
-	f["tools"] = mustJSON(append(append([]json.RawMessage(nil), req.tools...), anthropicToolJSON()))
+	f["tools"] = mustJSON(append(dec.tools, anthropicToolJSON()))
 	// The instruction is appended to the system prompt: a string stays a
 	// string, and blocks get one more block after the agent's own (and
 	// their cache breakpoints).
-	switch sys := req.fields["system"]; {
+	switch sys := f["system"]; {
 	case len(sys) == 0 || string(sys) == "null":
 		f["system"] = mustJSON(instruction)
 	case sys[0] == '"':
@@ -61,13 +53,23 @@ func (anthropic) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error
 		}
 		f["system"] = mustJSON(append(blocks, mustJSON(map[string]string{"type": "text", "text": instruction})))
 	}
-	msgs := append([]json.RawMessage(nil), req.messages...)
+	req.prefix, req.nmsgs, err = encodePrefix(f, nil, nil)
+	return req, err
+}
+
+type anthropicMessage struct {
+	Role    string `json:"role"`
+	Content []any  `json:"content"`
+}
+
+func (anthropic) roundMessages(rounds []*round) ([]json.RawMessage, error) {
+	var msgs []json.RawMessage
 	for _, rd := range rounds {
 		var a []any
 		for _, b := range rd.blocks {
 			a = append(a, b)
 		}
-		if t := rd.text.String(); t != "" {
+		if t := rd.historyText(); t != "" {
 			a = append(a, map[string]string{"type": "text", "text": t})
 		}
 		for _, c := range rd.calls {
@@ -96,8 +98,7 @@ func (anthropic) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error
 			msgs = append(msgs, mustJSON(anthropicMessage{Role: "user", Content: u}))
 		}
 	}
-	f["messages"] = mustJSON(msgs)
-	return json.Marshal(f)
+	return msgs, nil
 }
 
 // anthropicToolJSON is the tool's definition, encoded once.
@@ -190,7 +191,7 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			switch b.Type {
 			case "text":
 				if b.Text != "" {
-					rd.text.WriteString(b.Text)
+					rd.addText(b.Text)
 					ferr = chunk(contentChunk(b.Text))
 				}
 			case "tool_use":
@@ -210,7 +211,7 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			_ = json.Unmarshal(ev.Delta, &d)
 			switch d.Type {
 			case "text_delta":
-				rd.text.WriteString(d.Text)
+				rd.addText(d.Text)
 				ferr = chunk(contentChunk(d.Text))
 			case "input_json_delta":
 				ferr = chunk(toolChunk(ev.Index, "", "", d.PartialJSON))
@@ -341,13 +342,18 @@ func (a *anthropicWriter) text(s string) {
 	defer a.mu.Unlock()
 	a.noteText(s)
 	if !a.req.stream {
+		if !a.keep(len(s)) {
+			return
+		}
 		if n := len(a.blocks); n > 0 {
 			if t, ok := a.blocks[n-1].(*textBlock); ok {
-				t.Text += s
+				t.b.WriteString(s)
 				return
 			}
 		}
-		a.blocks = append(a.blocks, &textBlock{Type: "text", Text: s})
+		t := &textBlock{}
+		t.b.WriteString(s)
+		a.blocks = append(a.blocks, t)
 		return
 	}
 	if !a.openText {
@@ -358,9 +364,12 @@ func (a *anthropicWriter) text(s string) {
 		"delta": map[string]string{"type": "text_delta", "text": s}})
 }
 
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+// textBlock is a text block of a response that is not streamed, grown in
+// place as deltas come.
+type textBlock struct{ b strings.Builder }
+
+func (t *textBlock) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"type": "text", "text": t.b.String()})
 }
 
 // passStart, passDelta and passStop relay a thinking block unchanged but
@@ -439,6 +448,12 @@ func (a *anthropicWriter) end(finish string, usage map[string]int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	stop := a.stopReason(finish)
+	if !a.req.stream && a.overflow {
+		a.blocks = nil
+		writeJSON(a.w, http.StatusBadGateway, overflowJSON(anthropic{}))
+		a.closed = true
+		return
+	}
 	if !a.req.stream {
 		if a.blocks == nil {
 			a.blocks = []any{}

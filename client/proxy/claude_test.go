@@ -4,105 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/orion-agent/orion/client/proxy"
+	"github.com/orion-agent/orion/internal/claudecode"
 )
 
-// claudeCodeVersion is the Claude Code release the test installs. It is
-// pinned exactly, not by major: Claude Code ships several releases a week,
-// its requests (tools, betas, side requests) change with them, and the
-// cache below is keyed by it. ORION_CLAUDE_CODE_VERSION overrides it.
-const claudeCodeVersion = "2.1.197"
+var claudeVer string
 
-var (
-	claudeOnce sync.Once
-	claudeBin  string
-	claudeVer  string
-	claudeSkip string
-)
-
-// installClaudeCode installs @anthropic-ai/claude-code from the npm
-// registry, or says why it could not. The install (a 240 MB native binary)
-// is kept under os.TempDir(), keyed by version, so that later runs of the
-// suite reuse it instead of downloading it again; it is installed into a
-// temporary sibling and renamed into place, so a run that is killed
-// mid-install leaves no half cache behind.
+// installClaudeCode installs Claude Code (cached across runs) or skips.
 func installClaudeCode(t *testing.T) string {
 	t.Helper()
-	claudeOnce.Do(func() {
-		claudeVer = claudeCodeVersion
-		if v := os.Getenv("ORION_CLAUDE_CODE_VERSION"); v != "" {
-			claudeVer = v
-		}
-		dir := filepath.Join(os.TempDir(), "orion-proxy-claude-code-"+claudeVer)
-		bin := filepath.Join(dir, "node_modules", ".bin", "claude")
-		if claudeRuns(bin) == nil {
-			claudeBin = bin
-			return
-		}
-		for _, tool := range []string{"node", "npm"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				claudeSkip = tool + " is not installed"
-				return
-			}
-		}
-		tmp, err := os.MkdirTemp(os.TempDir(), "orion-proxy-claude-code-install")
-		if err != nil {
-			claudeSkip = err.Error()
-			return
-		}
-		defer os.RemoveAll(tmp)
-		if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private": true}`), 0o644); err != nil {
-			claudeSkip = err.Error()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		pkg := "@anthropic-ai/claude-code@" + claudeVer
-		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--loglevel=error", pkg)
-		cmd.Dir = tmp
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			claudeSkip = fmt.Sprintf("npm install %s failed (registry unreachable?): %v\n%s", pkg, err, out.String())
-			return
-		}
-		if err := claudeRuns(filepath.Join(tmp, "node_modules", ".bin", "claude")); err != nil {
-			claudeSkip = fmt.Sprintf("%s installed but does not run on this machine: %v", pkg, err)
-			return
-		}
-		os.RemoveAll(dir) // a broken cache from an older run
-		if err := os.Rename(tmp, dir); err != nil && claudeRuns(bin) != nil {
-			claudeSkip = fmt.Sprintf("caching %s in %s: %v", pkg, dir, err)
-			return
-		}
-		claudeBin = bin
-	})
-	if claudeSkip != "" {
-		t.Skip("skipping Claude Code: " + claudeSkip)
-	}
-	return claudeBin
-}
-
-// claudeRuns checks that an installed claude starts at all.
-func claudeRuns(bin string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s --version: %v: %s", bin, err, bytes.TrimSpace(out))
-	}
-	return nil
+	bin, v := claudecode.Install(t)
+	claudeVer = v
+	return bin
 }
 
 // claudeResult is Claude Code's --output-format json result.
@@ -128,21 +50,7 @@ func runClaude(t *testing.T, bin string, h *harness, prompt string) claudeResult
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--output-format", "json")
 	cmd.Dir = h.d.Root
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-		"TMPDIR=" + os.TempDir(),
-		"ANTHROPIC_BASE_URL=" + h.srv.URL,
-		"ANTHROPIC_API_KEY=sk-ant-dummy-claude-code",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_ERROR_REPORTING=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"HTTPS_PROXY=http://127.0.0.1:9",
-		"HTTP_PROXY=http://127.0.0.1:9",
-		"NO_PROXY=127.0.0.1,localhost",
-	}
+	cmd.Env = claudecode.Env(home, h.base)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -261,8 +169,9 @@ func TestClaudeCode(t *testing.T) {
 	t.Logf("Claude Code %s", claudeVer)
 	content := lines(3000, "cc")
 
+	// With a token, carried in the base URL's path as orionctl exec does.
 	t.Run("Write", func(t *testing.T) {
-		h := newHarness(t, proxy.Config{}, claudeScript("big.txt", content, nil)...)
+		h := newHarness(t, proxy.Config{Token: "claude-code-test-token-0123456789"}, claudeScript("big.txt", content, nil)...)
 		h.up.setSide(claudeCodeSide)
 		start := time.Now()
 		r := runClaude(t, bin, h, "Write big.txt: 3000 numbered lines.")
@@ -299,4 +208,30 @@ func TestClaudeCode(t *testing.T) {
 			t.Errorf("the workspace holds %v, want big.txt alone", names)
 		}
 	})
+}
+
+// oriond down: Claude Code shows the proxy's message at once instead of
+// retrying for minutes. The proxy answers 503 with x-should-retry: false;
+// the test counts the requests the proxy saw (a retry would be a second
+// turn request) and checks that the text reached the person.
+func TestClaudeCodeDaemonDown(t *testing.T) {
+	bin := installClaudeCode(t)
+	h := newHarness(t, proxy.Config{})
+	h.up.setSide(claudeCodeSide)
+	h.d.Stop()
+	start := time.Now()
+	r := runClaude(t, bin, h, "Write notes.md.")
+	took := time.Since(start)
+	t.Logf("Claude Code %s answered in %v: %q", claudeVer, took, r.Result)
+	if !r.IsError || !strings.Contains(r.Result, "oriond is not reachable") {
+		t.Errorf("Claude Code's result: %+v, want an error naming oriond", r)
+	}
+	if turns := h.requests("/v1/messages", 503); turns != 1 {
+		t.Errorf("the proxy answered %d turn requests with 503, want 1 (no retries)\n%s", turns, h.logs.String())
+	}
+	for _, req := range h.up.all() {
+		if slices.Contains(toolNames(req.body), "Bash") {
+			t.Errorf("a turn reached the upstream with oriond down: %s", req.path)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/orion-agent/orion/protocol"
@@ -28,12 +29,13 @@ const instruction = protocol.PromptSystem
 // errors are written.
 type dialect interface {
 	name() string
-	// prepare decodes the agent's request body.
+	// prepare decodes the agent's request body and encodes what every
+	// round sends of it (agentRequest.prefix), so that the body itself
+	// can be dropped.
 	prepare(body []byte) (*agentRequest, error)
-	// upstreamBody is the request for the next round: the agent's request
-	// with the tool and the instruction added, streamed, and the rounds so
-	// far appended to the conversation.
-	upstreamBody(req *agentRequest, rounds []*round) ([]byte, error)
+	// roundMessages are the messages the rounds so far add to the
+	// conversation, encoded; upstreamBody puts them after the agent's.
+	roundMessages(rounds []*round) ([]json.RawMessage, error)
 	// read consumes one upstream stream, handing the controller an
 	// OpenAI-compatible line at a time, and fills rd.
 	read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error
@@ -42,13 +44,16 @@ type dialect interface {
 	errorJSON(kind, msg string) []byte
 }
 
-// agentRequest is the agent's request, kept as raw members so that what
-// the proxy does not know passes upstream unchanged.
+// agentRequest is the agent's request as the proxy keeps it while the
+// loop runs: what it needs to know, and the upstream request's encoded
+// prefix (every member, the tool and the instruction added, and the
+// agent's messages, the array left open). The agent's body is not kept:
+// a request is held once in memory, not three times.
 type agentRequest struct {
-	fields   map[string]json.RawMessage
-	messages []json.RawMessage
-	tools    []json.RawMessage
-	model    string
+	prefix []byte
+	// nmsgs is the number of messages in prefix.
+	nmsgs int
+	model string
 	// stream is whether the agent asked for a stream (upstream is always
 	// streamed, so the loop can act as text arrives).
 	stream bool
@@ -63,34 +68,114 @@ type agentRequest struct {
 	query  string
 }
 
+// decoded is the agent's body, decoded for prepare.
+type decoded struct {
+	fields map[string]json.RawMessage
+	tools  []json.RawMessage
+}
+
 // decodeRequest reads the members both APIs share.
-func decodeRequest(body []byte, toolName func(json.RawMessage) string) (*agentRequest, error) {
-	req := &agentRequest{}
-	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
-		return nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+func decodeRequest(body []byte, toolName func(json.RawMessage) string) (*agentRequest, *decoded, error) {
+	req, dec := &agentRequest{}, &decoded{}
+	if err := json.Unmarshal(body, &dec.fields); err != nil || dec.fields == nil {
+		return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
 	}
-	if m, ok := req.fields["messages"]; ok {
-		if err := json.Unmarshal(m, &req.messages); err != nil {
-			return nil, fmt.Errorf("messages: want an array: %v", err)
+	if m, ok := dec.fields["messages"]; ok && string(m) != "null" && (len(m) == 0 || m[0] != '[') {
+		return nil, nil, fmt.Errorf("messages: want an array")
+	}
+	if t, ok := dec.fields["tools"]; ok && string(t) != "null" {
+		if err := json.Unmarshal(t, &dec.tools); err != nil {
+			return nil, nil, fmt.Errorf("tools: want an array: %v", err)
 		}
 	}
-	if t, ok := req.fields["tools"]; ok && string(t) != "null" {
-		if err := json.Unmarshal(t, &req.tools); err != nil {
-			return nil, fmt.Errorf("tools: want an array: %v", err)
-		}
-	}
-	for _, t := range req.tools {
+	for _, t := range dec.tools {
 		if toolName(t) == "WritePlanTool_begin" {
 			req.carries = true
 		}
 	}
-	if s, ok := req.fields["stream"]; ok {
+	if s, ok := dec.fields["stream"]; ok {
 		_ = json.Unmarshal(s, &req.stream)
 	}
-	if m, ok := req.fields["model"]; ok {
+	if m, ok := dec.fields["model"]; ok {
 		_ = json.Unmarshal(m, &req.model)
 	}
-	return req, nil
+	return req, dec, nil
+}
+
+// encodePrefix writes the upstream request's members, sorted, with
+// "messages" last and left open: the agent's messages, and instr (when
+// not nil) after the leading ones that lead says belong before it. The
+// messages are copied one at a time, never decoded as a whole.
+func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead func(json.RawMessage) bool) ([]byte, int, error) {
+	size := 64
+	for k, v := range fields {
+		size += len(k) + len(v) + 4
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size+len(instr)))
+	b.WriteByte('{')
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		if k != "messages" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b.Write(mustJSON(k))
+		b.WriteByte(':')
+		b.Write(fields[k])
+		b.WriteByte(',')
+	}
+	b.WriteString(`"messages":[`)
+	n := 0
+	add := func(m json.RawMessage) {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(m)
+		n++
+	}
+	placed := instr == nil
+	if raw := fields["messages"]; len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if _, err := dec.Token(); err != nil {
+			return nil, 0, fmt.Errorf("messages: want an array: %v", err)
+		}
+		for dec.More() {
+			var m json.RawMessage
+			if err := dec.Decode(&m); err != nil {
+				return nil, 0, fmt.Errorf("messages: %v", err)
+			}
+			if !placed && !lead(m) {
+				add(instr)
+				placed = true
+			}
+			add(m)
+		}
+	}
+	if !placed {
+		add(instr)
+	}
+	return b.Bytes(), n, nil
+}
+
+// upstreamBody is the request for the next round: the prefix, the rounds'
+// messages, and the closing brackets, read in place rather than copied
+// into one more buffer.
+func upstreamBody(d dialect, req *agentRequest, rounds []*round) (io.Reader, int64, error) {
+	msgs, err := d.roundMessages(rounds)
+	if err != nil {
+		return nil, 0, err
+	}
+	var tail bytes.Buffer
+	for i, m := range msgs {
+		if req.nmsgs > 0 || i > 0 {
+			tail.WriteByte(',')
+		}
+		tail.Write(m)
+	}
+	tail.WriteString("]}")
+	return io.MultiReader(bytes.NewReader(req.prefix), &tail), int64(len(req.prefix) + tail.Len()), nil
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -295,6 +296,9 @@ type harness struct {
 	up   *fakeUpstream
 	srv  *httptest.Server
 	logs *syncBuffer
+	// base is the proxy's base URL: the server's, with the token's path
+	// when the proxy has one.
+	base string
 }
 
 type syncBuffer struct {
@@ -337,13 +341,30 @@ func newHarness(t *testing.T, cfg proxy.Config, script ...reply) *harness {
 	}
 	h.srv = httptest.NewServer(p)
 	t.Cleanup(h.srv.Close)
+	h.base = h.srv.URL
+	if cfg.Token != "" {
+		h.base += "/t/" + cfg.Token
+	}
 	return h
 }
 
 // post sends a request to the proxy and returns the status and the body.
+// requests counts the proxy's log lines for requests to path answered
+// with status: what the agent sent, retries included.
+func (h *harness) requests(path string, status int) int {
+	n := 0
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, "msg=request ") && strings.Contains(line, " path="+path+" ") &&
+			strings.Contains(line, fmt.Sprintf(" status=%d ", status)) {
+			n++
+		}
+	}
+	return n
+}
+
 func (h *harness) post(t *testing.T, path string, body any, hdr map[string]string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(js(body)))
+	req, _ := http.NewRequest(http.MethodPost, h.base+path, strings.NewReader(js(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer sk-test-SECRETKEY")
 	req.Header.Set("X-Api-Key", "sk-ant-SECRETKEY")

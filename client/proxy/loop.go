@@ -27,9 +27,13 @@ const maxErrorBody = 1 << 20
 // makes of it.
 type round struct {
 	id, model string
-	// text is everything the model wrote, session content included: the
-	// next request repeats the conversation as the model said it.
-	text strings.Builder
+	// text is what the model wrote, session content included: the next
+	// request repeats the conversation as the model said it. It is kept up
+	// to maxHistoryText, more than a model writes in one response; what
+	// is beyond (a file of many MiB streamed into a session, or a hostile
+	// upstream) is counted in elided and said so, not held.
+	text   strings.Builder
+	elided int64
 	// blocks are Anthropic thinking blocks, kept for the history.
 	blocks []json.RawMessage
 	// calls are the WritePlanTool_begin calls (the agent's own are held
@@ -51,6 +55,28 @@ type round struct {
 
 type toolResult struct{ id, content string }
 
+// maxHistoryText bounds the text of one round kept for the next request:
+// 4 MiB is about a million tokens, beyond any model's output per response.
+const maxHistoryText = 4 << 20
+
+// addText keeps s for the history, up to maxHistoryText.
+func (rd *round) addText(s string) {
+	room := maxHistoryText - rd.text.Len()
+	if len(s) > room {
+		rd.elided += int64(len(s) - room)
+		s = s[:room]
+	}
+	rd.text.WriteString(s)
+}
+
+// historyText is the round's text as the next request repeats it.
+func (rd *round) historyText() string {
+	if rd.elided == 0 {
+		return rd.text.String()
+	}
+	return rd.text.String() + fmt.Sprintf("\n[orionctl proxy: %d more bytes of this reply are not repeated here]", rd.elided)
+}
+
 // loop is one agent request's run of the session loop.
 type loop struct {
 	p      *Proxy
@@ -58,15 +84,22 @@ type loop struct {
 	req    *agentRequest
 	out    agentWriter
 	ws     string
+	w      http.ResponseWriter
 	rounds []*round
 	cur    *round
 	held   []controller.ToolCall
 	usage  map[string]int64
+	// targets names each session's file, for the log; refused holds the
+	// begin calls refused in this response until their targets are known.
+	targets map[string]string
+	refused []refusedBegin
 	// ctrl waits for the controller dialled at the start (dial caches
 	// the outcome).
 	ctrl func() (*controller.Controller, error)
 	dial *dialed
 }
+
+type refusedBegin struct{ id, reason, msg string }
 
 // dialed is the outcome of connecting the controller to oriond.
 type dialed struct {
@@ -75,19 +108,71 @@ type dialed struct {
 }
 
 // serveLoop answers a chat request through the session loop. It returns
-// false when the request carried WritePlanTool_begin itself and was passed
-// through: that agent drives sessions on its own.
+// false when the request was passed through instead: it carried
+// WritePlanTool_begin itself (that agent drives sessions on its own), or
+// oriond is down and Config.DaemonDown says to pass.
 func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	// The body's size is held against the budget while the request is
+	// served; a body of unknown length holds the most it may be.
+	hold := p.cfg.MaxRequestBytes
+	if r.ContentLength >= 0 && r.ContentLength < hold {
+		hold = r.ContentLength
+	}
+	if r.ContentLength > p.cfg.MaxRequestBytes {
+		p.tooLarge(w, r, d)
+		return true
+	}
+	wait, cancel := context.WithTimeout(r.Context(), p.cfg.QueueWait)
+	err := p.budget.acquire(wait, hold)
+	cancel()
+	if err != nil {
+		if r.Context().Err() == nil {
+			p.log.Warn("request refused: too many large bodies at once", "path", r.URL.Path, "bytes", hold)
+			w.Header().Set("Retry-After", "5")
+			writeError(w, d, http.StatusTooManyRequests, "rate_limit_error",
+				"orionctl proxy holds as many large requests as it may at once; try again shortly")
+		}
+		return true
+	}
+	defer p.budget.release(hold)
+
+	ws := p.cfg.WorkspaceRoot
+	if h := r.Header.Get(HeaderWorkspace); h != "" {
+		ws = h
+	}
+	if ws == "" {
+		// Not the proxy's own directory: files would land where the proxy
+		// was started (for a service, the home directory), not in the
+		// agent's project.
+		p.log.Warn("request refused: no workspace", "path", r.URL.Path)
+		w.Header().Set("X-Should-Retry", "false")
+		writeError(w, d, http.StatusBadRequest, "invalid_request_error", NoWorkspaceMessage)
+		return true
+	}
+	l := &loop{p: p, d: d, ws: ws, usage: map[string]int64{}, targets: map[string]string{}}
+	// oriond is dialled while the request is read and encoded; the first
+	// upstream request waits for it, so that no model request is paid
+	// for when the daemon is down (a dial costs ~20 µs).
+	l.startDial(r.Context())
+	defer l.close()
+
+	body, err := readBody(r.Body, r.ContentLength, p.cfg.MaxRequestBytes)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			writeError(w, d, http.StatusRequestEntityTooLarge, "request_too_large",
-				fmt.Sprintf("the request body is over %d MiB, the proxy's limit", MaxRequestBytes>>20))
+			p.tooLarge(w, r, d)
 			return true
 		}
 		writeError(w, d, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error())
 		return true
+	}
+	if p.cfg.DaemonDown == DaemonDownPass {
+		if _, err := l.ctrl(); err != nil {
+			p.log.Warn("oriond is down: passing the request to the upstream unchanged; files are written by the agent's own tools",
+				"path", r.URL.Path, "err", err)
+			p.passBody(w, r, d, body)
+			return false
+		}
 	}
 	req, err := d.prepare(body)
 	if err != nil {
@@ -95,28 +180,62 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 		return true
 	}
 	if req.carries {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		p.pass[d.name()].ServeHTTP(w, r)
+		p.passBody(w, r, d, body)
 		return false
 	}
+	body = nil // the prefix holds what is needed of it
 	req.header = r.Header
 	req.path = r.URL.Path
 	req.query = r.URL.RawQuery
-	ws := p.cfg.WorkspaceRoot
-	if h := r.Header.Get(HeaderWorkspace); h != "" {
-		ws = h
-	}
-	l := &loop{p: p, d: d, req: req, ws: ws, usage: map[string]int64{}}
+	l.req = req
+	l.w = w
 	l.out = d.newWriter(w, req)
 	l.run(r.Context())
 	return true
 }
 
-func (l *loop) run(ctx context.Context) {
-	// oriond is dialled while the request is encoded; the first upstream
-	// request waits for it, so that no model request is paid for when the
-	// daemon is down (a dial costs ~20 µs).
+// NoWorkspaceMessage answers a chat request that names no workspace on a
+// proxy that has no default one.
+const NoWorkspaceMessage = "orionctl proxy: this request names no workspace, so the proxy cannot tell where its files belong. " +
+	"Send the header " + HeaderWorkspace + " with your project's directory (Claude Code: ANTHROPIC_CUSTOM_HEADERS=\"" + HeaderWorkspace + ": $PWD\"), " +
+	"or run the agent as `orionctl exec -- AGENT`, or start the proxy with --workspace-root DIR"
+
+func (p *Proxy) tooLarge(w http.ResponseWriter, r *http.Request, d dialect) {
+	p.log.Warn("request refused: body too large", "path", r.URL.Path, "max_bytes", p.cfg.MaxRequestBytes)
+	w.Header().Set("X-Should-Retry", "false")
+	writeError(w, d, http.StatusRequestEntityTooLarge, "request_too_large",
+		fmt.Sprintf("the request body is over %d MiB, the proxy's limit (--max-request-bytes)", p.cfg.MaxRequestBytes>>20))
+}
+
+// passBody sends a request whose body was read already to the upstream
+// unchanged.
+func (p *Proxy) passBody(w http.ResponseWriter, r *http.Request, d dialect, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	p.pass[d.name()].ServeHTTP(w, r)
+}
+
+// readBody reads a body of at most limit bytes into a buffer of its
+// stated size (io.ReadAll would grow one by doubling, up to twice the
+// memory).
+func readBody(body io.Reader, length, limit int64) ([]byte, error) {
+	r := io.LimitReader(body, limit+1)
+	var b []byte
+	if length > 0 && length <= limit {
+		b = make([]byte, 0, length+1)
+	}
+	buf := bytes.NewBuffer(b)
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	return buf.Bytes(), nil
+}
+
+// startDial connects the controller in the background; ctrl waits for it.
+func (l *loop) startDial(ctx context.Context) {
 	ch := make(chan dialed, 1)
 	go func() {
 		ctrl, err := controller.New(ctx, controller.Options{
@@ -136,18 +255,21 @@ func (l *loop) run(ctx context.Context) {
 		if l.dial == nil {
 			d := <-ch
 			if d.err != nil {
-				d.err = fmt.Errorf("%v. Start the daemon, or send the header %s: 1 to skip write sessions", d.err, HeaderBypass)
+				d.err = fmt.Errorf("%v. Once oriond runs, try again; or send the header %s: 1 to skip write sessions", d.err, HeaderBypass)
 			}
 			l.dial = &d
 		}
 		return l.dial.ctrl, l.dial.err
 	}
-	defer func() {
-		if ctrl, err := l.ctrl(); err == nil {
-			ctrl.Close()
-		}
-	}()
+}
 
+func (l *loop) close() {
+	if ctrl, err := l.ctrl(); err == nil {
+		ctrl.Close()
+	}
+}
+
+func (l *loop) run(ctx context.Context) {
 	stop := l.keepAlive()
 	defer stop()
 
@@ -197,7 +319,7 @@ func (l *loop) run(ctx context.Context) {
 // request sends one upstream request and feeds its stream to the
 // controller. False means the turn ended (an error went to the agent).
 func (l *loop) request(ctx context.Context, rd *round) bool {
-	body, err := l.d.upstreamBody(l.req, l.rounds)
+	body, size, err := upstreamBody(l.d, l.req, l.rounds)
 	if err != nil {
 		l.out.fail(http.StatusBadRequest, l.d.errorJSON("invalid_request_error", err.Error()))
 		return false
@@ -206,16 +328,18 @@ func (l *loop) request(ctx context.Context, rd *round) bool {
 	// costs the user tokens.
 	ctrl, err := l.ctrl()
 	if err != nil {
-		l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", "orionctl proxy: "+err.Error()))
+		l.p.log.Warn("oriond unreachable: request answered with an error", "path", l.req.path, "err", err)
+		l.daemonDown("orionctl proxy: " + err.Error())
 		return false
 	}
 	u := l.p.upstreamURL(l.d, l.req.path)
 	u.RawQuery = l.req.query
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body)
 	if err != nil {
 		l.out.fail(http.StatusInternalServerError, l.d.errorJSON("api_error", err.Error()))
 		return false
 	}
+	hreq.ContentLength = size
 	copyHeaders(hreq.Header, l.req.header)
 	resp, err := l.p.cfg.HTTPClient.Do(hreq)
 	if err != nil {
@@ -251,18 +375,27 @@ func (l *loop) request(ctx context.Context, rd *round) bool {
 		if !errors.As(err, &rerr) {
 			// The daemon is gone for good (the controller already
 			// reconnected as often as it would).
-			l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", "orionctl proxy: "+err.Error()))
+			l.daemonDown("orionctl proxy: " + err.Error())
 			return false
 		}
 		l.p.log.Warn("upstream stream ended early", "api", l.d.name(), "err", err)
 	}
 	if err := ctrl.EndOfStream(ctx); err != nil {
 		if ctx.Err() == nil {
-			l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", "orionctl proxy: "+err.Error()))
+			l.daemonDown("orionctl proxy: " + err.Error())
 		}
 		return false
 	}
 	return true
+}
+
+// daemonDown answers that oriond cannot be reached, so that the agent
+// shows it at once: 503 with x-should-retry: false, which the OpenAI and
+// Anthropic SDKs and Claude Code honour instead of retrying a 5xx for
+// minutes. (A stream already begun gets an error event instead.)
+func (l *loop) daemonDown(msg string) {
+	l.w.Header().Set("X-Should-Retry", "false")
+	l.out.fail(http.StatusServiceUnavailable, l.d.errorJSON("oriond_unreachable", msg))
 }
 
 // readError is a failure reading the upstream stream (as opposed to the
@@ -282,6 +415,21 @@ func (l *loop) event(e controller.Event) {
 		l.held = append(l.held, *e.ToolCall)
 	case controller.EventToolResult:
 		rd.results = append(rd.results, toolResult{id: e.Message.ToolCallID, content: e.Message.Content})
+		var res struct {
+			OK         bool   `json:"ok"`
+			Error      string `json:"error"`
+			Message    string `json:"message"`
+			TargetFile string `json:"target_file"`
+		}
+		if json.Unmarshal([]byte(e.Message.Content), &res) == nil {
+			if res.OK {
+				l.targets[e.SessionID] = res.TargetFile
+			} else {
+				// Logged once the call's arguments (its target) are known,
+				// at the end of the response.
+				l.refused = append(l.refused, refusedBegin{id: e.Message.ToolCallID, reason: res.Error, msg: res.Message})
+			}
+		}
 	case controller.EventFinalized:
 		l.out.text(l.wroteText(e.Result))
 		rd.summaries = append(rd.summaries, protocol.Fill(protocol.PromptWritten, "summary", e.Text))
@@ -293,6 +441,14 @@ func (l *loop) event(e controller.Event) {
 		if e.Error != nil && e.Error.Reason == "stream_error" {
 			rd.streamErr = l.d.errorJSON("upstream_error", e.Error.Message)
 			return
+		}
+		if e.Type != controller.EventTruncated {
+			reason, msg := e.Type, e.Text
+			if e.Error != nil {
+				reason, msg = e.Error.Reason, e.Error.Message
+			}
+			l.p.log.Warn("write failed", "reason", reason, "path", l.targets[e.SessionID], "session", e.SessionID,
+				"workspace", l.ws, "detail", msg)
 		}
 		if e.Text != "" {
 			l.out.text(lineBreak(l.out) + "[" + termsafe.Text(e.Text) + "]\n")
@@ -306,6 +462,20 @@ func (l *loop) event(e controller.Event) {
 				rd.calls = append(rd.calls, c)
 			}
 		}
+		for _, r := range l.refused {
+			target := ""
+			for _, c := range e.ToolCalls {
+				if c.ID == r.id {
+					var a struct {
+						TargetFile string `json:"target_file"`
+					}
+					_ = json.Unmarshal([]byte(c.Arguments), &a)
+					target = a.TargetFile
+				}
+			}
+			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "detail", r.msg)
+		}
+		l.refused = nil
 		rd.finish = e.FinishReason
 	}
 }
@@ -341,10 +511,10 @@ func readWritten(r *protocol.FinalizeResult) string {
 		return termsafe.Text(fmt.Sprintf("(could not read %s back: %v)\n", r.TargetFile, err))
 	}
 	if len(b) > maxEcho {
-		return fmt.Sprintf("(%s is over %d MiB; not echoed)\n", r.TargetFile, maxEcho>>20)
+		return fmt.Sprintf("(%s is over %d MiB; not echoed)\n", termsafe.String(r.TargetFile), maxEcho>>20)
 	}
 	if sha := sha256hex(b); sha != r.FileSHA256 {
-		return fmt.Sprintf("(%s changed on disk after the write; not echoed)\n", r.TargetFile)
+		return fmt.Sprintf("(%s changed on disk after the write; not echoed)\n", termsafe.String(r.TargetFile))
 	}
 	return string(b)
 }

@@ -23,7 +23,7 @@ type openAI struct{}
 func (openAI) name() string { return dialectOpenAI }
 
 func (openAI) prepare(body []byte) (*agentRequest, error) {
-	req, err := decodeRequest(body, func(t json.RawMessage) string {
+	req, dec, err := decodeRequest(body, func(t json.RawMessage) string {
 		var d struct {
 			Function struct {
 				Name string `json:"name"`
@@ -35,14 +35,35 @@ func (openAI) prepare(body []byte) (*agentRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if so, ok := req.fields["stream_options"]; ok {
+	// The usage of every round is summed for the agent.
+	so := map[string]json.RawMessage{}
+	if raw, ok := dec.fields["stream_options"]; ok {
 		var o struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
-		_ = json.Unmarshal(so, &o)
+		_ = json.Unmarshal(raw, &o)
 		req.includeUsage = o.IncludeUsage
+		_ = json.Unmarshal(raw, &so)
 	}
-	return req, nil
+	if req.carries {
+		return req, nil
+	}
+	f := dec.fields
+	f["stream"] = json.RawMessage("true")
+	so["include_usage"] = json.RawMessage("true")
+	f["stream_options"] = mustJSON(so)
+	f["tools"] = mustJSON(append(dec.tools, openAIToolJSON()))
+	// The instruction goes after the agent's own system and developer
+	// messages, so their order (and any prompt cache on them) is kept.
+	instr := instruction
+	req.prefix, req.nmsgs, err = encodePrefix(f, mustJSON(openAIMessage{Role: "system", Content: &instr}), func(m json.RawMessage) bool {
+		var r struct {
+			Role string `json:"role"`
+		}
+		_ = json.Unmarshal(m, &r)
+		return r.Role == "system" || r.Role == "developer"
+	})
+	return req, err
 }
 
 type openAIMessage struct {
@@ -74,41 +95,10 @@ func openAICalls(calls []controller.ToolCall, indexed bool) []openAIToolCall {
 	return out
 }
 
-func (openAI) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error) {
-	f := make(map[string]json.RawMessage, len(req.fields)+2)
-	for k, v := range req.fields {
-		f[k] = v
-	}
-	f["stream"] = json.RawMessage("true")
-	// The usage of every round is summed for the agent.
-	so := map[string]json.RawMessage{}
-	if raw, ok := req.fields["stream_options"]; ok {
-		_ = json.Unmarshal(raw, &so)
-	}
-	so["include_usage"] = json.RawMessage("true")
-	f["stream_options"] = mustJSON(so)
-	f["tools"] = mustJSON(append(append([]json.RawMessage(nil), req.tools...), openAIToolJSON()))
-
-	// The instruction goes after the agent's own system and developer
-	// messages, so their order (and any prompt cache on them) is kept.
-	msgs := make([]json.RawMessage, 0, len(req.messages)+1+3*len(rounds))
-	at := 0
-	for at < len(req.messages) {
-		var m struct {
-			Role string `json:"role"`
-		}
-		_ = json.Unmarshal(req.messages[at], &m)
-		if m.Role != "system" && m.Role != "developer" {
-			break
-		}
-		at++
-	}
-	msgs = append(msgs, req.messages[:at]...)
-	instr := instruction
-	msgs = append(msgs, mustJSON(openAIMessage{Role: "system", Content: &instr}))
-	msgs = append(msgs, req.messages[at:]...)
+func (openAI) roundMessages(rounds []*round) ([]json.RawMessage, error) {
+	var msgs []json.RawMessage
 	for _, rd := range rounds {
-		text := rd.text.String()
+		text := rd.historyText()
 		a := openAIMessage{Role: "assistant", ToolCalls: openAICalls(rd.calls, false)}
 		if text != "" || len(rd.calls) == 0 {
 			a.Content = &text
@@ -122,8 +112,7 @@ func (openAI) upstreamBody(req *agentRequest, rounds []*round) ([]byte, error) {
 			msgs = append(msgs, mustJSON(openAIMessage{Role: "user", Content: &user}))
 		}
 	}
-	f["messages"] = mustJSON(msgs)
-	return json.Marshal(f)
+	return msgs, nil
 }
 
 // openAIToolJSON is the tool's definition, encoded once: it is the
@@ -168,7 +157,7 @@ func (openAI) read(ctx context.Context, body io.Reader, rd *round, feed func(str
 				}
 				for _, c := range ch.Choices {
 					if c.Index == 0 && c.Delta.Content != nil {
-						rd.text.WriteString(*c.Delta.Content)
+						rd.addText(*c.Delta.Content)
 					}
 				}
 				if len(ch.Usage) > 0 && string(ch.Usage) != "null" {
@@ -258,7 +247,9 @@ func (o *openAIWriter) text(s string) {
 	defer o.mu.Unlock()
 	o.noteText(s)
 	if !o.req.stream {
-		o.buf.WriteString(s)
+		if o.keep(len(s)) {
+			o.buf.WriteString(s)
+		}
 		return
 	}
 	o.chunkLocked(contentDelta{Content: s}, nil)
@@ -293,6 +284,12 @@ func (o *openAIWriter) end(reason string, usage map[string]int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	fr := o.finish(reason)
+	if !o.req.stream && o.overflow {
+		o.buf.Reset()
+		writeJSON(o.w, http.StatusBadGateway, overflowJSON(openAI{}))
+		o.closed = true
+		return
+	}
 	if !o.req.stream {
 		msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 		if o.buf.Len() > 0 || len(o.calls) == 0 {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/httpguard"
 )
 
 // Defaults for Config.
@@ -33,9 +34,28 @@ const (
 	DefaultAnthropicUpstream = "https://api.anthropic.com"
 	DefaultKeepAlive         = 10 * time.Second
 	DefaultMaxRounds         = 32
-	// MaxRequestBytes bounds an agent's request body. Anthropic's own
-	// limit is 32 MB; long agent histories with images come close.
-	MaxRequestBytes = 32 << 20
+	// DefaultMaxRequestBytes bounds an agent's request body. The APIs'
+	// own limit is 32 MB (Anthropic's Messages API; OpenAI's is lower), so
+	// no request the upstream would take is refused: long agent
+	// histories with images come close to it.
+	DefaultMaxRequestBytes = 36 << 20
+	// DefaultMaxConcurrent bounds the requests served at once; more wait
+	// (without their bodies being read) up to DefaultQueueWait, then get
+	// 429. A person's agents with their subagents stay well below it.
+	DefaultMaxConcurrent = 32
+	// DefaultQueueWait is how long a request waits for a slot.
+	DefaultQueueWait = 30 * time.Second
+)
+
+// What a chat request gets when oriond cannot be reached (Config.DaemonDown).
+const (
+	// DaemonDownError answers at once with 503, x-should-retry: false and
+	// a message saying to start oriond: the SDKs and Claude Code show it
+	// instead of retrying for minutes.
+	DaemonDownError = "error"
+	// DaemonDownPass sends the request to the upstream unchanged, with a
+	// warning in the log: the agent writes files with its own tools.
+	DaemonDownPass = "pass"
 )
 
 // Request headers the proxy reads. They are never sent upstream.
@@ -64,7 +84,8 @@ type Config struct {
 	// Socket is oriond's socket ("" means the default).
 	Socket string
 	// WorkspaceRoot is the default workspace root; HeaderWorkspace
-	// overrides it per request.
+	// overrides it per request. With neither, a chat request is refused
+	// (NoWorkspaceMessage).
 	WorkspaceRoot string
 	// Echo is EchoSummary (default: one line per file) or EchoContent (the
 	// file in a fenced block, for agents that must keep it in history).
@@ -85,6 +106,27 @@ type Config struct {
 	Dial func(ctx context.Context, socket string, opts client.Options) (*client.Client, error)
 	// Logger receives one line per request; never headers or bodies.
 	Logger *slog.Logger
+
+	// AllowHosts and AllowOrigins widen the door (see httpguard.Options):
+	// by default only loopback Host names and no Origin at all.
+	AllowHosts   []string
+	AllowOrigins []string
+	// Token, when set, is the secret every request must carry (in the
+	// base URL's path as /t/TOKEN, or as a bearer or X-Orion-Token header).
+	Token string
+	// MaxRequestBytes bounds a request body (0: DefaultMaxRequestBytes).
+	MaxRequestBytes int64
+	// MaxConcurrent bounds the requests served at once (0:
+	// DefaultMaxConcurrent); QueueWait is how long one waits for a slot
+	// before 429 (0: DefaultQueueWait).
+	MaxConcurrent int
+	QueueWait     time.Duration
+	// BodyBudget bounds the request bodies held in memory at once, summed
+	// over the requests in flight (0: four times MaxRequestBytes). A
+	// request waits for its share like for a slot.
+	BodyBudget int64
+	// DaemonDown is DaemonDownError (default) or DaemonDownPass.
+	DaemonDown string
 }
 
 // Proxy serves the proxy's endpoints. Create it with New.
@@ -94,6 +136,9 @@ type Proxy struct {
 	anthropic *url.URL
 	pass      map[string]*httputil.ReverseProxy
 	log       *slog.Logger
+	guard     *httpguard.Guard
+	slots     chan struct{}
+	budget    *budget
 }
 
 // New checks cfg and returns a Proxy.
@@ -126,8 +171,33 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Proxy{cfg: cfg, log: cfg.Logger, pass: map[string]*httputil.ReverseProxy{}}
-	var err error
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = DefaultQueueWait
+	}
+	if cfg.BodyBudget <= 0 {
+		cfg.BodyBudget = 4 * cfg.MaxRequestBytes
+	}
+	cfg.BodyBudget = max(cfg.BodyBudget, cfg.MaxRequestBytes)
+	switch cfg.DaemonDown {
+	case "":
+		cfg.DaemonDown = DaemonDownError
+	case DaemonDownError, DaemonDownPass:
+	default:
+		return nil, fmt.Errorf("daemon-down %q: use %s or %s", cfg.DaemonDown, DaemonDownError, DaemonDownPass)
+	}
+	guard, err := httpguard.New(httpguard.Options{AllowHosts: cfg.AllowHosts, AllowOrigins: cfg.AllowOrigins,
+		Token: cfg.Token, JSONOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger, pass: map[string]*httputil.ReverseProxy{}, guard: guard,
+		slots: make(chan struct{}, cfg.MaxConcurrent), budget: newBudget(cfg.BodyBudget)}
 	if p.openai, err = parseUpstream("openai upstream", cfg.OpenAIUpstream); err != nil {
 		return nil, err
 	}
@@ -140,8 +210,16 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
+// parseUpstream checks an upstream base URL. One with credentials in it
+// (https://user:key@host) is refused: they would go with every request
+// that reaches the proxy, whoever sent it, and the agent's own key is the
+// one to use. The message does not repeat the URL, which holds a secret.
 func parseUpstream(what, raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSuffix(raw, "/"))
+	if err == nil && u.User != nil {
+		return nil, fmt.Errorf("%s: the URL carries credentials (user:password@); the proxy does not attach them to every request. "+
+			"Remove them from the URL and give the key to the agent the usual way (OPENAI_API_KEY, ANTHROPIC_API_KEY)", what)
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%s %q: want an http or https base URL such as %s", what, raw, DefaultOpenAIUpstream)
 	}
@@ -162,11 +240,22 @@ func (p *Proxy) upstreamURL(d dialect, path string) *url.URL {
 	return &u
 }
 
-// ServeHTTP routes: the two chat endpoints run the session loop, the rest
-// of /v1/ passes through to the upstream of the API it belongs to.
+// ServeHTTP checks the request at the door (httpguard: loopback Host, no
+// Origin, JSON bodies, the token where one is set), waits for a slot, and
+// routes: the two chat endpoints run the session loop, the rest of /v1/
+// passes through to the upstream of the API it belongs to. OPTIONS is
+// answered here and never forwarded.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	in, ref := p.guard.Check(r)
+	if ref != nil {
+		p.log.Warn("request refused at the door", "check", ref.Check, "method", r.Method, "path", logPath(r.URL.Path),
+			"host", r.Host, "origin", r.Header.Get("Origin"), "status", ref.Status)
+		ref.Write(rec)
+		return
+	}
+	r = in
 	d := dialectOf(r)
 	mode := "pass"
 	defer func() {
@@ -175,11 +264,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.log.Info("request", "method", r.Method, "path", r.URL.Path, "api", d.name(), "mode", mode,
 			"status", rec.status, "ms", time.Since(start).Milliseconds())
 	}()
+	if r.Method == http.MethodOptions {
+		// A preflight is the browser asking; the upstream has no say.
+		mode = "local"
+		rec.Header().Set("Allow", "GET, POST, OPTIONS")
+		rec.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/") {
 		writeError(rec, d, http.StatusNotFound, "not_found",
 			fmt.Sprintf("orionctl proxy serves /v1/ only, not %s: point your client's base URL at http://%s/v1 (OpenAI) or http://%s (Anthropic)", r.URL.Path, r.Host, r.Host))
 		return
 	}
+	release, ok := p.acquireSlot(rec, r, d)
+	if !ok {
+		mode = "refused"
+		return
+	}
+	defer release()
 	loop := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/messages")
 	if !loop || r.Header.Get(HeaderBypass) == "1" {
 		p.pass[d.name()].ServeHTTP(rec, r)
@@ -189,6 +291,40 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.serveLoop(rec, r, d) {
 		mode = "pass"
 	}
+}
+
+// logPath is a path for the log: a token in it is not written down.
+func logPath(path string) string {
+	if rest, ok := strings.CutPrefix(path, httpguard.TokenPathPrefix); ok {
+		_, rest, _ = strings.Cut(rest, "/")
+		return httpguard.TokenPathPrefix + "…/" + rest
+	}
+	return path
+}
+
+// acquireSlot waits for one of MaxConcurrent slots, up to QueueWait; the
+// body is not read while it waits, so a queue costs no memory. A request
+// that finds none gets 429 with retry-after: the SDKs retry it later.
+func (p *Proxy) acquireSlot(w http.ResponseWriter, r *http.Request, d dialect) (func(), bool) {
+	select {
+	case p.slots <- struct{}{}:
+		return func() { <-p.slots }, true
+	default:
+	}
+	t := time.NewTimer(p.cfg.QueueWait)
+	defer t.Stop()
+	select {
+	case p.slots <- struct{}{}:
+		return func() { <-p.slots }, true
+	case <-r.Context().Done():
+		return nil, false
+	case <-t.C:
+	}
+	p.log.Warn("request refused: too many at once", "path", r.URL.Path, "max_concurrent", p.cfg.MaxConcurrent)
+	w.Header().Set("Retry-After", "5")
+	writeError(w, d, http.StatusTooManyRequests, "rate_limit_error",
+		fmt.Sprintf("orionctl proxy is serving %d requests already (--max-concurrent); try again shortly", p.cfg.MaxConcurrent))
+	return nil, false
 }
 
 // dialectOf says which API a request speaks: the chat endpoints by path,

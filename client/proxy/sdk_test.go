@@ -112,7 +112,7 @@ func runSDK(t *testing.T, dir string, h *harness, mode string) sdkResult {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "run.mjs", mode)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PROXY_URL="+h.srv.URL, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	cmd.Env = append(os.Environ(), "PROXY_URL="+h.base, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -144,8 +144,10 @@ func TestRealSDKs(t *testing.T) {
 			oaReply(oaText("Now ls."), oaCall(0, "call_2", "bash", `{"cmd":"ls"}`), oaFinish("tool_calls")),
 		}
 	}
+	// The stream cases carry a token in the base URL, as orionctl exec
+	// gives it.
 	t.Run("OpenAIStream", func(t *testing.T) {
-		h := newHarness(t, proxy.Config{}, openAIScript("s.txt")...)
+		h := newHarness(t, proxy.Config{Token: "sdk-test-token-0123456789"}, openAIScript("s.txt")...)
 		r := runSDK(t, dir, h, "openai-stream")
 		check(t, h, "s.txt")
 		if r.Text != "Writing.\nWrote s.txt: 120 lines, 5 KiB.\nNow ls." || r.Finish != "tool_calls" ||
@@ -180,7 +182,7 @@ func TestRealSDKs(t *testing.T) {
 		}
 	}
 	t.Run("AnthropicStream", func(t *testing.T) {
-		h := newHarness(t, proxy.Config{}, anthropicScript("a.txt")...)
+		h := newHarness(t, proxy.Config{Token: "sdk-test-token-0123456789"}, anthropicScript("a.txt")...)
 		r := runSDK(t, dir, h, "anthropic-stream")
 		check(t, h, "a.txt")
 		want := "Writing.\nWrote a.txt: 120 lines, 5 KiB.\nNow ls."
@@ -205,13 +207,25 @@ func TestRealSDKs(t *testing.T) {
 			t.Errorf("the SDK saw %+v", r)
 		}
 	})
-	t.Run("AnthropicDaemonUnreachable", func(t *testing.T) {
-		h := newHarness(t, proxy.Config{Socket: filepath.Join(t.TempDir(), "none.sock")})
-		r := runSDK(t, dir, h, "anthropic-error")
-		if r.Error == nil || r.Status != 503 || !strings.Contains(r.Message, "oriond is not reachable") {
-			t.Errorf("the SDK saw %+v", r)
-		}
-	})
+	// oriond down: with their default retries, both SDKs raise the
+	// proxy's error at once, after one request (x-should-retry: false).
+	for _, c := range []struct{ name, mode, path string }{
+		{"AnthropicDaemonUnreachable", "anthropic-error-retrying", "/v1/messages"},
+		{"OpenAIDaemonUnreachable", "openai-error-retrying", "/v1/chat/completions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, proxy.Config{Socket: filepath.Join(t.TempDir(), "none.sock")})
+			start := time.Now()
+			r := runSDK(t, dir, h, c.mode)
+			t.Logf("the SDK raised after %v", time.Since(start))
+			if r.Error == nil || r.Status != 503 || !strings.Contains(r.Message, "oriond is not reachable") {
+				t.Errorf("the SDK saw %+v", r)
+			}
+			if n := h.requests(c.path, 503); n != 1 {
+				t.Errorf("the proxy answered %d requests, want 1 (no retries)", n)
+			}
+		})
+	}
 }
 
 func nodeVersion() string {

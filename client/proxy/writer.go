@@ -60,6 +60,33 @@ type sse struct {
 	// lastByte is the last byte of assistant text, for line breaks
 	// before the proxy's own lines.
 	lastByte byte
+	// kept counts the text a response that is not streamed holds;
+	// overflow says it went over maxResponseText.
+	kept     int64
+	overflow bool
+}
+
+// maxResponseText bounds the text a response that is not streamed holds
+// until it is sent: far more than a model writes in a turn, far less than
+// what a hostile upstream could send.
+const maxResponseText = 16 << 20
+
+// keep reports whether n more bytes of text fit a response that is not
+// streamed.
+func (s *sse) keep(n int) bool {
+	if s.overflow || s.kept+int64(n) > maxResponseText {
+		s.overflow = true
+		return false
+	}
+	s.kept += int64(n)
+	return true
+}
+
+// overflowJSON is the error a response that outgrew maxResponseText gets.
+func overflowJSON(d dialect) []byte {
+	return d.errorJSON("response_too_large", fmt.Sprintf(
+		"orionctl proxy: the model's reply is over %d MiB, more than the proxy holds for a response that is not streamed; ask for \"stream\": true",
+		maxResponseText>>20))
 }
 
 func (s *sse) commitLocked() {

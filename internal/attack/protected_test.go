@@ -64,7 +64,7 @@ func TestProtectedPathsRefused(t *testing.T) {
 	for _, p := range []protocol.BeginParams{
 		{TargetFile: filepath.Join(state, "orion.db"), Operation: protocol.OpOverwrite},
 		{TargetFile: ".config/orion/oriond.toml", WorkspaceRoot: home, Operation: protocol.OpCreate},
-		{TargetFile: "../.ssh/authorized_keys", WorkspaceRoot: filepath.Join(home, "proj"), Operation: protocol.OpCreate},
+		{TargetFile: "proj/../.ssh/authorized_keys", WorkspaceRoot: home, Operation: protocol.OpCreate},
 	} {
 		if je := r.write(p, "x"); reason(je) != protocol.ReasonProtected {
 			t.Errorf("%s: got %v, want %s", p.TargetFile, je, protocol.ReasonProtected)
@@ -81,7 +81,7 @@ func TestProtectedPathsRefused(t *testing.T) {
 	if err := os.Symlink(filepath.Join(home, ".config"), filepath.Join(ws, "cfg")); err != nil {
 		t.Fatal(err)
 	}
-	if je := r.write(protocol.BeginParams{TargetFile: "cfg/orion/oriond.toml", WorkspaceRoot: ws, Operation: protocol.OpCreate}, "x"); reason(je) != protocol.ReasonProtected {
+	if je := r.write(protocol.BeginParams{TargetFile: "proj/cfg/orion/oriond.toml", WorkspaceRoot: home, Operation: protocol.OpCreate}, "x"); reason(je) != protocol.ReasonProtected {
 		t.Errorf("through a symlink: got %v, want %s", je, protocol.ReasonProtected)
 	}
 	if err := os.MkdirAll(filepath.Join(ws, "later", "orion"), 0o755); err != nil {

@@ -30,6 +30,11 @@ import (
 type FS struct {
 	roots []root
 	guard *pathguard.Guard
+	// workspace, when set, confines every operation to that directory
+	// (real, clean, absolute), reached through its root like the root
+	// itself (see Within). Such an FS is a view sharing its parent's
+	// descriptors.
+	workspace string
 }
 
 type root struct {
@@ -69,8 +74,25 @@ func New(g *pathguard.Guard) (*FS, error) {
 	return f, nil
 }
 
+// Within returns a view of f confined to the directory workspace (its real
+// path, as pathguard.Guard.Workspace returned it): every directory is
+// opened through an os.Root of the workspace, itself opened through the
+// allowed root, so a symlink swapped in later that leads out of the
+// workspace is refused at the moment of use (ReasonOutsideWorkspace), as
+// one leading out of the roots is. An empty workspace returns f. The view
+// shares f's descriptors: closing it does nothing.
+func (f *FS) Within(workspace string) *FS {
+	if workspace == "" {
+		return f
+	}
+	return &FS{roots: f.roots, guard: f.guard, workspace: filepath.Clean(workspace)}
+}
+
 // Close releases the roots' descriptors.
 func (f *FS) Close() error {
+	if f.workspace != "" {
+		return nil // a view: its parent owns the descriptors
+	}
 	var errs []error
 	for _, r := range f.roots {
 		errs = append(errs, r.r.Close())
@@ -117,7 +139,13 @@ func (f *FS) OpenDir(dir string) (*Dir, error) {
 		return nil, &pathguard.Error{Reason: pathguard.ReasonOutsideRoots, Path: dir,
 			Msg: fmt.Sprintf("%s is outside the allowed roots (%s); give a path inside one of them", dir, strings.Join(f.guard.Roots(), ", "))}
 	}
-	file, err := r.r.Open(rel)
+	var file *os.File
+	var err error
+	if f.workspace != "" {
+		file, err = f.openInWorkspace(r, dir)
+	} else {
+		file, err = r.r.Open(rel)
+	}
 	if err != nil {
 		return nil, openDirError(dir, err)
 	}
@@ -153,16 +181,66 @@ func (f *FS) OpenParent(path string) (*Dir, string, error) {
 	// The directory is the one checked (OpenDir compared the kernel's
 	// name of it with the path), so the file's path here is its real path:
 	// a protected file reached through a swapped symlink is caught too.
-	if entry, ok := f.guard.Protected(path); ok {
+	if err := f.guard.CheckProtected(path); err != nil {
 		d.Close()
-		return nil, "", f.guard.ProtectedError(path, entry)
+		return nil, "", err
 	}
 	return d, base, nil
 }
 
-func openDirError(dir string, err error) error {
+// openInWorkspace opens dir through an os.Root of the view's workspace,
+// which is opened through the allowed root r: neither may be left through
+// a symlink.
+func (f *FS) openInWorkspace(r root, dir string) (*os.File, error) {
+	if !pathguard.Within(f.workspace, dir) {
+		return nil, pathguard.OutsideWorkspace(dir, dir, f.workspace)
+	}
+	if !pathguard.Within(r.path, f.workspace) {
+		// The workspace is in a nested root while dir's outermost root is
+		// another: reach it through the workspace's own root.
+		wr, _, ok := f.rootOf(f.workspace)
+		if !ok {
+			return nil, &pathguard.Error{Reason: pathguard.ReasonWorkspaceNotAllowed, Path: f.workspace,
+				Msg: fmt.Sprintf("workspace root %s is not inside the allowed roots", f.workspace)}
+		}
+		r = wr
+	}
+	wsRel, err := filepath.Rel(r.path, f.workspace)
+	if err != nil {
+		return nil, err
+	}
+	ws := r.r
+	if wsRel != "." {
+		if ws, err = r.r.OpenRoot(wsRel); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
+				return nil, &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: f.workspace,
+					Msg: fmt.Sprintf("workspace root %s now leads out of the allowed roots through a symlink; nothing was written", f.workspace)}
+			}
+			return nil, err
+		}
+		defer ws.Close()
+	}
+	rel, err := filepath.Rel(f.workspace, dir)
+	if err != nil {
+		return nil, err
+	}
+	file, err := ws.Open(rel)
 	var pe *os.PathError
-	if errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
+	if err != nil && errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
+		return nil, &pathguard.Error{Reason: pathguard.ReasonOutsideWorkspace, Path: dir, Workspace: f.workspace,
+			Msg: fmt.Sprintf("%s now leads out of the session's workspace %s through a symlink; nothing was written. Give a path inside the workspace", dir, f.workspace)}
+	}
+	return file, err
+}
+
+func openDirError(dir string, err error) error {
+	var pe *pathguard.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	var ppe *os.PathError
+	if errors.As(err, &ppe) && errEscapes != nil && ppe.Err == errEscapes {
 		return &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: dir,
 			Msg: fmt.Sprintf("%s now leads out of the allowed roots through a symlink; nothing was written there. Give a path whose symlinks stay inside the roots", dir)}
 	}

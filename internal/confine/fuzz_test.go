@@ -58,8 +58,8 @@ func FuzzConfinedPath(f *testing.F) {
 		if !g.Inside(resolved) {
 			t.Fatalf("Resolve(%q) = %s, outside the root", target, resolved)
 		}
-		if entry, ok := g.Protected(resolved); ok {
-			t.Fatalf("Resolve(%q) = %s, protected by %s", target, resolved, entry)
+		if m, ok := g.Protected(resolved); ok {
+			t.Fatalf("Resolve(%q) = %s, protected by %s", target, resolved, m.Rule)
 		}
 		d, name, err := fsys.OpenParent(resolved)
 		if err != nil {

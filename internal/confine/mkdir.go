@@ -25,9 +25,25 @@ const dirPerm = 0o755
 // refused before anything is made.
 func (f *FS) MkdirAll(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
-	if entry, ok := f.guard.Protected(dir); ok {
-		return nil, f.guard.ProtectedError(dir, entry)
+	if err := f.guard.CheckProtected(dir); err != nil {
+		return nil, err
 	}
+	return f.mkdirAll(dir)
+}
+
+// MkdirFor is MkdirAll for the directory of the file path, refused when
+// the file is protected rather than the directory: the person may have
+// allowed one file inside a protected directory that does not exist yet
+// (--allow-protected ~/.config/app/app.toml).
+func (f *FS) MkdirFor(path string) ([]string, error) {
+	path = filepath.Clean(path)
+	if err := f.guard.CheckProtected(path); err != nil {
+		return nil, err
+	}
+	return f.mkdirAll(filepath.Dir(path))
+}
+
+func (f *FS) mkdirAll(dir string) ([]string, error) {
 	// The deepest existing ancestor is opened the usual way.
 	existing := dir
 	var missing []string

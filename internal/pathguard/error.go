@@ -32,6 +32,10 @@ const (
 	// ReasonPathChanged: the path resolves to another file or directory
 	// than when it was checked, because something on the way was replaced.
 	ReasonPathChanged = "path_changed"
+	// ReasonOutsideWorkspace: the session names a workspace root and the
+	// target (or a file an edit names) resolves outside it, although
+	// perhaps inside the allowed roots.
+	ReasonOutsideWorkspace = "outside_workspace"
 )
 
 // Error is a refusal by the guard. Callers switch on Reason; Msg is written
@@ -43,6 +47,12 @@ type Error struct {
 	// the workspace root for ReasonWorkspaceNotAllowed, or the missing
 	// directory for ReasonParentMissing. It is empty for ReasonRelativePath.
 	Path string
+	// Workspace is the resolved workspace root, for
+	// ReasonOutsideWorkspace.
+	Workspace string
+	// Rule is the protection rule that matched, for ReasonProtected (see
+	// the Rule constants).
+	Rule string
 	// Msg says what was wrong and what to do instead.
 	Msg string
 }

@@ -84,9 +84,11 @@ func (g *Guard) Roots() []string { return slices.Clone(g.roots) }
 // *Error saying why not. Unexpected I/O failures (a permission error while
 // resolving, a symlink loop) are returned as plain wrapped errors.
 //
-// A non-empty workspaceRoot is checked even when target is absolute: a
-// client that sends a workspace outside the roots is told so rather than
-// having it silently ignored.
+// A non-empty workspaceRoot confines the session: the target, absolute or
+// relative, must resolve inside the workspace (resolved through symlinks
+// like the roots), or ReasonOutsideWorkspace names both. A workspace
+// outside the roots is refused rather than silently ignored, and its
+// refusal says nothing about what exists outside them.
 //
 // ".." is checked twice. The lexically cleaned path must be inside a root
 // (ReasonOutsideRoots otherwise), and the path is then walked one component
@@ -97,6 +99,24 @@ func (g *Guard) Roots() []string { return slices.Clone(g.roots) }
 // followed even if it dangles, since writing through it would create its
 // target.
 func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
+	return g.resolve(target, workspaceRoot, true)
+}
+
+// ResolveFrom is Resolve with base as the directory relative targets
+// resolve against, without confining the target to it: for an edit of a
+// session without a workspace root, whose relative paths are named from
+// the directory the model's own path implies.
+func (g *Guard) ResolveFrom(target, base string) (string, error) {
+	return g.resolve(target, base, false)
+}
+
+// Workspace resolves a workspace root as Resolve does: its real path, or
+// a ReasonWorkspaceNotAllowed refusal.
+func (g *Guard) Workspace(workspaceRoot string) (string, error) {
+	return g.resolveWorkspace(workspaceRoot)
+}
+
+func (g *Guard) resolve(target, workspaceRoot string, confine bool) (string, error) {
 	ws := ""
 	if workspaceRoot != "" {
 		var err error
@@ -117,7 +137,8 @@ func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
 		abs = ws + string(filepath.Separator) + target
 	}
 
-	if lexical := filepath.Clean(abs); !g.lexicallyInside(lexical) {
+	lexical := filepath.Clean(abs)
+	if !g.lexicallyInside(lexical) {
 		return "", &Error{
 			Reason: ReasonOutsideRoots,
 			Path:   lexical,
@@ -127,18 +148,22 @@ func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
 
 	w, err := g.walk(abs)
 	// Check the roots before reporting anything else, so nothing is said
-	// about what exists outside them.
-	if !g.inside(w.path) {
-		msg := fmt.Sprintf("target %q resolves through symlinks to %s, outside the allowed roots (%s); give a path whose symlinks stay inside them", target, w.path, g.rootList())
+	// about what exists outside them: not where the walk went once it
+	// left them, nor what it found there.
+	if w.left || !g.inside(w.path) {
+		msg := fmt.Sprintf("target %q leads outside the allowed roots (%s) on the way; give a path that stays inside them", target, g.rootList())
 		if w.escapeLink != "" {
-			msg = fmt.Sprintf("target %q resolves to %s through the symlink %s -> %s, outside the allowed roots (%s); give a path inside them that does not go through that symlink", target, w.path, w.escapeLink, w.escapeText, g.rootList())
+			msg = fmt.Sprintf("target %q leads outside the allowed roots (%s) through the symlink %s -> %s; give a path inside them that does not go through that symlink", target, g.rootList(), w.escapeLink, w.escapeText)
 		}
-		return "", &Error{Reason: ReasonSymlinkEscape, Path: w.path, Msg: msg}
+		return "", &Error{Reason: ReasonSymlinkEscape, Path: lexical, Msg: msg}
+	}
+	if confine && ws != "" && !Within(ws, w.path) {
+		return "", outsideWorkspace(target, w.path, ws)
 	}
 	// Before anything about existence: a protected path is refused as
 	// such whether or not its directory exists yet.
-	if entry, ok := g.Protected(w.path); ok {
-		return "", g.ProtectedError(w.path, entry)
+	if m, ok := g.Protected(w.path); ok {
+		return "", g.ProtectedError(w.path, m)
 	}
 	if err != nil {
 		return "", fmt.Errorf("resolving target %q: %w", target, err)
@@ -175,9 +200,27 @@ func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
 	return w.path, nil
 }
 
+// OutsideWorkspace is the refusal of path (resolved), outside the session's
+// workspace ws (resolved); target is the path as the client gave it.
+func OutsideWorkspace(target, path, ws string) error { return outsideWorkspace(target, path, ws) }
+
+func outsideWorkspace(target, path, ws string) *Error {
+	named := ""
+	if target != path {
+		named = fmt.Sprintf("target %q resolves to ", target)
+	}
+	return &Error{Reason: ReasonOutsideWorkspace, Path: path, Workspace: ws,
+		Msg: fmt.Sprintf("%s%s, outside the session's workspace %s; a session with a workspace root writes only inside it. "+
+			"Give a path inside %s, or begin a session for that workspace", named, path, ws, ws)}
+}
+
 // resolveWorkspace returns the real path of the workspace root, or a
 // ReasonWorkspaceNotAllowed error. The workspace itself may be reached
 // through a symlink from outside the roots; only where it leads matters.
+//
+// A workspace outside the roots is refused with one message, whether it
+// exists or not, is a directory or not, and wherever its symlinks lead:
+// the refusal must not let a client probe what exists outside the roots.
 func (g *Guard) resolveWorkspace(ws string) (string, error) {
 	refuse := func(path, format string, args ...any) error {
 		return &Error{Reason: ReasonWorkspaceNotAllowed, Path: path, Msg: fmt.Sprintf(format, args...)}
@@ -185,30 +228,33 @@ func (g *Guard) resolveWorkspace(ws string) (string, error) {
 	if !filepath.IsAbs(ws) {
 		return "", refuse("", "workspace root %q is not absolute; give the absolute path of the workspace directory", ws)
 	}
-	real, err := filepath.EvalSymlinks(ws)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", refuse(filepath.Clean(ws), "workspace root %q does not exist; give an existing directory inside the allowed roots (%s)", ws, g.rootList())
+	clean := filepath.Clean(ws)
+	outside := func() error {
+		return refuse(clean, "workspace root %q is not inside the allowed roots (%s); use a workspace inside one of them", ws, g.rootList())
+	}
+	w, err := g.walk(ws)
+	if w.left || !g.inside(w.path) {
+		return "", outside()
 	}
 	if err != nil {
 		// Failing closed: a workspace we cannot resolve cannot be shown to
 		// be inside the roots.
-		return "", refuse(filepath.Clean(ws), "workspace root %q cannot be resolved (%v); give an accessible directory inside the allowed roots (%s)", ws, err, g.rootList())
+		return "", refuse(clean, "workspace root %q cannot be resolved (%v); give an accessible directory inside the allowed roots (%s)", ws, err, g.rootList())
 	}
-	if !g.inside(real) {
-		where := ""
-		if real != filepath.Clean(ws) {
-			where = " resolves to " + real + ","
-		}
-		return "", refuse(real, "workspace root %q%s is outside the allowed roots (%s); use a workspace inside one of them", ws, where, g.rootList())
+	if w.missing != "" && !w.notDir {
+		return "", refuse(clean, "workspace root %q does not exist; give an existing directory inside the allowed roots (%s)", ws, g.rootList())
 	}
-	fi, err := os.Stat(real)
+	fi, err := os.Stat(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", refuse(clean, "workspace root %q does not exist; give an existing directory inside the allowed roots (%s)", ws, g.rootList())
+	}
 	if err != nil {
-		return "", refuse(real, "workspace root %q cannot be read (%v); give an accessible directory", ws, err)
+		return "", refuse(clean, "workspace root %q cannot be read (%v); give an accessible directory", ws, err)
 	}
-	if !fi.IsDir() {
-		return "", refuse(real, "workspace root %q is not a directory; give the workspace directory", ws)
+	if w.notDir || !fi.IsDir() {
+		return "", refuse(clean, "workspace root %q is not a directory; give the workspace directory", ws)
 	}
-	return real, nil
+	return w.path, nil
 }
 
 // inside reports whether the clean absolute path p is one of the resolved

@@ -101,7 +101,8 @@ func TestResolve(t *testing.T) {
 		{name: "DotDotEscapeToEtc", target: "../../../../../../../../etc/passwd", workspace: ws, reason: pathguard.ReasonOutsideRoots},
 		{name: "AbsoluteOutside", target: abs("outside/secret.txt"), reason: pathguard.ReasonOutsideRoots},
 		{name: "AbsoluteOutsideNew", target: "/etc/orion-test-new", reason: pathguard.ReasonOutsideRoots},
-		{name: "AbsoluteTargetIgnoresWorkspace", target: abs("b/new.txt"), workspace: ws, want: "b/new.txt"},
+		{name: "AbsoluteTargetOutsideWorkspace", target: abs("b/new.txt"), workspace: ws, reason: pathguard.ReasonOutsideWorkspace},
+		{name: "AbsoluteTargetInsideWorkspace", target: abs("a/sub/new.txt"), workspace: ws, want: "a/sub/new.txt"},
 		{name: "SymlinkFileOut", target: abs("a/out_file"), reason: pathguard.ReasonSymlinkEscape},
 		{name: "SymlinkAbsoluteOut", target: abs("a/out_abs"), reason: pathguard.ReasonSymlinkEscape},
 		{name: "SymlinkDirOutExisting", target: abs("a/out_dir/secret.txt"), reason: pathguard.ReasonSymlinkEscape},
@@ -109,7 +110,8 @@ func TestResolve(t *testing.T) {
 		{name: "SymlinkDirOutMissingParent", target: "out_dir/nope/new.txt", workspace: ws, reason: pathguard.ReasonSymlinkEscape},
 		{name: "SymlinkDirInside", target: "in_dir/new.txt", workspace: ws, want: "a/sub/new.txt"},
 		{name: "SymlinkFileInside", target: "in_file", workspace: ws, want: "a/file.txt"},
-		{name: "SymlinkToOtherRoot", target: "to_b/new.txt", workspace: ws, want: "b/new.txt"},
+		{name: "SymlinkToOtherRoot", target: "to_b/new.txt", workspace: ws, reason: pathguard.ReasonOutsideWorkspace},
+		{name: "SymlinkToOtherRootNoWorkspace", target: abs("a/to_b/new.txt"), want: "b/new.txt"},
 		// ".." after a symlink applies to the real directory, as open(2)
 		// would: deep/.. is sub, not a.
 		{name: "DotDotAfterSymlinkIsPhysical", target: "deep/../x.txt", workspace: ws, want: "a/sub/x.txt"},
@@ -138,7 +140,8 @@ func TestResolve(t *testing.T) {
 		{name: "SiblingPrefixRoot", target: abs("ab/x.txt"), reason: pathguard.ReasonOutsideRoots},
 		{name: "SiblingPrefixRootViaDotDot", target: "../ab/x.txt", workspace: ws, reason: pathguard.ReasonOutsideRoots},
 		{name: "SecondRoot", target: abs("b/new.txt"), want: "b/new.txt"},
-		{name: "SecondRootFromWorkspace", target: "../b/new.txt", workspace: ws, want: "b/new.txt"},
+		{name: "SecondRootFromWorkspace", target: "../b/new.txt", workspace: ws, reason: pathguard.ReasonOutsideWorkspace},
+		{name: "WorkspaceParentDotDot", target: "sub/../../a/new.txt", workspace: abs("a/sub"), reason: pathguard.ReasonOutsideWorkspace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,7 +211,7 @@ func TestErrorMessages(t *testing.T) {
 		{
 			name:     "SymlinkEscape",
 			target:   "out_dir/new.txt",
-			wantPath: filepath.Join(base, "outside/new.txt"),
+			wantPath: filepath.Join(root, "out_dir/new.txt"),
 			wantMsg:  []string{`"out_dir/new.txt"`, filepath.Join(root, "out_dir") + " -> ../outside", root},
 		},
 		{

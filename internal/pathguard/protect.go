@@ -7,43 +7,117 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Protection says which paths inside the allowed roots are refused anyway,
 // because writing them would widen what the model can do: run code later,
 // read secrets, or change the daemon itself.
+//
+// Paths are protected by rules, each with a name (the Rule constants) that
+// refusals, `oriond config print` and daemon.status show. Most rules are
+// shapes, not lists: a list of files under a home directory always misses
+// one, while "every hidden entry of home" does not.
 type Protection struct {
 	// Always are absolute paths refused whatever else is configured: the
 	// daemon's own state directory, config, socket directory and spool. A
 	// model that could write them could lift every other limit at the next
 	// start (allow-root = ["/"]) or corrupt the journal it is writing into.
 	Always []string
-	// Default are refused unless the user names them (see Allowed): home
-	// dotfiles and dot-directories that run code or hold credentials
-	// (DefaultProtected), and names that match any path component (".git").
+	// Default are refused unless the person allows them (see Allowed):
+	// absolute entries (DefaultProtected: files that run code or hold
+	// credentials, each named for a reason the hidden-entry rule does not
+	// give) and names matched, in any case, against every path component
+	// (".git", and the agents' and editors' configuration: DefaultNames).
 	Default []string
-	// Allowed lifts Default entries: an allowed path A lets a path P
-	// through an entry E when A lies at or below E and P at or below A, so
-	// allowing ~/.ssh lifts all of ~/.ssh and allowing ~/.ssh/config only
-	// that file. A bare name (".git") lifts that name everywhere. The
-	// allowed roots count as allowed paths: a root inside a protected
-	// directory was named explicitly.
+	// Home turns on the rules of the home directory: every hidden entry of
+	// Home (RuleHomeHidden) and every directory of PathDirs inside Home
+	// (RulePathDir) is protected. Empty: neither rule applies.
+	Home string
+	// PathDirs are the directories of $PATH (and the usual ones, see
+	// DefaultPathDirs); only those inside Home are protected.
+	PathDirs []string
+	// Allowed lifts every rule but Always: an allowed path A lets a path P
+	// through a rule that matched at the protected path E (the hidden
+	// entry, the listed entry, the .git directory, the git directory...)
+	// when A lies at or below E and P at or below A, so allowing ~/.ssh
+	// lifts all of ~/.ssh and allowing ~/.ssh/config only that file. A bare
+	// name (".git", ".vscode") lifts that name's rule everywhere. The
+	// allowed roots count as allowed paths: a root at or inside a protected
+	// directory was named explicitly. The home directory as a root (the
+	// default root) lifts nothing, since it is never at or below a hidden
+	// entry of itself.
 	Allowed []string
 }
 
-// DefaultProtected lists, under home, the files and directories refused by
-// default. Each one either runs code the next time something starts (a
-// shell, a login, a service manager, an editor, git) or holds credentials
-// that would let a model act as the user elsewhere.
+// Rule names: stable strings shown in refusals (data.rule), `oriond
+// config print` and daemon.status.
+const (
+	// RuleOriond: oriond's own state, spool, socket and config. Never
+	// lifted.
+	RuleOriond = "oriond-files"
+	// RuleListed: an entry of the per-path list (DefaultProtected).
+	RuleListed = "listed"
+	// RuleHomeHidden: a hidden entry of the home directory (~/.*).
+	RuleHomeHidden = "home-hidden"
+	// RulePathDir: a directory of $PATH inside the home directory.
+	RulePathDir = "path-dir"
+	// RuleGitName: a directory or file named .git, in any case and with
+	// the characters macOS ignores in names (".GIT", ".Git", ".g\u200cit").
+	RuleGitName = "git-name"
+	// RuleGitLink: the directory a .git file points to (gitdir:), as
+	// worktrees and submodules have.
+	RuleGitLink = "git-link"
+	// RuleGitDir: a directory that holds a repository's internals (HEAD and
+	// objects/ and refs/, or HEAD and commondir), whatever its name: a bare
+	// repository, a --separate-git-dir target, a dotfiles repository.
+	RuleGitDir = "git-dir"
+	// RuleAgentConfig: the configuration of an agent or an editor in a
+	// project (DefaultNames but .git), which can run commands or grant
+	// permissions when the folder is next opened.
+	RuleAgentConfig = "agent-config"
+)
+
+// ruleWhy is each rule's reason, for refusals and listings.
+var ruleWhy = map[string]string{
+	RuleOriond:      "it belongs to oriond itself; a session that wrote its config or store could lift every limit at the next start",
+	RuleListed:      "it runs code later or holds credentials",
+	RuleHomeHidden:  "hidden entries of the home directory are the configuration of shells, tools and agents, many of which run commands (aliases, hooks, plugins, .pth files)",
+	RulePathDir:     "it is a directory on $PATH: a file there runs in place of a command of the same name",
+	RuleGitName:     "git runs hooks and config (core.fsmonitor, aliases) from a repository's .git at the next git command; case variants are the same directory on macOS and Windows",
+	RuleGitLink:     "a .git file points there (gitdir:), so it is a repository's .git whose hooks and config run at the next git command",
+	RuleGitDir:      "it holds a repository's internals (HEAD, objects/, refs/), whose hooks and config run at the next git command",
+	RuleAgentConfig: "it is an agent's or an editor's configuration, which can run commands (tasks, hooks, MCP servers) or widen an agent's permissions when the folder is next opened",
+}
+
+// agentNames are the project entries of agents and editors. Each is read
+// when a tool opens the folder and can run a command or grant a
+// permission: tasks and launch configurations, hooks, MCP servers, allowed
+// tools, direnv's .envrc, vim's exrc files.
+var agentNames = []string{
+	".claude", ".codex", ".cursor", ".gemini", ".continue", ".windsurf", ".mcp.json",
+	".vscode", ".idea", ".devcontainer", ".envrc", ".husky", ".githooks",
+	".zed", ".exrc", ".nvim.lua", ".nvimrc",
+}
+
+// DefaultNames are the names protected wherever they appear in a path:
+// .git, and the configuration of agents and editors.
+func DefaultNames() []string { return append([]string{".git"}, agentNames...) }
+
+// DefaultProtected lists the entries refused by default: under home, the
+// files and directories that run code or hold credentials, each named
+// with its reason although the hidden-entry rule (Protection.Home) covers
+// most of them, so the list still holds if that rule is lifted for a
+// parent (~/.config); then DefaultNames.
 func DefaultProtected(home string) []string {
 	if home == "" || !filepath.IsAbs(home) {
 		// Relative entries would read as names; without a home only the
-		// repository machinery is protected by default.
-		return []string{".git"}
+		// names are protected by default.
+		return DefaultNames()
 	}
 	rel := []string{
 		// Shell start-up files: run at every new shell or login.
-		".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bashrc.d",
+		".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bashrc.d", ".bash_aliases",
 		".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
 		".cshrc", ".tcshrc", ".kshrc", ".mkshrc", ".config/fish",
 		".xprofile", ".xinitrc", ".xsession", ".xsessionrc", ".pam_environment",
@@ -56,22 +130,59 @@ func DefaultProtected(home string) []string {
 		// Services and autostart: run at the next login or boot.
 		".config/systemd", ".local/share/systemd", ".config/autostart",
 		"Library/LaunchAgents",
+		// macOS keeps these outside hidden directories: VS Code's and
+		// Cursor's user settings and tasks, Claude Desktop's MCP servers.
+		"Library/Application Support/Code/User", "Library/Application Support/Cursor/User",
+		"Library/Application Support/Claude",
 		// Git's global config runs code (aliases with !, core.fsmonitor,
 		// core.hooksPath); editors run their start-up files.
 		".gitconfig", ".config/git", ".vimrc", ".config/nvim", ".emacs", ".emacs.d",
+		// Agents' own settings and permissions.
+		".claude", ".claude.json", ".codex", ".cursor", ".gemini", ".continue",
 	}
-	out := make([]string, 0, len(rel)+1)
+	out := make([]string, 0, len(rel)+len(agentNames)+1)
 	for _, r := range rel {
 		out = append(out, filepath.Join(home, filepath.FromSlash(r)))
 	}
-	// A repository's machinery, wherever it is: hooks and config run code
-	// at the next git command. A model edits the work tree, never .git.
-	return append(out, ".git")
+	return append(out, DefaultNames()...)
+}
+
+// DefaultPathDirs are the directories in home that are on $PATH in most
+// setups even when the daemon's own $PATH (a service manager's) lacks
+// them: ~/bin and ~/.local/bin (systemd's and Debian's profiles add them),
+// ~/go/bin, ~/.cargo/bin.
+func DefaultPathDirs(home string) []string {
+	if home == "" || !filepath.IsAbs(home) {
+		return nil
+	}
+	var out []string
+	for _, r := range []string{"bin", ".local/bin", "go/bin", ".cargo/bin"} {
+		out = append(out, filepath.Join(home, filepath.FromSlash(r)))
+	}
+	return out
+}
+
+// PathDirs returns the absolute directories of a $PATH value, cleaned, in
+// order, without duplicates, with DefaultPathDirs(home) added.
+func PathDirs(pathEnv, home string) []string {
+	var out []string
+	for _, d := range append(filepath.SplitList(pathEnv), DefaultPathDirs(home)...) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue // an empty or relative entry means "the current directory": not a place
+		}
+		if d = filepath.Clean(d); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // protection is a Protection cleaned and resolved for matching.
 type protection struct {
-	always, dflt, allowed []string
+	always, listed, names, allowed []string
+	// homes are the home directory as given and resolved; pathDirs the
+	// $PATH directories inside it, as given and resolved.
+	homes, pathDirs []string
 }
 
 func newProtection(p Protection, roots []string) protection {
@@ -80,13 +191,43 @@ func newProtection(p Protection, roots []string) protection {
 		q.always = appendResolved(q.always, a)
 	}
 	for _, d := range p.Default {
-		q.dflt = appendResolved(q.dflt, d)
+		if isName(d) {
+			q.names = appendResolved(q.names, d)
+		} else {
+			q.listed = appendResolved(q.listed, d)
+		}
 	}
 	for _, a := range append(slices.Clone(p.Allowed), roots...) {
 		q.allowed = appendResolved(q.allowed, a)
 	}
+	if p.Home != "" && filepath.IsAbs(p.Home) {
+		q.homes = appendResolved(nil, p.Home)
+		for _, d := range p.PathDirs {
+			if !filepath.IsAbs(d) {
+				continue
+			}
+			for _, h := range q.homes {
+				// The home directory itself on $PATH would protect all of
+				// it; only directories below it are taken.
+				if d = filepath.Clean(d); d != h && Within(h, d) {
+					q.pathDirs = appendResolved(q.pathDirs, d)
+				}
+			}
+			if r := resolveExisting(filepath.Clean(d)); r != filepath.Clean(d) {
+				for _, h := range q.homes {
+					if r != h && Within(h, r) {
+						q.pathDirs = appendResolved(q.pathDirs, r)
+					}
+				}
+			}
+		}
+	}
 	return q
 }
+
+// isName reports whether a protected or allowed entry is a bare name,
+// matched against path components, rather than a path.
+func isName(p string) bool { return !strings.ContainsRune(p, filepath.Separator) }
 
 // appendResolved adds p both as given (cleaned) and, when it differs, with
 // its existing part resolved through symlinks, since targets are compared
@@ -95,7 +236,7 @@ func appendResolved(list []string, p string) []string {
 	if p == "" {
 		return list
 	}
-	if !strings.ContainsRune(p, filepath.Separator) {
+	if isName(p) {
 		if !slices.Contains(list, p) {
 			list = append(list, p)
 		}
@@ -126,67 +267,318 @@ func resolveExisting(p string) string {
 	}
 }
 
-// match returns the entry of list that covers path: an absolute entry
-// equal to path or above it, or a name equal to one of path's components
-// (with the entry's own path then being path up to that component).
-func match(list []string, path string) (entry, at string, ok bool) {
-	for _, e := range list {
-		if filepath.IsAbs(e) {
-			if Within(e, path) {
-				return e, e, true
-			}
-			continue
-		}
-		prefix := ""
-		for _, c := range strings.Split(path, string(filepath.Separator)) {
-			prefix = filepath.Join(string(filepath.Separator), prefix, c)
-			if c == e {
-				return e, prefix, true
-			}
-		}
-	}
-	return "", "", false
+// Match is why a path is protected: the rule, and the protected path
+// (or name) it matched at.
+type Match struct {
+	// Rule is one of the Rule constants.
+	Rule string
+	// At is the protected path the rule matched: the hidden entry of
+	// home, the listed entry, the .git directory, the git directory. An
+	// allowed path at or below it (and at or above the target) lifts it.
+	At string
+	// Name is the protected name for RuleGitName and RuleAgentConfig (and
+	// listed names), which --allow-protected NAME lifts everywhere.
+	Name string
 }
 
 // Protected reports whether the clean absolute path is protected, and by
-// which entry.
-func (g *Guard) Protected(path string) (string, bool) {
-	if e, _, ok := match(g.protect.always, path); ok {
-		return e, true
+// which rule. A path protected by several rules is reported by the first
+// one not lifted, in the order: oriond's files, the list, git, agents'
+// configuration, $PATH directories, hidden entries of home.
+func (g *Guard) Protected(path string) (Match, bool) {
+	if e := matchPaths(g.protect.always, path); len(e) > 0 {
+		return Match{Rule: RuleOriond, At: e[0]}, true
 	}
-	e, at, ok := match(g.protect.dflt, path)
-	if !ok {
-		return "", false
+	for _, e := range matchPaths(g.protect.listed, path) {
+		if !g.lifted(path, e, "") {
+			return Match{Rule: RuleListed, At: e}, true
+		}
 	}
+	for _, m := range matchNames(g.protect.names, path) {
+		if !g.lifted(path, m.At, m.Name) {
+			return m, true
+		}
+	}
+	for _, m := range gitDirs(path) {
+		// Allowing the name .git lifts a .git directory's shape too.
+		name := ""
+		if sameName(filepath.Base(m.At), ".git") {
+			name = ".git"
+		}
+		if !g.lifted(path, m.At, name) {
+			return m, true
+		}
+	}
+	for _, e := range matchPaths(g.protect.pathDirs, path) {
+		if !g.lifted(path, e, "") {
+			return Match{Rule: RulePathDir, At: e}, true
+		}
+	}
+	sep := string(filepath.Separator)
+	for _, h := range g.protect.homes {
+		if h == path || !Within(h, path) {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(path[len(h):], sep), sep)
+		if strings.HasPrefix(first, ".") {
+			if at := filepath.Join(h, first); !g.lifted(path, at, "") {
+				return Match{Rule: RuleHomeHidden, At: at}, true
+			}
+		}
+	}
+	return Match{}, false
+}
+
+// lifted reports whether an allowed path or name lifts a rule that matched
+// path at the protected path at (or, for a name rule, the name name).
+func (g *Guard) lifted(path, at, name string) bool {
 	for _, a := range g.protect.allowed {
-		if !filepath.IsAbs(a) {
-			if a == e {
-				return "", false
+		if isName(a) {
+			if name != "" && sameName(a, name) {
+				return true
 			}
 			continue
 		}
 		if Within(a, path) && Within(at, a) {
-			return "", false
+			return true
 		}
 	}
-	return e, true
+	return false
+}
+
+// matchPaths returns the entries of list (absolute paths) that are path or
+// above it, each as path spells it. Components are compared
+// case-insensitively: on macOS and Windows ~/.SSH is ~/.ssh.
+func matchPaths(list []string, path string) []string {
+	var out []string
+	for _, e := range list {
+		if len(path) >= len(e) && strings.EqualFold(e, path[:len(e)]) && (len(path) == len(e) || path[len(e)] == filepath.Separator || e == string(filepath.Separator)) {
+			// The entry as the path spells it, so that an allowance
+			// naming the path as written lifts it.
+			out = append(out, path[:len(e)])
+		}
+	}
+	return out
+}
+
+// matchNames returns a match for every component of path that is one of
+// the protected names, outermost first.
+func matchNames(names []string, path string) []Match {
+	var out []Match
+	prefix := ""
+	for _, c := range strings.Split(path, string(filepath.Separator)) {
+		if c == "" {
+			continue
+		}
+		prefix += string(filepath.Separator) + c
+		for _, n := range names {
+			if sameName(n, c) {
+				rule := RuleListed
+				switch {
+				case sameName(n, ".git"):
+					rule = RuleGitName
+				case slices.ContainsFunc(agentNames, func(a string) bool { return sameName(a, n) }):
+					rule = RuleAgentConfig
+				}
+				out = append(out, Match{Rule: rule, At: prefix, Name: n})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sameName compares two names as a case-insensitive file system would:
+// case folded, the code points HFS+ ignores dropped, and trailing dots and
+// spaces (which Windows drops) removed. Git compares ".git" the same way
+// for the same reason (its is_hfs_dotgit and is_ntfs_dotgit).
+func sameName(a, b string) bool {
+	return strings.EqualFold(foldName(a), foldName(b))
+}
+
+func foldName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+			return -1
+		}
+		return r
+	}, s)
+	return strings.TrimRight(s, ". ")
+}
+
+// maxGitFile bounds the read of a .git file: a gitdir line is a path.
+const maxGitFile = 4096
+
+// gitDirs returns the git rules that match path by what is on disk: for
+// every directory from the root of the file system down to path itself,
+// whether it holds a repository's internals (RuleGitDir), and whether a
+// .git file in it points (gitdir:) at a directory holding path
+// (RuleGitLink). Only what exists is looked at; reading fails closed only
+// where it matters (an unreadable .git file is not a pointer).
+func gitDirs(path string) []Match {
+	var out []Match
+	sep := string(filepath.Separator)
+	dir := sep
+	comps := strings.Split(strings.Trim(path, sep), sep)
+	for i := 0; ; i++ {
+		if isGitDir(dir) {
+			out = append(out, Match{Rule: RuleGitDir, At: dir})
+		}
+		if to, ok := gitLink(dir); ok && Within(to, path) {
+			out = append(out, Match{Rule: RuleGitLink, At: to})
+		}
+		if i >= len(comps) || comps[i] == "" {
+			return out
+		}
+		dir = filepath.Join(dir, comps[i])
+	}
+}
+
+// isGitDir reports whether dir holds a repository's internals as git
+// itself recognises them (setup.c's is_git_directory): a HEAD file, and
+// objects/ and refs/ directories, or a commondir file naming where they
+// are (a worktree's administrative directory).
+func isGitDir(dir string) bool {
+	fi, err := os.Lstat(filepath.Join(dir, "HEAD"))
+	if err != nil || fi.IsDir() {
+		return false
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "commondir")); err == nil && fi.Mode().IsRegular() {
+		return true
+	}
+	return isDir(filepath.Join(dir, "objects")) && isDir(filepath.Join(dir, "refs"))
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// gitLink reads dir/.git when it is a file ("gitdir: <path>") and returns
+// the directory it names, resolved against dir and through symlinks.
+func gitLink(dir string) (string, bool) {
+	p := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
+		return "", false
+	}
+	// O_NONBLOCK: should a FIFO replace the file after the Lstat, the
+	// open returns at once instead of waiting for a writer.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	buf := make([]byte, maxGitFile)
+	n, _ := f.Read(buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	to, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if to = strings.TrimSpace(to); !ok || to == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(to) {
+		to = filepath.Join(dir, to)
+	}
+	return resolveExisting(filepath.Clean(to)), true
+}
+
+// ProtectedError is the refusal of path, protected as m says: the rule, its
+// reason, and the setting the person would change to allow it.
+func (g *Guard) ProtectedError(path string, m Match) error {
+	e := &Error{Reason: ReasonProtected, Path: path, Rule: m.Rule}
+	if m.Rule == RuleOriond {
+		e.Msg = fmt.Sprintf("%s is protected (rule %s, %s): %s. No setting lifts it; write somewhere else", path, m.Rule, m.At, ruleWhy[m.Rule])
+		return e
+	}
+	// The path itself is the narrowest allowance, and it lifts every rule
+	// that matched it: each matched at the path or a directory above it.
+	wider := ""
+	if m.At != path {
+		wider = fmt.Sprintf(", or all of %s with --allow-protected %s", m.At, m.At)
+	}
+	e.Msg = fmt.Sprintf("%s is protected (rule %s, at %s): %s. The model must write somewhere else; "+
+		"only the person can allow it, with --allow-protected %s (allow-protected in oriond.toml)%s%s",
+		path, m.Rule, m.At, ruleWhy[m.Rule], path, wider, nameHint(m))
+	return e
+}
+
+// nameHint is how to lift a name rule everywhere, for the message.
+func nameHint(m Match) string {
+	if m.Name == "" {
+		return ""
+	}
+	return fmt.Sprintf(", or with --allow-protected %s for every %s", m.Name, m.Name)
+}
+
+// CheckProtected returns the refusal of path when it is protected.
+func (g *Guard) CheckProtected(path string) error {
+	if m, ok := g.Protected(path); ok {
+		return g.ProtectedError(path, m)
+	}
+	return nil
+}
+
+// RuleInfo describes one protection rule for status and config output.
+type RuleInfo struct {
+	// Rule is one of the Rule constants.
+	Rule string
+	// Pattern is what the rule protects: paths, a shape or names.
+	Pattern []string
+	// Why is the reason for the rule.
+	Why string
+}
+
+// Rules describes every active rule, in the order Protected checks them,
+// for `oriond config print` and daemon.status.
+func (g *Guard) Rules() []RuleInfo { return g.protect.rules() }
+
+// Rules describes the rules of p as a Guard would apply them, without
+// one: for `oriond config print`, which runs no daemon.
+func (p Protection) Rules() []RuleInfo { return newProtection(p, nil).rules() }
+
+func (q protection) rules() []RuleInfo {
+	var out []RuleInfo
+	add := func(rule string, pattern ...string) {
+		if len(pattern) > 0 {
+			out = append(out, RuleInfo{Rule: rule, Pattern: pattern, Why: ruleWhy[rule]})
+		}
+	}
+	add(RuleOriond, q.always...)
+	add(RuleListed, q.listed...)
+	var git, agents []string
+	for _, n := range q.names {
+		if sameName(n, ".git") {
+			git = append(git, n+" (any case)")
+		} else {
+			agents = append(agents, n+" (any case)")
+		}
+	}
+	add(RuleGitName, git...)
+	add(RuleGitLink, "the directory named by any .git file (gitdir: <dir>)")
+	add(RuleGitDir, "any directory holding HEAD and objects/ and refs/ (or HEAD and commondir)")
+	add(RuleAgentConfig, agents...)
+	add(RulePathDir, q.pathDirs...)
+	var hidden []string
+	for _, h := range q.homes {
+		hidden = append(hidden, filepath.Join(h, ".*"))
+	}
+	add(RuleHomeHidden, hidden...)
+	return out
 }
 
 // ProtectedList is every protected entry, the always-protected first, for
-// status and config output.
+// status and config output: paths and names, without the shape rules
+// (see Rules).
 func (g *Guard) ProtectedList() (always, byDefault []string) {
-	return slices.Clone(g.protect.always), slices.Clone(g.protect.dflt)
-}
-
-// ProtectedError is the refusal of path, protected by entry.
-func (g *Guard) ProtectedError(path, entry string) error {
-	if slices.Contains(g.protect.always, entry) {
-		return &Error{Reason: ReasonProtected, Path: path,
-			Msg: fmt.Sprintf("%s is protected: it belongs to oriond itself (%s), which a session may never write; write somewhere else", path, entry)}
+	byDefault = slices.Concat(g.protect.listed, g.protect.names, g.protect.pathDirs)
+	for _, h := range g.protect.homes {
+		byDefault = append(byDefault, filepath.Join(h, ".*"))
 	}
-	return &Error{Reason: ReasonProtected, Path: path,
-		Msg: fmt.Sprintf("%s is protected (%s): writing it could run code later or expose credentials, so it is refused whatever the allowed roots say. "+
-			"Write somewhere else; the user can lift it with --allow-protected %s", path, entry, entry)}
+	return slices.Clone(g.protect.always), byDefault
 }
 
 // Inside reports whether the clean absolute path p is inside an allowed

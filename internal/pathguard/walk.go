@@ -29,6 +29,10 @@ type walkResult struct {
 	// points outside them, and escapeText its text: the culprit to name when
 	// the walk ends outside the roots.
 	escapeLink, escapeText string
+	// left is set when the walk stopped at an entry outside the roots
+	// that is not on the way to one (see walk): the path is outside them,
+	// whatever path says after a later "..".
+	left bool
 }
 
 // walk resolves the absolute path abs one component at a time, as the kernel
@@ -36,6 +40,13 @@ type walkResult struct {
 // removes the last component of the real path reached so far. Unlike
 // filepath.EvalSymlinks it accepts a final component that does not exist and
 // reports a missing directory instead of failing.
+//
+// The walk looks only inside the roots and in the directories on the way
+// to them (a symlink there, such as a workspace link beside a root, is
+// followed). At any other entry, existing or not, it stops with left set:
+// what it would find there, and where ".." would lead from there, must
+// not change the answer, or a refusal would tell a client what exists
+// outside the roots.
 func (g *Guard) walk(abs string) (walkResult, error) {
 	var w walkResult
 	sep := string(filepath.Separator)
@@ -58,6 +69,10 @@ func (g *Guard) walk(abs string) (walkResult, error) {
 		p := filepath.Join(dest, comp)
 		last := strings.Trim(rest, sep) == ""
 		fi, err := os.Lstat(p)
+		if (err != nil || fi.Mode()&fs.ModeSymlink == 0) && !g.inside(p) && !g.onTheWay(p) {
+			w.path, w.left = filepath.Join(p, rest), true
+			return w, nil
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			if last {
 				w.path = p
@@ -111,4 +126,15 @@ func nextComponent(path string) (comp, rest string) {
 		return path[:i], path[i:]
 	}
 	return path, ""
+}
+
+// onTheWay reports whether the clean absolute path p is a root's parent,
+// grandparent... up to "/": a directory the walk passes to reach a root.
+func (g *Guard) onTheWay(p string) bool {
+	for _, r := range g.roots {
+		if Within(p, r) {
+			return true
+		}
+	}
+	return false
 }

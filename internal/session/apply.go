@@ -70,6 +70,9 @@ type fileChange struct {
 	// CreatedDirs are the directories made for the file, removed again
 	// (when empty) by a roll-back or an undo.
 	CreatedDirs []string `json:"created_dirs,omitempty"`
+	// Workspace confines the write, as its session's workspace does
+	// (record.Workspace): the directory is opened through it.
+	Workspace string `json:"workspace,omitempty"`
 
 	// fill writes the new content into the staged temp file.
 	fill func(io.Writer) error
@@ -98,8 +101,13 @@ type txRecord struct {
 	Sessions []string `json:"sessions"`
 	// Edit is set for the transaction of a multi-file edit session, which
 	// exists only while and after that session commits.
-	Edit  bool         `json:"edit,omitempty"`
-	Files []fileChange `json:"files,omitempty"`
+	Edit bool `json:"edit,omitempty"`
+	// Undoes names the transaction this one undoes (see undoTx); its
+	// Sessions are that transaction's sessions it puts back. Once
+	// committed, those sessions are undone; its record matters only until
+	// they are journaled so.
+	Undoes string       `json:"undoes,omitempty"`
+	Files  []fileChange `json:"files,omitempty"`
 	// Results are the summaries of the sessions, in Sessions order, once
 	// committed.
 	Results   []protocol.FinalizeResult `json:"results,omitempty"`
@@ -218,9 +226,9 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		var name string
 		var err error
 		if changes[i].Kind == changeDelete {
-			d, name, err = m.files.OpenParent(changes[i].Path)
+			d, name, err = m.files.Within(changes[i].Workspace).OpenParent(changes[i].Path)
 		} else {
-			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Path)
+			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Workspace, changes[i].Path)
 		}
 		if err != nil {
 			removeMade()
@@ -421,6 +429,11 @@ func (m *Manager) recoverTxs() error {
 			m.cfg.Logger.Info("rolling back a transaction a crash interrupted", "tx", tx.ID, "files", len(tx.Files))
 			m.rollBack(tx, "the daemon stopped while the transaction was being committed")
 		case protocol.TxCommitted:
+			if tx.Undoes != "" {
+				m.cfg.Logger.Info("recording the sessions of an undone transaction as undone", "tx", tx.Undoes)
+				m.markUndone(tx)
+				break
+			}
 			for j, id := range tx.Sessions {
 				e, err := m.lookup(id)
 				if err != nil || j >= len(tx.Results) {
@@ -437,8 +450,9 @@ func (m *Manager) recoverTxs() error {
 				e.mu.Unlock()
 			}
 		}
-		if tx.Edit {
-			// A multi-file edit's record matters only while it commits.
+		if tx.Edit || tx.Undoes != "" {
+			// The record of a multi-file edit or of an undo matters only
+			// while it commits.
 			m.dropTx(tx.ID)
 			continue
 		}

@@ -145,11 +145,23 @@ func (m *Manager) dropBackup(id string, pieces uint64) {
 
 // Undo restores what a completed session replaced: the old content, or no
 // file at all when the session created it. It refuses if the file changed
-// since the session wrote it.
+// since the session wrote it. A session of a transaction is undone with
+// every other file of its transaction, all or none, as the transaction
+// wrote them (see undoTx).
 func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	e, err := m.lookup(id)
 	if err != nil {
 		return protocol.UndoResult{}, err
+	}
+	e.mu.Lock()
+	txID := e.rec.TxID // set at begin, never changed
+	e.mu.Unlock()
+	if txID != "" {
+		if te, err := m.lookupTx(txID); err == nil {
+			return m.undoTx(te, id)
+		}
+		// The transaction's record is gone (pruned): its sessions can
+		// only be undone one by one.
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -216,4 +228,143 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	}
 	m.traceStage(r, map[string]any{"undone": true, "removed": res.Removed, "restored_bytes": res.RestoredBytes})
 	return res, nil
+}
+
+// undoTx undoes every file a committed transaction wrote, all or none, the
+// way TxCommit wrote them: each file is checked to still hold what the
+// transaction wrote, then the old contents are staged and renamed into place
+// through applyChanges, so a failure or a crash puts back what the
+// transaction had written. asked is the session the caller named; members
+// undone on their own before are skipped.
+func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error) {
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	tx := &te.rec
+	if tx.Stage != protocol.TxCommitted {
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
+			"transaction %s is %s: it wrote nothing to undo", tx.ID, tx.Stage)
+		pe.Data.SessionID, pe.Data.TxID = asked, tx.ID
+		return protocol.UndoResult{}, pe
+	}
+	entries := make([]*entry, len(tx.Sessions))
+	for i, id := range tx.Sessions {
+		var err error
+		if entries[i], err = m.lookup(id); err != nil {
+			return protocol.UndoResult{}, err
+		}
+	}
+	unlock := lockAll(entries)
+	defer unlock()
+	// As in Undo: the completions may still wait to ride a commit.
+	m.cfg.Store.Flush()
+
+	var undo []fileChange
+	var members []*record
+	for _, e := range entries {
+		r := &e.rec
+		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
+			continue
+		}
+		now, err := m.statTarget(r.Target)
+		if err != nil {
+			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
+		}
+		if !now.exists || now.sha256 != r.Result.FileSHA256 {
+			pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
+				"%s changed since transaction %s wrote it; undoing the transaction would lose that change, so nothing was undone", r.Target, tx.ID)
+			pe.Data.SessionID, pe.Data.TxID, pe.Data.Path = r.ID, tx.ID, r.Target
+			return protocol.UndoResult{}, pe
+		}
+		// The file as it is now is backed up under its own id, so that a
+		// roll-back of the undo can put it back.
+		u := fileChange{Path: r.Target, SessionID: r.ID, BackupID: r.ID + "-undo",
+			OldExists: true, OldSHA256: now.sha256, Kind: changeDelete}
+		if r.BackupPieces > 0 {
+			u.Kind, u.fill = changeWrite, m.backupFill(r.ID, r.BackupPieces)
+		}
+		undo = append(undo, u)
+		members = append(members, r)
+	}
+	if len(undo) == 0 {
+		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
+			"transaction %s has no written file left to undo (undone already)", tx.ID)
+		pe.Data.SessionID, pe.Data.TxID = asked, tx.ID
+		return protocol.UndoResult{}, pe
+	}
+	ids := make([]string, len(members))
+	for i, r := range members {
+		ids[i] = r.ID
+	}
+	// The undo's own record: until it is committed, a crash rolls the
+	// files back to what the transaction wrote; once it is, recovery
+	// records its sessions as undone (recoverTxs).
+	utx := &txRecord{ID: tx.ID + "-undo", Undoes: tx.ID, Sessions: ids, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
+	err := m.applyChanges(utx, undo)
+	if err == nil {
+		err = m.settleTx(utx, nil)
+	}
+	if err != nil {
+		m.dropTx(utx.ID)
+		if pe, ok := err.(*protocol.Error); ok {
+			pe.Data.TxID = tx.ID
+		}
+		return protocol.UndoResult{}, err
+	}
+	res := protocol.UndoResult{SessionID: asked, TxID: tx.ID}
+	var firstErr error
+	for i, r := range members {
+		u := undo[i]
+		m.dropBackup(u.BackupID, u.BackupPieces)
+		f := protocol.UndoResult{SessionID: r.ID, TargetFile: r.Target, TxID: tx.ID, Removed: u.Kind == changeDelete}
+		if !f.Removed {
+			f.RestoredBytes, f.SHA256 = u.NewBytes, u.NewSHA256
+		}
+		f.RemovedDirs = m.files.RemoveEmptyDirs(r.Result.CreatedDirs)
+		r.Undone = true
+		r.UpdatedAt = m.cfg.Clock.Now()
+		if err := m.put(r); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		m.traceStage(r, map[string]any{"undone": true, "tx_id": tx.ID, "removed": f.Removed, "restored_bytes": f.RestoredBytes})
+		if r.ID == asked {
+			res.TargetFile, res.Removed, res.RestoredBytes, res.SHA256, res.RemovedDirs =
+				f.TargetFile, f.Removed, f.RestoredBytes, f.SHA256, f.RemovedDirs
+		}
+		res.Files = append(res.Files, f)
+	}
+	if firstErr != nil {
+		// The committed undo record stays: the next start records the
+		// sessions as undone.
+		return res, firstErr
+	}
+	m.dropTx(utx.ID)
+	m.cfg.Logger.Info("transaction undone", "tx", tx.ID, "files", len(members))
+	if res.TargetFile == "" {
+		// The asked session had been undone on its own already.
+		res.TargetFile = res.Files[0].TargetFile
+	}
+	return res, nil
+}
+
+// markUndone records the sessions of a committed undo (a crash came
+// between its commit and their journaling) as undone.
+func (m *Manager) markUndone(utx *txRecord) {
+	for _, c := range utx.Files {
+		m.dropBackup(c.BackupID, c.BackupPieces)
+	}
+	for _, id := range utx.Sessions {
+		e, err := m.lookup(id)
+		if err != nil {
+			continue
+		}
+		e.mu.Lock()
+		if r := &e.rec; !r.Undone {
+			r.Undone = true
+			r.UpdatedAt = m.cfg.Clock.Now()
+			if err := m.put(r); err != nil {
+				m.cfg.Logger.Error("recording a session of an undone transaction as undone", "tx", utx.Undoes, "session", id, "err", err)
+			}
+		}
+		e.mu.Unlock()
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -22,8 +23,11 @@ import (
 // workspace_root, or, without one, against the directory the model names
 // paths from: the target's, or the one above it that the model's path for
 // the target implies ("src/app.go" for /w/src/app.go names paths from /w).
-// Each is checked by the path guard like a target. The whole edit is
-// applied as one transaction.
+// Each is checked by the path guard like a target and, when the session
+// has a workspace root, must resolve inside that workspace: a move to
+// ~/.local/bin/git from a project is refused as outside_workspace, like a
+// target there. The whole edit is applied as one transaction, each file
+// written through the workspace (confine.FS.Within).
 
 // envelopePlan is an envelope applied in memory, ready to commit.
 type envelopePlan struct {
@@ -61,7 +65,7 @@ func (m *Manager) isEnvelope(r *record) (bool, []byte, error) {
 	named := edit.NamedFiles(content)
 	root := m.editRoot(r, named)
 	for _, p := range named {
-		abs, err := m.cfg.Guard.Resolve(p, root)
+		abs, err := m.resolveEdit(r, p, root)
 		if err != nil || abs != r.Target {
 			// planEnvelope reports a path the guard refuses, per file.
 			return true, content, nil
@@ -100,11 +104,26 @@ func (m *Manager) editRoot(r *record, named []string) string {
 		// An implied root the guard refuses (outside the allowed roots)
 		// would refuse every path; the target's directory is then the
 		// better guess.
-		if abs, err := m.cfg.Guard.Resolve(rel, root); err == nil && abs == r.Target {
+		if abs, err := m.cfg.Guard.ResolveFrom(rel, root); err == nil && abs == r.Target {
 			return root
 		}
 	}
 	return filepath.Dir(r.Target)
+}
+
+// resolveEdit resolves a path an edit names, from root (editRoot): confined
+// to the session's workspace when it has one, as resolved now and as it
+// was resolved at begin (a workspace symlink changed since does not move
+// the session).
+func (m *Manager) resolveEdit(r *record, p, root string) (string, error) {
+	if r.WorkspaceRoot == "" {
+		return m.cfg.Guard.ResolveFrom(p, root)
+	}
+	abs, err := m.cfg.Guard.Resolve(p, r.WorkspaceRoot)
+	if err == nil && r.Workspace != "" && !pathguard.Within(r.Workspace, abs) {
+		return "", pathguard.OutsideWorkspace(p, abs, r.Workspace)
+	}
+	return abs, err
 }
 
 // planEnvelope applies the envelope to the files as they are now and
@@ -114,7 +133,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 	resolved := map[string]string{}
 	var pathErr error
 	read := func(p string) ([]byte, bool, error) {
-		abs, err := m.cfg.Guard.Resolve(p, root)
+		abs, err := m.resolveEdit(r, p, root)
 		if err != nil {
 			pathErr = pathError(err)
 			return nil, false, pathErr
@@ -129,8 +148,8 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		return data, ok, err
 	}
 	same := func(a, b string) bool {
-		ra, erra := m.cfg.Guard.Resolve(a, root)
-		rb, errb := m.cfg.Guard.Resolve(b, root)
+		ra, erra := m.resolveEdit(r, a, root)
+		rb, errb := m.resolveEdit(r, b, root)
 		return erra == nil && errb == nil && ra == rb
 	}
 	res, err := edit.ApplyFiles(content, r.Target, read, same)
@@ -152,7 +171,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 	}
 
 	add := func(c fileChange, content []byte) {
-		c.SessionID = r.ID
+		c.SessionID, c.Workspace = r.ID, m.workspaceOf(r)
 		if c.OldExists {
 			c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
 		}

@@ -70,7 +70,8 @@ func pathError(err error) error {
 	case pathguard.ReasonRelativePath:
 		code = protocol.CodeInvalidParams
 	}
-	e := &protocol.Error{Code: code, Message: pe.Error(), Data: protocol.ErrorData{Reason: pe.Reason, Path: pe.Path}}
+	e := &protocol.Error{Code: code, Message: pe.Error(), Data: protocol.ErrorData{Reason: pe.Reason, Path: pe.Path,
+		WorkspaceRoot: pe.Workspace, Rule: pe.Rule}}
 	return e
 }
 

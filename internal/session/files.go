@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/confine"
@@ -99,18 +98,36 @@ func (m *Manager) copyExisting(w io.Writer, path string) error {
 	return err
 }
 
+// workspaceOf is the directory r is confined to: its workspace root as
+// resolved at begin ("" when the session named none). A record journaled
+// before sessions kept the resolved workspace has it resolved now; one
+// that no longer resolves confines the session to the path as given, which
+// no real path lies under if it was a symlink, so it fails closed.
+func (m *Manager) workspaceOf(r *record) string {
+	if r.Workspace != "" || r.WorkspaceRoot == "" {
+		return r.Workspace
+	}
+	if ws, err := m.cfg.Guard.Workspace(r.WorkspaceRoot); err == nil {
+		return ws
+	}
+	return r.WorkspaceRoot
+}
+
 // openParentMaking is files.OpenParent that first makes the directories on the
 // way that do not exist (inside the root, see confine.MkdirAll), as
 // editors and agents do. It returns the directories it made, so a failed
 // write, an undo or a roll-back can remove them again.
-func (m *Manager) openParentMaking(path string) (*confine.Dir, string, []string, error) {
-	d, name, err := m.files.OpenParent(path)
+//
+// A non-empty workspace confines every step to it (confine.FS.Within).
+func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
+	files := m.files.Within(workspace)
+	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
 		return d, name, nil, err
 	}
-	made, err := m.files.MkdirAll(filepath.Dir(path))
+	made, err := files.MkdirFor(path)
 	if err == nil {
-		d, name, err = m.files.OpenParent(path)
+		d, name, err = files.OpenParent(path)
 	}
 	if err != nil {
 		m.files.RemoveEmptyDirs(made)
@@ -122,7 +139,12 @@ func (m *Manager) openParentMaking(path string) (*confine.Dir, string, []string,
 // writeFile replaces path atomically with what fill writes, making the
 // missing directories on the way; it returns those it made.
 func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	d, name, made, err := m.openParentMaking(path)
+	return m.writeFileIn("", path, opts, fill)
+}
+
+// writeFileIn is writeFile confined to workspace (when not "").
+func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMaking(workspace, path)
 	if err != nil {
 		return atomicfile.Result{}, nil, err
 	}

@@ -210,7 +210,7 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 // recheckPath resolves the target again: it was checked at begin, but a
 // directory on the way may have been swapped for a symlink since.
 func (m *Manager) recheckPath(r *record) error {
-	target, err := m.cfg.Guard.Resolve(r.Target, "")
+	target, err := m.cfg.Guard.Resolve(r.Target, m.workspaceOf(r))
 	if err != nil {
 		return pathError(err)
 	}
@@ -350,7 +350,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 		content.h = nil
 	}
 	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, made, err := m.writeFile(path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	written, made, err := m.writeFileIn(m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}

@@ -256,20 +256,34 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 // begin is Begin with the session's id and creation time chosen by the
 // caller (a zero time means now), and the transaction it belongs to.
 func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
+	r, err := m.prepare(p, newID, createdAt, txID)
+	if err != nil {
+		return protocol.BeginResult{}, err
+	}
+	res, err := m.open(&r, p.TargetFile)
+	if err == nil && p.Supersedes != "" {
+		m.markSuperseded(p.Supersedes, r.ID)
+	}
+	return res, err
+}
+
+// prepare checks the params and the target of a new session and returns
+// its record, not yet journaled.
+func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
 	// The daemon checked the request already; a spooled session's
 	// metadata.json was never checked, and the record keeps every field.
 	if err := p.Check(); err != nil {
-		return protocol.BeginResult{}, err
+		return record{}, err
 	}
 	switch p.Operation {
 	case protocol.OpCreate, protocol.OpOverwrite, protocol.OpAppend, protocol.OpPatch, protocol.OpEdit:
 	case "":
-		return protocol.BeginResult{}, missingField("operation")
+		return record{}, missingField("operation")
 	default:
-		return protocol.BeginResult{}, unknownOperation(p.Operation)
+		return record{}, unknownOperation(p.Operation)
 	}
 	if p.TargetFile == "" {
-		return protocol.BeginResult{}, missingField("target_file")
+		return record{}, missingField("target_file")
 	}
 	switch p.TruncationPolicy {
 	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
@@ -277,34 +291,40 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams,
 			"unknown truncation_policy %q; use keep, incomplete_file or write_with_note", p.TruncationPolicy)
 		e.Data.Field = "truncation_policy"
-		return protocol.BeginResult{}, e
+		return record{}, e
 	}
 	if p.Validation != nil {
 		if err := toPolicies(p.Validation).Validate(); err != nil {
 			e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMalformedParams, "validation: %v", err)
 			e.Data.Field = "validation"
-			return protocol.BeginResult{}, e
+			return record{}, e
 		}
 	}
 	target, err := m.cfg.Guard.Resolve(p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
-		return protocol.BeginResult{}, pathError(err)
+		return record{}, pathError(err)
+	}
+	workspace := ""
+	if p.WorkspaceRoot != "" {
+		if workspace, err = m.cfg.Guard.Workspace(p.WorkspaceRoot); err != nil {
+			return record{}, pathError(err)
+		}
 	}
 	attempt := 0
 	if p.Supersedes != "" {
 		if attempt, err = m.supersede(p.Supersedes, target); err != nil {
-			return protocol.BeginResult{}, err
+			return record{}, err
 		}
 	}
 	base, err := m.statTarget(target)
 	if err != nil {
-		return protocol.BeginResult{}, confinedError("", "reading the current target", err)
+		return record{}, confinedError("", "reading the current target", err)
 	}
 	if base.exists && p.Operation == protocol.OpCreate {
-		return protocol.BeginResult{}, targetExists(target)
+		return record{}, targetExists(target)
 	}
 	if err := checkPartialEdit(p, base.exists, target); err != nil {
-		return protocol.BeginResult{}, err
+		return record{}, err
 	}
 	now := m.cfg.Clock.Now()
 	if createdAt.IsZero() {
@@ -316,6 +336,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		Intent:           p.Intent,
 		RequestedPath:    p.TargetFile,
 		WorkspaceRoot:    p.WorkspaceRoot,
+		Workspace:        workspace,
 		Target:           target,
 		Operation:        p.Operation,
 		Stage:            protocol.StageAwaitingContent,
@@ -338,11 +359,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
-	res, err := m.open(&r, p.TargetFile)
-	if err == nil && p.Supersedes != "" {
-		m.markSuperseded(p.Supersedes, r.ID)
-	}
-	return res, err
+	return r, nil
 }
 
 // open journals a new session record and starts its timers and watch.
@@ -388,9 +405,17 @@ func (m *Manager) putWith(r *record, extra *store.Put) error {
 	if extra != nil {
 		puts = append(puts, *extra)
 	}
-	if err := m.cfg.Store.PutMeta(r.ID, meta, puts...); err != nil {
+	if r.inline != nil {
+		// A session.write's first journaling: the session, its content
+		// and what rides with it in one commit.
+		err = m.cfg.Store.Append(r.ID, r.LastSeq, r.inline, meta, puts...)
+	} else {
+		err = m.cfg.Store.PutMeta(r.ID, meta, puts...)
+	}
+	if err != nil {
 		return ioError(r.ID, "journaling the session", err)
 	}
+	r.inline = nil
 	r.publish()
 	return nil
 }

@@ -15,16 +15,23 @@ type record struct {
 	// published is where the entry holding this record keeps what
 	// listings show; copies of the record share it.
 	published *atomic.Pointer[protocol.SessionInfo]
+	// inline is the content of a session.write not yet journaled: the
+	// first journaling of the record stores it as chunk 1 in the same
+	// commit (see Manager.Write), and clears it.
+	inline []byte
 
-	ID            string             `json:"id"`
-	Intent        string             `json:"intent,omitempty"`
-	RequestedPath string             `json:"requested_path"`
-	WorkspaceRoot string             `json:"workspace_root,omitempty"`
-	Target        string             `json:"target"`
-	Operation     protocol.Operation `json:"operation"`
-	Stage         protocol.Stage     `json:"stage"`
-	LastSeq       uint64             `json:"last_seq"`
-	Scanner       Scanner            `json:"scanner"`
+	ID            string `json:"id"`
+	Intent        string `json:"intent,omitempty"`
+	RequestedPath string `json:"requested_path"`
+	WorkspaceRoot string `json:"workspace_root,omitempty"`
+	// Workspace is WorkspaceRoot resolved at begin: every file the session
+	// writes must lie inside it, at begin and at the moment of the write.
+	Workspace string             `json:"workspace,omitempty"`
+	Target    string             `json:"target"`
+	Operation protocol.Operation `json:"operation"`
+	Stage     protocol.Stage     `json:"stage"`
+	LastSeq   uint64             `json:"last_seq"`
+	Scanner   Scanner            `json:"scanner"`
 	// BaseExists, BaseSize and BaseSHA256 describe the target when the
 	// session began: finalize compares them to catch external changes, and
 	// recovery uses them to tell whether an interrupted write landed.
@@ -66,6 +73,10 @@ type record struct {
 	// it journals it, and a listing then tells that session from one
 	// aborted for a failure. (Set in memory only until that journaling.)
 	DryRun bool `json:"dry_run,omitempty"`
+
+	// Whole is set on a session.write's session: its one chunk is all of
+	// its content, as finalize's end_of_input says of other sessions.
+	Whole bool `json:"whole,omitempty"`
 
 	// PendingSHA256 is the sha256 the target will have once a finalize of
 	// repaired content lands; recovery compares it after a crash.

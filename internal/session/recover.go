@@ -37,6 +37,16 @@ func (m *Manager) recover(e *entry) {
 		// The rename consumes the temp file: one still there proves the
 		// write never landed.
 		m.rollBackFinalize(r, len(removed) > 0)
+		if r.Whole && len(removed) > 0 && r.Conflict == "" {
+			// A session.write: its content is all there, and no client
+			// holds its id to finalize it.
+			_, err := m.finalizeLocked(e, false)
+			if err == nil {
+				m.cfg.Logger.Info("wrote a session.write the crash interrupted before its rename", "session", r.ID)
+				return
+			}
+			m.cfg.Logger.Warn("writing a session.write the crash interrupted", "session", r.ID, "err", err)
+		}
 	}
 	if r.acceptsContent() || r.Stage == protocol.StageTruncated {
 		m.watch(e)
@@ -238,6 +248,7 @@ func (m *Manager) Continue(id string) (protocol.BeginResult, error) {
 		Intent:           prev.Intent,
 		RequestedPath:    prev.RequestedPath,
 		WorkspaceRoot:    prev.WorkspaceRoot,
+		Workspace:        prev.Workspace,
 		Target:           prev.Target,
 		Operation:        prev.Operation,
 		Stage:            protocol.StageAwaitingContent,

@@ -147,7 +147,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 	counters := make([]*counter, len(entries))
 	for i, e := range entries {
 		r, c := &e.rec, checks[i]
-		ch := fileChange{Path: r.Target, Kind: changeWrite, SessionID: r.ID, BackupID: r.ID}
+		ch := fileChange{Path: r.Target, Kind: changeWrite, SessionID: r.ID, BackupID: r.ID, Workspace: m.workspaceOf(r)}
 		if r.Operation == protocol.OpCreate {
 			ch.Kind = changeCreate
 		}

@@ -89,17 +89,57 @@ func TestTxCommitWritesEveryFile(t *testing.T) {
 	if err != nil || len(again.Files) != 3 || again.Files[1].FileSHA256 != res.Files[1].FileSHA256 {
 		t.Fatalf("a repeated commit should return the same summaries: %+v, %v", again, err)
 	}
-	// Each member keeps its backup for undo.
-	if _, err := h.mgr.Undo(tx.Sessions[1].SessionID); err != nil {
+	// Undoing any member undoes the transaction, as it was written: all
+	// of its files.
+	u, err := h.mgr.Undo(tx.Sessions[1].SessionID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.read("b.txt"); got != "old b\n" {
-		t.Errorf("undo left b.txt = %q", got)
+	if u.TxID != tx.TxID || len(u.Files) != 3 || u.SessionID != tx.Sessions[1].SessionID || u.TargetFile != res.Files[1].TargetFile {
+		t.Fatalf("undo result %+v", u)
 	}
+	if !u.Files[0].Removed || u.Files[1].Removed || u.Files[1].RestoredBytes != int64(len("old b\n")) {
+		t.Errorf("undo files %+v", u.Files)
+	}
+	if h.exists("a.txt") || h.read("b.txt") != "old b\n" || h.read("c.go") != goFile {
+		t.Errorf("undo left a.txt (exists %v), b.txt = %q, c.go = %q", h.exists("a.txt"), h.read("b.txt"), h.read("c.go"))
+	}
+	for _, s := range tx.Sessions {
+		if info, err := h.mgr.Get(s.SessionID); err != nil || !info.Undone {
+			t.Errorf("session %s after the undo: %+v, %v", s.SessionID, info, err)
+		}
+	}
+	if _, err := h.mgr.Undo(tx.Sessions[0].SessionID); asProtocolError(t, err).Data.Reason != protocol.ReasonNothingToUndo {
+		t.Fatalf("second undo: %v", err)
+	}
+	assertNoTemps(t, h.root)
 	info, err := h.mgr.TxGet(tx.TxID)
 	if err != nil || info.Stage != protocol.TxCommitted || len(info.Sessions) != 3 {
 		t.Fatalf("tx.get %+v, %v", info, err)
 	}
+}
+
+// TestTxUndoAllOrNone: when one file of a transaction changed since it was
+// written, undoing the transaction is refused and no file is touched.
+func TestTxUndoAllOrNone(t *testing.T) {
+	h := newHarness(t)
+	tx, want := threeFiles(h)
+	if _, err := h.mgr.TxCommit(protocol.TxCommitParams{TxID: tx.TxID}); err != nil {
+		t.Fatal(err)
+	}
+	h.put("c.go", "changed by the person\n")
+	_, err := h.mgr.Undo(tx.Sessions[0].SessionID)
+	pe := asProtocolError(t, err)
+	if pe.Data.Reason != protocol.ReasonTargetChanged || pe.Data.TxID != tx.TxID || !strings.HasSuffix(pe.Data.Path, "c.go") {
+		t.Fatalf("undo over a changed file: %v (%+v)", err, pe.Data)
+	}
+	if h.read("a.txt") != want[0] || h.read("b.txt") != want[1] || h.read("c.go") != "changed by the person\n" {
+		t.Fatal("a refused undo changed a file")
+	}
+	if info, _ := h.mgr.Get(tx.Sessions[0].SessionID); info.Undone {
+		t.Fatal("a refused undo marked a session undone")
+	}
+	assertNoTemps(t, h.root)
 }
 
 func TestTxRefusedWritesNothing(t *testing.T) {

@@ -73,9 +73,16 @@ func (m *Manager) check(r *record) (checked, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(size))
-	for _, s := range r.segments() {
-		if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
-			return checked{}, ioError(r.ID, "reading the journal", err)
+	if r.inline != nil {
+		// A session.write not journaled yet: its content is at hand,
+		// copied as the journal's would be, since it is still to be
+		// journaled as sent.
+		buf.Write(r.inline)
+	} else {
+		for _, s := range r.segments() {
+			if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
+				return checked{}, ioError(r.ID, "reading the journal", err)
+			}
 		}
 	}
 	original, hasOriginal, err := m.readTarget(r.Target)

@@ -45,14 +45,22 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 //
 // Appending a seq that exists replaces that chunk, so retrying an Append
 // whose outcome is unknown is safe. chunk and meta must not be modified until
-// Append returns.
-func (s *Store) Append(id string, seq uint64, chunk, meta []byte) error {
+// Append returns. The keys and values of puts, if any, are stored in the
+// same transaction (as PutKVs would): a session written in one request
+// journals its backup with its content.
+func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) error {
 	if err := validate(id, chunk, meta); err != nil {
+		return err
+	}
+	if err := checkPuts(puts); err != nil {
 		return err
 	}
 	key := []byte(id)
 	seqKey := encodeSeq(seq)
 	return s.write(func(tx *bolt.Tx) error {
+		if err := applyPuts(tx, puts); err != nil {
+			return err
+		}
 		chunks, err := tx.Bucket(bucketChunks).CreateBucketIfNotExists(key)
 		if err != nil {
 			return fmt.Errorf("store: session %q: %w", id, err)

@@ -22,10 +22,10 @@ func TestRemoveStale(t *testing.T) {
 	dirs := map[string]bool{ // name: removed
 		binPrefix + strconv.Itoa(gone.Process.Pid) + "-123": true,
 		binPrefix + strconv.Itoa(os.Getpid()) + "-456":      false,
-		"oriond-bin987654":                                  true,
-		"oriond-bin111111":                                  false, // fresh
-		"oriond-binary-of-someone":                          false,
-		"orion12345":                                        false,
+		"oriond-bin987654":         true,
+		"oriond-bin111111":         false, // fresh
+		"oriond-binary-of-someone": false,
+		"orion12345":               false,
 	}
 	for name := range dirs {
 		dir := filepath.Join(tmp, name)

@@ -96,6 +96,41 @@ func resolveTx(ctx context.Context, c *client.Client, arg string) (string, error
 	return matchPrefix("transaction", arg, ids)
 }
 
+// resolveUndo turns what undo was given, a session or a transaction id (or
+// a unique prefix of either), into a session for session.undo, which undoes
+// a session of a transaction with its whole transaction.
+func resolveUndo(ctx context.Context, c *client.Client, arg string) (string, error) {
+	sessions, err := c.List(ctx, true)
+	if err != nil {
+		return "", err
+	}
+	var ids, txIDs []string
+	for _, s := range sessions {
+		ids = append(ids, s.SessionID)
+		if s.TxID != "" {
+			txIDs = append(txIDs, s.TxID)
+		}
+	}
+	short := len(arg) < minPrefix
+	if slices.Contains(ids, arg) || short {
+		return arg, nil
+	}
+	if id, err := matchPrefix("session", arg, ids); err != nil || slices.Contains(ids, id) {
+		return id, err
+	}
+	tx, err := matchPrefix("transaction", arg, txIDs)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range sessions {
+		if s.TxID == tx {
+			return s.SessionID, nil
+		}
+	}
+	// Neither: the daemon says it knows no such session.
+	return arg, nil
+}
+
 // lastWritten is the session that most recently wrote a file and can be
 // undone: completed, not a dry run, not undone yet.
 func lastWritten(ctx context.Context, c *client.Client) (string, error) {

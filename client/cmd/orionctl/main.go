@@ -51,6 +51,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
+	var ce childExit
+	if errors.As(err, &ce) {
+		// orionctl exec: the command's own status, its own messages.
+		return ce.code
+	}
 	code := exitCode(err)
 	// A flag error stops parsing before --json is read.
 	if g.json || slices.Contains(args, "--json") {
@@ -116,6 +121,8 @@ func newRootCmd(g *globals) *cobra.Command {
 		newStreamCmd(g),
 		newTraceCmd(g),
 		newProxyCmd(g),
+		newExecCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -184,17 +185,19 @@ func newAbortCmd(g *globals) *cobra.Command {
 func newUndoCmd(g *globals) *cobra.Command {
 	var last bool
 	cmd := &cobra.Command{
-		Use:   "undo SESSION | --last",
-		Short: "Restore what a completed session replaced",
+		Use:   "undo SESSION | TX | --last",
+		Short: "Restore what a completed session or transaction replaced",
 		Long: `Put back the content a completed session replaced (kept in the store as a
 backup), or remove the file if the session created it. Refused if the file
-changed since the session wrote it. --last undoes the session that wrote
-most recently.`,
+changed since the session wrote it. A transaction is undone as a unit: give
+its id (or the id of any of its sessions), and every file it wrote is put
+back, all or none. --last undoes the session that wrote most recently, and
+with it the rest of its transaction if it belonged to one.`,
 		Example: `  orionctl undo 1b4e28ba
   orionctl undo --last`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if last && len(args) != 0 || !last && len(args) != 1 {
-				return usageError{fmt.Errorf("give a SESSION or --last, not both")}
+				return usageError{fmt.Errorf("give a SESSION, a TX or --last, not both")}
 			}
 			return nil
 		},
@@ -208,7 +211,7 @@ most recently.`,
 			if last {
 				id, err = lastWritten(cmd.Context(), c)
 			} else {
-				id, err = resolveSession(cmd.Context(), c, args[0])
+				id, err = resolveUndo(cmd.Context(), c, args[0])
 			}
 			if err != nil {
 				return err
@@ -217,19 +220,33 @@ most recently.`,
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
 			if g.json {
-				return printJSON(cmd.OutOrStdout(), res)
+				return printJSON(out, res)
 			}
-			if res.Removed {
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s, which session %s had created\n", termsafe.String(res.TargetFile), termsafe.String(res.SessionID))
+			if res.TxID == "" {
+				printUndone(out, "", res)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %s: %s, sha256 %s\n", termsafe.String(res.TargetFile), plural64(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
+			fmt.Fprintf(out, "undid transaction %s: %s\n", termsafe.String(res.TxID), plural(len(res.Files), "file", "files"))
+			for _, f := range res.Files {
+				printUndone(out, "  ", f)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&last, "last", false, "undo the session that wrote most recently")
+	cmd.Flags().BoolVar(&last, "last", false, "undo the session that wrote most recently (with its whole transaction)")
 	return cmd
+}
+
+// printUndone says what undoing one session's file did.
+func printUndone(out io.Writer, indent string, res protocol.UndoResult) {
+	if res.Removed {
+		fmt.Fprintf(out, "%sremoved %s, which session %s had created\n", indent, shown(res.TargetFile), termsafe.String(res.SessionID))
+		return
+	}
+	fmt.Fprintf(out, "%srestored %s: %s, sha256 %s\n", indent, shown(res.TargetFile),
+		plural64(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
 }
 
 // finalizeRefusal tells a refused finalize in orionctl's words: the session

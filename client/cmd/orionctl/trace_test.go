@@ -207,7 +207,10 @@ func TestParseWhen(t *testing.T) {
 func TestTraceOfARealSession(t *testing.T) {
 	d := testdaemon.Start(t)
 	target := filepath.Join(d.Root, "traced.md")
-	code, out, errOut := orionctl(t, d.Socket, "# Traced\n\nbody \x00 with a NUL\n", "write", target, "--json")
+	// An explicit chunk size streams the input through begin, append and
+	// finalize, whose ladder this checks (small input otherwise takes one
+	// session.write).
+	code, out, errOut := orionctl(t, d.Socket, "# Traced\n\nbody \x00 with a NUL\n", "write", target, "--json", "--chunk-size", "4096")
 	if code != 0 {
 		t.Fatalf("write: exit %d: %s", code, errOut)
 	}

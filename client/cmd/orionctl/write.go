@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -65,15 +66,30 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 			if supersedes, err = resolveSession(ctx, c, supersedes); err != nil {
 				return err
 			}
-			begun, err := c.Begin(ctx, protocol.BeginParams{
+			params := protocol.BeginParams{
 				Intent: intent, TargetFile: args[0], Operation: operation, WorkspaceRoot: workspace,
 				PatchSpec: patchSpec(spec), MustExist: mustExist, Supersedes: supersedes,
-			})
+			}
+			in := cmd.InOrStdin()
+			if !dryRun && chunkSize <= 0 {
+				// Input that fits one chunk is written in one request.
+				head, all, rest, err := wholeInput(in, c.WholeFileChunkSize(ctx))
+				if err != nil {
+					return err
+				}
+				if all {
+					if ok, err := writeWhole(cmd, g, c, params, head); ok {
+						return err
+					}
+					rest = bytes.NewReader(head)
+				}
+				in = rest
+			}
+			begun, err := c.Begin(ctx, params)
 			if err != nil {
 				return err
 			}
 			name := displayName(begun.TargetFile)
-			in := cmd.InOrStdin()
 			bar := newProgress(cmd, in)
 			opts := client.StreamOptions{ChunkSize: chunkSize}
 			if chunkSize <= 0 && isRegularFile(in) {
@@ -81,6 +97,9 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 				// A pipe may trickle, and a chunk is sent only once
 				// full, so it keeps the default.
 				opts.ChunkSize = c.WholeFileChunkSize(ctx)
+			} else if chunkSize <= 0 {
+				// A daemon may take less than the default.
+				opts.ChunkSize = min(client.DefaultChunkSize, c.WholeFileChunkSize(ctx))
 			}
 			if bar != nil {
 				opts.Progress = bar.Set

@@ -18,6 +18,7 @@ export const Methods = {
   sessionContinue: "session.continue",
   sessionClean: "session.clean",
   sessionUndo: "session.undo",
+  sessionWrite: "session.write",
   txBegin: "tx.begin",
   txCommit: "tx.commit",
   txAbort: "tx.abort",
@@ -50,6 +51,8 @@ export interface MethodTypes {
   "session.clean": { params: CleanParams; result: CleanResult };
   /** `session_id` of a completed session → restores what it replaced (every file, for a multi-file edit) */
   "session.undo": { params: SessionIDParams; result: UndoResult };
+  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
+  "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };
   /** `tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none */
@@ -156,6 +159,7 @@ export const Reasons = {
   symlinkEscape: "symlink_escape",
   relativePath: "relative_path_without_workspace_root",
   workspaceNotAllowed: "workspace_root_not_allowed",
+  outsideWorkspace: "outside_workspace",
   isDirectory: "target_is_directory",
   specialFile: "target_is_special_file",
   parentMissing: "parent_directory_missing",
@@ -232,8 +236,9 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32005, reason: "target_exists", doc: "create of a file that exists", advice: "Use \"operation\": \"overwrite\" to replace it or \"append\" to add to it, or choose another target_file." },
   { code: -32006, reason: "outside_allowed_roots", doc: "the target is outside every allowed root (`data.allowed_roots`)", advice: "Choose a target_file inside the workspace." },
   { code: -32006, reason: "symlink_escape", doc: "a symlink on the way leads outside the allowed roots", advice: "Choose a target_file inside the workspace." },
-  { code: -32006, reason: "workspace_root_not_allowed", doc: "the workspace_root is outside every allowed root", advice: "" },
-  { code: -32006, reason: "protected_path", doc: "a protected path (see the Security model)", advice: "That file is protected because it can run code or change how tools behave later (dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the user can lift that. Do not try another path to the same file: write a different file, or tell the user what you wanted to change there." },
+  { code: -32006, reason: "workspace_root_not_allowed", doc: "the workspace_root is outside every allowed root", advice: "No file can be written in this workspace until the person allows it; do not retry with other paths. Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory (or add it to allow-root in oriond's configuration file)." },
+  { code: -32006, reason: "protected_path", doc: "a protected path: `data.rule` names the rule (see the Security model); only the person lifts it, with --allow-protected", advice: "That file is protected because it can run code or change how tools behave later (dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the person can lift that. Do not try another path to the same file. If it must be written, tell the person exactly this: oriond protects it; to allow it, start oriond with --allow-protected set to the path this message names (or add it to allow-protected in oriond's configuration file)." },
+  { code: -32006, reason: "outside_workspace", doc: "the target, or a file an edit or a transaction names, is outside the session's workspace_root (`data.path`, `data.workspace_root`)", advice: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it." },
   { code: -32006, reason: "path_changed", doc: "a directory on the way was replaced or a symlink changed since the path was checked", advice: "" },
   { code: -32007, reason: "target_is_directory", doc: "the target is a directory", advice: "Choose a target_file that is a regular file." },
   { code: -32007, reason: "target_is_special_file", doc: "the target is a FIFO, socket or device", advice: "Choose a target_file that is a regular file." },
@@ -262,13 +267,14 @@ export const RefusalAdvice: Readonly<Record<string, string>> = {
   outside_allowed_roots: "Choose a target_file inside the workspace.",
   outside_workspace: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it.",
   parent_directory_missing: "A file stands where a directory of target_file should be: choose a target_file whose directories are directories or do not exist yet (missing ones are made).",
-  protected_path: "That file is protected because it can run code or change how tools behave later (dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the user can lift that. Do not try another path to the same file: write a different file, or tell the user what you wanted to change there.",
+  protected_path: "That file is protected because it can run code or change how tools behave later (dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the person can lift that. Do not try another path to the same file. If it must be written, tell the person exactly this: oriond protects it; to allow it, start oriond with --allow-protected set to the path this message names (or add it to allow-protected in oriond's configuration file).",
   relative_path_without_workspace_root: "Choose a target_file inside the workspace.",
   symlink_escape: "Choose a target_file inside the workspace.",
   target_exists: "Use \"operation\": \"overwrite\" to replace it or \"append\" to add to it, or choose another target_file.",
   target_is_directory: "Choose a target_file that is a regular file.",
   target_is_special_file: "Choose a target_file that is a regular file.",
   target_missing: "patch and edit change an existing file: use \"operation\": \"create\" to write a new one, or choose a target_file that exists.",
+  workspace_root_not_allowed: "No file can be written in this workspace until the person allows it; do not retry with other paths. Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory (or add it to allow-root in oriond's configuration file).",
 };
 
 /** The kinds of patch a patch_spec names. */
@@ -354,6 +360,13 @@ export interface ErrorData {
   expected_seq?: number;
   limit?: number;
   path?: string;
+  /**
+   * WorkspaceRoot is the session's workspace (resolved) that Path lies
+   * outside of, with outside_workspace.
+   */
+  workspace_root?: string;
+  /** Rule is the protection rule that refused Path, with protected_path. */
+  rule?: string;
   allowed_roots?: string[];
   method?: string;
   /**
@@ -494,6 +507,14 @@ export interface UndoResult {
    * and that the undo left empty, so it removed them too.
    */
   removed_dirs?: string[];
+  /**
+   * TxID is set when the session belonged to a transaction: the whole
+   * transaction was undone, all or none, and Files lists each of its
+   * files (the named session's included, whose file the fields above
+   * describe).
+   */
+  tx_id?: string;
+  files?: UndoResult[];
 }
 
 /**
@@ -813,10 +834,30 @@ export interface StatusResult {
   protected_paths: string[];
   allowed_protected?: string[];
   /**
+   * ProtectedRules are the rules behind ProtectedPaths, shapes included
+   * (hidden entries of home, git directories by their content), in the
+   * order they are checked; a protected_path refusal names one in
+   * data.rule.
+   */
+  protected_rules?: ProtectedRule[];
+  /**
    * Trace describes the trace store (retention, size and its cap, what
    * was dropped); absent when tracing is off.
    */
   trace?: TraceStats;
+}
+
+/** ProtectedRule is one rule of the daemon's protected paths. */
+export interface ProtectedRule {
+  /** Rule is the rule's stable name ("home-hidden", "git-dir", ...). */
+  rule: string;
+  /**
+   * Pattern is what it protects: paths (and what is below them), names
+   * matched against any path component, or a shape in words.
+   */
+  pattern: string[];
+  /** Why is the reason for the rule. */
+  why: string;
 }
 
 /** ToolDefinition is an OpenAI-style function tool definition. */
@@ -1127,6 +1168,69 @@ export interface Validation {
   findings: Finding[];
   /** Skipped says why the content was not checked (too large), if so. */
   skipped?: string;
+}
+
+/** WriteParams are the params of session.write: begin's, and the content. */
+export interface WriteParams {
+  /** Intent is a short human description of the write, kept for listings. */
+  intent?: string;
+  /** TargetFile is absolute, or relative to WorkspaceRoot. */
+  target_file: string;
+  /**
+   * Operation is one of Operations: create, overwrite, append, patch,
+   * edit.
+   */
+  operation: Operation;
+  /**
+   * WorkspaceRoot is the directory a relative TargetFile resolves against.
+   * It must itself lie inside an allowed root.
+   */
+  workspace_root?: string;
+  /**
+   * IdleMS is how long without a chunk before session.idle is sent
+   * (default 2000); AutoFinalizeMS how long before the session ends as
+   * truncated. Zero takes the daemon's defaults.
+   */
+  idle_ms?: number;
+  auto_finalize_ms?: number;
+  /**
+   * ExpectedLines and ExpectedBytes, when given, are compared with what
+   * arrived; a mismatch at the marker is reported as possible truncation.
+   */
+  expected_lines?: number;
+  expected_bytes?: number;
+  /**
+   * TruncationPolicy says what happens to content that ends without its
+   * marker at the auto-finalize timeout; empty takes the daemon default.
+   */
+  truncation_policy?: TruncationPolicy;
+  /** Validation overrides the daemon's validation policy for this session. */
+  validation?: ValidationPolicy;
+  /**
+   * Supersedes names a needs_corrections session this one is a corrected
+   * attempt of; the attempts are counted and limited.
+   */
+  supersedes?: string;
+  /**
+   * AllowLegacyDone lets a last line reading DONE end the content, as in
+   * the legacy protocol; DONE is otherwise ordinary content.
+   */
+  allow_legacy_done?: boolean;
+  /** PatchSpec says where operation patch puts the streamed text. */
+  patch_spec?: PatchSpec;
+  /** MustExist refuses the session unless the target exists. */
+  must_exist?: boolean;
+  /**
+   * BackupRequired (default true) refuses to replace content unless a
+   * backup of it was kept for session.undo; false skips the backup.
+   */
+  backup_required?: boolean;
+  /**
+   * Content is the whole content (the text to add, for append), at most
+   * the daemon's max_chunk_bytes; larger content takes begin, appends
+   * and finalize. It comes last on the wire, after the small fields.
+   */
+  content: string;
 }
 
 /** Every text a model reads, as protocol/prompts.go holds it: templates whose {name} placeholders fill() fills. */

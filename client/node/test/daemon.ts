@@ -21,6 +21,8 @@ export function oriondBinary(): string {
     const r = spawnSync("go", ["build", "-o", out, "./daemon/cmd/oriond"], { cwd: repo, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`ORIOND_BIN is not set and building oriond failed:\n${r.stderr ?? r.error}`);
     built = out;
+    // Removed when the test process ends, as internal/testdaemon does.
+    process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
   }
   return built;
 }

@@ -57,8 +57,10 @@ func protectedEntries(vals []string) ([]string, error) {
 	return out, nil
 }
 
-// printProtected appends the protected paths that the settings of cmd
-// give, as comments: they are derived, not settings of their own.
+// printProtected appends the protection rules that the settings of cmd
+// give, as comments: they are derived, not settings of their own. Each
+// rule is printed with what it protects and why, in the order the daemon
+// checks them; a refusal (protected_path) names the rule.
 func printProtected(cmd *cobra.Command, r *config.Resolved, getenv func(string) string) error {
 	f := cmd.Flags()
 	var cfg daemon.Config
@@ -73,16 +75,24 @@ func printProtected(cmd *cobra.Command, r *config.Resolved, getenv func(string) 
 	if cfg.ConfigPaths, err = configPaths(r, getenv); err != nil {
 		return err
 	}
-	p := cfg.Protection()
+	cfg.Home, _ = paths.HomeDir(paths.Env(getenv))
+	cfg.PathEnv = getenv("PATH")
 	var b strings.Builder
-	b.WriteString("\n# Protected paths, refused whatever allow-root says (not settings; see the README's Security model).\n")
-	b.WriteString("# Always (oriond's own files):\n")
-	for _, e := range p.Always {
-		fmt.Fprintf(&b, "#   %s\n", e)
+	b.WriteString("\n# Protected paths, refused whatever allow-root says (not settings; see docs/protected-paths.md).\n")
+	b.WriteString("# Lift one with allow-protected = [\"PATH\"] (or --allow-protected PATH): the path and what is below it;\n")
+	b.WriteString("# a bare name (\".git\", \".vscode\") lifts that name everywhere; an allow-root at or inside a protected\n")
+	b.WriteString("# path lifts it too. The rule oriond-files is never lifted.\n")
+	for _, rule := range cfg.Protection().Rules() {
+		fmt.Fprintf(&b, "# Rule %s: %s.\n", rule.Rule, rule.Why)
+		for _, e := range rule.Pattern {
+			fmt.Fprintf(&b, "#   %s\n", e)
+		}
 	}
-	b.WriteString("# By default (lift one with allow-protected, or by naming it or a path inside it in allow-root):\n")
-	for _, e := range p.Default {
-		fmt.Fprintf(&b, "#   %s\n", e)
+	if len(cfg.AllowProtected) > 0 {
+		b.WriteString("# Allowed by allow-protected:\n")
+		for _, a := range cfg.AllowProtected {
+			fmt.Fprintf(&b, "#   %s\n", a)
+		}
 	}
 	_, err = io.WriteString(cmd.OutOrStdout(), b.String())
 	return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orion-agent/orion/daemon"
 	"github.com/orion-agent/orion/internal/logging"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/trace/tracecfg"
 )
@@ -62,6 +63,10 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 			}
 			if cfg.ConfigPaths, err = configPaths(res, getenv); err != nil {
 				return err
+			}
+			cfg.PathEnv = getenv("PATH")
+			if home, err := paths.HomeDir(paths.Env(getenv)); err == nil {
+				cfg.Home = home
 			}
 			target := logging.DetectTarget(getenv, os.Stderr)
 			logger, err := logging.New(os.Stderr, logFormat, logLevel, target)

@@ -39,8 +39,11 @@ async function main() {
       const m = r.choices[0].message;
       return { text: m.content, finish: r.choices[0].finish_reason, calls: (m.tool_calls ?? []).map((c) => c.function), usage: r.usage };
     }
-    case "openai-error": {
-      const client = new OpenAI({ baseURL: base + "/v1", apiKey: "sk-dummy", maxRetries: 0 });
+    case "openai-error":
+    case "openai-error-retrying": {
+      // -retrying: the SDK's default retries, to show what it does with
+      // the answer (x-should-retry).
+      const client = new OpenAI({ baseURL: base + "/v1", apiKey: "sk-dummy", ...(mode === "openai-error" ? { maxRetries: 0 } : {}) });
       try {
         await client.chat.completions.create({ model: "fake-model", messages, tools });
         return { error: null };
@@ -69,8 +72,9 @@ async function main() {
       const m = await client.messages.create({ model: "claude-fake", max_tokens: 1024, messages });
       return { text: m.content.filter((b) => b.type === "text").map((b) => b.text).join(""), finish: m.stop_reason, usage: m.usage };
     }
-    case "anthropic-error": {
-      const client = new Anthropic({ baseURL: base, apiKey: "sk-ant-dummy", maxRetries: 0 });
+    case "anthropic-error":
+    case "anthropic-error-retrying": {
+      const client = new Anthropic({ baseURL: base, apiKey: "sk-ant-dummy", ...(mode === "anthropic-error" ? { maxRetries: 0 } : {}) });
       try {
         await client.messages.create({ model: "claude-fake", max_tokens: 1024, messages });
         return { error: null };

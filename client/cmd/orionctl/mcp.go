@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/client/mcpserver"
+	"github.com/orion-agent/orion/internal/termsafe"
+)
+
+// mcpMaxMessage bounds one message from the host: write_file's largest
+// content, escaped as JSON (up to six bytes a character), with room.
+const mcpMaxMessage = 8 << 20
+
+func newMCPCmd(g *globals) *cobra.Command {
+	var (
+		workspace string
+		logLevel  string
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve MCP tools on stdio that write files through oriond",
+		Long: `Run an MCP server on stdin/stdout for an MCP host (Claude Code, Cursor,
+VS Code, Codex, ...). Its tools write files through oriond's durable write
+sessions: write_file for a small file, write_begin / write_append /
+write_finalize for a long one sent in chunks, edit_file, undo and
+list_sessions. The host starts it; see docs/mcp.md.
+
+Paths resolve against the host's MCP roots; a host without roots gets the
+directory this command started in, or --workspace-root. Logs go to stderr.`,
+		Example: `  claude mcp add orion -- orionctl mcp
+  orionctl mcp --workspace-root ~/src/project`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("mcp takes no arguments, got %q", args)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageError{fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)}
+			}
+			if workspace != "" {
+				abs, err := filepath.Abs(workspace)
+				if err != nil {
+					return usageError{fmt.Errorf("--workspace-root: %w", err)}
+				}
+				workspace = abs
+			}
+			s, err := mcpserver.New(mcpserver.Options{
+				Socket:        g.socket,
+				WorkspaceRoot: workspace,
+				Version:       moduleVersion(),
+				Logger:        slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+			})
+			if err != nil {
+				return usageError{err}
+			}
+			t := &mcp.IOTransport{
+				Reader:        io.NopCloser(cmd.InOrStdin()),
+				Writer:        nopWriteCloser{cmd.OutOrStdout()},
+				MaxLineLength: mcpMaxMessage,
+			}
+			return s.Run(cmd.Context(), t)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workspace, "workspace-root", "", "workspace root when the host gives no MCP roots (default: the current directory)")
+	f.StringVar(&logLevel, "log-level", "warn", "stderr log level: debug, info, warn or error")
+	return cmd
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// moduleVersion is orionctl's module version, or "dev" for a build from a
+// work tree.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// txWrite writes a.txt and b.txt of d.Root in one transaction, over their
+// old contents, and returns its id.
+func txWrite(t *testing.T, d *testdaemon.Daemon, a, b string) string {
+	t.Helper()
+	src := t.TempDir()
+	for name, content := range map[string]string{"a": a, "b": b} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := orionctl(t, d.Socket, "", "tx", "write", "--json",
+		filepath.Join(d.Root, "a.txt")+"="+filepath.Join(src, "a"), filepath.Join(d.Root, "b.txt")+"="+filepath.Join(src, "b"))
+	var res protocol.TxCommitResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("tx write: exit %d: %s%s", code, out, errOut)
+	}
+	return res.TxID
+}
+
+func readRoot(t *testing.T, d *testdaemon.Daemon, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(d.Root, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestUndoTransaction: undo TX and undo --last put back every file of a
+// transaction, and sessions list and show say "undone".
+func TestUndoTransaction(t *testing.T) {
+	d := testdaemon.Start(t)
+	for _, name := range []string{"a.txt", "b.txt"} {
+		if err := os.WriteFile(filepath.Join(d.Root, name), []byte("old "+name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := txWrite(t, d, "first a\n", "first b\n")
+	code, out, errOut := orionctl(t, d.Socket, "", "undo", shortID(tx))
+	if code != 0 {
+		t.Fatalf("undo TX: exit %d: %s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "undid transaction "+tx+": 2 files") || strings.Count(out, "  restored ") != 2 {
+		t.Errorf("undo TX printed:\n%s", out)
+	}
+	if a, b := readRoot(t, d, "a.txt"), readRoot(t, d, "b.txt"); a != "old a.txt\n" || b != "old b.txt\n" {
+		t.Fatalf("after undo TX: a.txt %q, b.txt %q", a, b)
+	}
+
+	// --last: the last write was a transaction, so all of it.
+	txWrite(t, d, "second a\n", "second b\n")
+	if code, out, errOut := orionctl(t, d.Socket, "", "undo", "--last"); code != 0 || !strings.Contains(out, "2 files") {
+		t.Fatalf("undo --last: exit %d: %s%s", code, out, errOut)
+	}
+	if a, b := readRoot(t, d, "a.txt"), readRoot(t, d, "b.txt"); a != "old a.txt\n" || b != "old b.txt\n" {
+		t.Fatalf("after undo --last: a.txt %q, b.txt %q", a, b)
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "undo", "--last")
+	if code == 0 {
+		t.Fatalf("a third undo --last found something to undo:\n%s", out)
+	}
+
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "list", "--all")
+	if code != 0 || strings.Count(out, " undone ") != 4 || strings.Contains(out, "completed") {
+		t.Errorf("sessions list --all: exit %d, want 4 sessions undone:\n%s", code, out)
+	}
+	var list protocol.ListResult
+	if code, js, _ := orionctl(t, d.Socket, "", "sessions", "list", "--all", "--json"); code != 0 || json.Unmarshal([]byte(js), &list) != nil || len(list.Sessions) == 0 {
+		t.Fatalf("sessions list --json: %s", js)
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "show", list.Sessions[0].SessionID)
+	if code != 0 || showField(out, "stage:") != "undone" || showField(out, "transaction:") == "" {
+		t.Errorf("sessions show:\n%s", out)
+	}
+}
+
+// TestDryRunShowsAsDryRun: the session of write --dry-run shows "dry run"
+// in sessions list and show, not aborted.
+func TestDryRunShowsAsDryRun(t *testing.T) {
+	d := testdaemon.Start(t)
+	target := filepath.Join(d.Root, "dry.txt")
+	code, out, errOut := orionctl(t, d.Socket, "checked\n", "write", "--dry-run", target, "--json")
+	var res protocol.FinalizeResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("write --dry-run: exit %d: %s%s", code, out, errOut)
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "list", "--all")
+	if code != 0 || !strings.Contains(out, " dry run ") || strings.Contains(out, "aborted") {
+		t.Errorf("sessions list --all:\n%s", out)
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "show", res.SessionID)
+	if code != 0 || showField(out, "stage:") != "dry run" {
+		t.Errorf("sessions show:\n%s", out)
+	}
+	code, out, _ = orionctl(t, d.Socket, "", "sessions", "show", res.SessionID, "--json")
+	var info protocol.SessionInfo
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Stage != protocol.StageAborted || !info.DryRun {
+		t.Errorf("sessions show --json: stage %s, dry_run %v:\n%s", info.Stage, info.DryRun, out)
+	}
+}
+
+// showField is the value of a "name: value" line of sessions show.
+func showField(out, name string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,87 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// npmPackages installs pinned npm packages into a directory cached under
+// os.TempDir(), keyed by the packages and their versions, so that later
+// runs reuse it. It installs into a temporary sibling and renames it into
+// place, so a run killed mid-install leaves no half cache. When npm or the
+// registry is not there the test is skipped, saying why.
+func npmPackages(t *testing.T, pkgs ...string) string {
+	t.Helper()
+	key := strings.NewReplacer("@", "", "/", "-").Replace(strings.Join(pkgs, "+"))
+	dir := filepath.Join(os.TempDir(), "orion-mcp-"+key)
+	if _, err := os.Stat(filepath.Join(dir, "installed")); err == nil {
+		return dir
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipping: %s is not installed", tool)
+		}
+	}
+	tmp, err := os.MkdirTemp(os.TempDir(), "orion-mcp-install")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"private": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)...)
+	cmd.Dir = tmp
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Skipf("skipping: npm install %s failed (registry unreachable?): %v\n%s", strings.Join(pkgs, " "), err, out.String())
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "installed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir) // a broken cache from an older run
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "installed")); serr != nil {
+			t.Fatalf("caching %s in %s: %v", pkgs, dir, err)
+		}
+	}
+	return dir
+}
+
+var (
+	orionctlOnce sync.Once
+	orionctlBin  string
+	orionctlErr  error
+)
+
+// orionctl builds the orionctl binary once per test process.
+func orionctl(t *testing.T) string {
+	t.Helper()
+	orionctlOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "orionctl-bin")
+		if err != nil {
+			orionctlErr = err
+			return
+		}
+		orionctlBin = filepath.Join(dir, "orionctl")
+		out, err := exec.Command("go", "build", "-o", orionctlBin, "github.com/orion-agent/orion/client/cmd/orionctl").CombinedOutput()
+		if err != nil {
+			orionctlErr = fmt.Errorf("building orionctl: %v\n%s", err, out)
+		}
+	})
+	if orionctlErr != nil {
+		t.Fatal(orionctlErr)
+	}
+	return orionctlBin
+}

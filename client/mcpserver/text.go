@@ -1,0 +1,154 @@
+package mcpserver
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// errorText is a failed call's text for the model: what went wrong and
+// what to do. The daemon's messages already end with the step to take;
+// where an MCP model has other tools than the daemon's own client, the
+// step is said in this server's terms.
+func errorText(err error) string {
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	d := pe.Data
+	switch d.Reason {
+	case protocol.ReasonSeqGap:
+		return fmt.Sprintf("Refused: that seq skips ahead. The session has chunks 1 to %d; send seq %d next, with the text that follows chunk %d. Nothing was stored.",
+			d.ExpectedSeq-1, d.ExpectedSeq, d.ExpectedSeq-1)
+	case protocol.ReasonSeqConflict:
+		return "Refused: that seq was already stored with different text. Send the next seq instead; to start over, write_abort this session and begin again."
+	case protocol.ReasonSessionNotFound:
+		return fmt.Sprintf("No session %s: it was never begun, or it finished long ago. Start the write again with write_begin (or write_file for a small file).", d.SessionID)
+	case protocol.ReasonSessionClosed:
+		return pe.Message + " To write the file again, begin a new session."
+	case protocol.ReasonValidationFailed, protocol.ReasonInvalidUTF8:
+		var b strings.Builder
+		b.WriteString("Refused, nothing was written: " + firstSentence(pe.Message))
+		if v := d.Validation; v != nil {
+			var fs []string
+			for _, f := range v.Findings {
+				if !f.Preexisting {
+					fs = append(fs, findingText(f))
+				}
+			}
+			if len(fs) > 0 {
+				b.WriteString(" Findings: " + strings.Join(capList(fs), "; ") + ".")
+			}
+		}
+		b.WriteString(" Fix the content and write the file again (write_file, or write_begin and chunks); the next write of this file counts as a corrected attempt.")
+		return b.String()
+	case protocol.ReasonEditFailed:
+		var b strings.Builder
+		b.WriteString("The edit did not apply, nothing was changed: " + firstSentence(pe.Message))
+		if d.Edit != nil {
+			for _, bl := range d.Edit.Blocks {
+				if bl.Status == "applied" || bl.Status == "already_applied" {
+					continue
+				}
+				fmt.Fprintf(&b, " Block %d: %s", bl.Index, bl.Status)
+				if bl.Message != "" {
+					b.WriteString(" (" + bl.Message + ")")
+				}
+				b.WriteString(".")
+			}
+		}
+		b.WriteString(" Read the file, then send the edit again with the exact current text.")
+		return b.String()
+	case protocol.ReasonAttemptsExhausted:
+		return pe.Message + " Stop writing this file and ask the user how to proceed."
+	}
+	return pe.Message
+}
+
+// firstSentence keeps a daemon message up to its advice, which the caller
+// replaces with its own.
+func firstSentence(msg string) string {
+	if i := strings.Index(msg, ". "); i >= 0 {
+		return msg[:i+1]
+	}
+	return msg
+}
+
+// editTarget is the first file an edit names, for an edit_file call
+// without target_file: an envelope's or search/replace blocks' paths, or a
+// unified diff's +++ line.
+func editTarget(text string) string {
+	if named := edit.NamedFiles([]byte(text)); len(named) > 0 {
+		return named[0]
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "+++ ") {
+			continue
+		}
+		p := strings.TrimSpace(strings.TrimPrefix(line, "+++ "))
+		if i := strings.IndexByte(p, '\t'); i >= 0 {
+			p = p[:i]
+		}
+		if p == "/dev/null" {
+			continue
+		}
+		return strings.TrimPrefix(p, "b/")
+	}
+	return ""
+}
+
+// displayPath shows target relative to root when it lies inside it.
+func displayPath(target, root string) string {
+	if root == "" || !within(root, target) {
+		return target
+	}
+	rel, err := filepath.Rel(root, target)
+	if err != nil || rel == "." {
+		return target
+	}
+	return filepath.ToSlash(rel)
+}
+
+// plural says "1 line" or "1,204 lines".
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return thousands(n) + " " + unit + "s"
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// sizeText says a size: bytes below 1 KiB, whole KiB below 1 MiB, then
+// MiB with one decimal.
+func sizeText(n int64) string {
+	switch {
+	case n < 1024:
+		return plural(n, "byte")
+	case n < 1<<20:
+		return fmt.Sprintf("%s KiB", thousands((n+512)/1024))
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+}

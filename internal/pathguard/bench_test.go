@@ -1,0 +1,35 @@
+package pathguard_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/pathguard"
+)
+
+// BenchmarkResolve is the cost of checking one target eight directories
+// deep under home with the default protection: the shape rules look at
+// every directory above the target (HEAD, .git), so this is their price.
+func BenchmarkResolve(b *testing.B) {
+	home, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(home, "src", "proj", "internal", "pkg", "a", "b", "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	g, err := pathguard.NewProtected([]string{home}, pathguard.Protection{Default: pathguard.DefaultProtected(home), Home: home,
+		PathDirs: pathguard.PathDirs(os.Getenv("PATH"), home)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(dir, "file.go")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Resolve(target, filepath.Join(home, "src", "proj")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

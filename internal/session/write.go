@@ -1,0 +1,89 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Write is session.write: it begins a session with p, takes p.Content as
+// its only chunk and finalizes it, in one request.
+//
+// It guarantees what begin, append and finalize guarantee, with fewer
+// syncs: the session is never journaled on its own. Its first journaling
+// is the finalize's (the record at stage finalizing, the content as chunk
+// 1 and the last piece of the backup, in one commit), so a small file
+// costs that commit and the file's own two syncs (temp file and
+// directory), and its completion rides the next commit, as a finalize's
+// does. A crash after that commit finds a finalizing session with its
+// content, which recovery settles as it settles any finalize, and writes
+// when the write's temp file proves it never landed (its content is all
+// there: no client is left to finalize it); a crash before it leaves
+// nothing, and the client, which got no reply, writes again.
+//
+// Content a check refuses is journaled with the refusal and kept as
+// needs_corrections, as a finalize keeps it. A write refused before
+// anything was journaled (the target, the content's size or its text)
+// leaves no session. Patches and edits, whose finalize may journal other
+// records first (transactions, envelopes), journal their content before
+// they are applied, as an append would.
+func (m *Manager) Write(p protocol.WriteParams) (protocol.FinalizeResult, error) {
+	if int64(len(p.Content)) > m.cfg.MaxChunkBytes {
+		return protocol.FinalizeResult{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
+			fmt.Sprintf("content of %d bytes (write larger content with session.begin, session.append and session.finalize)", len(p.Content)))
+	}
+	r, err := m.prepare(p.BeginParams, m.cfg.NewID, time.Time{}, "")
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	content := []byte(p.Content)
+	r.Scanner.Feed(content)
+	r.LastSeq = 1
+	r.Stage = protocol.StageStreaming
+	r.inline = content
+	r.Whole = true
+	e := &entry{rec: r}
+	e.rec.published = &e.info
+	if r.Operation == protocol.OpPatch || r.Operation == protocol.OpEdit {
+		if err := m.put(&e.rec); err != nil {
+			return protocol.FinalizeResult{}, err
+		}
+	}
+	e.publish()
+	m.mu.Lock()
+	m.sessions[r.ID] = e
+	m.mu.Unlock()
+	m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
+	m.traceStage(&e.rec, map[string]any{"target": r.Target, "operation": r.Operation, "write": true})
+
+	e.mu.Lock()
+	res, err := m.finalizeLocked(e, false)
+	journaled := e.rec.inline == nil
+	if err != nil && !journaled {
+		m.unwatch(e)
+		m.mu.Lock()
+		delete(m.sessions, r.ID)
+		m.mu.Unlock()
+	} else if err != nil && e.rec.Stage.Open() {
+		// Checked but not written (the file could not be): the client
+		// has the content and writes again; nothing waits for this one.
+		if aerr := m.abortLocked(e); aerr != nil {
+			m.cfg.Logger.Error("aborting a failed session.write", "session", r.ID, "err", aerr)
+		}
+	}
+	e.mu.Unlock()
+	if journaled && p.Supersedes != "" {
+		m.markSuperseded(p.Supersedes, r.ID)
+	}
+	if err != nil && !journaled {
+		// The session never was: an error naming it would send the
+		// client looking for it.
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Data.SessionID == r.ID {
+			pe.Data.SessionID = ""
+		}
+	}
+	return res, err
+}

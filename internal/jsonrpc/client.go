@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/uuid"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -82,7 +81,7 @@ func (c *ClientCodec) splice(data []byte) ([]byte, error) {
 	}
 	var params []byte
 	for _, m := range ms {
-		if m.name != "params" {
+		if !m.is("params") {
 			continue
 		}
 		c.mu.Lock()
@@ -98,9 +97,9 @@ func (c *ClientCodec) splice(data []byte) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out, _ = jsontext.AppendQuote(out, m.name)
+		out = append(out, m.name...)
 		out = append(out, ':')
-		if m.name == "params" {
+		if m.is("params") {
 			out = append(out, params...)
 		} else {
 			out = append(out, m.value...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -86,10 +87,23 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 // its own code, invalid_utf8, where the daemon checks the params).
 var jsonOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
-// member is one member of a JSON object, its value as sent.
+// member is one member of a JSON object, its name and value as sent.
 type member struct {
-	name  string
+	// name is the name as a JSON string, quotes and escapes included.
+	name  []byte
 	value json.RawMessage
+}
+
+// is reports whether m is called name.
+func (m member) is(name string) bool {
+	raw := m.name
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name
+	}
+	// An escaped name ("\u0069d" is "id" to encoding/json, and so to
+	// jsonrpc2): rare, so unquoted only then.
+	unq, err := jsontext.AppendUnquote(nil, raw)
+	return err == nil && string(unq) == name
 }
 
 // members are a JSON object's members in the order sent.
@@ -100,32 +114,44 @@ type members []member
 // reads it.
 func (ms members) get(name string) json.RawMessage {
 	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].name == name {
+		if ms[i].is(name) {
 			return ms[i].value
 		}
 	}
 	return nil
 }
 
+// decoders reuse the decoders of readMembers: one is read for every
+// request and every reply, and a new one costs more than the small
+// messages it reads.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(noInput, jsonOptions...) }}
+
+// noInput is what a pooled decoder reads while unused: nothing, and no
+// longer the last message it read.
+var noInput = new(bytes.Buffer)
+
 // readMembers reads body as one JSON object in a single validating pass
 // (the chunk of an append is most of a request: encoding/json's Valid and
 // then Unmarshal into a map read it twice more). It returns false when
-// body is not valid JSON or not an object. The values alias body.
+// body is not valid JSON or not an object. Names and values alias body.
 func readMembers(body []byte) (members, bool) {
+	dec := decoders.Get().(*jsontext.Decoder)
 	// Over a bytes.Buffer the decoder parses body in place, so values
 	// alias it and nothing is copied.
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsonOptions...)
+	dec.Reset(bytes.NewBuffer(body), jsonOptions...)
+	defer func() {
+		dec.Reset(noInput, jsonOptions...)
+		decoders.Put(dec)
+	}()
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, false
 	}
 	ms := make(members, 0, 4)
 	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+		name, err := dec.ReadValue()
 		if err != nil {
 			return nil, false
 		}
-		// A token is valid only until the next read.
-		name := tok.String()
 		value, err := dec.ReadValue()
 		if err != nil {
 			return nil, false

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -319,7 +320,7 @@ func (m *Manager) txDryRun(tx *txRecord, entries []*entry, p protocol.TxCommitPa
 	}
 	if len(fileErrs) > 0 {
 		pe := protocol.Errorf(protocol.CodeTxFailed, protocol.ReasonTxRefused,
-			"transaction %s: %s cannot be checked yet; first: %s: %s", tx.ID, countOf(len(fileErrs), "file", "files"), fileErrs[0].TargetFile, fileErrs[0].Message)
+			"transaction %s: %s cannot be checked yet; first: %s: %s", tx.ID, textfmt.Count(len(fileErrs), "file", "files"), fileErrs[0].TargetFile, fileErrs[0].Message)
 		pe.Data.TxID, pe.Data.Files = tx.ID, fileErrs
 		return protocol.TxCommitResult{}, pe
 	}

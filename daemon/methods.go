@@ -37,6 +37,7 @@ var methods = table(
 		owns(beginOwner),
 	route(protocol.SessionClean, (*handler).clean),
 	route(protocol.SessionUndo, (*handler).undo),
+	route(protocol.SessionContent, (*handler).content),
 	route(protocol.SessionWrite, (*handler).write).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
@@ -61,8 +62,9 @@ func txOwner(r protocol.TxBeginResult) []string {
 	return ids
 }
 
-func (h *handler) begin(_ *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
-	return h.mgr.Begin(*p)
+func (h *handler) begin(conn *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
+	p.Client = h.nameOf(conn)
+	return h.mgr.BeginAs(h.clientOf(conn), *p)
 }
 
 func (h *handler) append(_ *jsonrpc2.Conn, p *protocol.AppendParams) (protocol.AppendResult, error) {
@@ -82,15 +84,15 @@ func (h *handler) get(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.S
 }
 
 func (h *handler) list(_ *jsonrpc2.Conn, p *protocol.ListParams) (protocol.ListResult, error) {
-	return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
+	return h.mgr.ListPage(*p)
 }
 
 func (h *handler) resume(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.ResumeResult, error) {
 	return h.mgr.Resume(p.SessionID)
 }
 
-func (h *handler) continue_(_ *jsonrpc2.Conn, p *protocol.ContinueParams) (protocol.BeginResult, error) {
-	return h.mgr.Continue(p.SessionID)
+func (h *handler) continue_(conn *jsonrpc2.Conn, p *protocol.ContinueParams) (protocol.BeginResult, error) {
+	return h.mgr.ContinueAs(h.clientOf(conn), p.SessionID)
 }
 
 func (h *handler) clean(_ *jsonrpc2.Conn, p *protocol.CleanParams) (protocol.CleanResult, error) {
@@ -101,12 +103,20 @@ func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.
 	return h.mgr.Undo(p.SessionID)
 }
 
-func (h *handler) write(_ *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
-	return h.mgr.Write(*p)
+func (h *handler) content(_ *jsonrpc2.Conn, p *protocol.ContentParams) (protocol.ContentResult, error) {
+	return h.mgr.Content(*p)
 }
 
-func (h *handler) txBegin(_ *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
-	return h.mgr.TxBegin(*p)
+func (h *handler) write(conn *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	p.Client = h.nameOf(conn)
+	return h.mgr.WriteAs(h.clientOf(conn), *p)
+}
+
+func (h *handler) txBegin(conn *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	for i := range p.Files {
+		p.Files[i].Client = h.nameOf(conn)
+	}
+	return h.mgr.TxBeginAs(h.clientOf(conn), *p)
 }
 
 func (h *handler) txCommit(_ *jsonrpc2.Conn, p *protocol.TxCommitParams) (protocol.TxCommitResult, error) {

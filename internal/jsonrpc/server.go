@@ -78,6 +78,8 @@ type ServerStream struct {
 	limits Limits
 	stash  *Params
 	log    *slog.Logger
+	// onFrame, if set, is told when a frame starts to arrive.
+	onFrame func()
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -125,6 +127,11 @@ type Limits struct {
 	// WriteTimeout bounds how long a reply may wait for a client that
 	// does not read; the connection is closed then (0: DefaultWriteTimeout).
 	WriteTimeout time.Duration
+	// HeaderTimeout, if set, bounds a frame's header from its first byte,
+	// and its body from the header's end (bodyTimeoutBase, and a second
+	// more per bodyBytesPerSecond): a client that starts a frame and
+	// stalls loses its connection instead of holding its room.
+	HeaderTimeout time.Duration
 }
 
 // DefaultWriteTimeout is how long a reply may wait on a full socket. A
@@ -170,7 +177,7 @@ func (s *ServerStream) ReadObject(v any) error {
 		if err := s.admit(func() bool { return s.inflight < s.limits.MaxInflight }, 1, 0); err != nil {
 			return err
 		}
-		length, err := readHeader(s.r, s.limits.MaxMessage)
+		length, err := s.nextHeader()
 		if err == nil {
 			// The slot taken above already counts this request; only its
 			// bytes are left to fit.
@@ -188,6 +195,7 @@ func (s *ServerStream) ReadObject(v any) error {
 		}
 		var body []byte
 		if err == nil {
+			s.bodyDeadline(length)
 			body, err = readBody(s.r, length)
 		}
 		if err != nil {
@@ -199,6 +207,7 @@ func (s *ServerStream) ReadObject(v any) error {
 					s.log.Debug("answering an unreadable frame", "err", werr)
 				}
 			}
+			s.logFrameTimeout(err)
 			return err
 		}
 		msg, perr := parseMessage(body)
@@ -416,6 +425,66 @@ func (s *ServerStream) writeFrame(data []byte) error {
 	return err
 }
 
+// OnFrame sets f to be called each time a frame starts to arrive (its
+// first byte read), as a sign of life of the connection. Call it before
+// the stream is handed to jsonrpc2.
+func (s *ServerStream) OnFrame(f func()) { s.onFrame = f }
+
+// Waiting reports whether the stream has read a request it has not
+// answered yet.
+func (s *ServerStream) Waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids) > 0
+}
+
+// How long a frame's body may take once its header is read, with
+// Limits.HeaderTimeout set: 30 s plus one second per MiB. A body being
+// read holds its share of the daemon-wide in-flight bytes, which other
+// connections wait for.
+const (
+	bodyTimeoutBase    = 30 * time.Second
+	bodyBytesPerSecond = 1 << 20
+)
+
+// nextHeader waits for the next frame (awaitFrame), then reads its header.
+func (s *ServerStream) nextHeader() (int64, error) {
+	if err := s.awaitFrame(); err != nil {
+		return -1, err
+	}
+	return readHeader(s.r, s.limits.MaxMessage)
+}
+
+// awaitFrame waits, with no deadline, for the first byte of the next
+// frame, then gives its header limits.HeaderTimeout to arrive. It returns
+// the read error that ends the connection.
+func (s *ServerStream) awaitFrame() error {
+	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
+	timed := ok && s.limits.HeaderTimeout > 0
+	if timed {
+		d.SetReadDeadline(time.Time{})
+	}
+	if _, err := s.r.Peek(1); err != nil {
+		return err
+	}
+	if s.onFrame != nil {
+		s.onFrame()
+	}
+	if timed {
+		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+	}
+	return nil
+}
+
+// bodyDeadline gives a frame's body of length bytes its time to arrive.
+func (s *ServerStream) bodyDeadline(length int64) {
+	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
+	if !ok || s.limits.HeaderTimeout <= 0 {
+		return
+	}
+	d.SetReadDeadline(time.Now().Add(bodyTimeoutBase + time.Duration(length/bodyBytesPerSecond)*time.Second))
+}
+
 // Close implements jsonrpc2.ObjectStream; it also wakes a read loop waiting
 // for a free slot.
 func (s *ServerStream) Close() error {
@@ -428,4 +497,13 @@ func (s *ServerStream) Close() error {
 		s.limits.Total.give(held)
 	}
 	return s.rwc.Close()
+}
+
+// logFrameTimeout logs a connection closed because its frame did not
+// arrive in time.
+func (s *ServerStream) logFrameTimeout(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.log.Info("closing a connection whose frame did not arrive in time", "header_timeout", s.limits.HeaderTimeout)
+	}
 }

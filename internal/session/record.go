@@ -64,11 +64,16 @@ type record struct {
 	// when the session said backup_required: false.
 	PatchSpec  json.RawMessage `json:"patch_spec,omitempty"`
 	SkipBackup bool            `json:"skip_backup,omitempty"`
+	// Client names the process that opened the session, for listings.
+	Client string `json:"client,omitempty"`
 
 	// BackupPieces counts the pieces of the replaced content kept for
 	// undo (0: the session replaced nothing); Undone is set once restored.
 	BackupPieces uint64 `json:"backup_pieces,omitempty"`
 	Undone       bool   `json:"undone,omitempty"`
+	// BackupDropped says when and why the store's cap dropped the
+	// backups (BackupPieces and Changes'), which undo then reports.
+	BackupDropped string `json:"backup_dropped,omitempty"`
 	// DryRun is set by a dry-run finalize of the session: an abort after
 	// it journals it, and a listing then tells that session from one
 	// aborted for a failure. (Set in memory only until that journaling.)
@@ -158,6 +163,8 @@ func (r *record) info() protocol.SessionInfo {
 		SessionID:        r.ID,
 		Intent:           r.Intent,
 		TargetFile:       r.Target,
+		WorkspaceRoot:    r.Workspace,
+		Client:           r.Client,
 		Operation:        r.Operation,
 		Stage:            r.Stage,
 		EndMarker:        r.Scanner.Marker,

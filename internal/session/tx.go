@@ -38,6 +38,11 @@ func (m *Manager) lookupTx(id string) (*txEntry, error) {
 // that only TxCommit writes. Every target is checked before any session
 // opens; two files may not name the same target.
 func (m *Manager) TxBegin(p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	return m.txBeginAs("", p)
+}
+
+// txBeginAs is TxBegin for sessions of owner.
+func (m *Manager) txBeginAs(owner string, p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
 	if len(p.Files) == 0 {
 		return protocol.TxBeginResult{}, missingField("files")
 	}
@@ -81,7 +86,7 @@ func (m *Manager) TxBegin(p protocol.TxBeginParams) (protocol.TxBeginResult, err
 	tx := txRecord{ID: m.cfg.NewID(), Intent: p.Intent, Stage: protocol.TxOpen, CreatedAt: now}
 	res := protocol.TxBeginResult{TxID: tx.ID, Stage: tx.Stage}
 	for i, f := range files {
-		begun, err := m.begin(f, m.cfg.NewID, now, tx.ID)
+		begun, err := m.beginAs(owner, f, m.cfg.NewID, now, tx.ID)
 		if err != nil {
 			for _, s := range res.Sessions {
 				m.Abort(s.SessionID)

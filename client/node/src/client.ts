@@ -43,6 +43,21 @@ import {
   UndoResult,
 } from "./protocol";
 
+/**
+ * BackupContent is what session.content returns for a backup: whether the
+ * store still holds it, the content (valid UTF-8, at most the bytes asked
+ * for), its size and the whole size.
+ */
+export interface BackupContent {
+  session_id: string;
+  source: string;
+  available: boolean;
+  content: string;
+  bytes: number;
+  total: number;
+  truncated?: boolean;
+}
+
 /** ClientOptions configure OrionClient.connect. */
 export interface ClientOptions {
   /** oriond's socket; default defaultSocket(). */
@@ -223,6 +238,22 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   /** undo restores what a completed session replaced (session.undo). */
   undo(sessionId: string): Promise<UndoResult> {
     return this.request(Methods.sessionUndo, { session_id: sessionId });
+  }
+  /**
+   * backup reads the content a completed session's write replaced (what
+   * undo would put back), bounded by maxBytes, through session.content. It
+   * resolves undefined when this daemon does not serve session.content
+   * (older than the method), so a caller can say so instead of failing.
+   */
+  async backup(sessionId: string, maxBytes?: number): Promise<BackupContent | undefined> {
+    const p: Record<string, unknown> = { session_id: sessionId, source: "backup" };
+    if (maxBytes !== undefined) p.max_bytes = maxBytes;
+    try {
+      return await this.call<BackupContent>("session.content", p);
+    } catch (err) {
+      if (err instanceof OrionError && err.reason === "unknown_method") return undefined;
+      throw err;
+    }
   }
   /** traceList returns stored trace events that match (trace.list). */
   traceList(p: TraceListParams = {}): Promise<TraceListResult> {

@@ -131,6 +131,8 @@ func TestExtensionInCodeServer(t *testing.T) {
 		"chat.disableAIFeatures":                       true,
 		"workbench.secondarySideBar.defaultVisibility": "hidden",
 		"window.commandCenter":                         false,
+		// The person's edit must stay unsaved.
+		"files.autoSave": "off",
 	}
 	b, _ := json.MarshalIndent(settings, "", "  ")
 	if err := os.MkdirAll(filepath.Join(userData, "User"), 0o755); err != nil {
@@ -267,6 +269,22 @@ func TestExtensionInCodeServer(t *testing.T) {
 	}
 	send("refused")
 	await("refused-seen")
+
+	// The person has unsaved changes in the file when the agent writes it.
+	await("dirty")
+	if _, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "notes.txt", Operation: protocol.OpOverwrite, WorkspaceRoot: ws}, Content: "the third version\n"}); err != nil {
+		t.Fatal(err)
+	}
+	send("written-dirty")
+	await("compared")
+
+	// The daemon stops and comes back.
+	d.Kill()
+	send("killed")
+	await("down")
+	d.Restart()
+	send("restarted")
+	await("up")
 	t.Logf("browser steps: %s", time.Since(start).Round(100*time.Millisecond))
 	t.Logf("whole test: %s", time.Since(began).Round(100*time.Millisecond))
 }

@@ -111,6 +111,16 @@ async function palette(title) {
   );
   await page.keyboard.press("Enter");
 }
+// quickOpen opens a file of the workspace by name: Ctrl+P, type, Enter.
+async function quickOpen(name) {
+  await page.keyboard.down("Control");
+  await page.keyboard.press("p");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".quick-input-widget .quick-input-box input", { visible: true });
+  await page.keyboard.type(name);
+  await page.waitForFunction(() => document.querySelectorAll(".quick-input-list .monaco-list-row").length > 0, { timeout: 10_000 });
+  await page.keyboard.press("Enter");
+}
 function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -121,13 +131,9 @@ try {
   // Connected: the item says something other than "not running".
   await waitStatus((t) => t.includes("Orion") && !t.includes("not running"), "Orion connected", 60_000);
   // The file the agent will write is open in an editor.
-  await page.keyboard.down("Control");
-  await page.keyboard.press("p");
-  await page.keyboard.up("Control");
-  await page.waitForSelector(".quick-input-widget .quick-input-box input", { visible: true });
-  await page.keyboard.type(path.basename(target));
-  await page.waitForFunction(() => document.querySelectorAll(".quick-input-list .monaco-list-row").length > 0, { timeout: 10_000 });
-  await page.keyboard.press("Enter");
+  // Quick open would only focus the diff editor, which shows the file too.
+  await palette("View: Close All Editors");
+  await quickOpen(path.basename(target));
   await page.waitForFunction((n) => [...document.querySelectorAll(".tab")].some((t) => t.textContent.includes(n)), { timeout: 10_000 }, path.basename(target));
   await palette("Orion: Show Sessions");
   step("ready");
@@ -157,9 +163,10 @@ try {
     },
     { timeout: 20_000 },
   );
+  // The editor renders spaces as no-break spaces.
   const diff = await page.evaluate(() => ({
-    original: document.querySelector(".monaco-diff-editor .editor.original .view-lines").textContent,
-    modified: document.querySelector(".monaco-diff-editor .editor.modified .view-lines").textContent,
+    original: document.querySelector(".monaco-diff-editor .editor.original .view-lines").textContent.replace(/\u00a0/g, " "),
+    modified: document.querySelector(".monaco-diff-editor .editor.modified .view-lines").textContent.replace(/\u00a0/g, " "),
     tab: document.querySelector(".tab.active")?.textContent ?? "",
   }));
   console.log(`diff ${JSON.stringify(diff)}`);
@@ -183,13 +190,51 @@ try {
   const refused = await waitToast((t) => t.includes("protected path"), "of the refused write");
   console.log(`toast ${refused}`);
   step("refused-seen");
+
+  // The person edits the file and does not save; the agent writes it.
+  // Quick open would only focus the diff editor, which shows the file too.
+  await palette("View: Close All Editors");
+  await quickOpen(path.basename(target));
+  await page.waitForFunction((n) => (document.querySelector(".tab.active")?.textContent ?? "").trim().startsWith(n) && !document.querySelector(".tab.active").textContent.includes("↔"), { timeout: 10_000 }, path.basename(target));
+  // Quick open leaves the focus in the editor.
+  await sleep(300);
+  await page.keyboard.down("Control");
+  await page.keyboard.press("Home");
+  await page.keyboard.up("Control");
+  await page.keyboard.type("my unsaved line\n");
+  await page.waitForSelector(".tab.dirty", { timeout: 10_000 });
+  step("dirty");
+  await expect("written-dirty");
+  const dirty = await waitToast((t) => t.includes("while you have unsaved changes"), "about the unsaved changes");
+  console.log(`toast ${dirty}`);
+  const buttons = await page.evaluate((msg) => {
+    const item = [...document.querySelectorAll(".notifications-toasts .notification-list-item")].find((i) => i.textContent.includes(msg));
+    return [...item.querySelectorAll(".monaco-button")].map((b) => b.textContent.trim()).filter((t) => t);
+  }, "while you have unsaved changes");
+  console.log(`buttons ${JSON.stringify(buttons)}`);
+  if (!buttons.includes("Compare") || !buttons.includes("Undo the agent's write")) throw new Error(`the warning offers ${JSON.stringify(buttons)}`);
+  await page.evaluate((msg) => {
+    const item = [...document.querySelectorAll(".notifications-toasts .notification-list-item")].find((i) => i.textContent.includes(msg));
+    [...item.querySelectorAll(".monaco-button")].find((b) => b.textContent.trim() === "Compare").click();
+  }, "while you have unsaved changes");
+  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("your unsaved changes"), { timeout: 20_000 });
+  step("compared");
+
+  // oriond stops: the status bar says so; it comes back: Orion reconnects.
+  await expect("killed");
+  console.log(`status ${await waitStatus((t) => t.includes("Orion: not running"), '"Orion: not running"')}`);
+  step("down");
+  await expect("restarted");
+  console.log(`status ${await waitStatus((t) => t.includes("Orion") && !t.includes("not running"), "Orion connected again", 30_000)}`);
+  step("up");
   await browser.close();
   process.exit(0);
 } catch (err) {
-  console.log(`fail ${String(err?.message ?? err).replace(/\n/g, " ")}`);
+  // The screenshot first: the test reads "fail" and keeps it.
   try {
     await page.screenshot({ path: path.join(shots, "failure.png") });
   } catch {}
+  console.log(`fail ${String(err?.message ?? err).replace(/\n/g, " ")}`);
   await browser.close();
   process.exit(1);
 }

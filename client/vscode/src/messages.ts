@@ -112,12 +112,14 @@ export function refusalNotice(r: Refusal, folders: readonly string[]): Notice | 
   const why = clip(r.message);
   switch (r.reason) {
     case "protected_path": {
+      // What the daemon tells the model to do next is not for the person.
+      const reason = clip(r.message.split(/ The model must/)[0]);
       // The daemon names the exact flag that would lift it; offer to copy it.
       const flag = /--allow-protected\s+(\S+)/.exec(r.message);
       const actions: Action[] = flag ? [{ title: "Copy --allow-protected Flag", kind: "copy", value: `--allow-protected ${flag[1]}` }] : [];
       return {
         level: "warning",
-        text: `Orion refused an agent's write to a protected path: ${why} Nothing was written. Only you can lift this, by restarting oriond with --allow-protected.`,
+        text: `Orion refused an agent's write to a protected path: ${reason} Nothing was written. Only you can lift this, by restarting oriond with --allow-protected.`,
         actions,
       };
     }

@@ -78,7 +78,7 @@ test("protected_path: the daemon's reason, nothing written, and the flag only th
   const n = refusalNotice({ reason: "protected_path", message, method: "session.begin" }, ws);
   assert.ok(n);
   assert.ok(n.text.startsWith("Orion refused an agent's write to a protected path: /home/ann/proj/.git/config is protected (rule git-name"), n.text);
-  assert.ok(n.text.endsWith("Nothing was written. Only you can lift this, by restarting oriond with --allow-protected."), n.text);
+  assert.ok(n.text.endsWith("at the next git command. Nothing was written. Only you can lift this, by restarting oriond with --allow-protected."), n.text);
   assert.deepEqual(n.actions, [{ title: "Copy --allow-protected Flag", kind: "copy", value: "--allow-protected /home/ann/proj/.git/config" }]);
 });
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"os"
@@ -76,15 +77,38 @@ type Client struct {
 // daemon" from a request the daemon refused.
 var ErrDaemonUnreachable = errors.New("oriond is not reachable")
 
-// Dial connects to the daemon at socket ("" means DefaultSocket).
+// ErrUntrustedSocket wraps a refusal to talk to a socket that is not the
+// user's: the socket or its directory belongs to another user or is
+// writable by others, or the process serving it runs as another user.
+// Nothing was sent.
+var ErrUntrustedSocket = paths.ErrUntrustedSocket
+
+// Dial connects to the daemon at socket ("" means DefaultSocket). Before
+// sending anything it checks whom it talks to: the socket and its
+// directory must be the user's and not writable by others, and the process
+// behind the socket must run as the user (its peer credentials); otherwise
+// it fails with an error wrapping ErrUntrustedSocket that names the owner.
 func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	if socket == "" {
 		socket = DefaultSocket()
+	}
+	uid := os.Getuid()
+	if err := paths.TrustSocket(socket, uid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, ErrUntrustedSocket) {
+			return nil, fmt.Errorf("refusing to talk to %s: %w", socket, err)
+		}
+		return nil, fmt.Errorf("%w at %s (start it with `%s`): %v", ErrDaemonUnreachable, socket, StartCommand(socket), err)
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s (start it with `%s`): %v", ErrDaemonUnreachable, socket, StartCommand(socket), err)
+	}
+	if uc, ok := c.(*net.UnixConn); ok {
+		if err := paths.TrustPeer(uc, uid); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("refusing to talk to %s: %w", socket, err)
+		}
 	}
 	var h jsonrpc2.Handler = noHandler{}
 	if opts.OnNotification != nil {
@@ -183,10 +207,29 @@ func (c *Client) Get(ctx context.Context, id string) (protocol.SessionInfo, erro
 	return call(ctx, c, protocol.SessionGet, protocol.SessionIDParams{SessionID: id})
 }
 
-// List calls session.list.
+// List calls session.list for every page, following next_cursor, and
+// returns all the sessions.
 func (c *Client) List(ctx context.Context, all bool) ([]protocol.SessionInfo, error) {
-	r, err := call(ctx, c, protocol.SessionList, protocol.ListParams{All: all})
-	return r.Sessions, err
+	var sessions []protocol.SessionInfo
+	p := protocol.ListParams{All: all}
+	for {
+		r, err := c.ListPage(ctx, p)
+		if err != nil {
+			return sessions, err
+		}
+		sessions = append(sessions, r.Sessions...)
+		// A cursor that does not move would loop forever.
+		if r.NextCursor == "" || r.NextCursor == p.Cursor || len(r.Sessions) == 0 {
+			return sessions, nil
+		}
+		p.Cursor = r.NextCursor
+	}
+}
+
+// ListPage calls session.list once: at most p.Limit sessions from
+// p.Cursor on, and the cursor of the next page.
+func (c *Client) ListPage(ctx context.Context, p protocol.ListParams) (protocol.ListResult, error) {
+	return call(ctx, c, protocol.SessionList, p)
 }
 
 // Resume calls session.resume.

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/sourcegraph/jsonrpc2"
 	"golang.org/x/sys/unix"
 
 	"github.com/orion-agent/orion/protocol"
@@ -62,66 +65,328 @@ func connectionLimit(configured int, nofile uint64, log *slog.Logger) int {
 	return min(DefaultMaxConnections, share)
 }
 
-// connSet tracks the connections being served, up to a limit.
+// Fair sharing of the connection limit.
+const (
+	// DefaultClientShareDivisor sets a client's default share of the
+	// limit: a quarter, so one process (a client with a bug, or a loop
+	// that never closes what it dials) holds at most 256 of the default
+	// 1,024 and three others of its size still fit. A client needs one
+	// connection per agent it drives at once; the proxy and the
+	// controllers use one per request.
+	DefaultClientShareDivisor = 4
+	// StatusReserve are connections admitted past the limit that may only
+	// ask daemon.status (and tools.definitions): `orionctl status` answers
+	// even while the limit is held, and says so.
+	StatusReserve = 8
+	// reserveIdle is how long a reserved connection may stay without a
+	// request: long enough for a status call, short enough that the
+	// reserve is free again at once.
+	reserveIdle = 5 * time.Second
+	// DefaultConnIdleTimeout closes a connection that has sent and been
+	// sent nothing for this long while it drives no unfinished session,
+	// waits for no reply and follows no trace. Clients dial per use (the
+	// CLI per command, the proxy per request) and the Go and Node clients
+	// reconnect, so only a forgotten connection notices.
+	DefaultConnIdleTimeout = 10 * time.Minute
+	// DefaultHeaderTimeout is how long a frame's header may take from its
+	// first byte to its blank line: the clients write a header in one
+	// write, so a header that takes longer is a peer holding the
+	// connection, not a slow one.
+	DefaultHeaderTimeout = 10 * time.Second
+	// bodyTimeoutBase and bodyBytesPerSecond bound how long a frame's body
+	// may take once its header is read: 30 s plus one second per MiB. A
+	// body being read holds its share of the daemon-wide in-flight bytes,
+	// which other connections wait for.
+	bodyTimeoutBase    = 30 * time.Second
+	bodyBytesPerSecond = 1 << 20
+)
+
+// connLimits are the connection limits serve applies.
+type connLimits struct {
+	// Max is the limit of connections served (not counting the status
+	// reserve); PerClient the most one peer process may hold.
+	Max, PerClient int
+	// Reserve are connections past Max admitted for daemon.status only.
+	Reserve int
+	// IdleTimeout closes an idle connection (see DefaultConnIdleTimeout);
+	// HeaderTimeout bounds a frame's header.
+	IdleTimeout, HeaderTimeout time.Duration
+}
+
+// clientShare is the per-client limit for a configured value (0: a
+// quarter of the connection limit, at least one). A process's status
+// reserve connections count against its share too, so a share above the
+// limit only lets that process into the reserve.
+func clientShare(configured, limit int) int {
+	if configured > 0 {
+		return configured
+	}
+	return max(limit/DefaultClientShareDivisor, 1)
+}
+
+// connSet tracks the connections being served, up to a limit, with each
+// peer process's share counted.
 type connSet struct {
-	mu    sync.Mutex
-	limit int
-	conns map[*conn]struct{}
+	mu        sync.Mutex
+	limit     int
+	perClient int
+	reserve   int
+	conns     map[*conn]struct{}
+	// served counts the connections that are not reserved; byPID those of
+	// each peer process (reserved ones included).
+	served   int
+	reserved int
+	byPID    map[int]int
+	// byRPC maps each *jsonrpc2.Conn to its *conn.
+	byRPC sync.Map
 }
 
 // conn is one served connection.
 type conn struct {
-	close func() error
+	// pid is the peer process, by its credentials at connect time.
+	pid int
+	// reserved is a connection admitted past the limit for daemon.status
+	// only.
+	reserved bool
+	// rpc is set once the connection is bound (connSet.bind), by serve
+	// or by its first request, whichever comes first.
+	rpc    atomic.Pointer[jsonrpc2.Conn]
+	stream *frameStream
+	// active is the last time (UnixNano) a frame started to arrive: a
+	// request. A reply or notification is no activity of the client's;
+	// replies pending are seen by frameStream.waiting.
+	active atomic.Int64
+	// following is set once the connection asked for trace.follow: it
+	// waits for events, which is not idleness.
+	following atomic.Bool
 }
 
-func newConnSet(limit int) *connSet {
-	return &connSet{limit: limit, conns: make(map[*conn]struct{})}
+func (c *conn) touch(now time.Time) { c.active.Store(now.UnixNano()) }
+
+// shut closes the connection, once it is bound.
+func (c *conn) shut() {
+	if rpc := c.rpc.Load(); rpc != nil {
+		rpc.Close()
+	}
 }
 
-// add admits c unless the limit is reached.
-func (s *connSet) add(c *conn) bool {
+// admission is what connSet.add decided.
+type admission int
+
+const (
+	admitted admission = iota
+	admittedReserved
+	refusedFull
+	refusedShare
+)
+
+func newConnSet(limit, perClient, reserve int) *connSet {
+	return &connSet{limit: limit, perClient: perClient, reserve: reserve,
+		conns: make(map[*conn]struct{}), byPID: make(map[int]int)}
+}
+
+// add admits c, within the limit and c's process's share of it, or past
+// the limit into the status reserve.
+func (s *connSet) add(c *conn) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.conns) >= s.limit {
-		return false
+	if s.byPID[c.pid] >= s.perClient {
+		return refusedShare
 	}
+	switch {
+	case s.served < s.limit:
+		s.served++
+	case s.reserved < s.reserve:
+		s.reserved++
+		c.reserved = true
+	default:
+		return refusedFull
+	}
+	s.byPID[c.pid]++
 	s.conns[c] = struct{}{}
-	return true
+	if c.reserved {
+		return admittedReserved
+	}
+	return admitted
 }
 
 func (s *connSet) remove(c *conn) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; !ok {
+		return
+	}
 	delete(s.conns, c)
-	s.mu.Unlock()
+	if c.reserved {
+		s.reserved--
+	} else {
+		s.served--
+	}
+	if s.byPID[c.pid]--; s.byPID[c.pid] <= 0 {
+		delete(s.byPID, c.pid)
+	}
 }
 
+// count is the connections served, the status reserve included.
 func (s *connSet) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
 }
 
-// closeAll closes every connection, for shutdown.
-func (s *connSet) closeAll() {
+// all returns every connection.
+func (s *connSet) all() []*conn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	all := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		all = append(all, c)
 	}
-	s.mu.Unlock()
-	for _, c := range all {
-		c.close()
+	return all
+}
+
+// closeAll closes every connection, for shutdown.
+func (s *connSet) closeAll() {
+	for _, c := range s.all() {
+		c.shut()
 	}
 }
 
-// refuse tells a client over the limit why, in a frame its JSON-RPC library
-// can read, and closes the connection. The write deadline keeps a peer that
-// does not read from holding up the accept loop.
-func refuse(c net.Conn, limit int, log *slog.Logger) {
+// idle reports whether a connection may be closed for idleness at now:
+// no request for its timeout, no request awaiting its reply,
+// no trace followed and (asked last, it costs most) no unfinished session
+// driven. A connection of the status reserve is idle after reserveIdle.
+func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*jsonrpc2.Conn) bool) bool {
+	if c.reserved {
+		timeout = reserveIdle
+	}
+	if timeout <= 0 || now.Sub(time.Unix(0, c.active.Load())) < timeout {
+		return false
+	}
+	if c.stream != nil && c.stream.waiting() {
+		return false
+	}
+	if c.reserved {
+		return true
+	}
+	rpc := c.rpc.Load()
+	return !c.following.Load() && (rpc == nil || drives == nil || !drives(rpc))
+}
+
+// sweepIdle closes idle connections until ctx is done.
+func (s *connSet) sweepIdle(ctx context.Context, timeout time.Duration, drives func(*jsonrpc2.Conn) bool, log *slog.Logger) {
+	interval := time.Second
+	if timeout > 0 && timeout/4 < interval {
+		interval = max(timeout/4, 10*time.Millisecond)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var closed logEvery
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, c := range s.all() {
+				if c.rpc.Load() == nil || !c.idle(now, timeout, drives) {
+					continue
+				}
+				if n, ok := closed.note(now); ok {
+					log.Info("closing idle connections", "pid", c.pid, "status_reserve", c.reserved,
+						"idle_timeout", timeout, "closed", n)
+				}
+				c.shut()
+			}
+		}
+	}
+}
+
+// connHandler is the handler of one connection: it keeps what the idle
+// check and the status reserve need to know, then hands the request on.
+type connHandler struct {
+	h   jsonrpc2.Handler
+	c   *conn
+	set *connSet
+}
+
+// reserveMethods are what a connection of the status reserve may ask.
+var reserveMethods = map[string]bool{protocol.MethodDaemonStatus: true, protocol.MethodToolsDefinitions: true}
+
+func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	// The connection's read loop may hand over its first request before
+	// serve had the *jsonrpc2.Conn to bind: a session begun then must
+	// still count against its client.
+	ch.set.bind(rpc, ch.c)
+	if ch.c.reserved && !req.Notif && !reserveMethods[req.Method] {
+		method := shortMethod(req.Method)
+		e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
+			"oriond serves its --max-connections clients already; this connection was let in past the limit for daemon.status only, so %s is refused: close idle clients or retry later",
+			method)
+		e.Data.Method = method
+		rpc.ReplyWithError(ctx, req.ID, toRPCError(e))
+		rpc.Close()
+		return
+	}
+	if req.Method == protocol.MethodTraceFollow {
+		ch.c.following.Store(true)
+	}
+	ch.h.Handle(ctx, rpc, req)
+}
+
+// waiting reports whether the stream has read a request it has not
+// answered yet.
+func (s *frameStream) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids) > 0
+}
+
+// awaitFrame waits, with no deadline, for the first byte of the next
+// frame, then gives its header limits.HeaderTimeout to arrive. It returns
+// the read error that ends the connection.
+func (s *frameStream) awaitFrame() error {
+	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
+	timed := ok && s.limits.HeaderTimeout > 0
+	if timed {
+		d.SetReadDeadline(time.Time{})
+	}
+	if _, err := s.r.Peek(1); err != nil {
+		return err
+	}
+	if s.onFrame != nil {
+		s.onFrame()
+	}
+	if timed {
+		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+	}
+	return nil
+}
+
+// bodyDeadline gives a frame's body of length bytes its time to arrive.
+func (s *frameStream) bodyDeadline(length int64) {
+	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
+	if !ok || s.limits.HeaderTimeout <= 0 {
+		return
+	}
+	d.SetReadDeadline(time.Now().Add(bodyTimeoutBase + time.Duration(length/bodyBytesPerSecond)*time.Second))
+}
+
+// refuse tells a client over the limit or its share why, in a frame its
+// JSON-RPC library can read, and closes the connection. The write deadline
+// keeps a peer that does not read from holding up the accept loop.
+func refuse(c net.Conn, why admission, pid int, s *connSet, log *slog.Logger) {
 	defer c.Close()
-	e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
-		"oriond serves %d connections already (--max-connections); close idle clients or retry later", limit)
-	e.Data.Limit = int64(limit)
+	var e *protocol.Error
+	if why == refusedShare {
+		e = protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
+			"this process (pid %d) holds %d connections to oriond already, its share of the limit (--max-client-connections); close the ones it does not use",
+			pid, s.perClient)
+		e.Data.Limit = int64(s.perClient)
+	} else {
+		e = protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
+			"oriond serves %d connections already (--max-connections) and its status reserve is in use; close idle clients or retry later", s.limit)
+		e.Data.Limit = int64(s.limit)
+	}
 	data, err := encodeErrorReply(nil, e)
 	if err != nil {
 		return
@@ -199,4 +464,32 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// logFrameTimeout logs a connection closed because its frame did not
+// arrive in time.
+func (s *frameStream) logFrameTimeout(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.log.Info("closing a connection whose frame did not arrive in time", "header_timeout", s.limits.HeaderTimeout)
+	}
+}
+
+// bind lets client find the connection behind rpc; binding again is a
+// no-op.
+func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) {
+	if c.rpc.CompareAndSwap(nil, rpc) {
+		s.byRPC.Store(rpc, c)
+	}
+}
+
+func (s *connSet) unbind(rpc *jsonrpc2.Conn) { s.byRPC.Delete(rpc) }
+
+// client names the peer process of rpc, the owner its sessions are counted
+// against ("" when unknown: counted against the daemon's cap only).
+func (s *connSet) client(rpc *jsonrpc2.Conn) string {
+	if c, ok := s.byRPC.Load(rpc); ok {
+		return "pid " + strconv.Itoa(c.(*conn).pid)
+	}
+	return ""
 }

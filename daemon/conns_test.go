@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 func TestLogEvery(t *testing.T) {
@@ -71,5 +74,105 @@ func TestTransientAccept(t *testing.T) {
 		if got := transientAccept(tt.err); got != tt.want {
 			t.Errorf("transientAccept(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestConnSetShares: a process gets up to its share; past the limit, a
+// process under its share gets a place in the status reserve; past both,
+// or past its share, it is refused; leaving frees the place.
+func TestConnSetShares(t *testing.T) {
+	s := newConnSet(4, 2, 1)
+	add := func(pid int) (*conn, admission) {
+		c := &conn{pid: pid}
+		return c, s.add(c)
+	}
+	steps := []struct {
+		pid  int
+		want admission
+	}{
+		{1, admitted}, {1, admitted}, {1, refusedShare},
+		{2, admitted}, {3, admitted},
+		{4, admittedReserved}, {5, refusedFull}, {3, refusedFull},
+	}
+	var held []*conn
+	for i, st := range steps {
+		c, got := add(st.pid)
+		if got != st.want {
+			t.Fatalf("step %d (pid %d): %v, want %v", i, st.pid, got, st.want)
+		}
+		if got == admitted || got == admittedReserved {
+			held = append(held, c)
+		}
+	}
+	if !held[len(held)-1].reserved || s.count() != 5 {
+		t.Fatalf("reserved %v, count %d", held[len(held)-1].reserved, s.count())
+	}
+	s.remove(held[0])
+	if _, got := add(1); got != admitted {
+		t.Fatalf("after pid 1 closed one: %v", got)
+	}
+	if got := clientShare(0, 1024); got != 256 {
+		t.Fatalf("default share of 1024: %d", got)
+	}
+}
+
+// TestConnIdle: only a connection quiet for its timeout, waiting for no
+// reply, following no trace and driving no session is idle; one of the
+// status reserve is idle after reserveIdle whatever the timeout.
+func TestConnIdle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	quiet := func() *conn {
+		c := &conn{}
+		c.touch(now.Add(-time.Minute))
+		return c
+	}
+	none := func(*jsonrpc2.Conn) bool { return false }
+	if c := quiet(); !c.idle(now, 30*time.Second, none) {
+		t.Fatal("a quiet connection is not idle")
+	}
+	if c := quiet(); c.idle(now, 2*time.Minute, none) {
+		t.Fatal("a connection within its timeout is idle")
+	}
+	if c := quiet(); c.idle(now, -1, none) {
+		t.Fatal("a negative timeout closes connections")
+	}
+	c := quiet()
+	c.following.Store(true)
+	if c.idle(now, time.Second, none) {
+		t.Fatal("a connection following the trace is idle")
+	}
+	c = quiet()
+	c.rpc.Store(&jsonrpc2.Conn{})
+	if c.idle(now, time.Second, func(*jsonrpc2.Conn) bool { return true }) {
+		t.Fatal("a connection driving a session is idle")
+	}
+	c = quiet()
+	c.reserved = true
+	if !c.idle(now, time.Hour, none) {
+		t.Fatal("a status-reserve connection outlives reserveIdle")
+	}
+}
+
+type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
+
+// TestConnHandlerBindsBeforeTheFirstRequest: a connection's read loop can
+// hand over its first request before serve binds the connection; the
+// request must still be counted against its client.
+func TestConnHandlerBindsBeforeTheFirstRequest(t *testing.T) {
+	s := newConnSet(4, 4, 1)
+	c := &conn{pid: 42}
+	s.add(c)
+	a, b := net.Pipe()
+	defer b.Close()
+	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(a, jsonrpc2.VSCodeObjectCodec{}),
+		handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
+	defer rpc.Close()
+	var got string
+	ch := connHandler{h: handlerFunc(func(_ context.Context, rc *jsonrpc2.Conn, _ *jsonrpc2.Request) { got = s.client(rc) }), c: c, set: s}
+	ch.Handle(context.Background(), rpc, &jsonrpc2.Request{Method: "session.begin", Notif: true})
+	if got != "pid 42" {
+		t.Fatalf("the first request's client: %q, want pid 42", got)
 	}
 }

@@ -69,6 +69,24 @@ type Config struct {
 	// DefaultMaxInflight).
 	MaxConnections int
 	MaxInflight    int
+	// MaxClientConnections is one peer process's share of MaxConnections
+	// (0: a quarter of it). ConnIdleTimeout closes a connection idle that
+	// long with no session, request or trace follow (0:
+	// DefaultConnIdleTimeout; negative: never). HeaderTimeout bounds a
+	// frame's header from its first byte (0: DefaultHeaderTimeout).
+	MaxClientConnections int
+	ConnIdleTimeout      time.Duration
+	HeaderTimeout        time.Duration
+	// MaxSessions and MaxClientSessions cap the unfinished sessions of
+	// the daemon and of one peer process (0: the engine's defaults).
+	MaxSessions       int
+	MaxClientSessions int
+	// MaxFinishedSessions bounds the finished sessions whose summaries
+	// are kept (0: the engine's default).
+	MaxFinishedSessions int
+	// StoreMaxBytes caps the store's live data: past it the oldest undo
+	// backups are dropped, then new content is refused (0: no cap).
+	StoreMaxBytes int64
 	// ConfigPaths are the config file and directory oriond reads at start;
 	// like the state directory, socket directory and spool, a session may
 	// never write them (see pathguard.Protection).
@@ -124,6 +142,24 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInflight < 0 {
 		return fmt.Errorf("max-inflight: %d; give a positive number, or 0 for the default", c.MaxInflight)
+	}
+	if c.StoreMaxBytes > 0 && c.MaxSessionBytes > 0 && c.StoreMaxBytes < c.MaxSessionBytes {
+		return fmt.Errorf("store-max-bytes: %d is below max-session-bytes (%d): one session must fit in the store", c.StoreMaxBytes, c.MaxSessionBytes)
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{
+		{"max-client-connections", int64(c.MaxClientConnections)},
+		{"header-timeout", int64(c.HeaderTimeout)},
+		{"max-sessions", int64(c.MaxSessions)},
+		{"max-client-sessions", int64(c.MaxClientSessions)},
+		{"max-finished-sessions", int64(c.MaxFinishedSessions)},
+		{"store-max-bytes", c.StoreMaxBytes},
+	} {
+		if n.v < 0 {
+			return fmt.Errorf("%s: %d is negative; give a positive value, or 0 for the default", n.name, n.v)
+		}
 	}
 	switch c.TruncationPolicy {
 	case "", protocol.TruncationKeep, protocol.TruncationIncompleteFile, protocol.TruncationWriteWithNote:
@@ -208,22 +244,26 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer watcher.Close()
 	mgr, err := session.New(session.Config{
-		Store:            st,
-		Guard:            guard,
-		MaxChunkBytes:    cfg.MaxChunkBytes,
-		MaxSessionBytes:  cfg.MaxSessionBytes,
-		IdleTimeout:      cfg.IdleTimeout,
-		AutoFinalize:     cfg.AutoFinalize,
-		TruncationPolicy: cfg.TruncationPolicy,
-		Retention:        cfg.Retention,
-		SummaryRetention: cfg.SummaryRetention,
-		Logger:           log,
-		Notify:           owners.notify,
-		Trace:            rec,
-		Watcher:          watcher,
-		Validation:       cfg.Validation,
-		ValidateMaxBytes: cfg.ValidateMaxBytes,
-		MaxAttempts:      cfg.MaxAttempts,
+		Store:               st,
+		Guard:               guard,
+		MaxChunkBytes:       cfg.MaxChunkBytes,
+		MaxSessionBytes:     cfg.MaxSessionBytes,
+		IdleTimeout:         cfg.IdleTimeout,
+		AutoFinalize:        cfg.AutoFinalize,
+		TruncationPolicy:    cfg.TruncationPolicy,
+		Retention:           cfg.Retention,
+		SummaryRetention:    cfg.SummaryRetention,
+		Logger:              log,
+		Notify:              owners.notify,
+		Trace:               rec,
+		Watcher:             watcher,
+		Validation:          cfg.Validation,
+		ValidateMaxBytes:    cfg.ValidateMaxBytes,
+		MaxAttempts:         cfg.MaxAttempts,
+		MaxSessions:         cfg.MaxSessions,
+		MaxClientSessions:   cfg.MaxClientSessions,
+		MaxFinishedSessions: cfg.MaxFinishedSessions,
+		StoreMaxBytes:       cfg.StoreMaxBytes,
 	})
 	if err != nil {
 		return err
@@ -254,15 +294,26 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	chunkLimit, sessionLimit := mgr.Limits()
 	nofile := fdLimit()
+	maxConns := connectionLimit(cfg.MaxConnections, nofile, log)
 	tr := transport{
 		limits: frameLimits{
 			MaxMessage:       MaxMessageBytes(chunkLimit),
 			MaxInflight:      cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
 			MaxInflightBytes: DefaultMaxInflightBytes,
 			Total:            newByteBudget(DefaultMaxInflightTotalBytes),
+			HeaderTimeout:    cmp.Or(cfg.HeaderTimeout, DefaultHeaderTimeout),
 		},
-		conns: newConnSet(connectionLimit(cfg.MaxConnections, nofile, log)),
-		stash: newParamStash(),
+		conns:       newConnSet(maxConns, clientShare(cfg.MaxClientConnections, maxConns), StatusReserve),
+		stash:       newParamStash(),
+		idleTimeout: cmp.Or(cfg.ConnIdleTimeout, DefaultConnIdleTimeout),
+	}
+	// A session counts as driven while it is not finished: open,
+	// truncated or needing corrections.
+	tr.drives = func(c *jsonrpc2.Conn) bool {
+		return owners.drives(c, func(id string) bool {
+			info, err := mgr.Get(id)
+			return err == nil && info.Stage.Unfinished()
+		})
 	}
 	var inflight sync.WaitGroup
 	appends, _ := rec.(trace.AppendRecorder)
@@ -277,39 +328,51 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		rejected: rejected,
 		traces:   tracer,
 		inflight: &inflight,
+		client:   tr.conns.client,
 		status: func() protocol.StatusResult {
 			var ts *protocol.TraceStats
 			if tracer != nil {
 				s := tracer.Stats()
 				ts = &s
 			}
+			var ss *protocol.StoreStats
+			if s, err := mgr.StoreStats(); err == nil {
+				ss = &s
+			}
 			return protocol.StatusResult{
-				Version:          Version(),
-				ProtocolVersion:  protocol.Version,
-				PID:              os.Getpid(),
-				Socket:           cfg.Socket,
-				StateDir:         cfg.StateDir,
-				AllowedRoots:     guard.Roots(),
-				StartedAt:        started,
-				OpenSessions:     mgr.OpenCount(),
-				MaxChunkBytes:    chunkLimit,
-				MaxSessionBytes:  sessionLimit,
-				MaxMessageBytes:  tr.limits.MaxMessage,
-				MaxInflight:      tr.limits.MaxInflight,
-				MaxConnections:   tr.conns.limit,
-				Connections:      tr.conns.count(),
-				FDLimit:          nofile,
-				Methods:          protocol.Methods,
-				ProtectedPaths:   protected,
-				AllowedProtected: cfg.AllowProtected,
-				ProtectedRules:   rules,
-				Trace:            ts,
+				Version:              Version(),
+				ProtocolVersion:      protocol.Version,
+				PID:                  os.Getpid(),
+				Socket:               cfg.Socket,
+				StateDir:             cfg.StateDir,
+				AllowedRoots:         guard.Roots(),
+				StartedAt:            started,
+				OpenSessions:         mgr.OpenCount(),
+				MaxChunkBytes:        chunkLimit,
+				MaxSessionBytes:      sessionLimit,
+				MaxMessageBytes:      tr.limits.MaxMessage,
+				MaxInflight:          tr.limits.MaxInflight,
+				MaxConnections:       tr.conns.limit,
+				MaxClientConnections: tr.conns.perClient,
+				MaxSessions:          mgr.Caps().MaxSessions,
+				MaxClientSessions:    mgr.Caps().MaxClientSessions,
+				StoreMaxBytes:        cfg.StoreMaxBytes,
+				Store:                ss,
+				Connections:          tr.conns.count(),
+				FDLimit:              nofile,
+				Methods:              protocol.Methods,
+				ProtectedPaths:       protected,
+				AllowedProtected:     cfg.AllowProtected,
+				ProtectedRules:       rules,
+				Trace:                ts,
 			}
 		},
 	}
 	log.Info("oriond serving", "socket", cfg.Socket, "state_dir", cfg.StateDir,
 		"allowed_roots", guard.Roots(), "version", Version(), "pid", os.Getpid(),
-		"max_connections", tr.conns.limit, "max_inflight", tr.limits.MaxInflight,
+		"max_connections", tr.conns.limit, "max_client_connections", tr.conns.perClient,
+		"max_sessions", mgr.Caps().MaxSessions, "max_client_sessions", mgr.Caps().MaxClientSessions,
+		"store_max_bytes", cfg.StoreMaxBytes, "max_inflight", tr.limits.MaxInflight,
 		"max_message_bytes", tr.limits.MaxMessage, "rlimit_nofile", nofile)
 	if ready != nil {
 		ready()
@@ -325,6 +388,10 @@ type transport struct {
 	limits frameLimits
 	conns  *connSet
 	stash  *paramStash
+	// idleTimeout closes idle connections (negative: never); drives
+	// reports whether a connection drives an unfinished session.
+	idleTimeout time.Duration
+	drives      func(*jsonrpc2.Conn) bool
 }
 
 // serve accepts connections until ctx is done, then closes them all. Only
@@ -335,6 +402,9 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer tr.conns.closeAll()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go tr.conns.sweepIdle(sweepCtx, tr.idleTimeout, tr.drives, log)
 	var (
 		backoff        acceptBackoff
 		refusals       logEvery
@@ -363,26 +433,31 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			c.Close()
 			continue
 		}
-		peer, err := peerUID(uc)
+		peer, pid, err := peerCred(uc)
 		if err != nil || peer != uid {
-			log.Warn("refusing a connection from another user", "peer_uid", peer, "err", err)
+			log.Warn("refusing a connection from another user", "peer_uid", peer, "peer_pid", pid, "err", err)
 			c.Close()
 			continue
 		}
-		entry := &conn{}
-		if !tr.conns.add(entry) {
+		entry := &conn{pid: pid}
+		entry.touch(time.Now())
+		if why := tr.conns.add(entry); why == refusedFull || why == refusedShare {
 			if n, ok := refusals.note(time.Now()); ok {
-				log.Warn("refusing connections: too many connections", "max_connections", tr.conns.limit, "refused", n)
+				log.Warn("refusing connections: too many connections", "max_connections", tr.conns.limit,
+					"max_client_connections", tr.conns.perClient, "pid", pid, "share", why == refusedShare, "refused", n)
 			}
-			refuse(c, tr.conns.limit, log)
+			refuse(c, why, pid, tr.conns, log)
 			continue
 		}
-		rpc := jsonrpc2.NewConn(ctx, newFrameStream(c, tr.limits, tr.stash, log), h,
+		entry.stream = newFrameStream(c, tr.limits, tr.stash, log)
+		entry.stream.onFrame = func() { entry.touch(time.Now()) }
+		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry, set: tr.conns},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
-		entry.close = rpc.Close
+		tr.conns.bind(rpc, entry)
 		go func() {
 			<-rpc.DisconnectNotify()
 			tr.conns.remove(entry)
+			tr.conns.unbind(rpc)
 			h.owners.drop(rpc)
 		}()
 	}

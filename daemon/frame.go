@@ -121,6 +121,8 @@ type frameStream struct {
 	limits frameLimits
 	stash  *paramStash
 	log    *slog.Logger
+	// onFrame, if set, is told when a frame starts to arrive (conns.go).
+	onFrame func()
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -168,6 +170,9 @@ type frameLimits struct {
 	// WriteTimeout bounds how long a reply may wait for a client that
 	// does not read; the connection is closed then (0: DefaultWriteTimeout).
 	WriteTimeout time.Duration
+	// HeaderTimeout, if set, bounds a frame's header from its first byte,
+	// and its body from the header's end (see awaitFrame in conns.go).
+	HeaderTimeout time.Duration
 }
 
 // DefaultWriteTimeout is how long a reply may wait on a full socket. A
@@ -228,6 +233,7 @@ func (s *frameStream) ReadObject(v any) error {
 		}
 		var body []byte
 		if err == nil {
+			s.bodyDeadline(length)
 			body, err = s.readBody(length)
 		}
 		if err != nil {
@@ -239,6 +245,7 @@ func (s *frameStream) ReadObject(v any) error {
 					s.log.Debug("answering an unreadable frame", "err", werr)
 				}
 			}
+			s.logFrameTimeout(err)
 			return err
 		}
 		msg, perr := parseMessage(body)
@@ -380,6 +387,9 @@ func (s *frameStream) forget(syn uint64) json.RawMessage {
 // frameError is a frame that cannot be read; other errors come from the
 // connection. It returns -1 with every error.
 func (s *frameStream) readHeader() (int64, error) {
+	if err := s.awaitFrame(); err != nil {
+		return -1, err
+	}
 	length := int64(-1)
 	for n := 0; ; n++ {
 		if n == maxHeaderLines {

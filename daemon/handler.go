@@ -45,6 +45,17 @@ type handler struct {
 	// params holds the params of requests read by a frameStream; nil, or a
 	// request it does not hold, means the params are in the request.
 	params *paramStash
+	// client names a connection's peer process, whose sessions the
+	// per-client cap counts; nil counts none.
+	client func(*jsonrpc2.Conn) string
+}
+
+// clientOf names conn's client for the per-client caps.
+func (h *handler) clientOf(conn *jsonrpc2.Conn) string {
+	if h.client == nil {
+		return ""
+	}
+	return h.client(conn)
 }
 
 // Handle is called from the connection's read loop: it only decodes the

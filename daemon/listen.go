@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -57,17 +56,33 @@ func listen(path string) (*socketListener, error) {
 		lock.Close()
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	// The directory is already private; the mode on the socket itself is
+	// the second fence, for directories shared by mistake. The socket is
+	// made under a temporary name, restricted, then renamed into place,
+	// so nobody ever connects to it before it is 0600 (a client that did
+	// would keep a connection the chmod cannot take back).
+	tmp := filepath.Join(dir, fmt.Sprintf(".oriond-%d", os.Getpid()))
+	if len(tmp) > paths.MaxSocketPath {
+		tmp = path
+	}
+	os.Remove(tmp)
+	ln, err := net.Listen("unix", tmp)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
-	// The directory is already private; the mode on the socket itself is
-	// the second fence, for directories shared by mistake.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(tmp, 0o600); err != nil {
 		ln.Close()
 		lock.Close()
 		return nil, fmt.Errorf("restricting %s: %w", path, err)
+	}
+	if tmp != path {
+		if err := os.Rename(tmp, path); err != nil {
+			ln.Close()
+			os.Remove(tmp)
+			lock.Close()
+			return nil, fmt.Errorf("putting the socket in place at %s: %w", path, err)
+		}
 	}
 	// We remove the socket ourselves on Close, after the lock is released
 	// by nobody else; net's unlink-on-close would race a successor.
@@ -84,9 +99,11 @@ func (l *socketListener) Close() error {
 }
 
 // ensurePrivateDir creates dir 0700, or checks that an existing one belongs
-// to us. An existing directory's mode is never changed (it may be a shared
-// one such as /tmp, named by --socket); the socket's own mode 0600 and the
-// peer uid check still keep other users out, and the caller is told.
+// to us (or to root) and that others cannot write it unless it is sticky,
+// as paths.TrustDir says. An existing directory's mode is never changed (it
+// may be a shared one such as /tmp, named by --socket); the socket's own
+// mode 0600 and the peer uid check still keep other users out, and the
+// caller is told.
 func ensurePrivateDir(dir string) (shared bool, err error) {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -102,8 +119,13 @@ func ensurePrivateDir(dir string) (shared bool, err error) {
 	if !fi.IsDir() {
 		return false, fmt.Errorf("socket directory %s is not a directory", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return false, fmt.Errorf("socket directory %s belongs to uid %d, not to us (uid %d); choose another --socket", dir, st.Uid, os.Getuid())
+	// The rules clients check before they send anything (another user's
+	// directory, or one others may write that is not sticky, is refused):
+	// a daemon that started there would be one its clients refuse, and in
+	// the fallback directory /tmp/orion-<uid> another user may have put
+	// it first to impersonate this daemon.
+	if err := paths.TrustDir(dir, os.Getuid()); err != nil {
+		return false, fmt.Errorf("refusing to serve there: %w; or give another --socket", err)
 	}
 	return fi.Mode().Perm()&0o077 != 0, nil
 }

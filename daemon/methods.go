@@ -61,8 +61,8 @@ func txOwner(r protocol.TxBeginResult) []string {
 	return ids
 }
 
-func (h *handler) begin(_ *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
-	return h.mgr.Begin(*p)
+func (h *handler) begin(conn *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
+	return h.mgr.BeginAs(h.clientOf(conn), *p)
 }
 
 func (h *handler) append(_ *jsonrpc2.Conn, p *protocol.AppendParams) (protocol.AppendResult, error) {
@@ -82,15 +82,15 @@ func (h *handler) get(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.S
 }
 
 func (h *handler) list(_ *jsonrpc2.Conn, p *protocol.ListParams) (protocol.ListResult, error) {
-	return protocol.ListResult{Sessions: h.mgr.List(p.All)}, nil
+	return h.mgr.ListPage(*p)
 }
 
 func (h *handler) resume(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.ResumeResult, error) {
 	return h.mgr.Resume(p.SessionID)
 }
 
-func (h *handler) continue_(_ *jsonrpc2.Conn, p *protocol.ContinueParams) (protocol.BeginResult, error) {
-	return h.mgr.Continue(p.SessionID)
+func (h *handler) continue_(conn *jsonrpc2.Conn, p *protocol.ContinueParams) (protocol.BeginResult, error) {
+	return h.mgr.ContinueAs(h.clientOf(conn), p.SessionID)
 }
 
 func (h *handler) clean(_ *jsonrpc2.Conn, p *protocol.CleanParams) (protocol.CleanResult, error) {
@@ -101,12 +101,12 @@ func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.
 	return h.mgr.Undo(p.SessionID)
 }
 
-func (h *handler) write(_ *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
-	return h.mgr.Write(*p)
+func (h *handler) write(conn *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	return h.mgr.WriteAs(h.clientOf(conn), *p)
 }
 
-func (h *handler) txBegin(_ *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
-	return h.mgr.TxBegin(*p)
+func (h *handler) txBegin(conn *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	return h.mgr.TxBeginAs(h.clientOf(conn), *p)
 }
 
 func (h *handler) txCommit(_ *jsonrpc2.Conn, p *protocol.TxCommitParams) (protocol.TxCommitResult, error) {

@@ -14,11 +14,13 @@ import (
 type owners struct {
 	mu    sync.Mutex
 	conns map[string]*jsonrpc2.Conn
-	log   *slog.Logger
+	// byConn is conns the other way round, for the idle check.
+	byConn map[*jsonrpc2.Conn]map[string]struct{}
+	log    *slog.Logger
 }
 
 func newOwners(log *slog.Logger) *owners {
-	return &owners{conns: make(map[string]*jsonrpc2.Conn), log: log}
+	return &owners{conns: make(map[string]*jsonrpc2.Conn), byConn: make(map[*jsonrpc2.Conn]map[string]struct{}), log: log}
 }
 
 func (o *owners) claim(sessionID string, conn *jsonrpc2.Conn) {
@@ -26,8 +28,37 @@ func (o *owners) claim(sessionID string, conn *jsonrpc2.Conn) {
 		return
 	}
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	if prev := o.conns[sessionID]; prev != nil && prev != conn {
+		delete(o.byConn[prev], sessionID)
+		if len(o.byConn[prev]) == 0 {
+			delete(o.byConn, prev)
+		}
+	}
 	o.conns[sessionID] = conn
+	ids := o.byConn[conn]
+	if ids == nil {
+		ids = make(map[string]struct{})
+		o.byConn[conn] = ids
+	}
+	ids[sessionID] = struct{}{}
+}
+
+// drives reports whether conn drives a session that unfinished says is
+// not finished.
+func (o *owners) drives(conn *jsonrpc2.Conn, unfinished func(id string) bool) bool {
+	o.mu.Lock()
+	ids := make([]string, 0, len(o.byConn[conn]))
+	for id := range o.byConn[conn] {
+		ids = append(ids, id)
+	}
 	o.mu.Unlock()
+	for _, id := range ids {
+		if unfinished(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // drop forgets a closed connection's sessions; they keep running and a
@@ -35,11 +66,12 @@ func (o *owners) claim(sessionID string, conn *jsonrpc2.Conn) {
 func (o *owners) drop(conn *jsonrpc2.Conn) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for id, c := range o.conns {
-		if c == conn {
+	for id := range o.byConn[conn] {
+		if o.conns[id] == conn {
 			delete(o.conns, id)
 		}
 	}
+	delete(o.byConn, conn)
 }
 
 // notify sends a notification to the session's client, if it has one. It

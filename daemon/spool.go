@@ -31,6 +31,12 @@ func openSpool(cfg Config, mgr *session.Manager, rec trace.Recorder, log *slog.L
 		}
 		defer rc.Close()
 		id := session.ImportedID(e.ID, e.CreatedAt)
+		if _, limit := mgr.Limits(); e.ContentSize > limit {
+			// Refused before anything is stored: an import of 256 MiB that
+			// fails at the limit would write all of it first.
+			return &spool.Problem{Dir: e.Dir, Reason: protocol.ReasonSessionTooLarge, Msg: fmt.Sprintf(
+				"its content is %d bytes, over --max-session-bytes (%d); nothing was imported", e.ContentSize, limit)}
+		}
 		_, err = mgr.Import(id, protocol.BeginParams{
 			Intent:        e.Intent,
 			TargetFile:    e.TargetFile,

@@ -55,6 +55,10 @@ const (
 	// already; it answers with this (id null) and closes the connection.
 	// Retry later, or close idle connections.
 	CodeTooManyConnections = -32020
+	// CodeTooManySessions: the daemon holds --max-sessions unfinished
+	// sessions already, or this client --max-client-sessions; finish,
+	// abort or wait for some (data.limit gives the limit).
+	CodeTooManySessions = -32021
 )
 
 // Reasons carried in ErrorData.Reason. They are stable strings a client or a
@@ -113,6 +117,20 @@ const (
 	ReasonBatchNotSupported = "batch_not_supported"
 	// ReasonTooManyConnections goes with CodeTooManyConnections.
 	ReasonTooManyConnections = "too_many_connections"
+)
+
+// Reasons of the daemon's resource limits.
+const (
+	// ReasonTooManySessions goes with CodeTooManySessions.
+	ReasonTooManySessions = "too_many_sessions"
+	// ReasonStoreFull: the store is at --store-max-bytes with nothing
+	// left to drop but acknowledged content, so new content is refused
+	// (code CodeTooLarge).
+	ReasonStoreFull = "store_full"
+	// ReasonBackupDropped: session.undo of a write whose backup was
+	// dropped to keep the store under --store-max-bytes (code
+	// CodeSessionState).
+	ReasonBackupDropped = "backup_dropped"
 )
 
 // ErrorData is the data object of every application error.

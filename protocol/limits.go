@@ -256,3 +256,18 @@ func CheckMethod(method string) error {
 	c.str("method", method, MaxMethodBytes)
 	return c.result()
 }
+
+// Check reports a limit below 0 or over MaxListLimit, or a cursor over
+// MaxIDBytes*2, or nil.
+func (p *ListParams) Check() error {
+	c := checker{}
+	c.str("cursor", p.Cursor, 2*MaxIDBytes)
+	if c.err == nil && (p.Limit < 0 || p.Limit > MaxListLimit) {
+		e := Errorf(CodeInvalidParams, ReasonMalformedParams,
+			"limit %d is out of range: give 0 for the default (%d), or 1 to %d", p.Limit, DefaultListLimit, MaxListLimit)
+		e.Data.Field = "limit"
+		e.Data.Limit = MaxListLimit
+		c.err = e
+	}
+	return c.result()
+}

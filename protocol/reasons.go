@@ -67,5 +67,8 @@ var ErrorReasons = []ReasonDoc{
 	{CodeTxNotFound, ReasonTxNotFound, "no transaction has this id"},
 	{CodeTxFailed, ReasonTxRefused, "a file failed the check; nothing was written (`data.files`)"},
 	{CodeTxFailed, ReasonTxRolledBack, "writing failed and every file was put back (`data.files`)"},
-	{CodeTooManyConnections, ReasonTooManyConnections, "the daemon serves `--max-connections` clients already (id null); the connection closes"},
+	{CodeTooManyConnections, ReasonTooManyConnections, "the daemon serves `--max-connections` clients already, or this process its `--max-client-connections` share (id null; the connection closes); also a connection of the status reserve asking anything but daemon.status"},
+	{CodeTooManySessions, ReasonTooManySessions, "the daemon holds `--max-sessions` unfinished sessions, or this client `--max-client-sessions` (`data.limit`): finish or abort some"},
+	{CodeTooLarge, ReasonStoreFull, "the store is at `--store-max-bytes` with no undo backup left to drop (`data.limit`); nothing acknowledged is dropped"},
+	{CodeSessionState, ReasonBackupDropped, "undo of a write whose backup was dropped to keep the store under `--store-max-bytes`"},
 }

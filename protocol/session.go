@@ -213,7 +213,24 @@ type ListParams struct {
 	// All includes completed and aborted sessions; by default only open
 	// sessions are listed.
 	All bool `json:"all,omitempty"`
+	// Limit is the most sessions in one reply (0: DefaultListLimit; at
+	// most MaxListLimit). A reply also ends early at MaxListReplyBytes.
+	Limit int `json:"limit,omitempty"`
+	// Cursor continues a listing where the reply that gave it as
+	// NextCursor stopped. It is opaque.
+	Cursor string `json:"cursor,omitempty"`
 }
+
+// Pagination of session.list: every reply is bounded, by count and by
+// size, whatever the number of sessions.
+const (
+	DefaultListLimit = 500
+	MaxListLimit     = 5000
+	// MaxListReplyBytes bounds the sessions of one reply as encoded; a
+	// session's strings are bounded (MaxIntentBytes, MaxPathBytes...), so
+	// one always fits.
+	MaxListReplyBytes = 4 << 20
+)
 
 // SessionInfo describes one session, as returned by session.get and
 // session.list.
@@ -257,6 +274,9 @@ type SessionInfo struct {
 // ListResult is the result of session.list.
 type ListResult struct {
 	Sessions []SessionInfo `json:"sessions"`
+	// NextCursor, when set, is the cursor of the next page: more sessions
+	// follow. Empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // AbortResult is the result of session.abort.
@@ -285,10 +305,20 @@ type StatusResult struct {
 	// MaxConnections is how many clients are served at once, and
 	// Connections how many are connected now. FDLimit is the daemon's soft
 	// RLIMIT_NOFILE, which MaxConnections must stay well under.
-	MaxConnections int      `json:"max_connections,omitempty"`
-	Connections    int      `json:"connections"`
-	FDLimit        uint64   `json:"fd_limit,omitempty"`
-	Methods        []string `json:"methods"`
+	MaxConnections int    `json:"max_connections,omitempty"`
+	Connections    int    `json:"connections"`
+	FDLimit        uint64 `json:"fd_limit,omitempty"`
+	// MaxClientConnections is one client process's share of
+	// MaxConnections; MaxSessions and MaxClientSessions cap the
+	// unfinished sessions of the daemon and of one client process.
+	MaxClientConnections int `json:"max_client_connections,omitempty"`
+	MaxSessions          int `json:"max_sessions,omitempty"`
+	MaxClientSessions    int `json:"max_client_sessions,omitempty"`
+	// StoreMaxBytes is the store's cap (0: none); Store describes its
+	// size and what the cap dropped.
+	StoreMaxBytes int64       `json:"store_max_bytes,omitempty"`
+	Store         *StoreStats `json:"store,omitempty"`
+	Methods       []string    `json:"methods"`
 	// ProtectedPaths are refused whatever the allowed roots say: the
 	// daemon's own files always, the rest unless lifted with
 	// --allow-protected (AllowedProtected). An entry without a slash is a
@@ -303,6 +333,19 @@ type StatusResult struct {
 	// Trace describes the trace store (retention, size and its cap, what
 	// was dropped); absent when tracing is off.
 	Trace *TraceStats `json:"trace,omitempty"`
+}
+
+// StoreStats describes the store in daemon.status.
+type StoreStats struct {
+	// Bytes is the live data in the store file (its pages in use);
+	// FileBytes the file's size, which never shrinks (freed pages are
+	// reused).
+	Bytes     int64 `json:"bytes"`
+	FileBytes int64 `json:"file_bytes"`
+	// BackupsDropped counts undo backups dropped to keep under
+	// StoreMaxBytes since the daemon started, BackupBytesDropped their size.
+	BackupsDropped     int64 `json:"backups_dropped,omitempty"`
+	BackupBytesDropped int64 `json:"backup_bytes_dropped,omitempty"`
 }
 
 // ProtectedRule is one rule of the daemon's protected paths.

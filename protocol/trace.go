@@ -63,12 +63,17 @@ const (
 	// TraceSpoolProblem is a spool entry left in place because it cannot
 	// be imported: Fields entry, reason, message.
 	TraceSpoolProblem TraceType = "spool.problem"
+	// TraceBackupDropped is an undo backup dropped to keep the store under
+	// --store-max-bytes, oldest first: Fields target, bytes,
+	// store_max_bytes. session.undo of that session answers
+	// backup_dropped.
+	TraceBackupDropped TraceType = "store.backup_dropped"
 )
 
 // TraceTypes lists every trace event type, for filters and other
 // languages' copies.
 var TraceTypes = []TraceType{TraceRequest, TraceStage, TraceWrite, TraceTruncated, TraceConflict,
-	TraceValidation, TraceError, TraceSuppressed, TraceTxStage, TraceSpoolImport, TraceSpoolProblem}
+	TraceValidation, TraceError, TraceSuppressed, TraceTxStage, TraceSpoolImport, TraceSpoolProblem, TraceBackupDropped}
 
 // TraceEvent is one stored trace event, as trace.list returns it and
 // trace.event carries it. It is valid JSON by construction: strings are

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -139,7 +140,7 @@ func parseBeginArgs(raw string) beginArgs {
 		case sc.lastKey != "":
 			where = protocol.Fill(protocol.PromptTruncatedAfter, "field", sc.lastKey)
 		}
-		count := fmt.Sprintf("%d %s", sc.pos, plural(sc.pos, "character", "characters"))
+		count := textfmt.Count(sc.pos, "character", "characters")
 		return fail(ErrArgumentsTruncated, protocol.Fill(protocol.PromptArgumentsTruncated, "count", count, "where", where))
 	case argsMalformed:
 		return fail(ErrArgumentsMalformed, protocol.Fill(protocol.PromptArgumentsMalformed,
@@ -216,13 +217,6 @@ func describeRune(r rune) string {
 		return fmt.Sprintf("`%c`", r)
 	}
 	return fmt.Sprintf("U+%04X", r)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // preview cuts bad arguments to receivedPreview characters.

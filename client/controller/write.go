@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -133,7 +134,7 @@ func summary(r protocol.FinalizeResult) string {
 				parts[i] += " -> " + f.MovedTo
 			}
 		}
-		s = fmt.Sprintf("applied the edit to %d %s, all or none: %s", len(r.Files), plural(len(r.Files), "file", "files"), strings.Join(parts, ", "))
+		s = fmt.Sprintf("applied the edit to %d %s, all or none: %s", len(r.Files), textfmt.Word(len(r.Files), "file", "files"), strings.Join(parts, ", "))
 	}
 	if r.Operation == protocol.OpAppend {
 		s += fmt.Sprintf("; the file is now %d bytes", r.FileBytes)

@@ -116,39 +116,3 @@ func displayPath(target, root string) string {
 	}
 	return filepath.ToSlash(rel)
 }
-
-// plural says "1 line" or "1,204 lines".
-func plural(n int64, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return thousands(n) + " " + unit + "s"
-}
-
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-// sizeText says a size: bytes below 1 KiB, whole KiB below 1 MiB, then
-// MiB with one decimal.
-func sizeText(n int64) string {
-	switch {
-	case n < 1024:
-		return plural(n, "byte")
-	case n < 1<<20:
-		return fmt.Sprintf("%s KiB", thousands((n+512)/1024))
-	default:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-}

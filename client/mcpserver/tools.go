@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 	instr := fmt.Sprintf("Session %s is open for %s (%s). Now call write_append with session_id %s and seq 1, 2, 3...: "+
 		"%s in order, about %d lines per call (never over %s), each chunk ending after a newline. "+
 		"Then call write_finalize with session_id %s.",
-		br.SessionID, shown, a.Operation, br.SessionID, what, ChunkAdviceLines, sizeText(limit), br.SessionID)
+		br.SessionID, shown, a.Operation, br.SessionID, what, ChunkAdviceLines, textfmt.Size(limit), br.SessionID)
 	out := beginOut{SessionID: br.SessionID, NextSeq: 1, MaxChunkBytes: limit, Instructions: instr}
 	return toolResult{text: instr, structured: out}, nil
 }
@@ -179,7 +180,7 @@ func (s *Server) writeAppend(ctx context.Context, req *mcp.CallToolRequest) (too
 		next = ack.Seq + 1
 	}
 	out := appendOut{NextSeq: next, Bytes: ack.Bytes, Lines: ack.Lines}
-	so := fmt.Sprintf("%s, %s so far", plural(ack.Lines, "line"), plural(ack.Bytes, "byte"))
+	so := fmt.Sprintf("%s, %s so far", textfmt.CountGrouped(ack.Lines, "line", "lines"), textfmt.CountGrouped(ack.Bytes, "byte", "bytes"))
 	var text string
 	if ack.Duplicate {
 		text = fmt.Sprintf("Chunk %d was already stored with the same text (nothing stored twice); %s. Next: seq %d, or write_finalize when the file is complete.",
@@ -291,7 +292,7 @@ func (s *Server) summary(fr protocol.FinalizeResult) toolResult {
 	var b strings.Builder
 	switch {
 	case fr.DryRun:
-		fmt.Fprintf(&b, "Dry run of %s: nothing written. It would write %s, %s.", out.TargetFile, plural(fr.Lines, "line"), plural(fr.Bytes, "byte"))
+		fmt.Fprintf(&b, "Dry run of %s: nothing written. It would write %s, %s.", out.TargetFile, textfmt.CountGrouped(fr.Lines, "line", "lines"), textfmt.CountGrouped(fr.Bytes, "byte", "bytes"))
 	case fr.NothingWritten:
 		fmt.Fprintf(&b, "%s already holds this edit: nothing written.", out.TargetFile)
 	default:
@@ -299,7 +300,7 @@ func (s *Server) summary(fr protocol.FinalizeResult) toolResult {
 		if len(sha) > 12 {
 			sha = sha[:12]
 		}
-		fmt.Fprintf(&b, "Wrote %s (%s): %s, %s, sha256 %s.", out.TargetFile, fr.Operation, plural(fr.Lines, "line"), plural(fr.Bytes, "byte"), sha)
+		fmt.Fprintf(&b, "Wrote %s (%s): %s, %s, sha256 %s.", out.TargetFile, fr.Operation, textfmt.CountGrouped(fr.Lines, "line", "lines"), textfmt.CountGrouped(fr.Bytes, "byte", "bytes"), sha)
 	}
 	if len(out.Files) > 1 {
 		fmt.Fprintf(&b, " Files: %s.", strings.Join(out.Files, ", "))
@@ -391,7 +392,7 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 	if len(*a.Content) > WriteFileMaxBytes {
 		return toolResult{}, argErrorf("write_file takes at most %s of content, and this is %s: nothing was written. "+
 			"Use write_begin, then write_append with about %d lines per call, then write_finalize.",
-			sizeText(WriteFileMaxBytes), sizeText(int64(len(*a.Content))), ChunkAdviceLines)
+			textfmt.Size(WriteFileMaxBytes), textfmt.Size(int64(len(*a.Content))), ChunkAdviceLines)
 	}
 	p, pl, err := s.beginParams(ctx, req, a.TargetFile, a.Operation, a.Intent)
 	if err != nil {
@@ -464,7 +465,7 @@ func (s *Server) editFile(ctx context.Context, req *mcp.CallToolRequest) (toolRe
 		}
 	}
 	if int64(len(*a.Edit)) > protocol.MaxPatchSpecBytes*64 {
-		return toolResult{}, argErrorf("the edit is %s; send edits under 1 MiB, or write the file with write_begin", sizeText(int64(len(*a.Edit))))
+		return toolResult{}, argErrorf("the edit is %s; send edits under 1 MiB, or write the file with write_begin", textfmt.Size(int64(len(*a.Edit))))
 	}
 	p, pl, err := s.beginParams(ctx, req, target, protocol.OpEdit, "")
 	if err != nil {
@@ -516,7 +517,7 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 	}
 	out := undoOut{SessionID: ur.SessionID, TargetFile: s.shown(ur.SessionID, ur.TargetFile), Removed: ur.Removed,
 		RestoredBytes: ur.RestoredBytes, RemovedDirs: ur.RemovedDirs}
-	text := fmt.Sprintf("Undone: %s is back as it was before session %s (%s).", out.TargetFile, ur.SessionID, plural(ur.RestoredBytes, "byte"))
+	text := fmt.Sprintf("Undone: %s is back as it was before session %s (%s).", out.TargetFile, ur.SessionID, textfmt.CountGrouped(ur.RestoredBytes, "byte", "bytes"))
 	if ur.Removed {
 		text = fmt.Sprintf("Undone: session %s had created %s, so it was removed.", ur.SessionID, out.TargetFile)
 	}
@@ -586,7 +587,7 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest) (to
 			so.NextSeq = si.LastSeq + 1
 		}
 		out.Sessions = append(out.Sessions, so)
-		fmt.Fprintf(&b, "%s %s %s %s: %s, %s", so.SessionID, so.Stage, so.Operation, so.TargetFile, plural(so.Lines, "line"), plural(so.Bytes, "byte"))
+		fmt.Fprintf(&b, "%s %s %s %s: %s, %s", so.SessionID, so.Stage, so.Operation, so.TargetFile, textfmt.CountGrouped(so.Lines, "line", "lines"), textfmt.CountGrouped(so.Bytes, "byte", "bytes"))
 		if so.NextSeq > 0 {
 			fmt.Fprintf(&b, ", next seq %d", so.NextSeq)
 		}

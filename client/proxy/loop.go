@@ -16,6 +16,7 @@ import (
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/controller"
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -490,7 +491,7 @@ func (l *loop) finishReason(rd *round) string {
 // wroteText is what the agent sees of a written file.
 func (l *loop) wroteText(r *protocol.FinalizeResult) string {
 	shown := termsafe.String(displayPath(r.TargetFile, l.ws))
-	s := lineBreak(l.out) + fmt.Sprintf("Wrote %s: %s, %s.\n", shown, plural(r.Lines, "line"), sizeText(r.Bytes))
+	s := lineBreak(l.out) + fmt.Sprintf("Wrote %s: %s, %s.\n", shown, textfmt.CountGrouped(r.Lines, "line", "lines"), textfmt.Size(r.Bytes))
 	if l.p.cfg.Echo == EchoContent {
 		s += fence(shown, readWritten(r))
 	}

@@ -3,6 +3,7 @@ package attack
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -19,6 +20,10 @@ import (
 // "1,000+" concurrent clients the daemon must survive, fewer than the race detector's 8,128 live goroutines allow in
 // the test process.
 const openConns = 1100
+
+// statusReserve is the daemon's StatusReserve: connections let in past the
+// limit for daemon.status only.
+const statusReserve = 8
 
 // dialMany opens n connections to the daemon (all of them: the listen
 // backlog takes those the daemon has not accepted yet), closed when the
@@ -68,13 +73,17 @@ func tail(s string, n int) string {
 	return s
 }
 
-// TestConnsLimit: past --max-connections, a client gets a framed
-// too_many_connections error and the connection is closed; those within
-// the limit are served, and a fresh client is served once they go.
+// TestConnsLimit: past --max-connections, the status reserve lets a few
+// connections in for daemon.status alone (anything else is refused with
+// too_many_connections and the connection closed); past the reserve a
+// client gets a framed too_many_connections error and the connection is
+// closed. Those within the limit are served, and a fresh client is served
+// once they go. Every connection is this test process's, so its share is
+// raised past the limit and its reserve.
 func TestConnsLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 50
-	d := testdaemon.Start(t, "--max-connections", "50")
+	d := testdaemon.Start(t, "--max-connections", "50", "--max-client-connections", "100")
 	// testdaemon's readiness probe holds a slot until the daemon notices
 	// its close, asynchronously: wait until this connection is the only
 	// one, and keep it, so exactly limit-1 of the next ones are served.
@@ -92,11 +101,14 @@ func TestConnsLimit(t *testing.T) {
 	}
 	room := limit - 1
 	conns := dialMany(t, d, openConns)
-	var refused, served int
+	var refused, served, reserved int
 	for i, c := range conns {
 		rc := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
-		if i < room {
-			rc.send(frameOf(statusRequest))
+		inReserve := i >= room && i < room+statusReserve
+		if i < room || inReserve {
+			if _, err := io.WriteString(c, frameOf(statusRequest)); err != nil {
+				t.Fatalf("connection %d (served %d, status-only %d, refused %d): %v\n%s", i+1, served, reserved, refused, err, tail(d.Logs(), 3000))
+			}
 		}
 		r, err := rc.readReply()
 		switch {
@@ -104,6 +116,15 @@ func TestConnsLimit(t *testing.T) {
 			t.Fatalf("connection %d: no reply: %v", i+1, err)
 		case i < room && r.Error == nil:
 			served++
+		case inReserve && r.Error == nil:
+			// Let in past the limit for daemon.status only.
+			rc.send(frameOf(`{"jsonrpc":"2.0","id":7,"method":"session.list"}`))
+			r = rc.mustReply()
+			if r.Error == nil || r.Error.Data.Reason != protocol.ReasonTooManyConnections || string(r.ID) != "7" {
+				t.Fatalf("connection %d of the status reserve: session.list answered %v", i+1, r)
+			}
+			rc.expectClosed()
+			reserved++
 		case r.Error != nil && r.Error.Code == protocol.CodeTooManyConnections &&
 			r.Error.Data.Reason == protocol.ReasonTooManyConnections && string(r.ID) == "null" &&
 			r.Error.Data.Limit == limit && strings.Contains(r.Error.Message, "--max-connections"):
@@ -113,9 +134,10 @@ func TestConnsLimit(t *testing.T) {
 			t.Fatalf("connection %d: %v", i+1, r)
 		}
 	}
-	t.Logf("%d connections: %d served, %d refused", len(conns), served, refused)
-	if served != room || refused != openConns-room {
-		t.Fatalf("%d served, %d refused; want %d and %d", served, refused, room, openConns-room)
+	t.Logf("%d connections: %d served, %d status-only, %d refused", len(conns), served, reserved, refused)
+	if served != room || reserved != statusReserve || refused != openConns-room-statusReserve {
+		t.Fatalf("%d served, %d status-only, %d refused; want %d, %d and %d", served, reserved, refused,
+			room, statusReserve, openConns-room-statusReserve)
 	}
 	for _, c := range conns[:room] {
 		c.Close()

@@ -77,6 +77,10 @@ func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
 		return b, err
 	}
 	b.exists, b.perm = true, fi.Mode().Perm()
+	// Older backups make room for this one; when none is left it is kept
+	// anyway (the write it serves is acknowledged content), and is the
+	// next to go once it is the oldest.
+	_ = m.roomFor(fi.Size())
 	h := sha256.New()
 	buf := make([]byte, backupPiece)
 	for {
@@ -170,6 +174,9 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	// finalizing record that recovery would take for a write to repeat.
 	m.cfg.Store.Flush()
 	r := &e.rec
+	if r.BackupDropped != "" && !r.Undone {
+		return protocol.UndoResult{}, backupDropped(r)
+	}
 	if r.Result != nil && r.Result.NothingWritten {
 		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
 			"session %s wrote nothing (its edit was already applied), so there is nothing to undo", id)

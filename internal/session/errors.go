@@ -2,7 +2,6 @@ package session
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/orion-agent/orion/internal/pathguard"
@@ -21,14 +20,6 @@ func sentence(s string) string {
 		return s
 	}
 	return s + "."
-}
-
-// countOf formats n with the singular or the plural form of a noun.
-func countOf(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func notFound(id string) *protocol.Error {

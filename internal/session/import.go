@@ -25,6 +25,8 @@ func ImportedID(entryID string, createdAt time.Time) string {
 // follows the usual rules: written once its marker is there and it is
 // finalized; without one, truncated and kept at the auto-finalize timeout.
 // It returns the session id; importing the same entry twice is a no-op.
+// An import that fails leaves nothing in the store: a refused entry stays
+// in the spool, where it was, and a retry starts over.
 func (m *Manager) Import(id string, p protocol.BeginParams, createdAt time.Time, content io.Reader) (string, error) {
 	if e, err := m.lookup(id); err == nil {
 		e.mu.Lock()
@@ -53,7 +55,10 @@ func (m *Manager) Import(id string, p protocol.BeginParams, createdAt time.Time,
 		err = ioError(id, "reading spooled content", err)
 	}
 	if err != nil {
-		return begun.SessionID, err
+		if ferr := m.forget(begun.SessionID); ferr != nil {
+			m.cfg.Logger.Warn("dropping a refused import", "session", begun.SessionID, "err", ferr)
+		}
+		return "", err
 	}
 	e, err := m.lookup(id)
 	if err != nil {
@@ -84,6 +89,7 @@ func (m *Manager) forget(id string) error {
 	}
 	m.mu.Lock()
 	delete(m.sessions, id)
+	delete(m.caps.live, e)
 	m.mu.Unlock()
 	return nil
 }

@@ -71,6 +71,16 @@ type Config struct {
 	Validation       validate.Policies
 	ValidateMaxBytes int64
 	MaxAttempts      int
+	// MaxSessions and MaxClientSessions cap the unfinished sessions of
+	// the daemon and of one owner (see BeginAs); zero: the defaults.
+	MaxSessions       int
+	MaxClientSessions int
+	// MaxFinishedSessions bounds the finished sessions kept for their
+	// summaries (0: DefaultMaxFinishedSessions).
+	MaxFinishedSessions int
+	// StoreMaxBytes caps the store's used bytes (0: no cap); see
+	// storecap.go for what goes first.
+	StoreMaxBytes int64
 	// Clock and NewID are injected so tests control time and ids.
 	Clock clock.Clock
 	NewID func() string
@@ -88,6 +98,8 @@ type Manager struct {
 	sessions map[string]*entry
 	txs      map[string]*txEntry
 	closed   bool
+	caps     sessionCaps
+	cap      storeCap
 }
 
 type entry struct {
@@ -101,6 +113,9 @@ type entry struct {
 	idle, auto clock.Timer
 	// watching is true while the target is registered with the watcher.
 	watching bool
+	// owner is the client that opened the session ("" for one begun
+	// without one, or loaded from the store), for the per-client cap.
+	owner string
 }
 
 // New loads every journaled session from the store, finishes or rolls back
@@ -145,6 +160,15 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxClientSessions <= 0 {
+		cfg.MaxClientSessions = DefaultMaxClientSessions
+	}
+	if cfg.MaxFinishedSessions <= 0 {
+		cfg.MaxFinishedSessions = DefaultMaxFinishedSessions
+	}
 	if err := cfg.Validation.Validate(); err != nil {
 		return nil, fmt.Errorf("validation policy: %w", err)
 	}
@@ -158,7 +182,8 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, files: files, sessions: make(map[string]*entry), txs: make(map[string]*txEntry)}
+	m := &Manager{cfg: cfg, files: files, sessions: make(map[string]*entry), txs: make(map[string]*txEntry),
+		caps: sessionCaps{live: make(map[*entry]struct{}), pendingByOwner: make(map[string]int)}}
 	err = cfg.Store.ForEachMeta(func(id string, meta []byte) error {
 		var r record
 		if err := json.Unmarshal(meta, &r); err != nil {
@@ -171,6 +196,7 @@ func New(cfg Config) (*Manager, error) {
 		e.rec.published = &e.info
 		e.publish()
 		m.sessions[id] = e
+		m.caps.live[e] = struct{}{}
 		return nil
 	})
 	if err != nil {
@@ -256,11 +282,16 @@ func (m *Manager) Begin(p protocol.BeginParams) (protocol.BeginResult, error) {
 // begin is Begin with the session's id and creation time chosen by the
 // caller (a zero time means now), and the transaction it belongs to.
 func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
+	return m.beginAs("", p, newID, createdAt, txID)
+}
+
+// beginAs is begin for a session of owner.
+func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
 	r, err := m.prepare(p, newID, createdAt, txID)
 	if err != nil {
 		return protocol.BeginResult{}, err
 	}
-	res, err := m.open(&r, p.TargetFile)
+	res, err := m.open(&r, owner, p.TargetFile)
 	if err == nil && p.Supersedes != "" {
 		m.markSuperseded(p.Supersedes, r.ID)
 	}
@@ -362,16 +393,23 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 	return r, nil
 }
 
-// open journals a new session record and starts its timers and watch.
-func (m *Manager) open(r *record, shownTarget string) (protocol.BeginResult, error) {
+// open journals a new session record of owner, if it fits the caps on
+// sessions, and starts its timers and watch.
+func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResult, error) {
+	release, err := m.admit(owner)
+	if err != nil {
+		return protocol.BeginResult{}, err
+	}
+	defer release()
 	if err := m.put(r); err != nil {
 		return protocol.BeginResult{}, err
 	}
-	e := &entry{rec: *r}
+	e := &entry{rec: *r, owner: owner}
 	e.rec.published = &e.info
 	e.publish()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
+	m.caps.live[e] = struct{}{}
 	m.mu.Unlock()
 	e.mu.Lock()
 	m.watch(e)
@@ -380,6 +418,7 @@ func (m *Manager) open(r *record, shownTarget string) (protocol.BeginResult, err
 	m.cfg.Logger.Info("session begun", "session", r.ID, "target", r.Target, "operation", r.Operation,
 		"continues", r.ContinuesSession)
 	m.traceStage(r, map[string]any{"target": r.Target, "operation": r.Operation, "continues": r.ContinuesSession})
+	m.pruneFinished()
 	return protocol.BeginResult{
 		SessionID:    r.ID,
 		Stage:        r.Stage,
@@ -526,6 +565,10 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		err := sizeLimit(protocol.ReasonSessionTooLarge, m.cfg.MaxSessionBytes,
 			fmt.Sprintf("session %s with %d more bytes", r.ID, len(p.Chunk)))
 		err.Data.SessionID = r.ID
+		return protocol.AppendResult{}, err
+	}
+	if err := m.roomFor(int64(len(p.Chunk))); err != nil {
+		err.(*protocol.Error).Data.SessionID = r.ID
 		return protocol.AppendResult{}, err
 	}
 	// One copy serves the scanner and the store (a chunk is up to 1 MiB).

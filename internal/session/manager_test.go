@@ -38,6 +38,8 @@ type harness struct {
 	logger *slog.Logger
 	// storeOpts are the options the store is opened with.
 	storeOpts store.Options
+	// tweak, if set, changes the engine's config before it opens.
+	tweak func(*session.Config)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -48,11 +50,17 @@ func newHarness(t *testing.T) *harness {
 // newHarnessWith is newHarness on a store opened with opts.
 func newHarnessWith(t *testing.T, opts store.Options) *harness {
 	t.Helper()
+	return newHarnessTweaked(t, opts, nil)
+}
+
+// newHarnessTweaked is newHarnessWith an engine config changed by tweak.
+func newHarnessTweaked(t *testing.T, opts store.Options, tweak func(*session.Config)) *harness {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, root: root, db: filepath.Join(t.TempDir(), "orion.db"), clock: clock.NewFake(time.Unix(1_700_000_000, 0)), storeOpts: opts}
+	h := &harness{t: t, root: root, db: filepath.Join(t.TempDir(), "orion.db"), clock: clock.NewFake(time.Unix(1_700_000_000, 0)), storeOpts: opts, tweak: tweak}
 	h.open()
 	t.Cleanup(h.close)
 	return h
@@ -70,7 +78,7 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	mgr, err := session.New(session.Config{
+	cfg := session.Config{
 		Store: st, Guard: guard, Clock: h.clock, Logger: h.logger,
 		NewID: func() string {
 			h.ids++
@@ -81,7 +89,11 @@ func (h *harness) open() {
 			h.notes = append(h.notes, notification{id, method, params})
 			h.mu.Unlock()
 		},
-	})
+	}
+	if h.tweak != nil {
+		h.tweak(&cfg)
+	}
+	mgr, err := session.New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -69,6 +69,9 @@ type record struct {
 	// undo (0: the session replaced nothing); Undone is set once restored.
 	BackupPieces uint64 `json:"backup_pieces,omitempty"`
 	Undone       bool   `json:"undone,omitempty"`
+	// BackupDropped says when and why the store's cap dropped the
+	// backups (BackupPieces and Changes'), which undo then reports.
+	BackupDropped string `json:"backup_dropped,omitempty"`
 	// DryRun is set by a dry-run finalize of the session: an abort after
 	// it journals it, and a listing then tells that session from one
 	// aborted for a failure. (Set in memory only until that journaling.)

@@ -216,6 +216,11 @@ func (m *Manager) Resume(id string) (protocol.ResumeResult, error) {
 // Continue opens a session chained to one that ended truncated: its content
 // follows the truncated content, and finalizing it writes the whole once.
 func (m *Manager) Continue(id string) (protocol.BeginResult, error) {
+	return m.continueAs("", id)
+}
+
+// continueAs is Continue for a session of owner.
+func (m *Manager) continueAs(owner, id string) (protocol.BeginResult, error) {
 	e, err := m.lookup(id)
 	if err != nil {
 		return protocol.BeginResult{}, err
@@ -276,7 +281,7 @@ func (m *Manager) Continue(id string) (protocol.BeginResult, error) {
 	}
 	m.unwatch(e)
 	e.mu.Unlock()
-	res, err := m.open(&r, prev.RequestedPath)
+	res, err := m.open(&r, owner, prev.RequestedPath)
 	if err != nil {
 		return res, err
 	}

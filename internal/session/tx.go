@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"sync"
 
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -37,6 +38,11 @@ func (m *Manager) lookupTx(id string) (*txEntry, error) {
 // that only TxCommit writes. Every target is checked before any session
 // opens; two files may not name the same target.
 func (m *Manager) TxBegin(p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	return m.txBeginAs("", p)
+}
+
+// txBeginAs is TxBegin for sessions of owner.
+func (m *Manager) txBeginAs(owner string, p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
 	if len(p.Files) == 0 {
 		return protocol.TxBeginResult{}, missingField("files")
 	}
@@ -80,7 +86,7 @@ func (m *Manager) TxBegin(p protocol.TxBeginParams) (protocol.TxBeginResult, err
 	tx := txRecord{ID: m.cfg.NewID(), Intent: p.Intent, Stage: protocol.TxOpen, CreatedAt: now}
 	res := protocol.TxBeginResult{TxID: tx.ID, Stage: tx.Stage}
 	for i, f := range files {
-		begun, err := m.begin(f, m.cfg.NewID, now, tx.ID)
+		begun, err := m.beginAs(owner, f, m.cfg.NewID, now, tx.ID)
 		if err != nil {
 			for _, s := range res.Sessions {
 				m.Abort(s.SessionID)
@@ -319,7 +325,7 @@ func (m *Manager) txDryRun(tx *txRecord, entries []*entry, p protocol.TxCommitPa
 	}
 	if len(fileErrs) > 0 {
 		pe := protocol.Errorf(protocol.CodeTxFailed, protocol.ReasonTxRefused,
-			"transaction %s: %s cannot be checked yet; first: %s: %s", tx.ID, countOf(len(fileErrs), "file", "files"), fileErrs[0].TargetFile, fileErrs[0].Message)
+			"transaction %s: %s cannot be checked yet; first: %s: %s", tx.ID, textfmt.Count(len(fileErrs), "file", "files"), fileErrs[0].TargetFile, fileErrs[0].Message)
 		pe.Data.TxID, pe.Data.Files = tx.ID, fileErrs
 		return protocol.TxCommitResult{}, pe
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -182,7 +183,7 @@ func (m *Manager) refuse(e *entry, v *protocol.Validation) error {
 	m.stopTimers(e)
 	m.traceStage(r, map[string]any{"validation": v})
 	left := m.cfg.MaxAttempts - r.attempt()
-	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%s left).", r.ID, countOf(left, "attempt", "attempts"))
+	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%s left).", r.ID, textfmt.Count(left, "attempt", "attempts"))
 	if left <= 0 {
 		next = fmt.Sprintf("This was the last of %d attempts; stop and ask the user.", m.cfg.MaxAttempts)
 	}

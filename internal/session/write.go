@@ -30,6 +30,12 @@ import (
 // records first (transactions, envelopes), journal their content before
 // they are applied, as an append would.
 func (m *Manager) Write(p protocol.WriteParams) (protocol.FinalizeResult, error) {
+	return m.WriteAs("", p)
+}
+
+// WriteAs is Write for a client, counted against the caps on sessions as
+// BeginAs is.
+func (m *Manager) WriteAs(owner string, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	if int64(len(p.Content)) > m.cfg.MaxChunkBytes {
 		return protocol.FinalizeResult{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
 			fmt.Sprintf("content of %d bytes (write larger content with session.begin, session.append and session.finalize)", len(p.Content)))
@@ -38,13 +44,19 @@ func (m *Manager) Write(p protocol.WriteParams) (protocol.FinalizeResult, error)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
+	release, err := m.admit(owner)
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	defer release()
+	defer m.pruneFinished()
 	content := []byte(p.Content)
 	r.Scanner.Feed(content)
 	r.LastSeq = 1
 	r.Stage = protocol.StageStreaming
 	r.inline = content
 	r.Whole = true
-	e := &entry{rec: r}
+	e := &entry{rec: r, owner: owner}
 	e.rec.published = &e.info
 	if r.Operation == protocol.OpPatch || r.Operation == protocol.OpEdit {
 		if err := m.put(&e.rec); err != nil {
@@ -54,6 +66,7 @@ func (m *Manager) Write(p protocol.WriteParams) (protocol.FinalizeResult, error)
 	e.publish()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
+	m.caps.live[e] = struct{}{}
 	m.mu.Unlock()
 	m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
 	m.traceStage(&e.rec, map[string]any{"target": r.Target, "operation": r.Operation, "write": true})
@@ -65,6 +78,7 @@ func (m *Manager) Write(p protocol.WriteParams) (protocol.FinalizeResult, error)
 		m.unwatch(e)
 		m.mu.Lock()
 		delete(m.sessions, r.ID)
+		delete(m.caps.live, e)
 		m.mu.Unlock()
 	} else if err != nil && e.rec.Stage.Open() {
 		// Checked but not written (the file could not be): the client

@@ -398,3 +398,33 @@ func validate(id string, values ...[]byte) error {
 	}
 	return nil
 }
+
+// Usage returns the bytes of the file's pages in use (the high-water mark
+// less the pages free for reuse) and the file's size. The file never
+// shrinks; what is deleted frees pages the next writes reuse, so a cap on
+// used bytes also bounds the file, to within what one commit adds.
+func (s *Store) Usage() (used, file int64, err error) {
+	if used, err = s.Used(); err != nil {
+		return 0, 0, err
+	}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store usage: %w", err)
+	}
+	return used, fi.Size(), nil
+}
+
+// Used is Usage's bytes in use alone, cheap enough for every append: no
+// system call, and bbolt's counts of free pages as of the last commit.
+func (s *Store) Used() (int64, error) {
+	var high int64
+	if err := s.view(func(tx *bolt.Tx) error {
+		high = tx.Size()
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	st := s.db.Stats()
+	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
+	return max(high-free, 0), nil
+}

@@ -3,6 +3,8 @@ package validate
 import (
 	"fmt"
 	"strings"
+
+	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 // Policy says what a finding of some category does to a write.
@@ -146,7 +148,7 @@ func Decide(r Report, p Policies) Decision {
 	switch {
 	case d.Blocked:
 		var b strings.Builder
-		fmt.Fprintf(&b, "The file was not written: %s must be fixed first.", countOf(len(d.Blocking), "problem", "problems"))
+		fmt.Fprintf(&b, "The file was not written: %s must be fixed first.", textfmt.Count(len(d.Blocking), "problem", "problems"))
 		for i, f := range d.Blocking {
 			if i == 3 {
 				fmt.Fprintf(&b, " (%d more)", len(d.Blocking)-3)
@@ -157,17 +159,9 @@ func Decide(r Report, p Policies) Decision {
 		b.WriteString(" Send the corrected complete content.")
 		d.Summary = b.String()
 	case len(d.Warnings) > 0:
-		d.Summary = fmt.Sprintf("The content passed with %s.", countOf(len(d.Warnings), "warning", "warnings"))
+		d.Summary = fmt.Sprintf("The content passed with %s.", textfmt.Count(len(d.Warnings), "warning", "warnings"))
 	default:
 		d.Summary = "The content passed all checks."
 	}
 	return d
-}
-
-// countOf formats n with the singular or the plural form of a noun.
-func countOf(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 // UTF8Policy says what [Repair] does with bytes that are not valid UTF-8.
@@ -89,7 +91,7 @@ type UTF8Error struct {
 // Error says where the first invalid byte is and what to do.
 func (e *UTF8Error) Error() string {
 	return fmt.Sprintf("content is not valid UTF-8: %s, the first at line %d, column %d; send the text as UTF-8",
-		countOf(e.Count, "invalid byte", "invalid bytes"), e.Line, e.Column)
+		textfmt.Count(e.Count, "invalid byte", "invalid bytes"), e.Line, e.Column)
 }
 
 // Unwrap lets errors.Is(err, ErrInvalidUTF8) match.
@@ -122,7 +124,7 @@ func Repair(path string, content, original []byte, hasOriginal bool, opts Repair
 		content = replaceInvalidUTF8(content)
 		fixes = append(fixes, Fix{
 			Kind:    FixInvalidUTF8Replaced,
-			Message: fmt.Sprintf("replaced %s that were not valid UTF-8 with U+FFFD, the first at line %d, column %d", countOf(e.Count, "byte", "bytes"), e.Line, e.Column),
+			Message: fmt.Sprintf("replaced %s that were not valid UTF-8 with U+FFFD, the first at line %d, column %d", textfmt.Count(e.Count, "byte", "bytes"), e.Line, e.Column),
 			Line:    e.Line,
 			Count:   e.Count,
 		})
@@ -162,7 +164,7 @@ func Repair(path string, content, original []byte, hasOriginal bool, opts Repair
 	if n > 0 {
 		fixes = append(fixes, Fix{
 			Kind:    FixLineEndings,
-			Message: fmt.Sprintf("changed %s to %s", countOf(n, "line ending", "line endings"), eolDescription(hasOriginal, eol, eolOf)),
+			Message: fmt.Sprintf("changed %s to %s", textfmt.Count(n, "line ending", "line endings"), eolDescription(hasOriginal, eol, eolOf)),
 			Count:   n,
 		})
 	}
@@ -272,7 +274,7 @@ func removeMarker(body []byte, marker string) ([]byte, []Fix) {
 			if !isBlank(rest) {
 				fixes = append(fixes, Fix{
 					Kind:    FixTextAfterMarker,
-					Message: fmt.Sprintf("removed %s after the end marker: text after the marker is not part of the file", countOf(len(rest), "byte", "bytes")),
+					Message: fmt.Sprintf("removed %s after the end marker: text after the marker is not part of the file", textfmt.Count(len(rest), "byte", "bytes")),
 					Line:    i + 2,
 				})
 			}

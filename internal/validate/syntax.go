@@ -32,9 +32,9 @@ type parsed any
 
 // checkers maps each file type with a syntax check to its checker.
 var checkers = map[FileType]syntaxChecker{
-	TypeJSON:       {name: "encoding/json", check: func(src []byte, _ string) []problem { return checkJSON(src) }},
-	TypeJSONC:      {name: "encoding/json (comments and trailing commas allowed)", check: func(src []byte, _ string) []problem { return checkJSONC(src) }},
-	TypeJSONLines:  {name: "encoding/json (one value per line)", check: func(src []byte, _ string) []problem { return checkJSONLines(src) }},
+	TypeJSON:       {name: "go-json-experiment/json/jsontext", check: func(src []byte, _ string) []problem { return checkJSON(src) }},
+	TypeJSONC:      {name: "github.com/tailscale/hujson (comments and trailing commas allowed)", check: func(src []byte, _ string) []problem { return checkJSONC(src) }},
+	TypeJSONLines:  {name: "go-json-experiment/json/jsontext (one value per line)", check: func(src []byte, _ string) []problem { return checkJSONLines(src) }},
 	TypeYAML:       {name: "go.yaml.in/yaml/v3", check: func(src []byte, _ string) []problem { return checkYAML(src) }},
 	TypeTOML:       {name: "github.com/pelletier/go-toml/v2", check: func(src []byte, _ string) []problem { return checkTOML(src) }},
 	TypeXML:        {name: "encoding/xml", check: func(src []byte, _ string) []problem { return checkXML(src) }},

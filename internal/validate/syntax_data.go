@@ -8,7 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"golang.org/x/text/encoding/charmap"
 
 	toml "github.com/pelletier/go-toml/v2"
 	"go.yaml.in/yaml/v3"
@@ -261,21 +262,19 @@ func dtdEntities(dir xml.Directive) map[string]string {
 	}
 }
 
-// charsetReader lets documents declared in Latin-1 (and its Windows
-// superset) be checked; other declared charsets are read as they are, which
-// is enough to check structure as long as they are ASCII-compatible.
+// charsetReader lets documents declared in Latin-1 or Windows-1252 be
+// checked, decoded by golang.org/x/text's tables (Windows-1252 has
+// printable characters at 0x80-0x9F, such as € and curly quotes, where
+// Latin-1 has C1 controls). An ASCII declaration is read as Latin-1, so
+// that a stray byte above 0x7F is not a syntax error. Other declared
+// charsets are read as they are, which is enough to check structure as
+// long as they are ASCII-compatible.
 func charsetReader(charset string, in io.Reader) (io.Reader, error) {
 	switch strings.ToLower(charset) {
-	case "iso-8859-1", "iso8859-1", "latin1", "latin-1", "windows-1252", "cp1252", "us-ascii", "ascii":
-		b, err := io.ReadAll(in)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]byte, 0, len(b))
-		for _, c := range b {
-			out = utf8.AppendRune(out, rune(c))
-		}
-		return bytes.NewReader(out), nil
+	case "windows-1252", "cp1252":
+		return charmap.Windows1252.NewDecoder().Reader(in), nil
+	case "iso-8859-1", "iso8859-1", "latin1", "latin-1", "us-ascii", "ascii":
+		return charmap.ISO8859_1.NewDecoder().Reader(in), nil
 	}
 	return in, nil
 }

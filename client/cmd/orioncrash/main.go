@@ -17,8 +17,8 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/orion-agent/orion/client/internal/crash"
 	"github.com/orion-agent/orion/client/internal/sibling"
+	"github.com/orion-agent/orion/daemon/e2e/crash"
 )
 
 func main() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -90,7 +91,7 @@ func contentRefusal(name string, v *protocol.Validation, editMsg string) string 
 			lines = append(lines, fmt.Sprintf("  line %d col %d: %s [%s]", f.Line, f.Column, f.Message, f.Code))
 		}
 	}
-	head := fmt.Sprintf("%s: %s must be fixed first:", name, plural(len(lines), "problem", "problems"))
+	head := fmt.Sprintf("%s: %s must be fixed first:", name, textfmt.Count(len(lines), "problem", "problems"))
 	return head + "\n" + strings.Join(lines, "\n")
 }
 
@@ -122,7 +123,7 @@ func refusal(err error, name, next string) error {
 			parts = append(parts, part)
 		}
 		text = fmt.Sprintf("transaction %s: %s failed the check:\n%s",
-			pe.Data.TxID, plural(len(pe.Data.Files), "file", "files"), strings.Join(parts, "\n"))
+			pe.Data.TxID, textfmt.Count(len(pe.Data.Files), "file", "files"), strings.Join(parts, "\n"))
 	}
 	if text == "" {
 		return err
@@ -165,28 +166,4 @@ func sentence(s string) string {
 		return s
 	}
 	return s + "."
-}
-
-// plural formats n with the singular or the plural form of a noun.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// pluralStr is plural for a count already formatted, as trace fields are.
-func pluralStr(n, one, many string) string {
-	if n == "1" {
-		return n + " " + one
-	}
-	return n + " " + many
-}
-
-// plural64 is plural for int64 counts.
-func plural64(n int64, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 // progress draws one line on a terminal: the bytes sent, of how many when
@@ -30,17 +32,17 @@ func newProgressLine(w io.Writer, total int64, now func() time.Time) *progress {
 func (p *progress) line(sent int64, t time.Time) string {
 	var b strings.Builder
 	b.WriteString("writing: ")
-	b.WriteString(formatBytes(sent))
+	b.WriteString(textfmt.IBytes(sent))
 	if p.total >= 0 {
 		pct := 100
 		if p.total > 0 {
 			pct = int(sent * 100 / p.total)
 		}
-		fmt.Fprintf(&b, " of %s (%d%%)", formatBytes(p.total), pct)
+		fmt.Fprintf(&b, " of %s (%d%%)", textfmt.IBytes(p.total), pct)
 	}
 	b.WriteString(" sent")
 	if elapsed := t.Sub(p.start); elapsed >= time.Second {
-		fmt.Fprintf(&b, ", %s/s", formatBytes(int64(float64(sent)/elapsed.Seconds())))
+		fmt.Fprintf(&b, ", %s/s", textfmt.IBytes(int64(float64(sent)/elapsed.Seconds())))
 	}
 	return b.String()
 }
@@ -69,20 +71,4 @@ func (p *progress) draw(s string) {
 	}
 	fmt.Fprintf(p.w, "\r%s%s", s, pad)
 	p.width = len(s)
-}
-
-// formatBytes is n in B, KiB, MiB or GiB with one decimal.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, suffix := float64(n)/unit, "KiB"
-	for _, s := range []string{"MiB", "GiB", "TiB"} {
-		if f < unit {
-			break
-		}
-		f, suffix = f/unit, s
-	}
-	return fmt.Sprintf("%.1f %s", f, suffix)
 }

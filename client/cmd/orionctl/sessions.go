@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -87,11 +88,11 @@ func newSessionsShowCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "intent:\t%s\n", termsafe.String(s.Intent))
 			}
 			fmt.Fprintf(tw, "end marker:\t%s (seen: %v)\n", termsafe.String(s.EndMarker), s.EndMarkerSeen)
-			fmt.Fprintf(tw, "received:\t%s, %s, %s\n", plural64(int64(s.LastSeq), "chunk", "chunks"), plural64(s.Bytes, "byte", "bytes"), plural64(s.Lines, "line", "lines"))
+			fmt.Fprintf(tw, "received:\t%s, %s, %s\n", textfmt.Count(int64(s.LastSeq), "chunk", "chunks"), textfmt.Count(s.Bytes, "byte", "bytes"), textfmt.Count(s.Lines, "line", "lines"))
 			fmt.Fprintf(tw, "created:\t%s\n", s.CreatedAt.Local().Format(time.RFC3339))
 			fmt.Fprintf(tw, "updated:\t%s\n", s.UpdatedAt.Local().Format(time.RFC3339))
 			if s.Result != nil {
-				fmt.Fprintf(tw, "written:\t%s, sha256 %s\n", plural64(s.Result.Bytes, "byte", "bytes"), termsafe.String(s.Result.SHA256))
+				fmt.Fprintf(tw, "written:\t%s, sha256 %s\n", textfmt.Count(s.Result.Bytes, "byte", "bytes"), termsafe.String(s.Result.SHA256))
 			}
 			return tw.Flush()
 		},
@@ -145,7 +146,7 @@ a model continue it) unless --finalize writes what arrived as it is.`,
 				return printJSON(out, res)
 			}
 			fmt.Fprintf(out, "session %s (%s) stops at %s, %s; next seq %d\n",
-				termsafe.String(res.SessionID), termsafe.String(string(res.Stage)), plural64(res.Lines, "line", "lines"), plural64(res.Bytes, "byte", "bytes"), res.NextSeq)
+				termsafe.String(res.SessionID), termsafe.String(string(res.Stage)), textfmt.Count(res.Lines, "line", "lines"), textfmt.Count(res.Bytes, "byte", "bytes"), res.NextSeq)
 			fmt.Fprintf(out, "target: %s (%s)\n\nlast lines:\n%s\n", termsafe.String(res.TargetFile), termsafe.String(string(res.Operation)), termsafe.Text(res.Tail))
 			fmt.Fprintf(out, "to continue, tell the model:\n%s\n\n", termsafe.Text(res.ContinuePrompt))
 			fmt.Fprintf(out, "or write what arrived as it is: orionctl sessions recover --finalize %s\n", termsafe.String(res.SessionID))
@@ -181,7 +182,7 @@ flags, the daemon's retention periods apply, as in its periodic sweep.`,
 			if g.json {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "expired %s, pruned %d\n", plural(len(res.Expired), "session", "sessions"), len(res.Pruned))
+			fmt.Fprintf(cmd.OutOrStdout(), "expired %s, pruned %d\n", textfmt.Count(len(res.Expired), "session", "sessions"), len(res.Pruned))
 			return nil
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -35,7 +36,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "state dir:      %s\n", termsafe.String(st.StateDir))
 			fmt.Fprintf(out, "allowed roots:  %s\n", strings.Join(termsafe.Strings(st.AllowedRoots), ", "))
 			fmt.Fprintf(out, "open sessions:  %d\n", st.OpenSessions)
-			fmt.Fprintf(out, "limits:         %s per chunk, %d per session\n", plural64(st.MaxChunkBytes, "byte", "bytes"), st.MaxSessionBytes)
+			fmt.Fprintf(out, "limits:         %s per chunk, %d per session\n", textfmt.Count(st.MaxChunkBytes, "byte", "bytes"), st.MaxSessionBytes)
 			if tr := st.Trace; tr != nil {
 				capped := "no cap"
 				if tr.MaxBytes > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -107,7 +108,7 @@ func newAppendCmd(g *globals) *cobra.Command {
 				marker = "seen"
 			}
 			fmt.Fprintf(out, "appended %s; session %s now %s, %s; end marker %s\n",
-				plural64(int64(n), "chunk", "chunks"), termsafe.String(shortID(id)), plural64(last.Bytes, "byte", "bytes"), plural64(last.Lines, "line", "lines"), marker)
+				textfmt.Count(int64(n), "chunk", "chunks"), termsafe.String(shortID(id)), textfmt.Count(last.Bytes, "byte", "bytes"), textfmt.Count(last.Lines, "line", "lines"), marker)
 			return nil
 		},
 	}
@@ -228,7 +229,7 @@ with it the rest of its transaction if it belonged to one.`,
 				printUndone(out, "", res)
 				return nil
 			}
-			fmt.Fprintf(out, "undid transaction %s: %s\n", termsafe.String(res.TxID), plural(len(res.Files), "file", "files"))
+			fmt.Fprintf(out, "undid transaction %s: %s\n", termsafe.String(res.TxID), textfmt.Count(len(res.Files), "file", "files"))
 			for _, f := range res.Files {
 				printUndone(out, "  ", f)
 			}
@@ -246,7 +247,7 @@ func printUndone(out io.Writer, indent string, res protocol.UndoResult) {
 		return
 	}
 	fmt.Fprintf(out, "%srestored %s: %s, sha256 %s\n", indent, shown(res.TargetFile),
-		plural64(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
+		textfmt.Count(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
 }
 
 // finalizeRefusal tells a refused finalize in orionctl's words: the session

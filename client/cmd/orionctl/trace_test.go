@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rivo/uniseg"
-
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
@@ -39,129 +37,6 @@ func readEvents(t *testing.T, path string) []protocol.TraceEvent {
 		events = append(events, ev)
 	}
 	return events
-}
-
-// TestLadder draws the ladders of recorded sessions (exported from a real
-// oriond with orionctl trace --export, and one made by hand with odd
-// content) and compares them with testdata/trace/*.ladder.
-func TestLadder(t *testing.T) {
-	inputs, _ := filepath.Glob("testdata/trace/*.jsonl")
-	if len(inputs) < 3 {
-		t.Fatalf("inputs %v", inputs)
-	}
-	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			events := readEvents(t, in)
-			var out bytes.Buffer
-			if err := renderLadder(&out, events[0].SessionID, events, ladderWidth); err != nil {
-				t.Fatal(err)
-			}
-			// The box holds: every line exactly as wide as the ladder.
-			for i, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-				if w := uniseg.StringWidth(line); w != ladderWidth {
-					t.Errorf("line %d is %d columns, want %d: %q", i+1, w, ladderWidth, line)
-				}
-				if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-					t.Errorf("line %d holds a control character: %q", i+1, line)
-				}
-			}
-			golden := strings.TrimSuffix(in, ".jsonl") + ".ladder"
-			if *update {
-				os.WriteFile(golden, out.Bytes(), 0o644)
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if out.String() != string(want) {
-				t.Fatalf("ladder differs from %s (go test -update rewrites it):\n%s", golden, out.String())
-			}
-		})
-	}
-}
-
-func TestLadderSteps(t *testing.T) {
-	events := readEvents(t, "testdata/trace/completed.jsonl")
-	var titles []string
-	for _, r := range buildRungs(events) {
-		titles = append(titles, r.title+" "+r.status.icon())
-	}
-	if got, want := strings.Join(titles, ", "), "BEGIN ✅, APPEND ✅, FINALIZE ✅"; got != want {
-		t.Fatalf("steps %s, want %s", got, want)
-	}
-	rungs := buildRungs(readEvents(t, "testdata/trace/odd.jsonl"))
-	var got []string
-	for _, r := range rungs {
-		got = append(got, r.title+" "+r.status.icon())
-	}
-	want := "BEGIN ✅, APPEND ✅, TARGET CHANGED ON DISK ❗, FINALIZE ❌, FINALIZE ❌, ERROR ❌, CUSTOM.THING ❓, EXPIRED ❗"
-	if strings.Join(got, ", ") != want {
-		t.Fatalf("steps %s\nwant  %s", strings.Join(got, ", "), want)
-	}
-}
-
-// TestAppendRunFolds: the APPEND rung of folded append events (oriond
-// records a session's acknowledged appends as one event with appends,
-// first_seq, max_duration_ms and end_marker_seq) says what the rung of one
-// event per append said, and fields no daemon writes are read safely.
-func TestAppendRunFolds(t *testing.T) {
-	tests := []struct {
-		name   string
-		fields []string
-		want   string
-	}{
-		{"Single", []string{`{"seq":1,"bytes":8,"duration_ms":1.5,"end_marker_seen":true}`},
-			"Method: session.append|Chunks: seq 1|Received: 8 bytes|End marker: seen at seq 1|Took: 1.5 ms"},
-		{"Folded", []string{`{"appends":3,"first_seq":1,"seq":3,"bytes":28,"duration_ms":3.229,"max_duration_ms":1.257,"end_marker_seen":true,"end_marker_seq":2}`},
-			"Method: session.append|Chunks: seq 1–3 (3 requests)|Received: 28 bytes|End marker: seen at seq 2|Took: 3.229 ms in all, the slowest 1.257 ms"},
-		// Two folds and a single append in a row are one run.
-		{"FoldsInARow", []string{
-			`{"appends":2,"first_seq":1,"seq":2,"bytes":20,"duration_ms":2,"max_duration_ms":1.5,"end_marker_seen":false}`,
-			`{"seq":3,"bytes":30,"duration_ms":2,"end_marker_seen":false}`,
-			`{"appends":4,"first_seq":4,"seq":7,"bytes":70,"duration_ms":4,"max_duration_ms":1,"end_marker_seen":true,"end_marker_seq":6}`},
-			"Method: session.append|Chunks: seq 1–7 (7 requests)|Received: 70 bytes|End marker: seen at seq 6|Took: 8 ms in all, the slowest 2 ms"},
-		{"OddCounts", []string{
-			`{"appends":-5,"seq":1,"duration_ms":1}`,
-			`{"appends":1e300,"first_seq":"x","seq":2,"max_duration_ms":"slow","duration_ms":1}`,
-			`{"appends":0.5,"seq":3}`},
-			"Method: session.append|Chunks: seq 1–3 (1099511627778 requests)|End marker: not yet|Took: 2 ms in all, the slowest 1 ms"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var a appendRun
-			for _, raw := range tt.fields {
-				f := decodeFields(json.RawMessage(raw))
-				took, hasTook := fieldFloat(f, "duration_ms")
-				a.add(f, took, hasTook)
-			}
-			if got := strings.Join(a.lines(), "|"); got != tt.want {
-				t.Fatalf("got  %s\nwant %s", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWrap(t *testing.T) {
-	for _, s := range []string{
-		"    short",
-		"    Target: /home/me/一个很长的目录名/with spaces/and-a-very-long-file-name-that-does-not-fit.md",
-		"    " + strings.Repeat("x", 200),
-		"    a " + strings.Repeat("🎉", 50),
-	} {
-		lines := wrap(s, 40, "    ")
-		var kept strings.Builder
-		for _, l := range lines {
-			if w := uniseg.StringWidth(l); w > 40 {
-				t.Fatalf("%q: line %q is %d columns", s, l, w)
-			}
-			kept.WriteString(strings.ReplaceAll(l, " ", ""))
-		}
-		if kept.String() != strings.ReplaceAll(s, " ", "") {
-			t.Fatalf("%q wrapped lost text: %q", s, lines)
-		}
-	}
 }
 
 func TestEventLine(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -201,7 +202,7 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 	if res.DryRun {
 		fmt.Fprintf(out, "dry run of transaction %s, nothing written:\n", termsafe.String(res.TxID))
 	} else {
-		fmt.Fprintf(out, "transaction %s %s: %s\n", termsafe.String(res.TxID), termsafe.String(string(res.Stage)), plural(len(res.Files), "file", "files"))
+		fmt.Fprintf(out, "transaction %s %s: %s\n", termsafe.String(res.TxID), termsafe.String(string(res.Stage)), textfmt.Count(len(res.Files), "file", "files"))
 	}
 	for _, f := range res.Files {
 		name, op := shown(f.TargetFile), termsafe.String(string(f.Operation))
@@ -212,10 +213,10 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 			// A dry run describes the content it checked; the file is not
 			// written, so it has no bytes of its own yet.
 			fmt.Fprintf(out, "  %s (%s): would get %s, %s, sha256 %s\n", name, op,
-				plural64(f.Bytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), termsafe.String(f.SHA256))
+				textfmt.Count(f.Bytes, "byte", "bytes"), textfmt.Count(f.Lines, "line", "lines"), termsafe.String(f.SHA256))
 		default:
 			fmt.Fprintf(out, "  %s (%s): %s, %s, sha256 %s\n", name, op,
-				plural64(f.FileBytes, "byte", "bytes"), plural64(f.Lines, "line", "lines"), termsafe.String(f.FileSHA256))
+				textfmt.Count(f.FileBytes, "byte", "bytes"), textfmt.Count(f.Lines, "line", "lines"), termsafe.String(f.FileSHA256))
 		}
 		printChecks(out, f)
 		if res.DryRun {
@@ -236,7 +237,7 @@ func printTxInfo(cmd *cobra.Command, g *globals, info protocol.TxInfo) error {
 		fmt.Fprintf(out, "last error:  %s\n", termsafe.String(info.Error))
 	}
 	for _, f := range info.Files {
-		fmt.Fprintf(out, "  %s: %s, sha256 %s\n", shown(f.TargetFile), plural64(f.FileBytes, "byte", "bytes"), termsafe.String(f.FileSHA256))
+		fmt.Fprintf(out, "  %s: %s, sha256 %s\n", shown(f.TargetFile), textfmt.Count(f.FileBytes, "byte", "bytes"), termsafe.String(f.FileSHA256))
 	}
 	return nil
 }
@@ -264,7 +265,7 @@ func txDryRunRefusal(res protocol.TxCommitResult, next string) error {
 		return nil
 	}
 	text := fmt.Sprintf("transaction %s: %s failed the check:\n%s",
-		res.TxID, plural(len(parts), "file", "files"), strings.Join(parts, "\n"))
+		res.TxID, textfmt.Count(len(parts), "file", "files"), strings.Join(parts, "\n"))
 	pe := &protocol.Error{Code: protocol.CodeTxFailed, Message: text,
 		Data: protocol.ErrorData{Reason: protocol.ReasonTxRefused, TxID: res.TxID, Files: files}}
 	return &refusedError{text: text + "\n" + next, pe: pe}

@@ -83,20 +83,6 @@ func TestProgressRedrawsAndClears(t *testing.T) {
 	}
 }
 
-func TestPlural(t *testing.T) {
-	for _, tt := range []struct {
-		n    int
-		want string
-	}{{0, "0 lines"}, {1, "1 line"}, {2, "2 lines"}} {
-		if got := plural(tt.n, "line", "lines"); got != tt.want {
-			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-	if got := pluralStr("1", "byte", "bytes"); got != "1 byte" {
-		t.Errorf("pluralStr: %q", got)
-	}
-}
-
 func TestAlreadyApplied(t *testing.T) {
 	block := func(s string) protocol.EditBlock { return protocol.EditBlock{Status: s} }
 	tests := []struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/termsafe"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -188,7 +189,7 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would be refused\n", name, op)
 		} else {
 			fmt.Fprintf(out, "dry run, nothing written: %s (%s) would get %s, %s\n", name, op,
-				plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"))
+				textfmt.Count(res.Bytes, "byte", "bytes"), textfmt.Count(res.Lines, "line", "lines"))
 		}
 		printChecks(out, res)
 		fmt.Fprint(out, termsafe.Text(res.Diff))
@@ -201,7 +202,7 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 		return nil
 	}
 	if len(res.Files) > 0 {
-		fmt.Fprintf(out, "applied the edit to %s, all or none:\n", plural(len(res.Files), "file", "files"))
+		fmt.Fprintf(out, "applied the edit to %s, all or none:\n", textfmt.Count(len(res.Files), "file", "files"))
 		for _, f := range res.Files {
 			to := ""
 			if f.MovedTo != "" {
@@ -214,13 +215,13 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 		return nil
 	}
 	fmt.Fprintf(out, "wrote %s (%s): %s, %s, mode %s\nsha256 %s\n",
-		name, op, plural64(res.Bytes, "byte", "bytes"), plural64(res.Lines, "line", "lines"), termsafe.String(res.Mode), termsafe.String(res.SHA256))
+		name, op, textfmt.Count(res.Bytes, "byte", "bytes"), textfmt.Count(res.Lines, "line", "lines"), termsafe.String(res.Mode), termsafe.String(res.SHA256))
 	printChecks(out, res)
 	if res.Operation == protocol.OpAppend {
-		fmt.Fprintf(out, "file now %s, sha256 %s\n", plural64(res.FileBytes, "byte", "bytes"), termsafe.String(res.FileSHA256))
+		fmt.Fprintf(out, "file now %s, sha256 %s\n", textfmt.Count(res.FileBytes, "byte", "bytes"), termsafe.String(res.FileSHA256))
 	}
 	if res.TrailingBytes > 0 {
-		fmt.Fprintf(out, "ignored %s after the end marker: %q\n", plural64(res.TrailingBytes, "byte", "bytes"), res.TrailingPreview)
+		fmt.Fprintf(out, "ignored %s after the end marker: %q\n", textfmt.Count(res.TrailingBytes, "byte", "bytes"), res.TrailingPreview)
 	}
 	printSession(out, res)
 	return nil

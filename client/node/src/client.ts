@@ -9,7 +9,7 @@ import {
 } from "vscode-jsonrpc/node";
 
 import { ConnectionLostError, DaemonUnreachableError, OrionError } from "./errors";
-import { defaultSocket } from "./paths";
+import { checkSocket, defaultSocket } from "./paths";
 import {
   AbortResult,
   AppendParams,
@@ -318,6 +318,13 @@ export class OrionClient extends EventEmitter<ClientEvents> {
 
 function dial(path: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
+    try {
+      // Before anything is sent: the socket and its directory must be ours.
+      checkSocket(path);
+    } catch (err) {
+      reject(err);
+      return;
+    }
     const sock = net.createConnection(path);
     const fail = (err: Error) =>
       reject(new DaemonUnreachableError(`oriond is not reachable at ${path} (start it with \`oriond run\`): ${err.message}`));

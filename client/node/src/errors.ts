@@ -27,6 +27,19 @@ export class DaemonUnreachableError extends Error {
 }
 
 /**
+ * UntrustedSocketError says the client refused a socket that is not the
+ * user's (it, or its directory, belongs to another user or is writable by
+ * others) and sent it nothing. Node cannot read a Unix socket's peer
+ * credentials, so unlike the Go client it checks the files only.
+ */
+export class UntrustedSocketError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UntrustedSocketError";
+  }
+}
+
+/**
  * ConnectionLostError says the connection broke before the reply came: the
  * request may or may not have taken effect. Reconnect and resume to know.
  */

@@ -7,5 +7,5 @@ export { StreamController, ControllerOptions, FinishInterrupted } from "./contro
 export * from "./events";
 export { turnMessages, ChatMessage } from "./messages";
 export { replay } from "./replay";
-export { defaultSocket } from "./paths";
+export { checkSocket, defaultSocket } from "./paths";
 export { scanArgs } from "./args";

@@ -105,7 +105,7 @@ export type TxStage = "open" | "committing" | "committed" | "rolled_back" | "nee
  * TraceType is the type of a trace event. The types are stable; an
  * event's Fields keys depend on its type.
  */
-export type TraceType = "request" | "session.stage" | "session.write" | "session.truncated" | "session.conflict" | "validation" | "error" | "requests.suppressed" | "tx.stage" | "spool.import" | "spool.problem";
+export type TraceType = "request" | "session.stage" | "session.write" | "session.truncated" | "session.conflict" | "validation" | "error" | "requests.suppressed" | "tx.stage" | "spool.import" | "spool.problem" | "store.backup_dropped";
 
 export const Operations: readonly Operation[] = ["create", "overwrite", "append", "patch", "edit"];
 
@@ -115,7 +115,7 @@ export const Stages: readonly Stage[] = ["awaiting_content", "streaming", "final
 
 export const TxStages: readonly TxStage[] = ["open", "committing", "committed", "rolled_back", "needs_corrections", "aborted"];
 
-export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "session.write", "session.truncated", "session.conflict", "validation", "error", "requests.suppressed", "tx.stage", "spool.import", "spool.problem"];
+export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "session.write", "session.truncated", "session.conflict", "validation", "error", "requests.suppressed", "tx.stage", "spool.import", "spool.problem", "store.backup_dropped"];
 
 /** JSON-RPC error codes: the standard ones, and the application's (in the implementation range). */
 export const ErrorCodes = {
@@ -138,6 +138,7 @@ export const ErrorCodes = {
   io: -32011,
   targetChanged: -32012,
   tooManyConnections: -32020,
+  tooManySessions: -32021,
   txNotFound: -32015,
   txFailed: -32016,
   validationFailed: -32013,
@@ -185,6 +186,9 @@ export const Reasons = {
   invalidRequest: "invalid_request",
   batchNotSupported: "batch_not_supported",
   tooManyConnections: "too_many_connections",
+  tooManySessions: "too_many_sessions",
+  storeFull: "store_full",
+  backupDropped: "backup_dropped",
   fieldTooLarge: "field_too_large",
   invalidDuration: "invalid_duration",
   txNotFound: "tx_not_found",
@@ -259,7 +263,10 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32015, reason: "tx_not_found", doc: "no transaction has this id", advice: "" },
   { code: -32016, reason: "tx_refused", doc: "a file failed the check; nothing was written (`data.files`)", advice: "" },
   { code: -32016, reason: "tx_rolled_back", doc: "writing failed and every file was put back (`data.files`)", advice: "" },
-  { code: -32020, reason: "too_many_connections", doc: "the daemon serves `--max-connections` clients already (id null); the connection closes", advice: "" },
+  { code: -32020, reason: "too_many_connections", doc: "the daemon serves `--max-connections` clients already, or this process its `--max-client-connections` share (id null; the connection closes); also a connection of the status reserve asking anything but daemon.status", advice: "" },
+  { code: -32021, reason: "too_many_sessions", doc: "the daemon holds `--max-sessions` unfinished sessions, or this client `--max-client-sessions` (`data.limit`): finish or abort some", advice: "" },
+  { code: -32008, reason: "store_full", doc: "the store is at `--store-max-bytes` with no undo backup left to drop (`data.limit`); nothing acknowledged is dropped", advice: "" },
+  { code: -32002, reason: "backup_dropped", doc: "undo of a write whose backup was dropped to keep the store under `--store-max-bytes`", advice: "" },
 ];
 
 export const RefusalAdvice: Readonly<Record<string, string>> = {
@@ -741,6 +748,16 @@ export interface ListParams {
    * sessions are listed.
    */
   all?: boolean;
+  /**
+   * Limit is the most sessions in one reply (0: DefaultListLimit; at
+   * most MaxListLimit). A reply also ends early at MaxListReplyBytes.
+   */
+  limit?: number;
+  /**
+   * Cursor continues a listing where the reply that gave it as
+   * NextCursor stopped. It is opaque.
+   */
+  cursor?: string;
 }
 
 /**
@@ -789,6 +806,11 @@ export interface SessionInfo {
 /** ListResult is the result of session.list. */
 export interface ListResult {
   sessions: SessionInfo[];
+  /**
+   * NextCursor, when set, is the cursor of the next page: more sessions
+   * follow. Empty on the last page.
+   */
+  next_cursor?: string;
 }
 
 /** AbortResult is the result of session.abort. */
@@ -824,6 +846,20 @@ export interface StatusResult {
   max_connections?: number;
   connections: number;
   fd_limit?: number;
+  /**
+   * MaxClientConnections is one client process's share of
+   * MaxConnections; MaxSessions and MaxClientSessions cap the
+   * unfinished sessions of the daemon and of one client process.
+   */
+  max_client_connections?: number;
+  max_sessions?: number;
+  max_client_sessions?: number;
+  /**
+   * StoreMaxBytes is the store's cap (0: none); Store describes its
+   * size and what the cap dropped.
+   */
+  store_max_bytes?: number;
+  store?: StoreStats;
   methods: string[];
   /**
    * ProtectedPaths are refused whatever the allowed roots say: the
@@ -845,6 +881,23 @@ export interface StatusResult {
    * was dropped); absent when tracing is off.
    */
   trace?: TraceStats;
+}
+
+/** StoreStats describes the store in daemon.status. */
+export interface StoreStats {
+  /**
+   * Bytes is the live data in the store file (its pages in use);
+   * FileBytes the file's size, which never shrinks (freed pages are
+   * reused).
+   */
+  bytes: number;
+  file_bytes: number;
+  /**
+   * BackupsDropped counts undo backups dropped to keep under
+   * StoreMaxBytes since the daemon started, BackupBytesDropped their size.
+   */
+  backups_dropped?: number;
+  backup_bytes_dropped?: number;
 }
 
 /** ProtectedRule is one rule of the daemon's protected paths. */

@@ -33,10 +33,11 @@ const ConfigFileName = "oriond.toml"
 
 // envKeys are the settings an environment variable sets.
 var envKeys = map[string]string{
-	"socket":         "ORION_SOCKET",
-	"state-dir":      "ORION_STATE_DIR",
-	"allow-root":     "ORION_ALLOW_ROOTS", // colon-separated
-	"trace-postgres": "ORION_TRACE_POSTGRES",
+	"socket":          "ORION_SOCKET",
+	"state-dir":       "ORION_STATE_DIR",
+	"allow-root":      "ORION_ALLOW_ROOTS", // colon-separated
+	"trace-postgres":  "ORION_TRACE_POSTGRES",
+	"store-max-bytes": "ORION_STORE_MAX_BYTES",
 }
 
 // pathKeys hold paths: in the config file ~/ is the home directory and a

@@ -26,7 +26,8 @@ default file means defaults; ORION_CONFIG=/dev/null reads no file.
 
 Each setting takes the first of: its flag, its environment variable
 (ORION_SOCKET, ORION_STATE_DIR, ORION_ALLOW_ROOTS colon-separated,
-ORION_TRACE_POSTGRES), the config file, the built-in default.`,
+ORION_TRACE_POSTGRES, ORION_STORE_MAX_BYTES), the config file, the built-in
+default.`,
 	}
 	cmd.AddCommand(newConfigPrintCmd(getenv))
 	return cmd

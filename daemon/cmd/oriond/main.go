@@ -23,12 +23,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "oriond:", err)
 		var ue usageError
 		var sue service.UsageError
-		var ee exitError
+		var ee service.ExitError
 		switch {
 		case errors.As(err, &ue), errors.As(err, &sue):
 			os.Exit(2)
 		case errors.As(err, &ee):
-			os.Exit(ee.code)
+			os.Exit(ee.Code)
 		}
 		os.Exit(1)
 	}

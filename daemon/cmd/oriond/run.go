@@ -39,6 +39,7 @@ its environment variable, the config file, the default:
                     else ~/.local/state/orion
   --allow-root      $ORION_ALLOW_ROOTS (colon-separated), else your home directory
   --trace-postgres  $ORION_TRACE_POSTGRES (keeps a password off the command line)
+  --store-max-bytes $ORION_STORE_MAX_BYTES
 "oriond config print" shows the result.
 
 Started by systemd with its output on the journal, oriond writes log lines
@@ -123,6 +124,13 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.IntVar(&cfg.MaxAttempts, "max-attempts", session.DefaultMaxAttempts, "corrected attempts allowed after a refused write")
 	f.IntVar(&cfg.MaxConnections, "max-connections", 0, "most clients served at once; more are refused with too_many_connections (0: 1024, lowered to fit RLIMIT_NOFILE)")
 	f.IntVar(&cfg.MaxInflight, "max-inflight", daemon.DefaultMaxInflight, "most requests of one connection awaiting their reply; the daemon stops reading that connection until one is answered")
+	f.IntVar(&cfg.MaxClientConnections, "max-client-connections", 0, "most connections one client process holds; more are refused with too_many_connections (0: a quarter of max-connections)")
+	f.DurationVar(&cfg.ConnIdleTimeout, "connection-idle-timeout", daemon.DefaultConnIdleTimeout, "close a connection idle this long that drives no unfinished session, awaits no reply and follows no trace (negative: never)")
+	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", daemon.DefaultHeaderTimeout, "longest a frame's header may take from its first byte; the connection is closed then")
+	f.IntVar(&cfg.MaxSessions, "max-sessions", session.DefaultMaxSessions, "most unfinished sessions (open, truncated, needing corrections); more are refused with too_many_sessions")
+	f.IntVar(&cfg.MaxClientSessions, "max-client-sessions", session.DefaultMaxClientSessions, "most unfinished sessions of one client process; more are refused with too_many_sessions")
+	f.IntVar(&cfg.MaxFinishedSessions, "max-finished-sessions", session.DefaultMaxFinishedSessions, "most finished sessions whose summaries (and undo backups) are kept for --summary-retention; past it the oldest are forgotten first")
+	f.Int64Var(&cfg.StoreMaxBytes, "store-max-bytes", session.DefaultStoreMaxBytes, "cap on the store's data, in bytes: the oldest undo backups are dropped to stay under it, then new content is refused with store_full (0: no cap) [ORION_STORE_MAX_BYTES]")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	tracecfg.AddFlags(f, &traces)

@@ -7,30 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
-	ks "github.com/kardianos/service"
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/internal/service"
 )
-
-// Exit codes of `oriond service status`, after the LSB's for init scripts.
-const (
-	exitRunning      = 0
-	exitNotRunning   = 3
-	exitNotInstalled = 4
-)
-
-// exitError ends oriond with a specific exit code, having printed msg.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
 
 // newServiceCmd is `oriond service`.
 func newServiceCmd(getenv func(string) string) *cobra.Command {
@@ -129,6 +112,11 @@ func spec(cmd, run *cobra.Command, env service.Env, p service.Platform, o *servi
 		}
 		args = append(args, a)
 	}
+	// A user service takes over from a daemon this user runs by hand;
+	// a system service serves another socket.
+	if !o.System {
+		args = append(args, adoptRunning(cmd.Context(), cmd.ErrOrStderr(), r)...)
+	}
 	for _, k := range secrets {
 		fmt.Fprintf(cmd.ErrOrStderr(), "oriond: %s is not written into the unit (its command line is readable by every user); "+
 			"set it in the config file %s instead\n", k, r.File.Path)
@@ -154,7 +142,9 @@ it works without a service manager.
 The flags of "oriond run" (such as --allow-root) given here, or after --,
 and the settings of the environment (ORION_ALLOW_ROOTS, ORION_SOCKET,
 ORION_STATE_DIR) go into the unit's command line; the config file is read by
-the service itself.
+the service itself. When a daemon already runs on the unit's socket, its
+allowed roots, state directory and limits go into the unit too, for each of
+them not given here.
 
 --with-proxy also installs and enables orionctl proxy (the model-API proxy
 for agents, on ` + service.ProxyListen + `) as the systemd user unit ` + service.ProxyUnitName + `.service. It runs
@@ -204,49 +194,7 @@ the orionctl next to this oriond, or else the first on PATH.`,
 				_, err := io.WriteString(cmd.OutOrStdout(), text)
 				return err
 			}
-			if err := env.CheckPrivileges(*o); err != nil {
-				return err
-			}
-			if p == service.Systemd && !o.System {
-				if err := env.CheckUserManager(); err != nil {
-					return err
-				}
-			}
-			path := service.UnitPath(p, o.System, spec.Home)
-			if _, err := os.Stat(path); err == nil {
-				return fmt.Errorf("%s already exists: oriond is installed; run `oriond service uninstall%s` first to reinstall", path, systemFlag(o))
-			}
-			proxyPath := service.ProxyUnitPath(spec.Home)
-			if withProxy {
-				if _, err := os.Stat(proxyPath); err == nil {
-					return fmt.Errorf("%s already exists: the proxy is installed; run `oriond service uninstall` first to reinstall", proxyPath)
-				}
-			}
-			s, err := env.Control(p, *o, spec, text)
-			if err != nil {
-				return err
-			}
-			if err := s.Install(); err != nil {
-				return fmt.Errorf("installing %s: %w", path, err)
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "installed %s (%s, enabled)\n", path, service.Describe(p, o.System))
-			if withProxy {
-				if err := env.InstallProxy(proxyText, proxyPath); err != nil {
-					// Both or neither: a half install would leave
-					// `install --with-proxy` refusing to run again.
-					if uerr := s.Uninstall(); uerr != nil {
-						return fmt.Errorf("%w; removing %s again also failed: %v", err, path, uerr)
-					}
-					return fmt.Errorf("%w; %s was removed again", err, path)
-				}
-				fmt.Fprintf(out, "installed %s (%s, enabled): agents point at http://%s\n", proxyPath, service.ProxyDescription, service.ProxyListen)
-			}
-			fmt.Fprintf(out, "start it now with: oriond service start%s\n", systemFlag(o))
-			if o.System {
-				fmt.Fprintf(out, "its clients (running as %s) find it with: export ORION_SOCKET=%s\n", spec.RunAs, service.SystemSocketFor(p, spec.RunAs))
-			}
-			return nil
+			return env.Install(p, *o, spec, text, proxyText, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -259,66 +207,13 @@ the orionctl next to this oriond, or else the first on PATH.`,
 	return cmd
 }
 
-func systemFlag(o *service.Options) string {
-	if o.System {
-		return " --system"
-	}
-	return ""
-}
-
 func newServiceActionCmd(env service.Env, o *service.Options, action, short string) *cobra.Command {
 	return &cobra.Command{
 		Use:   action,
 		Short: short,
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := env.CheckPrivileges(*o); err != nil {
-				return err
-			}
-			p, s, path, err := env.Prepare(*o)
-			if err != nil {
-				return err
-			}
-			px, _, err := env.InstalledProxy(p, *o)
-			if err != nil {
-				return err
-			}
-			_, err = os.Stat(path)
-			oriondInstalled := err == nil
-			// uninstall removes a proxy left without oriond too.
-			if !oriondInstalled && (px == nil || action != "uninstall") {
-				return exitError{exitNotInstalled, fmt.Sprintf("oriond service %s: oriond is not installed (%s does not exist); install it with `oriond service install%s`",
-					action, path, systemFlag(o))}
-			}
-			out := cmd.OutOrStdout()
-			proxyAction := func() error {
-				if px == nil {
-					return nil
-				}
-				if err := ks.Control(px, action); err != nil {
-					return fmt.Errorf("%s %s: %v; see `systemctl --user status %s` and `journalctl --user -u %s`",
-						action, service.ProxyDescription, err, service.ProxyUnitName, service.ProxyUnitName)
-				}
-				fmt.Fprintf(out, "%s: %s done\n", service.ProxyDescription, action)
-				return nil
-			}
-			// The proxy stops before oriond and starts after it, as its
-			// unit's After=oriond.service orders them.
-			if action == "stop" || action == "uninstall" {
-				if err := proxyAction(); err != nil {
-					return err
-				}
-			}
-			if oriondInstalled {
-				if err := ks.Control(s, action); err != nil {
-					return fmt.Errorf("%s %s: %v; see %s", action, service.Describe(p, o.System), err, service.LogHint(p, o.System))
-				}
-				fmt.Fprintf(out, "%s: %s done\n", service.Describe(p, o.System), action)
-			}
-			if action == "start" || action == "restart" {
-				return proxyAction()
-			}
-			return nil
+			return env.Act(*o, action, cmd.OutOrStdout())
 		},
 	}
 }
@@ -329,38 +224,7 @@ func newServiceStatusCmd(env service.Env, o *service.Options) *cobra.Command {
 		Short: "Say whether the service is installed and running (exit 0 running, 3 stopped, 4 not installed)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, s, path, err := env.Prepare(*o)
-			if err != nil {
-				return err
-			}
-			// The proxy's line, when its unit is installed, follows
-			// oriond's; a stopped proxy makes the exit status 3.
-			px, pxPath, err := env.InstalledProxy(p, *o)
-			if err != nil {
-				return err
-			}
-			var pxLine string
-			var pxDown bool
-			if px != nil {
-				pxLine, pxDown = service.ProxyStatus(px, pxPath)
-				pxLine = "\n" + pxLine
-			}
-			what := service.Describe(p, o.System)
-			st, err := s.Status()
-			switch {
-			case errors.Is(err, ks.ErrNotInstalled):
-				return exitError{exitNotInstalled, fmt.Sprintf("%s: not installed (no %s); install it with `oriond service install%s`%s", what, path, systemFlag(o), pxLine)}
-			case err != nil:
-				return exitError{exitNotRunning, fmt.Sprintf("%s: not running (%v); see %s%s", what, err, service.LogHint(p, o.System), pxLine)}
-			case st == ks.StatusRunning && pxDown:
-				return exitError{exitNotRunning, fmt.Sprintf("%s: running (%s)%s", what, path, pxLine)}
-			case st == ks.StatusRunning:
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: running (%s)%s\n", what, path, pxLine)
-				return nil
-			case st == ks.StatusStopped:
-				return exitError{exitNotRunning, fmt.Sprintf("%s: installed (%s) but not running; start it with `oriond service start%s`%s", what, path, systemFlag(o), pxLine)}
-			}
-			return fmt.Errorf("%s: status unknown", what)
+			return env.Status(*o, cmd.OutOrStdout())
 		},
 	}
 }

@@ -20,10 +20,7 @@ func withProxyEnv(t *testing.T) (env service.Env, home, bindir string, setState 
 	logPath, setState = fakeSystemctl(t)
 	bindir = t.TempDir()
 	env = service.RealEnv(func(k string) string {
-		if k == "HOME" {
-			return home
-		}
-		return ""
+		return testEnv(k, home)
 	})
 	env.GOOS = "linux"
 	env.SystemdBooted = func() bool { return true }
@@ -60,13 +57,13 @@ func TestUserServiceLifecycleWithProxy(t *testing.T) {
 	}
 	step(1, "already exists", "install", "--with-proxy")
 
-	step(exitNotRunning, "orionctl-proxy.service: installed", "status")
+	step(service.ExitNotRunning, "orionctl-proxy.service: installed", "status")
 	setState("oriond.service", "active")
-	step(exitNotRunning, "orionctl-proxy.service: installed ("+proxyPath+") but not running", "status")
+	step(service.ExitNotRunning, "orionctl-proxy.service: installed ("+proxyPath+") but not running", "status")
 	setState("orionctl-proxy.service", "active")
 	step(0, "orionctl-proxy.service: running", "status")
 	setState("orionctl-proxy.service", "failed")
-	step(exitNotRunning, "orionctl-proxy.service: not running (service in failed state)", "status")
+	step(service.ExitNotRunning, "orionctl-proxy.service: not running (service in failed state)", "status")
 
 	step(0, "orionctl-proxy.service: start done", "start")
 	step(0, "orionctl-proxy.service: restart done", "restart")

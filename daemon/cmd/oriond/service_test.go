@@ -33,9 +33,22 @@ func runService(t *testing.T, env service.Env, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// testEnv is the environment of the service tests: HOME, and a runtime
+// directory where no daemon runs (install would otherwise carry the
+// configuration of one running on the default socket into the unit).
+func testEnv(k, home string) string {
+	switch k {
+	case "HOME":
+		return home
+	case "XDG_RUNTIME_DIR":
+		return "/nonexistent/orion-service-test"
+	}
+	return ""
+}
+
 func noSystemdEnv() service.Env {
 	return service.Env{
-		Getenv:        func(string) string { return "" },
+		Getenv:        func(k string) string { return testEnv(k, "") },
 		GOOS:          "linux",
 		SystemdBooted: func() bool { return false },
 		PID1:          func() string { return "bash" },
@@ -123,18 +136,15 @@ func TestUserServiceLifecycle(t *testing.T) {
 	t.Setenv("HOME", home) // kardianos finds the user unit directory by it
 	logPath, setState := fakeSystemctl(t)
 	env := service.RealEnv(func(k string) string {
-		if k == "HOME" {
-			return home
-		}
-		return ""
+		return testEnv(k, home)
 	})
 	env.GOOS = "linux"
 	env.SystemdBooted = func() bool { return true }
 	env.Executable = func() (string, error) { return "/opt/orion/oriond", nil }
 	unit := filepath.Join(home, ".config/systemd/user/oriond.service")
 	step := stepper(t, env)
-	step(exitNotInstalled, "not installed", "status")
-	step(exitNotInstalled, "not installed", "start")
+	step(service.ExitNotInstalled, "not installed", "status")
+	step(service.ExitNotInstalled, "not installed", "start")
 	step(0, "installed "+unit, "install", "--", "--log-level", "debug")
 	got, err := os.ReadFile(unit)
 	if err != nil {
@@ -145,22 +155,22 @@ func TestUserServiceLifecycle(t *testing.T) {
 		t.Fatalf("installed unit:\n%s\nwant:\n%s", got, want)
 	}
 	step(1, "already exists", "install")
-	step(exitNotRunning, "not running", "status")
+	step(service.ExitNotRunning, "not running", "status")
 	step(0, "start done", "start")
 	setState("oriond.service", "active")
 	step(0, "running", "status")
 	step(0, "restart done", "restart")
 	step(0, "stop done", "stop")
 	setState("oriond.service", "inactive")
-	step(exitNotRunning, "installed ("+unit+") but not running", "status")
+	step(service.ExitNotRunning, "installed ("+unit+") but not running", "status")
 	setState("oriond.service", "failed")
-	step(exitNotRunning, "failed state", "status")
+	step(service.ExitNotRunning, "failed state", "status")
 	step(0, "uninstall done", "uninstall")
 	if _, err := os.Stat(unit); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("uninstall left %s: %v", unit, err)
 	}
 	setState("oriond.service", "inactive")
-	step(exitNotInstalled, "not installed", "status")
+	step(service.ExitNotInstalled, "not installed", "status")
 
 	log, _ := os.ReadFile(logPath)
 	for _, want := range []string{"enable --user oriond.service", "daemon-reload --user", "start --user oriond.service",
@@ -181,10 +191,10 @@ func stepper(t *testing.T, env service.Env) func(wantExit int, wantOut string, a
 		t.Helper()
 		out, err := runService(t, env, args...)
 		code := 0
-		var ee exitError
+		var ee service.ExitError
 		switch {
 		case errors.As(err, &ee):
-			code, out = ee.code, out+ee.msg
+			code, out = ee.Code, out+ee.Msg
 		case err != nil:
 			code, out = 1, out+err.Error()
 		}
@@ -231,7 +241,7 @@ func TestUserManagerUnreachable(t *testing.T) {
 func TestInstallCarriesTheConfiguration(t *testing.T) {
 	home := t.TempDir()
 	conf := writeConfig(t, "max-attempts = 5\n")
-	vars := map[string]string{"HOME": home, "ORION_CONFIG": conf, "ORION_STATE_DIR": "/srv/orion state",
+	vars := map[string]string{"HOME": home, "XDG_RUNTIME_DIR": testEnv("XDG_RUNTIME_DIR", ""), "ORION_CONFIG": conf, "ORION_STATE_DIR": "/srv/orion state",
 		"ORION_TRACE_POSTGRES": "postgres://u:hunter2@db/traces"}
 	env := noSystemdEnv()
 	env.Getenv = func(k string) string { return vars[k] }
@@ -251,7 +261,7 @@ func TestInstallCarriesTheConfiguration(t *testing.T) {
 	}
 
 	// launchd takes the same arguments, one per string.
-	vars = map[string]string{"HOME": home, "ORION_CONFIG": os.DevNull, "ORION_ALLOW_ROOTS": "/a:/b"}
+	vars = map[string]string{"HOME": home, "XDG_RUNTIME_DIR": testEnv("XDG_RUNTIME_DIR", ""), "ORION_CONFIG": os.DevNull, "ORION_ALLOW_ROOTS": "/a:/b"}
 	out, err = runService(t, env, "install", "--print", "--platform", "launchd")
 	if err != nil || !strings.Contains(out, "<string>--allow-root=/a</string>\n\t\t<string>--allow-root=/b</string>\n") {
 		t.Fatalf("launchd: %v\n%s", err, out)
@@ -262,5 +272,35 @@ func TestInstallCarriesTheConfiguration(t *testing.T) {
 	var ue usageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "allow-rooot") {
 		t.Fatalf("an unknown run flag: %v\n%s", err, out)
+	}
+}
+
+// A daemon started by hand with --allow-root (as the quick start does)
+// and then installed as a service: the unit carries the roots, state
+// directory and limits that daemon runs with, wherever the person gave
+// none of their own.
+func TestInstallCarriesTheRunningDaemonsConfiguration(t *testing.T) {
+	d := testdaemon.Start(t, "--max-chunk-bytes", "65536")
+	vars := map[string]string{"HOME": t.TempDir(), "ORION_CONFIG": os.DevNull, "ORION_SOCKET": d.Socket}
+	env := noSystemdEnv()
+	env.Getenv = func(k string) string { return vars[k] }
+	out, err := runService(t, env, "install", "--print")
+	if err != nil {
+		t.Fatalf("install --print: %v\n%s", err, out)
+	}
+	want := "ExecStart=/usr/bin/oriond run --config /dev/null --socket=" + d.Socket + " --allow-root=" + d.Root +
+		" --state-dir=" + d.StateDir + " --max-chunk-bytes=65536\n"
+	if !strings.Contains(out, want) || !strings.Contains(out, "the daemon running on "+d.Socket) {
+		t.Fatalf("want %q and a note in\n%s", want, out)
+	}
+	// What the person gives wins over what the running daemon has.
+	other := t.TempDir()
+	out, err = runService(t, env, "install", "--print", "--allow-root", other, "--max-chunk-bytes", "4096")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "ExecStart=/usr/bin/oriond run --config /dev/null --socket=" + d.Socket + " --allow-root=" + other + " --max-chunk-bytes=4096 --state-dir=" + d.StateDir + "\n"
+	if !strings.Contains(out, want) || strings.Contains(out, d.Root) {
+		t.Fatalf("want %q, and not %s, in\n%s", want, d.Root, out)
 	}
 }

@@ -1,4 +1,4 @@
-package client_test
+package e2e_test
 
 import (
 	"testing"

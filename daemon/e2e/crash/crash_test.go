@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orion-agent/orion/client/internal/crash"
+	"github.com/orion-agent/orion/daemon/e2e/crash"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 

@@ -255,8 +255,11 @@ func (r *runner) fail(format string, args ...any) {
 }
 
 func (r *runner) start() error {
+	// The run asks about every session it finalized at the end, so none
+	// may be forgotten for --max-finished-sessions (a thousand kills
+	// finish more than its default).
 	cmd := exec.Command(r.cfg.Oriond, "run", "--socket", r.socket, "--state-dir", r.state,
-		"--allow-root", r.root, "--log-level", "warn")
+		"--allow-root", r.root, "--log-level", "warn", "--max-finished-sessions", "1000000")
 	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=", "ORION_CONFIG=/dev/null")
 	logPath := filepath.Join(r.cfg.Dir, "oriond.log")
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)

@@ -22,6 +22,8 @@ import {
   FinalizeParams,
   FinalizeResult,
   IdleNotification,
+  ListParams,
+  ListResult,
   Method,
   Methods,
   MethodTypes,
@@ -224,9 +226,24 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   get(sessionId: string): Promise<SessionInfo> {
     return this.call(Methods.sessionGet, { session_id: sessionId });
   }
-  async list(all = false): Promise<SessionInfo[]> {
-    const r = await this.call<{ sessions: SessionInfo[] | null }>(Methods.sessionList, { all });
-    return r.sessions ?? [];
+  /**
+   * list returns the open sessions, or with all every session the daemon
+   * keeps, following session.list's pages; max stops after that many.
+   */
+  async list(all = false, max = Infinity): Promise<SessionInfo[]> {
+    const out: SessionInfo[] = [];
+    const p: ListParams = { all };
+    for (;;) {
+      const r = await this.listPage(p);
+      out.push(...(r.sessions ?? []));
+      // A cursor that does not move would loop forever.
+      if (!r.next_cursor || r.next_cursor === p.cursor || !r.sessions?.length || out.length >= max) return out;
+      p.cursor = r.next_cursor;
+    }
+  }
+  /** listPage calls session.list once: one page, and the cursor of the next. */
+  listPage(p: ListParams): Promise<ListResult> {
+    return this.request(Methods.sessionList, p);
   }
   resume(sessionId: string): Promise<ResumeResult> {
     return this.call(Methods.sessionResume, { session_id: sessionId });

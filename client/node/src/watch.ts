@@ -95,6 +95,8 @@ export interface WatcherOptions {
    * a watcher reads on events, not on a timer.
    */
   refreshMs?: number;
+  /** The most sessions one read of the list returns (pages of session.list); default 5000. */
+  maxSessions?: number;
 }
 
 /** The events a SessionWatcher emits. */
@@ -123,6 +125,7 @@ export class SessionWatcher extends EventEmitter<WatcherEvents> {
   private readonly retryMs: number;
   private readonly maxRetryMs: number;
   private readonly refreshMs: number;
+  private readonly maxSessions: number;
   private conn?: OrionClient;
   private stopped = false;
   private retryTimer?: NodeJS.Timeout;
@@ -137,6 +140,7 @@ export class SessionWatcher extends EventEmitter<WatcherEvents> {
     this.retryMs = opts.retryMs ?? 250;
     this.maxRetryMs = opts.maxRetryMs ?? 5000;
     this.refreshMs = opts.refreshMs ?? 1000;
+    this.maxSessions = opts.maxSessions ?? 5000;
     this.wait = this.retryMs;
   }
 
@@ -225,7 +229,7 @@ export class SessionWatcher extends EventEmitter<WatcherEvents> {
     if (!c) return this.list;
     this.lastRefresh = Date.now();
     try {
-      const all = await c.list(true);
+      const all = await c.list(true, this.maxSessions);
       all.sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
       this.list = all;
       this.emit("sessions", all);

@@ -121,3 +121,23 @@ test("a watcher with no daemon keeps trying, with backoff", async () => {
   assert.ok(failures >= 2, `tried ${failures} times`);
   assert.equal(w.client, undefined);
 });
+
+test("list follows session.list's pages, and stops at max", async () => {
+  const c = await OrionClient.connect({ socket: d.socket });
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const b = await c.begin({ target_file: `paged-${i}.txt`, operation: "create", workspace_root: d.root });
+      ids.push(b.session_id);
+    }
+    const page = await c.listPage({ all: true, limit: 1 });
+    assert.equal(page.sessions.length, 1);
+    assert.ok(page.next_cursor, "a cursor for the next page");
+    const all = await c.list(true);
+    for (const id of ids) assert.ok(all.some((s) => s.session_id === id), id);
+    assert.equal(new Set(all.map((s) => s.session_id)).size, all.length, "no session twice");
+    for (const id of ids) await c.abort(id);
+  } finally {
+    c.close();
+  }
+});

@@ -50,7 +50,7 @@ func buildExtension(t *testing.T) string {
 			return string(out), err
 		}
 		start := time.Now()
-		if out, err := npm("ci", "--no-audit", "--no-fund"); err != nil {
+		if out, err := npm("ci", "--no-audit", "--no-fund", "--prefer-offline"); err != nil {
 			buildErr, buildSkip = "npm ci failed (registry unreachable?): "+err.Error()+"\n"+string(tail([]byte(out), 3000)), true
 			return
 		}
@@ -285,6 +285,7 @@ func TestExtensionInCodeServer(t *testing.T) {
 	d.Restart()
 	send("restarted")
 	await("up")
+	await("trace")
 	t.Logf("browser steps: %s", time.Since(start).Round(100*time.Millisecond))
 	t.Logf("whole test: %s", time.Since(began).Round(100*time.Millisecond))
 }

@@ -227,6 +227,21 @@ try {
   await expect("restarted");
   console.log(`status ${await waitStatus((t) => t.includes("Orion") && !t.includes("not running"), "Orion connected again", 30_000)}`);
   step("up");
+
+  // Show Trace… from the palette: pick the session, read its trace.
+  await palette("Orion: Show Trace");
+  await page.waitForFunction(
+    (n) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => (r.getAttribute("aria-label") ?? r.textContent).includes(n)),
+    { timeout: 20_000 },
+    path.basename(target),
+  );
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("trace-"), { timeout: 20_000 });
+  await page.waitForFunction(
+    () => [...document.querySelectorAll(".monaco-editor .view-lines")].some((v) => v.textContent.replace(/\u00a0/g, " ").includes("session.write")),
+    { timeout: 20_000 },
+  );
+  step("trace");
   await browser.close();
   process.exit(0);
 } catch (err) {

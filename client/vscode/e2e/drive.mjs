@@ -38,10 +38,18 @@ function step(name) {
   console.log(`step ${name}`);
 }
 
+// $CHROME_BIN, else the Chromium inside @sparticuz/chromium (unpacked into
+// the temp dir on first use), else Debian's.
 let executablePath = process.env.CHROME_BIN;
 if (!executablePath) {
-  const chromium = (await import(path.join(mods, "@sparticuz/chromium/build/index.js"))).default;
-  executablePath = await chromium.executablePath();
+  try {
+    const chromium = (await import(path.join(mods, "@sparticuz/chromium/build/index.js"))).default;
+    executablePath = await chromium.executablePath();
+  } catch (err) {
+    if (!fs.existsSync("/usr/bin/chromium")) throw err;
+    console.log(`log @sparticuz/chromium failed (${err.message}); using /usr/bin/chromium`);
+    executablePath = "/usr/bin/chromium";
+  }
 }
 const profile = fs.mkdtempSync(path.join(shots, "profile-"));
 // Not the package's default args: they turn web security off and run one
@@ -106,7 +114,7 @@ async function palette(title) {
   await page.keyboard.type(title);
   await page.waitForFunction(
     (t) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.getAttribute("aria-label")?.startsWith(t)),
-    { timeout: 10_000 },
+    { timeout: 30_000 },
     title,
   );
   await page.keyboard.press("Enter");
@@ -118,7 +126,7 @@ async function quickOpen(name) {
   await page.keyboard.up("Control");
   await page.waitForSelector(".quick-input-widget .quick-input-box input", { visible: true });
   await page.keyboard.type(name);
-  await page.waitForFunction(() => document.querySelectorAll(".quick-input-list .monaco-list-row").length > 0, { timeout: 10_000 });
+  await page.waitForFunction(() => document.querySelectorAll(".quick-input-list .monaco-list-row").length > 0, { timeout: 30_000 });
   await page.keyboard.press("Enter");
 }
 function sleep(ms) {
@@ -134,7 +142,7 @@ try {
   // Quick open would only focus the diff editor, which shows the file too.
   await palette("View: Close All Editors");
   await quickOpen(path.basename(target));
-  await page.waitForFunction((n) => [...document.querySelectorAll(".tab")].some((t) => t.textContent.includes(n)), { timeout: 10_000 }, path.basename(target));
+  await page.waitForFunction((n) => [...document.querySelectorAll(".tab")].some((t) => t.textContent.includes(n)), { timeout: 30_000 }, path.basename(target));
   await palette("Orion: Show Sessions");
   step("ready");
 
@@ -154,14 +162,14 @@ try {
     const row = [...view.querySelectorAll(".monaco-list-row")].find((r) => r.textContent.includes(n) && !r.textContent.startsWith("Written"));
     row.click();
   }, path.basename(target));
-  await page.waitForFunction(() => !!document.querySelector(".monaco-diff-editor .editor.original .view-lines"), { timeout: 20_000 });
+  await page.waitForFunction(() => !!document.querySelector(".monaco-diff-editor .editor.original .view-lines"), { timeout: 30_000 });
   await page.waitForFunction(
     () => {
       const o = document.querySelector(".monaco-diff-editor .editor.original .view-lines")?.textContent ?? "";
       const m = document.querySelector(".monaco-diff-editor .editor.modified .view-lines")?.textContent ?? "";
       return o.length > 0 && m.length > 0;
     },
-    { timeout: 20_000 },
+    { timeout: 30_000 },
   );
   // The editor renders spaces as no-break spaces.
   const diff = await page.evaluate(() => ({
@@ -195,14 +203,14 @@ try {
   // Quick open would only focus the diff editor, which shows the file too.
   await palette("View: Close All Editors");
   await quickOpen(path.basename(target));
-  await page.waitForFunction((n) => (document.querySelector(".tab.active")?.textContent ?? "").trim().startsWith(n) && !document.querySelector(".tab.active").textContent.includes("↔"), { timeout: 10_000 }, path.basename(target));
+  await page.waitForFunction((n) => (document.querySelector(".tab.active")?.textContent ?? "").trim().startsWith(n) && !document.querySelector(".tab.active").textContent.includes("↔"), { timeout: 30_000 }, path.basename(target));
   // Quick open leaves the focus in the editor.
   await sleep(300);
   await page.keyboard.down("Control");
   await page.keyboard.press("Home");
   await page.keyboard.up("Control");
   await page.keyboard.type("my unsaved line\n");
-  await page.waitForSelector(".tab.dirty", { timeout: 10_000 });
+  await page.waitForSelector(".tab.dirty", { timeout: 30_000 });
   step("dirty");
   await expect("written-dirty");
   const dirty = await waitToast((t) => t.includes("while you have unsaved changes"), "about the unsaved changes");
@@ -217,7 +225,7 @@ try {
     const item = [...document.querySelectorAll(".notifications-toasts .notification-list-item")].find((i) => i.textContent.includes(msg));
     [...item.querySelectorAll(".monaco-button")].find((b) => b.textContent.trim() === "Compare").click();
   }, "while you have unsaved changes");
-  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("your unsaved changes"), { timeout: 20_000 });
+  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("your unsaved changes"), { timeout: 30_000 });
   step("compared");
 
   // oriond stops: the status bar says so; it comes back: Orion reconnects.
@@ -232,14 +240,14 @@ try {
   await palette("Orion: Show Trace");
   await page.waitForFunction(
     (n) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => (r.getAttribute("aria-label") ?? r.textContent).includes(n)),
-    { timeout: 20_000 },
+    { timeout: 30_000 },
     path.basename(target),
   );
   await page.keyboard.press("Enter");
-  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("trace-"), { timeout: 20_000 });
+  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("trace-"), { timeout: 30_000 });
   await page.waitForFunction(
     () => [...document.querySelectorAll(".monaco-editor .view-lines")].some((v) => v.textContent.replace(/\u00a0/g, " ").includes("session.write")),
-    { timeout: 20_000 },
+    { timeout: 30_000 },
   );
   step("trace");
   await browser.close();

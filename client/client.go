@@ -194,7 +194,15 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 // Write calls session.write: a whole file in one request, its content at
 // most the daemon's max_chunk_bytes (daemon.status).
 func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
-	return call(ctx, c, protocol.SessionWrite, p)
+	var r protocol.FinalizeResult
+	b, err := writeParamsJSON(p)
+	if err != nil {
+		return r, err
+	}
+	params, release := c.codec.hold(b)
+	defer release()
+	err = c.Call(ctx, protocol.SessionWrite.Name, params, &r)
+	return r, err
 }
 
 // Abort calls session.abort.
@@ -245,6 +253,11 @@ func (c *Client) Continue(ctx context.Context, id string) (protocol.BeginResult,
 // Undo calls session.undo.
 func (c *Client) Undo(ctx context.Context, id string) (protocol.UndoResult, error) {
 	return call(ctx, c, protocol.SessionUndo, protocol.SessionIDParams{SessionID: id})
+}
+
+// Content calls session.content.
+func (c *Client) Content(ctx context.Context, p protocol.ContentParams) (protocol.ContentResult, error) {
+	return call(ctx, c, protocol.SessionContent, p)
 }
 
 // TxBegin calls tx.begin.

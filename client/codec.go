@@ -118,3 +118,21 @@ func appendParamsJSON(p protocol.AppendParams) []byte {
 	b, _ = jsontext.AppendQuote(b, p.Chunk)
 	return append(b, '}')
 }
+
+// writeParamsJSON encodes session.write's params: begin's small fields as
+// encoding/json does, then the content in one pass, as appendParamsJSON
+// encodes a chunk (held by the codec, it is not marshaled again).
+func writeParamsJSON(p protocol.WriteParams) ([]byte, error) {
+	begin, err := json.Marshal(p.BeginParams)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(begin)+len(p.Content)+len(p.Content)/8+16)
+	b = append(b, begin[:len(begin)-1]...)
+	if len(begin) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"content":`...)
+	b, _ = jsontext.AppendQuote(b, p.Content)
+	return append(b, '}'), nil
+}

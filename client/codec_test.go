@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,27 @@ func TestStreamStopsWhenCancelled(t *testing.T) {
 	case err := <-extra:
 		t.Fatalf("a request was sent after the cancel (read: %v)", err)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// writeParamsJSON reads back as the params it encodes.
+func TestWriteParamsJSON(t *testing.T) {
+	for _, p := range []protocol.WriteParams{
+		{BeginParams: protocol.BeginParams{TargetFile: "a <&> \"b\".go", Operation: protocol.OpCreate, Intent: "x"}, Content: "line \"1\"\n\t<tag> & \x00 \xff\n"},
+		{Content: ""},
+	} {
+		b, err := writeParamsJSON(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got protocol.WriteParams
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		want := p
+		want.Content = strings.ToValidUTF8(p.Content, "\ufffd")
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s read back as %+v, want %+v", b, got, want)
+		}
 	}
 }

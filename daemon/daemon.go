@@ -454,8 +454,12 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry, set: tr.conns},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		tr.conns.bind(rpc, entry)
+		if name := peerProcess(pid); name != "" {
+			h.names.Store(rpc, name)
+		}
 		go func() {
 			<-rpc.DisconnectNotify()
+			h.names.Delete(rpc)
 			tr.conns.remove(entry)
 			tr.conns.unbind(rpc)
 			h.owners.drop(rpc)

@@ -37,6 +37,7 @@ var methods = table(
 		owns(beginOwner),
 	route(protocol.SessionClean, (*handler).clean),
 	route(protocol.SessionUndo, (*handler).undo),
+	route(protocol.SessionContent, (*handler).content),
 	route(protocol.SessionWrite, (*handler).write).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
@@ -62,6 +63,7 @@ func txOwner(r protocol.TxBeginResult) []string {
 }
 
 func (h *handler) begin(conn *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
+	p.Client = h.nameOf(conn)
 	return h.mgr.BeginAs(h.clientOf(conn), *p)
 }
 
@@ -101,11 +103,19 @@ func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.
 	return h.mgr.Undo(p.SessionID)
 }
 
+func (h *handler) content(_ *jsonrpc2.Conn, p *protocol.ContentParams) (protocol.ContentResult, error) {
+	return h.mgr.Content(*p)
+}
+
 func (h *handler) write(conn *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	p.Client = h.nameOf(conn)
 	return h.mgr.WriteAs(h.clientOf(conn), *p)
 }
 
 func (h *handler) txBegin(conn *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+	for i := range p.Files {
+		p.Files[i].Client = h.nameOf(conn)
+	}
 	return h.mgr.TxBeginAs(h.clientOf(conn), *p)
 }
 

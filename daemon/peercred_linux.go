@@ -3,6 +3,8 @@ package daemon
 import (
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,4 +27,18 @@ func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 		return -1, 0, fmt.Errorf("SO_PEERCRED: %w", credErr)
 	}
 	return int(cred.Uid), int(cred.Pid), nil
+}
+
+// peerProcess returns the name of process pid (its comm, as ps shows it),
+// for listings; "" when unknown. It is read at accept, while the peer is
+// connected, so the pid is still the peer's.
+func peerProcess(pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return processName(b)
 }

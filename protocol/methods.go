@@ -55,6 +55,7 @@ var (
 	SessionContinue  = Method[ContinueParams, BeginResult]{MethodSessionContinue}
 	SessionClean     = Method[CleanParams, CleanResult]{MethodSessionClean}
 	SessionUndo      = Method[SessionIDParams, UndoResult]{MethodSessionUndo}
+	SessionContent   = Method[ContentParams, ContentResult]{MethodSessionContent}
 	TxBegin          = Method[TxBeginParams, TxBeginResult]{MethodTxBegin}
 	TxCommit         = Method[TxCommitParams, TxCommitResult]{MethodTxCommit}
 	TxAbort          = Method[TxIDParams, TxInfo]{MethodTxAbort}
@@ -79,6 +80,7 @@ var MethodDocs = map[string]string{
 	MethodSessionContinue:  "`session_id` of a truncated session → a new session chained to it (new marker); finalizing it writes both parts once",
 	MethodSessionClean:     "`older_than_ms`, `finished_older_than_ms` → `expired`, `pruned`",
 	MethodSessionUndo:      "`session_id` of a completed session → restores what it replaced (every file, for a multi-file edit)",
+	MethodSessionContent:   "`session_id`, `source` (`streamed` or `backup`), `max_bytes` → `available`, `content` (bounded, valid UTF-8), `bytes`, `total`, `truncated`; read-only",
 	MethodTxBegin:          "`files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file",
 	MethodTxCommit:         "`tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none",
 	MethodTxAbort:          "`tx_id` → `stage: aborted`, `sessions`, `error`, `files`",
@@ -104,6 +106,7 @@ var MethodSpecs = []MethodSpec{
 	SessionContinue.Spec(),
 	SessionClean.Spec(),
 	SessionUndo.Spec(),
+	SessionContent.Spec(),
 	SessionWrite.Spec(),
 	TxBegin.Spec(),
 	TxCommit.Spec(),

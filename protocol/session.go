@@ -64,6 +64,10 @@ type BeginParams struct {
 	// BackupRequired (default true) refuses to replace content unless a
 	// backup of it was kept for session.undo; false skips the backup.
 	BackupRequired *bool `json:"backup_required,omitempty"`
+	// Client is set by the daemon, never read from the wire: the name of
+	// the process that opened the session (from the socket's peer
+	// credentials), for listings.
+	Client string `json:"-"`
 }
 
 // TruncationPolicy is what the daemon does with content that never received
@@ -235,9 +239,14 @@ const (
 // SessionInfo describes one session, as returned by session.get and
 // session.list.
 type SessionInfo struct {
-	SessionID     string    `json:"session_id"`
-	Intent        string    `json:"intent,omitempty"`
-	TargetFile    string    `json:"target_file"`
+	SessionID  string `json:"session_id"`
+	Intent     string `json:"intent,omitempty"`
+	TargetFile string `json:"target_file"`
+	// Client is the name of the process that opened the session, from the
+	// socket's peer credentials (Linux); empty when unknown.
+	Client string `json:"client,omitempty"`
+	// WorkspaceRoot is the workspace the session was begun in, if any.
+	WorkspaceRoot string    `json:"workspace_root,omitempty"`
 	Operation     Operation `json:"operation"`
 	Stage         Stage     `json:"stage"`
 	EndMarker     string    `json:"end_marker"`

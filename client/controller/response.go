@@ -121,8 +121,27 @@ func (c *Controller) content(ctx context.Context, text string) error {
 				return err
 			}
 		}
+		if c.backlogged(s) {
+			// The model streams faster than the daemon journals: wait for
+			// the appends out, so that the text held here stays bounded
+			// and the upstream is read at the daemon's pace.
+			c.settle()
+			if c.kick(ctx, s) {
+				if err := c.flush(ctx, s, false); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// backlogged reports whether more of s's content waits than the sender
+// should hold: a few chunks' worth, at least 1 MiB.
+func (c *Controller) backlogged(s *session) bool {
+	c.send.mu.Lock()
+	defer c.send.mu.Unlock()
+	return len(s.pend) >= max(1<<20, 8*c.opts.ChunkBytes)
 }
 
 // endResponse acts on a finished response: begins the sessions it asked

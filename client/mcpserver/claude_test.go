@@ -49,7 +49,7 @@ func installClaudeCode(t *testing.T) string {
 		claudeBin = bin
 	})
 	if claudeBin == "" {
-		t.Skip("skipping: Claude Code installed but does not run on this machine")
+		skipOrFail(t, "Claude Code installed but does not run on this machine")
 	}
 	return claudeBin
 }

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -34,9 +33,7 @@ type errDaemonDown struct {
 }
 
 func (e *errDaemonDown) Error() string {
-	return fmt.Sprintf("oriond is not running (socket %s): ask the user to start it with `%s` "+
-		"(or `oriond service install` to have it start at login), then send the same call again; "+
-		"everything acknowledged so far is kept", e.socket, client.StartCommand(e.socket))
+	return protocol.Fill(protocol.PromptMCPDaemonDown, "socket", e.socket, "command", client.StartCommand(e.socket))
 }
 
 func (e *errDaemonDown) Unwrap() error { return e.err }

@@ -17,7 +17,8 @@ import (
 // os.TempDir(), keyed by the packages and their versions, so that later
 // runs reuse it. It installs into a temporary sibling and renames it into
 // place, so a run killed mid-install leaves no half cache. When npm or the
-// registry is not there the test is skipped, saying why.
+// registry is not there the test is skipped, saying why; with
+// $ORION_REQUIRE_REAL_CLIENTS set (.ci/run sets it) it fails instead.
 func npmPackages(t *testing.T, pkgs ...string) string {
 	t.Helper()
 	key := strings.NewReplacer("@", "", "/", "-").Replace(strings.Join(pkgs, "+"))
@@ -27,7 +28,7 @@ func npmPackages(t *testing.T, pkgs ...string) string {
 	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s is not installed", tool)
+			skipOrFail(t, "%s is not installed", tool)
 		}
 	}
 	tmp, err := os.MkdirTemp(os.TempDir(), "orion-mcp-install")
@@ -45,7 +46,7 @@ func npmPackages(t *testing.T, pkgs ...string) string {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Skipf("skipping: npm install %s failed (registry unreachable?): %v\n%s", strings.Join(pkgs, " "), err, out.String())
+		skipOrFail(t, "npm install %s failed (registry unreachable?): %v\n%s", strings.Join(pkgs, " "), err, out.String())
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "installed"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -84,4 +85,14 @@ func orionctl(t *testing.T) string {
 		t.Fatal(orionctlErr)
 	}
 	return orionctlBin
+}
+
+// skipOrFail skips a test that needs a real client it cannot get, or fails
+// it where the real clients are required.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("ORION_REQUIRE_REAL_CLIENTS") != "" {
+		t.Fatalf("ORION_REQUIRE_REAL_CLIENTS is set, and "+format, args...)
+	}
+	t.Skipf("skipping: "+format, args...)
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orion-agent/orion/protocol"
 )
 
 // maxRoots bounds the roots taken from a host: a list is kept and searched
@@ -147,8 +149,8 @@ func place(roots []string, target string) (placement, error) {
 		}
 	}
 	if best == "" {
-		return placement{}, &argError{"outside_workspace", fmt.Sprintf("%s is outside the workspace: write only inside %s (a relative path resolves against %s)",
-			target, strings.Join(roots, ", "), roots[0])}
+		return placement{}, &argError{"outside_workspace", protocol.Fill(protocol.PromptMCPOutsideWorkspace,
+			"target", target, "roots", strings.Join(roots, ", "), "first", roots[0])}
 	}
 	return placement{root: best, target: abs}, nil
 }

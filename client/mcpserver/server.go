@@ -15,10 +15,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/client"
@@ -61,6 +65,8 @@ type Server struct {
 	daemon *daemonConn
 	roots  *rootSet
 	srv    *mcp.Server
+	// stash holds the arguments Transport set aside.
+	stash *argStash
 
 	// noWrite is set once the daemon answered that it does not serve
 	// session.write (an older daemon): whole files go through sessions.
@@ -95,10 +101,10 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.WorkspaceRoot = wd
 	}
-	root, err := rootPath("file://" + opts.WorkspaceRoot)
-	if err != nil || !filepath.IsAbs(opts.WorkspaceRoot) {
+	if !filepath.IsAbs(opts.WorkspaceRoot) {
 		return nil, fmt.Errorf("workspace root %q: give an absolute directory", opts.WorkspaceRoot)
 	}
+	root := filepath.Clean(opts.WorkspaceRoot)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -113,6 +119,7 @@ func New(opts Options) (*Server, error) {
 		roots:    &rootSet{fallback: root, log: log},
 		sessions: map[string]placement{},
 		refused:  map[string]string{},
+		stash:    newArgStash(),
 	}
 	version := opts.Version
 	if version == "" {
@@ -228,29 +235,37 @@ func argErrorf(format string, args ...any) error {
 	return &argError{"invalid_arguments", fmt.Sprintf(format, args...)}
 }
 
-// decodeArgs reads a call's arguments into v, once.
-func decodeArgs(tool string, req *mcp.CallToolRequest, v any) error {
-	raw := req.Params.Arguments
+// decodeArgs reads a call's arguments into v, once, in one pass over them
+// (encoding/json would scan a 64 KiB content twice).
+func (s *Server) decodeArgs(tool string, req *mcp.CallToolRequest, v any) error {
+	raw := s.arguments(req.Params.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return argErrorf("%s: %s must be %s, not a JSON %s", tool, te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	// As lenient as encoding/json: a repeated name takes the last value,
+	// invalid UTF-8 becomes U+FFFD.
+	if err := jsonv2.Unmarshal(raw, v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
+		var se *jsonv2.SemanticError
+		if errors.As(err, &se) && se.JSONPointer != "" {
+			field := strings.TrimPrefix(string(se.JSONPointer), "/")
+			want := "a whole number"
+			if se.GoType != nil {
+				want = jsonKind(se.GoType.Kind())
+			}
+			return argErrorf("%s: %s must be %s", tool, field, want)
 		}
 		return argErrorf("%s: the arguments are not a JSON object of the tool's fields: %v", tool, err)
 	}
 	return nil
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
 		return "a string"
-	case "bool":
+	case reflect.Bool:
 		return "true or false"
-	case "ptr":
+	case reflect.Pointer, reflect.Slice:
 		return "a value of the schema's type"
 	default:
 		return "a whole number"

@@ -480,3 +480,16 @@ func TestWriteFileDaemonDiesMidWrite(t *testing.T) {
 		t.Errorf("%q %v", text, sum)
 	}
 }
+
+// Malformed arguments are a tool error naming the field.
+func TestBadArguments(t *testing.T) {
+	h := newHost(t, nil, "")
+	text, e := h.fails("write_append", map[string]any{"session_id": "x", "seq": "one", "chunk": "a\n"})
+	if e["error"] != "invalid_arguments" || !strings.Contains(text, "seq must be a whole number") {
+		t.Errorf("%q %v", text, e)
+	}
+	text, e = h.fails("write_file", map[string]any{"target_file": 7, "operation": "create", "content": "a\n"})
+	if e["error"] != "invalid_arguments" || !strings.Contains(text, "target_file must be a string") {
+		t.Errorf("%q %v", text, e)
+	}
+}

@@ -23,17 +23,15 @@ func errorText(err error) string {
 	d := pe.Data
 	switch d.Reason {
 	case protocol.ReasonSeqGap:
-		return fmt.Sprintf("Refused: that seq skips ahead. The session has chunks 1 to %d; send seq %d next, with the text that follows chunk %d. Nothing was stored.",
-			d.ExpectedSeq-1, d.ExpectedSeq, d.ExpectedSeq-1)
+		return protocol.Fill(protocol.PromptMCPSeqGap, "last", fmt.Sprint(d.ExpectedSeq-1), "next", fmt.Sprint(d.ExpectedSeq))
 	case protocol.ReasonSeqConflict:
-		return "Refused: that seq was already stored with different text. Send the next seq instead; to start over, write_abort this session and begin again."
+		return protocol.PromptMCPSeqConflict
 	case protocol.ReasonSessionNotFound:
-		return fmt.Sprintf("No session %s: it was never begun, or it finished long ago. Start the write again with write_begin (or write_file for a small file).", d.SessionID)
+		return protocol.Fill(protocol.PromptMCPSessionNotFound, "id", d.SessionID)
 	case protocol.ReasonSessionClosed:
-		return pe.Message + " To write the file again, begin a new session."
+		return protocol.Fill(protocol.PromptMCPSessionClosed, "message", pe.Message)
 	case protocol.ReasonValidationFailed, protocol.ReasonInvalidUTF8:
-		var b strings.Builder
-		b.WriteString("Refused, nothing was written: " + firstSentence(pe.Message))
+		findings := ""
 		if v := d.Validation; v != nil {
 			var fs []string
 			for _, f := range v.Findings {
@@ -42,14 +40,12 @@ func errorText(err error) string {
 				}
 			}
 			if len(fs) > 0 {
-				b.WriteString(" Findings: " + strings.Join(capList(fs), "; ") + ".")
+				findings = protocol.Fill(protocol.PromptMCPFindings, "findings", strings.Join(capList(fs), "; "))
 			}
 		}
-		b.WriteString(" Fix the content and write the file again (write_file, or write_begin and chunks); the next write of this file counts as a corrected attempt.")
-		return b.String()
+		return protocol.Fill(protocol.PromptMCPCheckRefused, "message", firstSentence(pe.Message), "findings", findings)
 	case protocol.ReasonEditFailed:
 		var b strings.Builder
-		b.WriteString("The edit did not apply, nothing was changed: " + firstSentence(pe.Message))
 		if d.Edit != nil {
 			for _, bl := range d.Edit.Blocks {
 				if bl.Status == "applied" || bl.Status == "already_applied" {
@@ -62,10 +58,9 @@ func errorText(err error) string {
 				b.WriteString(".")
 			}
 		}
-		b.WriteString(" Read the file, then send the edit again with the exact current text.")
-		return b.String()
+		return protocol.Fill(protocol.PromptMCPEditRefused, "message", firstSentence(pe.Message), "blocks", b.String())
 	case protocol.ReasonAttemptsExhausted:
-		return pe.Message + " Stop writing this file and ask the user how to proceed."
+		return protocol.Fill(protocol.PromptMCPAttemptsExhausted, "message", pe.Message)
 	}
 	return pe.Message
 }

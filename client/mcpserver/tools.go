@@ -35,7 +35,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 		ExpectedLines int64              `json:"expected_lines"`
 		PatchSpec     protocol.PatchSpec `json:"patch_spec"`
 	}
-	if err := decodeArgs(ToolWriteBegin, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteBegin, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.Operation == "" {
@@ -54,20 +54,17 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 		return toolResult{}, err
 	}
 	limit := s.maxChunkBytes(ctx)
-	what := "the file's exact text"
+	what := protocol.PromptMCPWhatFile
 	switch a.Operation {
 	case protocol.OpAppend:
-		what = "the exact text to add to the end"
+		what = protocol.PromptMCPWhatAppend
 	case protocol.OpPatch:
-		what = "the exact new text for the place patch_spec names"
+		what = protocol.PromptMCPWhatPatch
 	case protocol.OpEdit:
-		what = "the edit"
+		what = protocol.PromptMCPWhatEdit
 	}
-	shown := displayPath(br.TargetFile, pl.root)
-	instr := fmt.Sprintf("Session %s is open for %s (%s). Now call write_append with session_id %s and seq 1, 2, 3...: "+
-		"%s in order, about %d lines per call (never over %s), each chunk ending after a newline. "+
-		"Then call write_finalize with session_id %s.",
-		br.SessionID, shown, a.Operation, br.SessionID, what, ChunkAdviceLines, textfmt.Size(limit), br.SessionID)
+	instr := protocol.Fill(protocol.PromptMCPBegun, "id", br.SessionID, "target", displayPath(br.TargetFile, pl.root),
+		"op", string(a.Operation), "what", what, "lines", fmt.Sprint(ChunkAdviceLines), "limit", textfmt.Size(limit))
 	out := beginOut{SessionID: br.SessionID, NextSeq: 1, MaxChunkBytes: limit, Instructions: instr}
 	return toolResult{text: instr, structured: out}, nil
 }
@@ -147,7 +144,7 @@ func (s *Server) writeAppend(ctx context.Context, req *mcp.CallToolRequest) (too
 		Seq       uint64  `json:"seq"`
 		Chunk     *string `json:"chunk"`
 	}
-	if err := decodeArgs(ToolWriteAppend, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteAppend, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	switch {
@@ -181,13 +178,11 @@ func (s *Server) writeAppend(ctx context.Context, req *mcp.CallToolRequest) (too
 	}
 	out := appendOut{NextSeq: next, Bytes: ack.Bytes, Lines: ack.Lines}
 	so := fmt.Sprintf("%s, %s so far", textfmt.CountGrouped(ack.Lines, "line", "lines"), textfmt.CountGrouped(ack.Bytes, "byte", "bytes"))
-	var text string
+	tmpl := protocol.PromptMCPStored
 	if ack.Duplicate {
-		text = fmt.Sprintf("Chunk %d was already stored with the same text (nothing stored twice); %s. Next: seq %d, or write_finalize when the file is complete.",
-			a.Seq, so, next)
-	} else {
-		text = fmt.Sprintf("Stored chunk %d: %s. Next: seq %d, or write_finalize when the file is complete.", a.Seq, so, next)
+		tmpl = protocol.PromptMCPStoredAgain
 	}
+	text := protocol.Fill(tmpl, "seq", fmt.Sprint(a.Seq), "so_far", so, "next", fmt.Sprint(next))
 	return toolResult{text: text, structured: out}, nil
 }
 
@@ -219,7 +214,7 @@ func (s *Server) writeFinalize(ctx context.Context, req *mcp.CallToolRequest) (t
 		SessionID string `json:"session_id"`
 		DryRun    bool   `json:"dry_run"`
 	}
-	if err := decodeArgs(ToolWriteFinalize, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteFinalize, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.SessionID == "" {
@@ -351,7 +346,7 @@ func (s *Server) writeAbort(ctx context.Context, req *mcp.CallToolRequest) (tool
 	var a struct {
 		SessionID string `json:"session_id"`
 	}
-	if err := decodeArgs(ToolWriteAbort, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteAbort, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.SessionID == "" {
@@ -376,7 +371,7 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 		Intent     string             `json:"intent"`
 		Content    *string            `json:"content"`
 	}
-	if err := decodeArgs(ToolWriteFile, req, &a); err != nil {
+	if err := s.decodeArgs(ToolWriteFile, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	switch a.Operation {
@@ -390,9 +385,8 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 		return toolResult{}, argErrorf("write_file needs content: the whole file")
 	}
 	if len(*a.Content) > WriteFileMaxBytes {
-		return toolResult{}, argErrorf("write_file takes at most %s of content, and this is %s: nothing was written. "+
-			"Use write_begin, then write_append with about %d lines per call, then write_finalize.",
-			textfmt.Size(WriteFileMaxBytes), textfmt.Size(int64(len(*a.Content))), ChunkAdviceLines)
+		return toolResult{}, argErrorf("%s", protocol.Fill(protocol.PromptMCPTooLarge, "limit", textfmt.Size(WriteFileMaxBytes),
+			"size", textfmt.Size(int64(len(*a.Content))), "lines", fmt.Sprint(ChunkAdviceLines)))
 	}
 	p, pl, err := s.beginParams(ctx, req, a.TargetFile, a.Operation, a.Intent)
 	if err != nil {
@@ -432,7 +426,14 @@ func (s *Server) whole(ctx context.Context, p protocol.BeginParams, pl placement
 		s.abandon(br.SessionID)
 		return protocol.FinalizeResult{}, err
 	}
-	return s.finalize(ctx, br.SessionID, dryRun)
+	fr, err := s.finalize(ctx, br.SessionID, dryRun)
+	if dryRun || err != nil && !isReason(err, protocol.ReasonValidationFailed) {
+		// Nothing is kept of a dry run, nor of a write that failed for
+		// another reason than a check (which keeps it for the corrected
+		// attempt).
+		s.abandon(br.SessionID)
+	}
+	return fr, err
 }
 
 // abandon aborts a session this server began and cannot finish, so it
@@ -452,7 +453,7 @@ func (s *Server) editFile(ctx context.Context, req *mcp.CallToolRequest) (toolRe
 		DryRun     bool    `json:"dry_run"`
 		Edit       *string `json:"edit"`
 	}
-	if err := decodeArgs(ToolEditFile, req, &a); err != nil {
+	if err := s.decodeArgs(ToolEditFile, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	if a.Edit == nil || strings.TrimSpace(*a.Edit) == "" {
@@ -492,7 +493,7 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 		SessionID string `json:"session_id"`
 		Last      bool   `json:"last"`
 	}
-	if err := decodeArgs(ToolUndo, req, &a); err != nil {
+	if err := s.decodeArgs(ToolUndo, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	id := a.SessionID
@@ -555,7 +556,7 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest) (to
 		Limit int            `json:"limit"`
 		Stage protocol.Stage `json:"stage"`
 	}
-	if err := decodeArgs(ToolListSessions, req, &a); err != nil {
+	if err := s.decodeArgs(ToolListSessions, req, &a); err != nil {
 		return toolResult{}, err
 	}
 	limit := a.Limit

@@ -74,13 +74,28 @@ type decoded struct {
 	tools  []json.RawMessage
 }
 
-// decodeRequest reads the members both APIs share.
+// decodeRequest reads the members both APIs share. The members are
+// slices of body, not copies: a request is held once while it is read.
 func decodeRequest(body []byte, toolName func(json.RawMessage) string) (*agentRequest, *decoded, error) {
-	req, dec := &agentRequest{}, &decoded{}
-	if err := json.Unmarshal(body, &dec.fields); err != nil || dec.fields == nil {
+	req, dec := &agentRequest{}, &decoded{fields: map[string]json.RawMessage{}}
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) || len(body) == 0 || body[0] != '{' {
+		var probe any
+		err := json.Unmarshal(body, &probe)
+		if err == nil {
+			err = errors.New("not an object")
+		}
 		return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
 	}
-	if m, ok := dec.fields["messages"]; ok && string(m) != "null" && (len(m) == 0 || m[0] != '[') {
+	keys, vals := splitJSON(body)
+	for i, k := range keys {
+		var name string
+		if err := json.Unmarshal(k, &name); err != nil {
+			return nil, nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+		}
+		dec.fields[name] = vals[i]
+	}
+	if m, ok := dec.fields["messages"]; ok && string(m) != "null" && m[0] != '[' {
 		return nil, nil, fmt.Errorf("messages: want an array")
 	}
 	if t, ok := dec.fields["tools"]; ok && string(t) != "null" {
@@ -137,15 +152,8 @@ func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead
 	}
 	placed := instr == nil
 	if raw := fields["messages"]; len(raw) > 0 && string(raw) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if _, err := dec.Token(); err != nil {
-			return nil, 0, fmt.Errorf("messages: want an array: %v", err)
-		}
-		for dec.More() {
-			var m json.RawMessage
-			if err := dec.Decode(&m); err != nil {
-				return nil, 0, fmt.Errorf("messages: %v", err)
-			}
+		_, elems := splitJSON(raw)
+		for _, m := range elems {
 			if !placed && !lead(m) {
 				add(instr)
 				placed = true
@@ -157,6 +165,82 @@ func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead
 		add(instr)
 	}
 	return b.Bytes(), n, nil
+}
+
+// splitJSON returns the members of a valid JSON object (keys and values)
+// or the elements of a valid JSON array (values only) as slices of raw,
+// without decoding or copying them. raw must be valid JSON (json.Valid)
+// starting with '{' or '['.
+func splitJSON(raw []byte) (keys, vals [][]byte) {
+	object := raw[0] == '{'
+	i := 1
+	for {
+		i = skipSpace(raw, i)
+		if raw[i] == '}' || raw[i] == ']' {
+			return keys, vals
+		}
+		if object {
+			end := valueEnd(raw, i)
+			keys = append(keys, raw[i:end])
+			i = skipSpace(raw, end) + 1 // the colon
+			i = skipSpace(raw, i)
+		}
+		end := valueEnd(raw, i)
+		vals = append(vals, raw[i:end])
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i++
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd is the index just past the valid JSON value starting at i.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[j])) {
+		j++
+	}
+	return j
+}
+
+// stringEnd is the index just past the JSON string starting at i.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
 }
 
 // upstreamBody is the request for the next round: the prefix, the rounds'

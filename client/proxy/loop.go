@@ -216,23 +216,27 @@ func (p *Proxy) passBody(w http.ResponseWriter, r *http.Request, d dialect, body
 	p.pass[d.name()].ServeHTTP(w, r)
 }
 
-// readBody reads a body of at most limit bytes into a buffer of its
-// stated size (io.ReadAll would grow one by doubling, up to twice the
-// memory).
+// readBody reads a body of at most limit bytes: one of a stated length
+// into a buffer of exactly that size (io.ReadAll, or a bytes.Buffer that
+// must keep 512 bytes free, would grow one by doubling, up to twice the
+// memory); one of unknown length as it comes, up to limit.
 func readBody(body io.Reader, length, limit int64) ([]byte, error) {
-	r := io.LimitReader(body, limit+1)
-	var b []byte
-	if length > 0 && length <= limit {
-		b = make([]byte, 0, length+1)
+	if length >= 0 && length <= limit {
+		// net/http ends a body at its Content-Length.
+		b := make([]byte, length)
+		if _, err := io.ReadFull(body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
 	}
-	buf := bytes.NewBuffer(b)
-	if _, err := buf.ReadFrom(r); err != nil {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
 		return nil, err
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(b)) > limit {
 		return nil, &http.MaxBytesError{Limit: limit}
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 // startDial connects the controller in the background; ctrl waits for it.

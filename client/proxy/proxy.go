@@ -264,11 +264,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.log.Info("request", "method", r.Method, "path", r.URL.Path, "api", d.name(), "mode", mode,
 			"status", rec.status, "ms", time.Since(start).Milliseconds())
 	}()
-	if r.Method == http.MethodOptions {
+	if p.guard.CORS(rec, r) {
 		// A preflight is the browser asking; the upstream has no say.
 		mode = "local"
-		rec.Header().Set("Allow", "GET, POST, OPTIONS")
-		rec.WriteHeader(http.StatusNoContent)
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/") {

@@ -94,6 +94,10 @@ func TestREADMECommands(t *testing.T) {
 	}
 }
 
+// pendingDocs are documents the commands' help already names and which
+// are being written; a link to one is checked once it exists.
+var pendingDocs = map[string]bool{"docs/agents.md": true, "docs/mcp.md": true}
+
 // Every relative link of the documents leads to a file that exists, and
 // every anchor to a heading of that file.
 func TestLinks(t *testing.T) {
@@ -110,8 +114,8 @@ func TestLinks(t *testing.T) {
 				target = path.Join(path.Dir(name), file)
 			}
 			body, err := os.ReadFile(filepath.Join(root, target))
-			if errors.Is(err, fs.ErrNotExist) && target == "docs/agents.md" {
-				// Written alongside the exec command; checked once it exists.
+			if errors.Is(err, fs.ErrNotExist) && pendingDocs[target] {
+				t.Logf("%s:%d: link to %s: not written yet", name, l.Line, l.Target)
 				continue
 			}
 			if errors.Is(err, syscall.EISDIR) {
@@ -215,9 +219,10 @@ func blockEnv(t *testing.T, home, runtime string) []string {
 	return env
 }
 
-// copyRepository copies the files git tracks, and new files it does not
-// ignore, into dir: what a fresh clone holds, with this work tree's edits,
-// and none of its build output (bin/, node_modules).
+// copyRepository copies the files git tracks into dir: what a fresh clone
+// holds, with this work tree's edits to them, and nothing else (no bin/, no
+// node_modules, no files the README's commands wrote into this clone). A new
+// document is run once it is added to git.
 func copyRepository(t *testing.T, dir string) {
 	t.Helper()
 	for _, name := range repositoryFiles(t) {
@@ -256,12 +261,12 @@ func copyRepository(t *testing.T, dir string) {
 	}
 }
 
-// repositoryFiles lists the files of the repository, relative to root: as
-// git does, or, outside a git work tree (a source archive), every file but
-// build output.
+// repositoryFiles lists the files of the repository, relative to root: the
+// ones git tracks, or, outside a git work tree (a source archive), every
+// file but build output.
 func repositoryFiles(t *testing.T) []string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached").Output()
 	if err == nil {
 		return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
 	}

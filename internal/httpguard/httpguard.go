@@ -24,7 +24,13 @@
 //     known only to the person's own programs, sent as
 //     "Authorization: Bearer SECRET", as "X-Orion-Token: SECRET" or as the
 //     first two segments of the path ("/t/SECRET/..."), so that a client
-//     that only takes a base URL can carry it. Compared in constant time.
+//     that only takes a base URL can carry it, or, for a door a browser
+//     uses (the local page), in an HttpOnly SameSite=Strict cookie the
+//     door set when the person opened its URL with the secret (SetCookie).
+//     Compared in constant time.
+//   - A door whose own page calls it (SameOrigin) also accepts an Origin
+//     equal to http:// and the Host the request passed the Host check
+//     with: the page's own origin, which no other page can send.
 //
 // A refused request gets 403 (or 415 for the content type) with a JSON body
 // naming the check, in a shape both the OpenAI and the Anthropic SDKs
@@ -76,6 +82,12 @@ type Options struct {
 	Token string
 	// JSONOnly refuses request bodies that are not application/json.
 	JSONOnly bool
+	// CookieName, when not empty, is the name of a cookie that carries the
+	// token as well (see SetCookie); it needs Token.
+	CookieName string
+	// SameOrigin accepts an Origin that is the request's own: http:// and
+	// its (checked) Host. For a door that serves its own page.
+	SameOrigin bool
 }
 
 // Guard checks requests against Options. The zero value checks Host,
@@ -86,6 +98,8 @@ type Guard struct {
 	token   [sha256.Size]byte
 	hasTok  bool
 	json    bool
+	cookie  string
+	same    bool
 }
 
 // Refusal says why a request was refused.
@@ -102,7 +116,7 @@ func (r *Refusal) Error() string { return r.Check + ": " + r.Message }
 
 // New checks opts and returns a Guard.
 func New(opts Options) (*Guard, error) {
-	g := &Guard{hosts: map[string]bool{}, origins: map[string]bool{}, json: opts.JSONOnly}
+	g := &Guard{hosts: map[string]bool{}, origins: map[string]bool{}, json: opts.JSONOnly, cookie: opts.CookieName, same: opts.SameOrigin}
 	if len(opts.AllowHosts) > maxAllowed || len(opts.AllowOrigins) > maxAllowed {
 		return nil, fmt.Errorf("at most %d allowed hosts and %d allowed origins", maxAllowed, maxAllowed)
 	}
@@ -126,6 +140,9 @@ func New(opts Options) (*Guard, error) {
 			return nil, fmt.Errorf("token: want at least 16 characters with no '/', '?', '#', '%%' or space (it travels in a URL path); NewToken makes one")
 		}
 		g.token, g.hasTok = sha256.Sum256([]byte(opts.Token)), true
+	}
+	if g.cookie != "" && (!g.hasTok || strings.ContainsAny(g.cookie, "=;, \t\r\n")) {
+		return nil, fmt.Errorf("cookie %q: needs a token, and a name without '=', ';', ',' or space", g.cookie)
 	}
 	return g, nil
 }
@@ -222,6 +239,11 @@ func (g *Guard) checkOrigin(r *http.Request) *Refusal {
 		if len(o) == 1 && g.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] {
 			return nil
 		}
+		// checkHost ran first: r.Host is this machine's, so its origin is
+		// the door's own page.
+		if len(o) == 1 && g.same && strings.EqualFold(origin, "http://"+r.Host) {
+			return nil
+		}
 		return &Refusal{http.StatusForbidden, CheckOrigin, fmt.Sprintf(
 			"requests from web pages are refused (Origin %q): agents and SDKs send no Origin. To serve a page of your own, allow its origin with --allow-origin",
 			origin)}
@@ -272,6 +294,10 @@ func (g *Guard) checkToken(r *http.Request) (*http.Request, *Refusal) {
 			// The secret is the proxy's, not the upstream's key.
 			out.Header.Del("Authorization")
 		}
+	case g.cookie != "":
+		if c, err := r.Cookie(g.cookie); err == nil {
+			ok = g.matches(c.Value)
+		}
 	}
 	out.Header.Del(HeaderToken)
 	if !ok {
@@ -279,6 +305,14 @@ func (g *Guard) checkToken(r *http.Request) (*http.Request, *Refusal) {
 			"this server needs its token: put it in the base URL (http://HOST:PORT/t/TOKEN/...), or send Authorization: Bearer TOKEN or " + HeaderToken + ": TOKEN"}
 	}
 	return out, nil
+}
+
+// SetCookie answers w with the cookie that carries the token for later
+// requests: HttpOnly (no script reads it), SameSite=Strict (no other site's
+// page makes the browser send it), for the whole door. Call it only for a
+// request that Check let in with the token.
+func (g *Guard) SetCookie(w http.ResponseWriter, token string) {
+	http.SetCookie(w, &http.Cookie{Name: g.cookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 }
 
 // matches compares in constant time: the hashes have one length whatever
@@ -322,6 +356,28 @@ func (r *Refusal) Write(w http.ResponseWriter) {
 	_, _ = w.Write(r.Body())
 }
 
+// CORS adds the CORS headers an allowed origin needs, and answers OPTIONS
+// (a preflight) itself: it reports whether it did, in which case the
+// request must not be served further. Call it on a request Check let in.
+func (g *Guard) CORS(w http.ResponseWriter, r *http.Request) bool {
+	h := w.Header()
+	if o, ok := g.AllowedOrigin(r); ok {
+		h.Set("Access-Control-Allow-Origin", o)
+		h.Set("Vary", "Origin")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key, Anthropic-Version, Anthropic-Beta, "+HeaderToken)
+			h.Set("Access-Control-Max-Age", "600")
+		}
+	}
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	h.Set("Allow", "GET, POST, OPTIONS")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
 // Handler serves next the requests g lets in, with the secret removed,
 // and answers the others itself. OPTIONS requests (CORS preflights) are
 // answered here and never reach next: with CORS headers for an allowed
@@ -336,18 +392,7 @@ func (g *Guard) Handler(next http.Handler, onRefuse func(r *http.Request, ref *R
 			ref.Write(w)
 			return
 		}
-		if o, ok := g.AllowedOrigin(in); ok {
-			w.Header().Set("Access-Control-Allow-Origin", o)
-			w.Header().Set("Vary", "Origin")
-		}
-		if in.Method == http.MethodOptions {
-			if _, ok := g.AllowedOrigin(in); ok {
-				w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
-				w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key, Anthropic-Version, Anthropic-Beta, "+HeaderToken)
-				w.Header().Set("Access-Control-Max-Age", "600")
-			}
-			w.Header().Set("Allow", "GET, POST, OPTIONS")
-			w.WriteHeader(http.StatusNoContent)
+		if g.CORS(w, in) {
 			return
 		}
 		next.ServeHTTP(w, in)

@@ -96,6 +96,15 @@ func TestCheck(t *testing.T) {
 		{name: "TokenWhereNoneSet", req: request("POST", "/t/"+token+"/v1/messages", "127.0.0.1:8788", "{}", jsonCT), check: "token", status: 403},
 		// Host and Origin come first: a page never learns whether its
 		// token guess was right.
+		{name: "TokenInCookie", opts: httpguard.Options{Token: token, CookieName: "orion_ui"}, req: request("GET", "/api/sessions", "127.0.0.1:8788", "", map[string]string{"Cookie": "orion_ui=" + token}), path: "/api/sessions"},
+		{name: "TokenInCookieWrong", opts: httpguard.Options{Token: token, CookieName: "orion_ui"}, req: request("GET", "/api/sessions", "127.0.0.1:8788", "", map[string]string{"Cookie": "orion_ui=" + token + "x"}), check: "token", status: 403},
+		{name: "TokenInOtherCookie", opts: httpguard.Options{Token: token, CookieName: "orion_ui"}, req: request("GET", "/api/sessions", "127.0.0.1:8788", "", map[string]string{"Cookie": "other=" + token}), check: "token", status: 403},
+		{name: "CookieNotReadWithoutCookieName", opts: httpguard.Options{Token: token}, req: request("GET", "/api/sessions", "127.0.0.1:8788", "", map[string]string{"Cookie": "orion_ui=" + token}), check: "token", status: 403},
+		{name: "SameOrigin", opts: httpguard.Options{SameOrigin: true}, req: request("POST", "/api/undo", "127.0.0.1:8788", "{}", with("Origin", "http://127.0.0.1:8788")), path: "/api/undo"},
+		{name: "SameOriginOtherPort", opts: httpguard.Options{SameOrigin: true}, req: request("POST", "/api/undo", "127.0.0.1:8788", "{}", with("Origin", "http://127.0.0.1:9999")), check: "origin", status: 403},
+		{name: "SameOriginOtherLoopbackName", opts: httpguard.Options{SameOrigin: true}, req: request("POST", "/api/undo", "127.0.0.1:8788", "{}", with("Origin", "http://localhost:8788")), check: "origin", status: 403},
+		{name: "SameOriginForeign", opts: httpguard.Options{SameOrigin: true}, req: request("POST", "/api/undo", "127.0.0.1:8788", "{}", with("Origin", "http://evil.example")), check: "origin", status: 403},
+		{name: "SameOriginRebound", opts: httpguard.Options{SameOrigin: true}, req: request("POST", "/api/undo", "evil.example:8788", "{}", with("Origin", "http://evil.example:8788")), check: "host", status: 403},
 		{name: "TokenRightOriginWrong", opts: httpguard.Options{Token: token}, req: request("POST", "/t/"+token+"/v1/messages", "127.0.0.1:8788", "{}", with("Origin", "http://evil.example")), check: "origin", status: 403},
 	}
 	for _, c := range cases {
@@ -142,6 +151,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"StarHost":       {AllowHosts: []string{"*"}},
 		"ShortToken":     {Token: "short"},
 		"TokenWithSlash": {Token: "abcdefgh/ijklmnopqrs"},
+		"CookieNoToken":  {CookieName: "orion_ui"},
+		"CookieBadName":  {Token: token, CookieName: "a=b"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := httpguard.New(opts); err == nil {
@@ -210,5 +221,20 @@ func TestHandler(t *testing.T) {
 	}
 	if len(reached) != 0 {
 		t.Errorf("reached the server behind the guard: %v", reached)
+	}
+}
+
+func TestSetCookie(t *testing.T) {
+	g, err := httpguard.New(httpguard.Options{Token: token, CookieName: "orion_ui_8788"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	g.SetCookie(rec, token)
+	got := rec.Header().Get("Set-Cookie")
+	for _, want := range []string{"orion_ui_8788=" + token, "HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Set-Cookie %q lacks %q", got, want)
+		}
 	}
 }

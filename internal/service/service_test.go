@@ -257,7 +257,7 @@ func TestProxyUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := checkUnitSyntax(t, text)
-	if got, want := u["Service"]["ExecStart"], "/usr/bin/orionctl proxy --listen 127.0.0.1:8788 --workspace-root %h"; len(got) != 1 || got[0] != want {
+	if got, want := u["Service"]["ExecStart"], "/usr/bin/orionctl proxy --listen 127.0.0.1:8788"; len(got) != 1 || got[0] != want {
 		t.Fatalf("ExecStart=%v, want %s", got, want)
 	}
 	if got := u["Install"]["WantedBy"]; len(got) != 1 || got[0] != "default.target" {
@@ -268,12 +268,12 @@ func TestProxyUnit(t *testing.T) {
 	}
 	golden(t, packaged("systemd/orionctl-proxy.service"), text)
 
-	// The path is quoted like oriond's, and %h stays systemd's specifier.
+	// The path is quoted like oriond's, a % in it doubled for systemd.
 	quoted, err := RenderProxy("/opt/my apps/100%/orionctl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `ExecStart="/opt/my apps/100%%/orionctl" proxy --listen 127.0.0.1:8788 --workspace-root %h` + "\n"; !strings.Contains(quoted, want) {
+	if want := `ExecStart="/opt/my apps/100%%/orionctl" proxy --listen 127.0.0.1:8788` + "\n"; !strings.Contains(quoted, want) {
 		t.Fatalf("want %q in\n%s", want, quoted)
 	}
 	if _, err := RenderProxy("/usr/bin/orion\nctl"); err == nil {

@@ -384,6 +384,7 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 		AllowLegacyDone:  p.AllowLegacyDone,
 		PatchSpec:        p.PatchSpec,
 		SkipBackup:       p.BackupRequired != nil && !*p.BackupRequired,
+		Client:           p.Client,
 		Attempt:          attempt,
 		Supersedes:       p.Supersedes,
 		TxID:             txID,

@@ -64,6 +64,8 @@ type record struct {
 	// when the session said backup_required: false.
 	PatchSpec  json.RawMessage `json:"patch_spec,omitempty"`
 	SkipBackup bool            `json:"skip_backup,omitempty"`
+	// Client names the process that opened the session, for listings.
+	Client string `json:"client,omitempty"`
 
 	// BackupPieces counts the pieces of the replaced content kept for
 	// undo (0: the session replaced nothing); Undone is set once restored.
@@ -161,6 +163,8 @@ func (r *record) info() protocol.SessionInfo {
 		SessionID:        r.ID,
 		Intent:           r.Intent,
 		TargetFile:       r.Target,
+		WorkspaceRoot:    r.Workspace,
+		Client:           r.Client,
 		Operation:        r.Operation,
 		Stage:            r.Stage,
 		EndMarker:        r.Scanner.Marker,

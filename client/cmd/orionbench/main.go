@@ -8,14 +8,19 @@
 //
 // --peer-mcp adds whole 64 KiB files written through oriond next to the
 // same files written by the MCP filesystem server's write_file, installed
-// from npm for the run; --file-mb adds a large file written as `orionctl
+// from npm for the run; --mcp adds the same files written with write_file
+// through `orionctl mcp` next to the filesystem server's, both driven by
+// the official TypeScript SDK client over stdio; --file-mb adds a large file written as `orionctl
 // write` does next to cp and an fsync of the copy. Both run in interleaved
 // rounds and print medians and ranges. --memory measures the memory
 // targets on a daemon of its own: resident memory idle, while 200 sessions
-// stream, and added by the finalize of a 256 MiB file.
+// stream, and added by the finalize of a 256 MiB file. --proxy-memory
+// measures `orionctl proxy` (--orionctl) under its memory attacks: its peak
+// resident memory while 256 MiB of model text or a 256 MiB file stream
+// through it, and with 24 concurrent 30 MiB request bodies.
 //
-//	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionbench
-//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --file-mb 50
+//	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orionctl ./client/cmd/orionbench
+//	bin/orionbench --oriond bin/oriond --dir /var/tmp/orionbench --peer-mcp --mcp --file-mb 50
 package main
 
 import (
@@ -49,20 +54,24 @@ func main() {
 }
 
 type config struct {
-	oriond    string
-	dir       string
-	duration  time.Duration
-	chunk     int
-	sessions  []int
-	baselines []int
-	json      bool
-	extra     []string
-	peerMCP   bool
-	fileMB    int
-	rounds    int
-	wholeOps  int
-	syncs     bool
-	memory    bool
+	oriond string
+	// orionctl: the orionctl binary of --proxy-memory and --mcp.
+	orionctl    string
+	proxyMemory bool
+	dir         string
+	duration    time.Duration
+	chunk       int
+	sessions    []int
+	baselines   []int
+	json        bool
+	extra       []string
+	peerMCP     bool
+	mcp         bool
+	fileMB      int
+	rounds      int
+	wholeOps    int
+	syncs       bool
+	memory      bool
 }
 
 // result is one measured case.
@@ -89,12 +98,15 @@ type fullReport struct {
 	Compare   []sideBySide  `json:"compare,omitempty"`
 	IdleRSS   float64       `json:"daemon_idle_rss_mib,omitempty"`
 	Memory    *memoryReport `json:"memory,omitempty"`
+	ProxyMem  []proxyMemRow `json:"proxy_memory,omitempty"`
 }
 
 func run(args []string, out io.Writer) error {
 	cfg := config{}
 	fs := flag.NewFlagSet("orionbench", flag.ContinueOnError)
 	fs.StringVar(&cfg.oriond, "oriond", sibling.Binary("oriond"), "path of the oriond binary to benchmark")
+	fs.StringVar(&cfg.orionctl, "orionctl", sibling.Binary("orionctl"), "path of the orionctl binary for --proxy-memory and --mcp")
+	fs.BoolVar(&cfg.proxyMemory, "proxy-memory", false, "also measure orionctl proxy's peak RSS under its memory attacks (256 MiB of text, a 256 MiB file, 24 concurrent 30 MiB bodies)")
 	fs.StringVar(&cfg.dir, "dir", "", "directory on the disk to measure (default: a new temp dir); the daemon's store and the baseline files both go here")
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each case runs")
 	fs.IntVar(&cfg.chunk, "chunk", 1024, "chunk size in bytes")
@@ -106,9 +118,10 @@ func run(args []string, out io.Writer) error {
 		return nil
 	})
 	fs.BoolVar(&cfg.peerMCP, "peer-mcp", false, "also compare whole 64 KiB files with the MCP filesystem server's write_file (installs "+mcpPackage+" with npm into a temp dir)")
+	fs.BoolVar(&cfg.mcp, "mcp", false, "also compare 64 KiB write_file calls through `orionctl mcp` with the MCP filesystem server's, both driven by the TypeScript SDK client over stdio (installs "+mcpSDKPackage+" and "+mcpPackage+" with npm into a temp dir)")
 	fs.IntVar(&cfg.fileMB, "file-mb", 0, "also write a file of this many MB as `orionctl write` does, next to cp + sync (0: skip)")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp and --file-mb comparisons")
-	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp comparison")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp, --mcp and --file-mb comparisons")
+	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp and --mcp comparisons")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +174,18 @@ func run(args []string, out io.Writer) error {
 		}
 		rep.Compare = append(rep.Compare, r)
 	}
+	var bench *mcpBench
+	if cfg.mcp {
+		b, skip := installMCPBench(ctx, cfg.dir)
+		if skip == "" {
+			bench = &b
+		}
+		r, err := mcpCase(ctx, cfg, d, bench, skip)
+		if err != nil {
+			return err
+		}
+		rep.Compare = append(rep.Compare, r)
+	}
 	if cfg.fileMB > 0 {
 		r, err := largeFileCase(ctx, cfg, d)
 		if err != nil {
@@ -173,8 +198,13 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 	}
+	if cfg.proxyMemory {
+		if rep.ProxyMem, err = proxyMemoryCase(ctx, cfg); err != nil {
+			return err
+		}
+	}
 	if cfg.syncs {
-		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg); err != nil {
+		if rep.Syncs, rep.SyncsSkip, err = countSyncs(ctx, cfg, bench); err != nil {
 			return fmt.Errorf("counting syncs: %w", err)
 		}
 	}
@@ -192,6 +222,10 @@ func run(args []string, out io.Writer) error {
 	if rep.Memory != nil {
 		fmt.Fprintln(out)
 		reportMemory(out, rep.Memory)
+	}
+	if rep.ProxyMem != nil {
+		fmt.Fprintln(out)
+		reportProxyMemory(out, rep.ProxyMem)
 	}
 	if cfg.syncs {
 		fmt.Fprintln(out)

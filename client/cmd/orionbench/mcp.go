@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,7 +51,7 @@ func installMCP(ctx context.Context, dir string) (server mcpServer, skip string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", prefix, "--no-audit", "--no-fund", "--loglevel=error", mcpPackage)
+	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", prefix, "--no-audit", "--no-fund", "--loglevel=error", mcpPackage+"@"+mcpPeerVersion)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -203,4 +205,123 @@ func (p *mcpPeer) close() {
 		p.cmd.Process.Kill()
 		<-done
 	}
+}
+
+// The MCP comparison: 64 KiB whole files written one after another with
+// write_file, through `orionctl mcp` and through the reference filesystem
+// server, both driven by the same client (the official TypeScript SDK's,
+// over stdio) in the same run.
+const (
+	// mcpPeerVersion pins the filesystem server, and mcpSDKVersion the
+	// client: their releases change what is measured.
+	mcpPeerVersion = "2026.8.31"
+	mcpSDKPackage  = "@modelcontextprotocol/sdk"
+	mcpSDKVersion  = "1.32.2"
+)
+
+//go:embed mcpbench.mjs
+var mcpBenchScript []byte
+
+// mcpBench is the installed client script and filesystem server.
+type mcpBench struct {
+	node, script, peer string
+}
+
+// installMCPBench installs the SDK and the filesystem server into a new
+// directory under dir. The reason it could not is returned as skip.
+func installMCPBench(ctx context.Context, dir string) (b mcpBench, skip string) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return b, "MCP comparison skipped: npm is not installed"
+	}
+	if b.node, err = exec.LookPath("node"); err != nil {
+		return b, "MCP comparison skipped: node is not installed"
+	}
+	prefix := filepath.Join(dir, "mcp-bench")
+	if err := os.MkdirAll(prefix, 0o700); err != nil {
+		return b, "MCP comparison skipped: " + err.Error()
+	}
+	if err := os.WriteFile(filepath.Join(prefix, "package.json"), []byte(`{"private": true}`), 0o600); err != nil {
+		return b, "MCP comparison skipped: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	pkgs := []string{mcpSDKPackage + "@" + mcpSDKVersion, mcpPackage + "@" + mcpPeerVersion}
+	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)...)
+	cmd.Dir = prefix
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return b, fmt.Sprintf("MCP comparison skipped: npm install %s failed (registry unreachable?): %v: %s", strings.Join(pkgs, " "), err, lastLine(stderr.String()))
+	}
+	// The script resolves the SDK from its own directory.
+	b.script = filepath.Join(prefix, "mcpbench.mjs")
+	if err := os.WriteFile(b.script, mcpBenchScript, 0o600); err != nil {
+		return b, "MCP comparison skipped: " + err.Error()
+	}
+	b.peer = filepath.Join(prefix, "node_modules", filepath.FromSlash(mcpPackage), "dist", "index.js")
+	if _, err := os.Stat(b.peer); err != nil {
+		return b, "MCP comparison skipped: " + err.Error()
+	}
+	return b, ""
+}
+
+// run writes files of size bytes into root through one server and
+// returns the files per second. kind is orion or filesystem; server is
+// the command that runs the server.
+func (b mcpBench) run(ctx context.Context, kind, root string, files, size int, tag string, warm int, server ...string) (float64, error) {
+	args := append([]string{b.script, kind, root, strconv.Itoa(files), strconv.Itoa(size), tag, strconv.Itoa(warm), "--"}, server...)
+	cmd := exec.CommandContext(ctx, b.node, args...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s write_file over MCP: %v: %s", kind, err, lastLine(stderr.String()))
+	}
+	var r struct {
+		Files   int     `json:"files"`
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Seconds <= 0 {
+		return 0, fmt.Errorf("%s write_file over MCP: unreadable result %q: %v", kind, out.String(), err)
+	}
+	return float64(r.Files) / r.Seconds, nil
+}
+
+// mcpCase compares write_file through `orionctl mcp` (oriond behind it)
+// with the filesystem server's write_file.
+// b is the installed client and peer, nil when skip says why there is
+// none.
+func mcpCase(ctx context.Context, cfg config, d *daemonProc, b *mcpBench, skip string) (sideBySide, error) {
+	res := sideBySide{Name: "whole 64 KiB file over MCP (TypeScript SDK " + mcpSDKVersion + " client, stdio)", Unit: "files/s",
+		OriondName: "orionctl mcp write_file", OtherName: fmt.Sprintf("%s %s write_file (no fsync)", mcpPackage, mcpPeerVersion)}
+	if b == nil {
+		res.Skip = skip
+		return res, nil
+	}
+	if _, err := exec.LookPath(cfg.orionctl); err != nil {
+		res.Skip = fmt.Sprintf("MCP comparison skipped: orionctl not found (%v); build it next to orionbench or give --orionctl", err)
+		return res, nil
+	}
+	orionRoot := filepath.Join(d.root, "mcp")
+	peerRoot := filepath.Join(cfg.dir, "mcp-peer-root")
+	for _, dir := range []string{orionRoot, peerRoot} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, err
+		}
+	}
+	n := cfg.wholeOps
+	o, p, ratio, cpu, err := interleave(cfg.rounds, d, func(r int) (float64, error) {
+		return b.run(ctx, "orion", orionRoot, n, 64<<10, fmt.Sprintf("r%d", r), 1, cfg.orionctl, "--socket", d.socket, "mcp")
+	}, func(r int) (float64, error) {
+		return b.run(ctx, "filesystem", peerRoot, n, 64<<10, fmt.Sprintf("r%d", r), 1, b.node, b.peer, peerRoot)
+	})
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", res.Name, err)
+	}
+	for i := range cpu {
+		cpu[i] /= float64(n + 1)
+	}
+	res.Oriond, res.Other, res.Ratio, res.CPUms = spreadOf(o), spreadOf(p), spreadOf(ratio), spreadOf(cpu)
+	res.PeakRSSMiB = float64(sampleProc(d.pid).peakKiB) / 1024
+	return res, nil
 }

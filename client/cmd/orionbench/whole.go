@@ -88,8 +88,10 @@ type sideBySide struct {
 	Unit   string `json:"unit"`
 	Oriond spread `json:"oriond"`
 	Other  spread `json:"other"`
-	// OtherName says what Other measured.
-	OtherName string `json:"other_name"`
+	// OriondName says what Oriond measured, when not oriond's own client;
+	// OtherName what Other measured.
+	OriondName string `json:"oriond_name,omitempty"`
+	OtherName  string `json:"other_name"`
 	// Ratio is oriond / other per round (higher is better for oriond).
 	Ratio spread `json:"ratio"`
 	// CPUms is the daemon's CPU time per operation, in milliseconds.
@@ -269,7 +271,11 @@ func reportSideBySide(out io.Writer, r sideBySide) {
 		return
 	}
 	fmt.Fprintf(out, "%s, medians [min-max] of interleaved rounds:\n", r.Name)
-	fmt.Fprintf(out, "  oriond: %s %s, daemon CPU %s ms per op, daemon peak RSS %.1f MiB\n", r.Oriond, r.Unit, r.CPUms, r.PeakRSSMiB)
+	name := "oriond"
+	if r.OriondName != "" {
+		name = r.OriondName
+	}
+	fmt.Fprintf(out, "  %s: %s %s, daemon CPU %s ms per op, daemon peak RSS %.1f MiB\n", name, r.Oriond, r.Unit, r.CPUms, r.PeakRSSMiB)
 	fmt.Fprintf(out, "  %s: %s %s\n", r.OtherName, r.Other, r.Unit)
 	fmt.Fprintf(out, "  ratio oriond / other: %sx\n", r.Ratio)
 }

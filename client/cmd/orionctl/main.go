@@ -118,6 +118,7 @@ func newRootCmd(g *globals) *cobra.Command {
 		newTxCmd(g),
 		newSessionsCmd(g),
 		newToolsCmd(g),
+		newUICmd(g),
 		newStreamCmd(g),
 		newTraceCmd(g),
 		newProxyCmd(g),

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client/mcpserver"
@@ -63,10 +63,19 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 			if err != nil {
 				return usageError{err}
 			}
-			t := &mcp.IOTransport{
-				Reader:        io.NopCloser(cmd.InOrStdin()),
-				Writer:        nopWriteCloser{cmd.OutOrStdout()},
-				MaxLineLength: mcpMaxMessage,
+			t := s.Transport(cmd.InOrStdin(), cmd.OutOrStdout(), mcpMaxMessage)
+			// $ORION_CPU_PROFILE profiles the server until the host
+			// disconnects, as it does oriond: for measuring, not serving.
+			if path := os.Getenv("ORION_CPU_PROFILE"); path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return fmt.Errorf("ORION_CPU_PROFILE: %w", err)
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					f.Close()
+					return fmt.Errorf("ORION_CPU_PROFILE: %w", err)
+				}
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
 			}
 			return s.Run(cmd.Context(), t)
 		},
@@ -76,10 +85,6 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 	f.StringVar(&logLevel, "log-level", "warn", "stderr log level: debug, info, warn or error")
 	return cmd
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // moduleVersion is orionctl's module version, or "dev" for a build from a
 // work tree.

@@ -140,7 +140,7 @@ X-Orion-Bypass: 1 passes a request through untouched.`,
 			if token != "" {
 				base += "/t/TOKEN" // not the token itself: logs are kept
 			}
-			log.Info("orionctl proxy listening", "addr", ln.Addr().String(),
+			log.Info("orionctl proxy listening", "addr", listenAddr(listen, ln.Addr()),
 				"openai_base_url", base+"/v1", "anthropic_base_url", base,
 				"openai_upstream", pf.openaiURL, "anthropic_upstream", pf.anthURL, "workspace_root", ws)
 			return serveProxy(cmd.Context(), ln, p)
@@ -164,6 +164,17 @@ func listenProxy(addr string) (net.Listener, error) {
 			"to run a second one, choose another port with --listen 127.0.0.1:PORT", addr)
 	}
 	return ln, err
+}
+
+// listenAddr is the address as asked, with the port the system chose:
+// 0.0.0.0:0 becomes 0.0.0.0:41621, not [::]:41621.
+func listenAddr(asked string, got net.Addr) string {
+	host, _, err := net.SplitHostPort(asked)
+	ta, ok := got.(*net.TCPAddr)
+	if err != nil || !ok {
+		return got.String()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(ta.Port))
 }
 
 // baseURL is the Anthropic base URL a client of this machine uses: an

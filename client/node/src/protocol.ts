@@ -18,6 +18,7 @@ export const Methods = {
   sessionContinue: "session.continue",
   sessionClean: "session.clean",
   sessionUndo: "session.undo",
+  sessionContent: "session.content",
   sessionWrite: "session.write",
   txBegin: "tx.begin",
   txCommit: "tx.commit",
@@ -51,6 +52,8 @@ export interface MethodTypes {
   "session.clean": { params: CleanParams; result: CleanResult };
   /** `session_id` of a completed session → restores what it replaced (every file, for a multi-file edit) */
   "session.undo": { params: SessionIDParams; result: UndoResult };
+  /** `session_id`, `source` (`streamed` or `backup`), `max_bytes` → `available`, `content` (bounded, valid UTF-8), `bytes`, `total`, `truncated`; read-only */
+  "session.content": { params: ContentParams; result: ContentResult };
   /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
   "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
@@ -320,6 +323,36 @@ export interface PatchSpec {
   start_line?: number;
   /** Text on the first line of the block replace_block replaces. */
   start_marker?: string;
+}
+
+/** ContentParams are the params of session.content. */
+export interface ContentParams {
+  session_id: string;
+  /** Source is ContentStreamed (default) or ContentBackup. */
+  source?: string;
+  /** MaxBytes caps the bytes returned (default and most MaxContentBytes). */
+  max_bytes?: number;
+}
+
+/** ContentResult is the result of session.content. */
+export interface ContentResult {
+  session_id: string;
+  source: string;
+  /**
+   * Available is false when the store no longer holds that content (the
+   * chunks of a finished session once cleaned, a session that replaced
+   * nothing); Content is then empty.
+   */
+  available: boolean;
+  /**
+   * Content is the first Bytes bytes (valid UTF-8: invalid bytes are
+   * replaced); Total is the whole size and Truncated says Content stops
+   * before it.
+   */
+  content: string;
+  bytes: number;
+  total: number;
+  truncated?: boolean;
 }
 
 /** EditBlock is the outcome of one block or hunk of an edit. */
@@ -768,6 +801,13 @@ export interface SessionInfo {
   session_id: string;
   intent?: string;
   target_file: string;
+  /**
+   * Client is the name of the process that opened the session, from the
+   * socket's peer credentials (Linux); empty when unknown.
+   */
+  client?: string;
+  /** WorkspaceRoot is the workspace the session was begun in, if any. */
+  workspace_root?: string;
   operation: Operation;
   stage: Stage;
   end_marker: string;
@@ -1398,6 +1438,72 @@ export const Prompts = {
    * {summary} is the controller's one-line summary.
    */
   written: "WritePlanTool_begin: the file is written: {summary}. Do not write it again; go on with the task.",
+  /**
+   * PromptMCPInstructions is the server's instructions field: when to
+   * use which tool and how big a chunk to send.
+   */
+  mcpInstructions: "Orion writes files through oriond's durable write sessions: every piece you send is journaled before it is acknowledged, the result is checked (syntax, truncation, lazy placeholders) and written atomically, and every write can be undone.\n\nWhich tool:\n- A small file (up to about 300 lines): write_file with the whole content in one call.\n- Anything longer: write_begin, then write_append with the content in order, about 100 lines (a few KB) per call with seq 1, 2, 3..., then write_finalize. A tool call cut off at your output limit is lost whole: with chunks only that chunk is sent again, with write_file the whole file is.\n- Changing part of an existing file: edit_file with search/replace blocks, a unified diff or a *** Begin Patch envelope.\n- undo puts back what a write replaced; list_sessions shows open and recent writes.\n\nChunks are the file's exact text: no code fences, no markers, no line numbers; consecutive chunks are joined as they are, so end a chunk after a newline. If a result says a seq is missing, send that seq. Paths are relative to the workspace root (or absolute inside it). If a result says oriond is not running, tell the user the command it names, then send the same call again.",
+  mcpWriteBegin: "Start writing a file in chunks: use this for anything longer than about 300 lines. Send metadata only, never content. The result gives the session_id and the seq of the first chunk; then call write_append with about 100 lines per call, then write_finalize.",
+  mcpWriteAppend: "Add the next chunk of a write_begin session: the file's exact text, in order, about 100 lines (at most max_chunk_bytes) per call. seq is 1 for the first chunk and one more for each next one. Sending a seq again with the same chunk is safe (it is acknowledged again); a skipped seq is refused with the seq to send.",
+  mcpWriteFinalize: "Finish a write_begin session: check the content and write the file atomically. The result is a summary (bytes, lines, sha256, findings); a refusal says what to fix. dry_run returns the diff and writes nothing.",
+  mcpWriteAbort: "Abandon a write_begin session; nothing is written.",
+  mcpWriteFile: "Write a whole small file in one call (up to about 300 lines; at most 256 KiB). For anything longer use write_begin and write_append: a tool call cut off at your output limit loses all of its content.",
+  mcpEditFile: "Change existing files with an edit in the format you know best: search/replace blocks (<<<<<<< SEARCH / ======= / >>>>>>> REPLACE, or Cline's ------- SEARCH / ======= / +++++++ REPLACE; a file path alone on the line before a block edits that file), a unified diff (---/+++ header, @@ hunks), or a *** Begin Patch ... *** End Patch envelope (Codex apply_patch; Add File, Update File, Delete File, Move to). An edit that touches several files is applied all or nothing. target_file may be left out when the edit names its files.",
+  mcpUndo: "Put back what a completed write replaced (or remove the file it created). Give the session_id of the write, or last: true for the most recent write of this server.",
+  mcpListSessions: "List recent write sessions, newest first: id, file, operation, stage, size. stage filters (awaiting_content, streaming, completed, needs_corrections, truncated, aborted).",
+  /**
+   * PromptMCPBegun is write_begin's instructions: {id} the session,
+   * {target} and {op} the file and operation, {what} one of the
+   * PromptMCPWhat texts, {lines} the lines a chunk, {limit} the most a
+   * chunk may hold.
+   */
+  mcpBegun: "Session {id} is open for {target} ({op}). Now call write_append with session_id {id} and seq 1, 2, 3...: {what} in order, about {lines} lines per call (never over {limit}), each chunk ending after a newline. Then call write_finalize with session_id {id}.",
+  mcpWhatFile: "the file's exact text",
+  mcpWhatAppend: "the exact text to add to the end",
+  mcpWhatPatch: "the exact new text for the place patch_spec names",
+  mcpWhatEdit: "the edit",
+  /**
+   * PromptMCPStored and PromptMCPStoredAgain answer write_append: {seq}
+   * the chunk, {so_far} the lines and bytes so far, {next} the seq to
+   * send next.
+   */
+  mcpStored: "Stored chunk {seq}: {so_far}. Next: seq {next}, or write_finalize when the file is complete.",
+  mcpStoredAgain: "Chunk {seq} was already stored with the same text (nothing stored twice); {so_far}. Next: seq {next}, or write_finalize when the file is complete.",
+  /**
+   * PromptMCPDaemonDown: {socket} and {command}, the command that starts
+   * oriond on it.
+   */
+  mcpDaemonDown: "oriond is not running (socket {socket}): ask the user to start it with `{command}` (or `oriond service install` to have it start at login), then send the same call again; everything acknowledged so far is kept",
+  /**
+   * PromptMCPOutsideWorkspace: {target} as given, {roots} the roots,
+   * {first} the one a relative path resolves against.
+   */
+  mcpOutsideWorkspace: "{target} is outside the workspace: write only inside {roots} (a relative path resolves against {first})",
+  /**
+   * PromptMCPTooLarge: write_file's content over {limit}; {size} its
+   * size, {lines} the lines a chunk.
+   */
+  mcpTooLarge: "write_file takes at most {limit} of content, and this is {size}: nothing was written. Use write_begin, then write_append with about {lines} lines per call, then write_finalize.",
+  /**
+   * Refusals in the server's terms; {last} is the last chunk stored and
+   * {next} the seq to send.
+   */
+  mcpSeqGap: "Refused: that seq skips ahead. The session has chunks 1 to {last}; send seq {next} next, with the text that follows chunk {last}. Nothing was stored.",
+  mcpSeqConflict: "Refused: that seq was already stored with different text. Send the next seq instead; to start over, write_abort this session and begin again.",
+  mcpSessionNotFound: "No session {id}: it was never begun, or it finished long ago. Start the write again with write_begin (or write_file for a small file).",
+  mcpSessionClosed: "{message} To write the file again, begin a new session.",
+  /**
+   * PromptMCPCheckRefused: {message} the daemon's first sentence,
+   * {findings} PromptMCPFindings or nothing.
+   */
+  mcpCheckRefused: "Refused, nothing was written: {message}{findings} Fix the content and write the file again (write_file, or write_begin and chunks); the next write of this file counts as a corrected attempt.",
+  mcpFindings: " Findings: {findings}.",
+  /**
+   * PromptMCPEditRefused: {blocks} says, block by block, what did not
+   * apply.
+   */
+  mcpEditRefused: "The edit did not apply, nothing was changed: {message}{blocks} Read the file, then send the edit again with the exact current text.",
+  mcpAttemptsExhausted: "{message} Stop writing this file and ask the user how to proceed.",
 } as const;
 
 /**

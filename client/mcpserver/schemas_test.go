@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/orion-agent/orion/internal/textfmt"
 )
 
 // The long string of each tool is the last field its schema lists, as the
@@ -67,5 +70,18 @@ func lastProperty(t *testing.T, raw json.RawMessage) string {
 				expectKey = false
 			}
 		}
+	}
+}
+
+// The texts name the server's own limits.
+func TestTextsNameTheLimits(t *testing.T) {
+	lines := fmt.Sprintf("about %d lines", ChunkAdviceLines)
+	for name, text := range map[string]string{"instructions": Instructions, "write_begin": descWriteBegin, "write_append": descWriteAppend} {
+		if !strings.Contains(text, lines) {
+			t.Errorf("%s does not say %q", name, lines)
+		}
+	}
+	if size := textfmt.Size(WriteFileMaxBytes); !strings.Contains(descWriteFile, "at most "+size) {
+		t.Errorf("write_file's description does not say at most %s", size)
 	}
 }

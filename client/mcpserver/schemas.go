@@ -1,9 +1,9 @@
 package mcpserver
 
-// Every text the model reads from this server: the server instructions,
-// the tool descriptions and the input schemas. They live together so that
-// they can be read, reviewed and moved into protocol/ (where the other
-// model-facing texts of the project are to live) as one piece.
+// The tools' names and input schemas. The instructions, the tools'
+// descriptions and what the results say are in protocol/prompts.go, with
+// every other text a model reads; the schemas' field descriptions are
+// here, beside the fields.
 //
 // The schemas are literal JSON rather than maps: JSON objects keep the
 // order written here, and the long string of each tool (chunk, content,
@@ -52,35 +52,19 @@ const ChunkAdviceLines = 100
 // output limit, and then all of it is lost.
 const WriteFileMaxBytes = 256 << 10
 
-// Instructions is the server's instructions field: when to use which tool
-// and how big a chunk to send.
-const Instructions = `Orion writes files through oriond's durable write sessions: every piece you send is journaled before it is acknowledged, the result is checked (syntax, truncation, lazy placeholders) and written atomically, and every write can be undone.
-
-Which tool:
-- A small file (up to about 300 lines): write_file with the whole content in one call.
-- Anything longer: write_begin, then write_append with the content in order, about 100 lines (a few KB) per call with seq 1, 2, 3..., then write_finalize. A tool call cut off at your output limit is lost whole: with chunks only that chunk is sent again, with write_file the whole file is.
-- Changing part of an existing file: edit_file with search/replace blocks, a unified diff or a *** Begin Patch envelope.
-- undo puts back what a write replaced; list_sessions shows open and recent writes.
-
-Chunks are the file's exact text: no code fences, no markers, no line numbers; consecutive chunks are joined as they are, so end a chunk after a newline. If a result says a seq is missing, send that seq. Paths are relative to the workspace root (or absolute inside it). If a result says oriond is not running, tell the user the command it names, then send the same call again.`
+// Instructions is the server's instructions field.
+const Instructions = protocol.PromptMCPInstructions
 
 // Tool descriptions.
 const (
-	descWriteBegin = `Start writing a file in chunks: use this for anything longer than about 300 lines. Send metadata only, never content. The result gives the session_id and the seq of the first chunk; then call write_append with about 100 lines per call, then write_finalize.`
-
-	descWriteAppend = `Add the next chunk of a write_begin session: the file's exact text, in order, about 100 lines (at most max_chunk_bytes) per call. seq is 1 for the first chunk and one more for each next one. Sending a seq again with the same chunk is safe (it is acknowledged again); a skipped seq is refused with the seq to send.`
-
-	descWriteFinalize = `Finish a write_begin session: check the content and write the file atomically. The result is a summary (bytes, lines, sha256, findings); a refusal says what to fix. dry_run returns the diff and writes nothing.`
-
-	descWriteAbort = `Abandon a write_begin session; nothing is written.`
-
-	descWriteFile = `Write a whole small file in one call (up to about 300 lines; at most 256 KiB). For anything longer use write_begin and write_append: a tool call cut off at your output limit loses all of its content.`
-
-	descEditFile = `Change existing files with an edit in the format you know best: search/replace blocks (<<<<<<< SEARCH / ======= / >>>>>>> REPLACE, or Cline's ------- SEARCH / ======= / +++++++ REPLACE; a file path alone on the line before a block edits that file), a unified diff (---/+++ header, @@ hunks), or a *** Begin Patch ... *** End Patch envelope (Codex apply_patch; Add File, Update File, Delete File, Move to). An edit that touches several files is applied all or nothing. target_file may be left out when the edit names its files.`
-
-	descUndo = `Put back what a completed write replaced (or remove the file it created). Give the session_id of the write, or last: true for the most recent write of this server.`
-
-	descListSessions = `List recent write sessions, newest first: id, file, operation, stage, size. stage filters (awaiting_content, streaming, completed, needs_corrections, truncated, aborted).`
+	descWriteBegin    = protocol.PromptMCPWriteBegin
+	descWriteAppend   = protocol.PromptMCPWriteAppend
+	descWriteFinalize = protocol.PromptMCPWriteFinalize
+	descWriteAbort    = protocol.PromptMCPWriteAbort
+	descWriteFile     = protocol.PromptMCPWriteFile
+	descEditFile      = protocol.PromptMCPEditFile
+	descUndo          = protocol.PromptMCPUndo
+	descListSessions  = protocol.PromptMCPListSessions
 )
 
 // The operations a tool accepts, as a JSON enum.

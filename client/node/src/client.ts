@@ -19,6 +19,8 @@ import {
   CleanParams,
   CleanResult,
   ConflictNotification,
+  ContentParams,
+  ContentResult,
   FinalizeParams,
   FinalizeResult,
   IdleNotification,
@@ -28,6 +30,7 @@ import {
   Methods,
   MethodTypes,
   Notifications,
+  Reasons,
   ResumeResult,
   SessionInfo,
   StatusResult,
@@ -44,21 +47,6 @@ import {
   TraceListResult,
   UndoResult,
 } from "./protocol";
-
-/**
- * BackupContent is what session.content returns for a backup: whether the
- * store still holds it, the content (valid UTF-8, at most the bytes asked
- * for), its size and the whole size.
- */
-export interface BackupContent {
-  session_id: string;
-  source: string;
-  available: boolean;
-  content: string;
-  bytes: number;
-  total: number;
-  truncated?: boolean;
-}
 
 /** ClientOptions configure OrionClient.connect. */
 export interface ClientOptions {
@@ -257,18 +245,26 @@ export class OrionClient extends EventEmitter<ClientEvents> {
     return this.request(Methods.sessionUndo, { session_id: sessionId });
   }
   /**
-   * backup reads the content a completed session's write replaced (what
-   * undo would put back), bounded by maxBytes, through session.content. It
-   * resolves undefined when this daemon does not serve session.content
-   * (older than the method), so a caller can say so instead of failing.
+   * content reads, bounded and read-only, what a session holds: the content
+   * streamed so far (source "streamed") or the backup of the file its write
+   * replaced (source "backup") (session.content).
    */
-  async backup(sessionId: string, maxBytes?: number): Promise<BackupContent | undefined> {
-    const p: Record<string, unknown> = { session_id: sessionId, source: "backup" };
+  content(p: ContentParams): Promise<ContentResult> {
+    return this.request(Methods.sessionContent, p);
+  }
+  /**
+   * backup reads the content a completed session's write replaced (what
+   * undo would put back), bounded by maxBytes. It resolves undefined when
+   * the daemon does not serve session.content (one older than the method),
+   * so a caller can say so instead of failing.
+   */
+  async backup(sessionId: string, maxBytes?: number): Promise<ContentResult | undefined> {
+    const p: ContentParams = { session_id: sessionId, source: "backup" };
     if (maxBytes !== undefined) p.max_bytes = maxBytes;
     try {
-      return await this.call<BackupContent>("session.content", p);
+      return await this.content(p);
     } catch (err) {
-      if (err instanceof OrionError && err.reason === "unknown_method") return undefined;
+      if (err instanceof OrionError && err.reason === Reasons.unknownMethod) return undefined;
       throw err;
     }
   }

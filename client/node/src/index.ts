@@ -1,7 +1,7 @@
 // Node client of oriond, the Orion write-session daemon.
 export * from "./protocol";
 export * from "./errors";
-export { OrionClient, ClientOptions, ClientEvents, BackupContent } from "./client";
+export { OrionClient, ClientOptions, ClientEvents } from "./client";
 export { SessionWatcher, SessionEvent, WatcherOptions, WatcherEvents, sessionEvent, PathRefusals } from "./watch";
 export { StreamController, ControllerOptions, FinishInterrupted } from "./controller";
 export * from "./events";

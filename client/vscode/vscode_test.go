@@ -189,11 +189,18 @@ func TestExtensionInCodeServer(t *testing.T) {
 	stdout, _ := drv.StdoutPipe()
 	var drvErr lockedBuffer
 	drv.Stderr = &drvErr
+	// The driver and its Chromium in a process group of their own, ended
+	// together when the test ends, failed or not (a driver waiting for the
+	// test's next line would otherwise wait for the timeout).
+	drv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := drv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer drv.Wait()
-	lines := make(chan string)
+	defer func() {
+		syscall.Kill(-drv.Process.Pid, syscall.SIGKILL)
+		drv.Wait()
+	}()
+	lines := make(chan string, 64)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -286,6 +293,16 @@ func TestExtensionInCodeServer(t *testing.T) {
 	send("restarted")
 	await("up")
 	await("trace")
+	// The driver closes the browser and exits.
+	for drained := false; !drained; {
+		select {
+		case _, ok := <-lines:
+			drained = !ok
+		case <-time.After(30 * time.Second):
+			t.Log("the driver did not exit within 30s of its last step; ending it")
+			drained = true
+		}
+	}
 	t.Logf("browser steps: %s", time.Since(start).Round(100*time.Millisecond))
 	t.Logf("whole test: %s", time.Since(began).Round(100*time.Millisecond))
 }

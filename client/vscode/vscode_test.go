@@ -293,6 +293,34 @@ func TestExtensionInCodeServer(t *testing.T) {
 	send("restarted")
 	await("up")
 	await("trace")
+
+	// The person changes a file while an agent streams it.
+	other := filepath.Join(ws, "plan.md")
+	if err := os.WriteFile(other, []byte("# the person's plan\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon restarted since c dialled it.
+	c2, err := client.Dial(ctx, d.Socket, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	cb, err := c2.Begin(ctx, protocol.BeginParams{TargetFile: "plan.md", Operation: protocol.OpOverwrite, WorkspaceRoot: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const agentPlan = "# the agent's plan\n"
+	if _, err := c2.Append(ctx, protocol.AppendParams{SessionID: cb.SessionID, Seq: 1, Chunk: agentPlan + cb.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("# the person's plan, edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	send("conflict")
+	await("forced")
+	if got, _ := os.ReadFile(other); string(got) != agentPlan {
+		t.Fatalf("after Finalize Anyway plan.md holds %q, want the agent's %q", got, agentPlan)
+	}
 	// The driver closes the browser and exits.
 	for drained := false; !drained; {
 		select {

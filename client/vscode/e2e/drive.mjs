@@ -119,6 +119,17 @@ async function palette(title) {
   );
   await page.keyboard.press("Enter");
 }
+// clickToastButton clicks a button of the notification that says msg.
+async function clickToastButton(msg, title) {
+  await page.evaluate(
+    (msg, title) => {
+      const item = [...document.querySelectorAll(".notifications-toasts .notification-list-item")].find((i) => i.textContent.includes(msg));
+      [...item.querySelectorAll(".monaco-button")].find((b) => b.textContent.trim() === title).click();
+    },
+    msg,
+    title,
+  );
+}
 // quickOpen opens a file of the workspace by name: Ctrl+P, type, Enter.
 async function quickOpen(name) {
   await page.keyboard.down("Control");
@@ -221,10 +232,7 @@ try {
   }, "while you have unsaved changes");
   console.log(`buttons ${JSON.stringify(buttons)}`);
   if (!buttons.includes("Compare") || !buttons.includes("Undo the agent's write")) throw new Error(`the warning offers ${JSON.stringify(buttons)}`);
-  await page.evaluate((msg) => {
-    const item = [...document.querySelectorAll(".notifications-toasts .notification-list-item")].find((i) => i.textContent.includes(msg));
-    [...item.querySelectorAll(".monaco-button")].find((b) => b.textContent.trim() === "Compare").click();
-  }, "while you have unsaved changes");
+  await clickToastButton("while you have unsaved changes", "Compare");
   await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("your unsaved changes"), { timeout: 30_000 });
   step("compared");
 
@@ -250,6 +258,21 @@ try {
     { timeout: 30_000 },
   );
   step("trace");
+
+  // The file changes on disk under a streaming session: the conflict's
+  // warning, then Finalize Anyway through its modal confirmation.
+  await expect("conflict");
+  const conflict = await waitToast((t) => t.includes("on disk while an agent was writing it"), "about the conflict");
+  console.log(`toast ${conflict}`);
+  await clickToastButton("on disk while an agent was writing it", "Finalize Anyway");
+  await page.waitForSelector(".monaco-dialog-box", { visible: true, timeout: 30_000 });
+  const dialog = await page.$eval(".monaco-dialog-box", (d) => d.textContent.trim());
+  console.log(`dialog ${dialog}`);
+  await page.evaluate(() => {
+    [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((b) => b.textContent.trim() === "Finalize Anyway").click();
+  });
+  console.log(`toast ${await waitToast((t) => t.startsWith("Orion: wrote"), 'saying "Orion: wrote"')}`);
+  step("forced");
   await browser.close();
   process.exit(0);
 } catch (err) {

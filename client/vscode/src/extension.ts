@@ -12,7 +12,7 @@ import { SessionEvent, SessionInfo, SessionWatcher, defaultSocket } from "@orion
 
 import { ladder } from "./ladder";
 import { Action, Notice, conflictNotice, correctionsNotice, dirtyNotice, refusalConcerns, refusalNotice, truncatedNotice } from "./messages";
-import { Node, SessionNode, displayPath, inWorkspace, lastUndoable, openStages, sessionNode, statusBar, tree, undoable } from "./model";
+import { Node, SessionNode, displayPath, inWorkspace, lastUndoable, openStages, plural, sessionNode, statusBar, tree, undoable } from "./model";
 
 const backupScheme = "orion-backup";
 const traceScheme = "orion-trace";
@@ -424,7 +424,7 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
     );
     if (ok !== "Finalize Anyway") return;
     const r = await this.client().finalize({ session_id: id, force: true });
-    void vscode.window.showInformationMessage(`Orion: wrote ${displayPath(r.target_file, folders())} (${r.lines} lines).`);
+    void vscode.window.showInformationMessage(`Orion: wrote ${displayPath(r.target_file, folders())} (${plural(r.lines, "line")}).`);
     await this.watcher.refresh();
   }
 

@@ -77,7 +77,8 @@ export function age(iso: string, now: Date): string {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
-function plural(n: number, one: string): string {
+/** plural is "1 line", "2 lines". */
+export function plural(n: number, one: string): string {
   return `${n} ${one}${n === 1 ? "" : "s"}`;
 }
 

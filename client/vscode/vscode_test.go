@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,8 +198,12 @@ func TestExtensionInCodeServer(t *testing.T) {
 	if err := drv.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var chromePID atomic.Int64
 	defer func() {
 		syscall.Kill(-drv.Process.Pid, syscall.SIGKILL)
+		if pid := chromePID.Load(); pid > 0 {
+			syscall.Kill(-int(pid), syscall.SIGKILL)
+		}
 		drv.Wait()
 	}()
 	lines := make(chan string, 64)
@@ -219,6 +225,10 @@ func TestExtensionInCodeServer(t *testing.T) {
 					t.Fatalf("the driver ended before %q\nstderr: %s\ncode-server: %s\nscreenshots in %s", name, drvErr.String(), tail([]byte(srvLog.String()), 3000), shots)
 				}
 				t.Logf("driver: %s", l)
+				if pid, ok := strings.CutPrefix(l, "chromium-pid "); ok {
+					n, _ := strconv.ParseInt(pid, 10, 64)
+					chromePID.Store(n)
+				}
 				if strings.HasPrefix(l, "fail ") {
 					saveFailure(t, shots)
 					t.Fatalf("in the browser: %s\ndaemon: %s", strings.TrimPrefix(l, "fail "), tail([]byte(d.Logs()), 2000))

@@ -61,6 +61,9 @@ const browser = await puppeteer.launch({
   args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
   defaultViewport: { width: 1280, height: 760 },
 });
+// Puppeteer starts Chromium in a process group of its own: the test ends
+// that group too, should this driver not get to close it.
+console.log(`chromium-pid ${browser.process()?.pid ?? 0}`);
 const page = await browser.newPage();
 
 const statusText = () =>

@@ -140,6 +140,9 @@ type connSet struct {
 type conn struct {
 	// pid is the peer process, by its credentials at connect time.
 	pid int
+	// name is the peer process's name, read at accept ("" when unknown),
+	// which the sessions it begins record.
+	name string
 	// reserved is a connection admitted past the limit for daemon.status
 	// only.
 	reserved bool
@@ -423,15 +426,27 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// bind lets client find the connection behind rpc; binding again is a
-// no-op.
+// bind lets client find the connection behind rpc. serve and the first
+// request both bind, in either order: each stores the mapping itself
+// (storing it twice is harmless), so neither returns before client can
+// find it, which a bind that left the store to whichever won a race did not
+// promise (a first request could be counted against no client).
 func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) {
-	if c.rpc.CompareAndSwap(nil, rpc) {
-		s.byRPC.Store(rpc, c)
-	}
+	c.rpc.CompareAndSwap(nil, rpc)
+	s.byRPC.Store(rpc, c)
 }
 
 func (s *connSet) unbind(rpc *jsonrpc2.Conn) { s.byRPC.Delete(rpc) }
+
+// name is the peer process name of rpc, "" when unknown. Like client, it
+// is found through the binding its first request makes, so a request read
+// before serve had the *jsonrpc2.Conn still names its process.
+func (s *connSet) name(rpc *jsonrpc2.Conn) string {
+	if c, ok := s.byRPC.Load(rpc); ok {
+		return c.(*conn).name
+	}
+	return ""
+}
 
 // client names the peer process of rpc, the owner its sessions are counted
 // against ("" when unknown: counted against the daemon's cap only).

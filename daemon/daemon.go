@@ -330,6 +330,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		traces:   tracer,
 		inflight: &inflight,
 		client:   tr.conns.client,
+		name:     tr.conns.name,
 		status: func() protocol.StatusResult {
 			var ts *protocol.TraceStats
 			if tracer != nil {
@@ -452,7 +453,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			c.Close()
 			continue
 		}
-		entry := &conn{pid: pid}
+		entry := &conn{pid: pid, name: peerProcess(pid)}
 		entry.touch(time.Now())
 		if why := tr.conns.add(entry); why == refusedFull || why == refusedShare {
 			if n, ok := refusals.note(time.Now()); ok {
@@ -467,12 +468,8 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry, set: tr.conns},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		tr.conns.bind(rpc, entry)
-		if name := peerProcess(pid); name != "" {
-			h.names.Store(rpc, name)
-		}
 		go func() {
 			<-rpc.DisconnectNotify()
-			h.names.Delete(rpc)
 			tr.conns.remove(entry)
 			tr.conns.unbind(rpc)
 			h.owners.drop(rpc)

@@ -50,16 +50,17 @@ type handler struct {
 	// client names a connection's peer process, whose sessions the
 	// per-client cap counts; nil counts none.
 	client func(*jsonrpc2.Conn) string
-	// names holds each connection's peer process name, which the sessions
-	// it begins record (session info's client).
-	names sync.Map // *jsonrpc2.Conn -> string
+	// name is a connection's peer process name, which the sessions it
+	// begins record (session info's client); nil names none.
+	name func(*jsonrpc2.Conn) string
 }
 
 // nameOf is the peer process name of conn, "" when unknown.
 func (h *handler) nameOf(conn *jsonrpc2.Conn) string {
-	name, _ := h.names.Load(conn)
-	s, _ := name.(string)
-	return s
+	if h.name == nil {
+		return ""
+	}
+	return h.name(conn)
 }
 
 // clientOf names conn's client for the per-client caps.

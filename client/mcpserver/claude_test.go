@@ -15,43 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/claudecode"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
-// claudeCodeVersion is the Claude Code release the test installs, pinned
-// exactly: its requests (tools, ToolSearch, side requests) change between
-// releases. ORION_CLAUDE_CODE_VERSION overrides it.
-const claudeCodeVersion = "2.1.332"
-
-var (
-	claudeOnce sync.Once
-	claudeBin  string
-	claudeVer  string
-)
-
-// installClaudeCode installs @anthropic-ai/claude-code into the npm cache
-// directory (see npmPackages) and checks that it runs.
-func installClaudeCode(t *testing.T) string {
+// installClaudeCode installs the Claude Code release every test of this
+// repository runs (internal/claudecode, one cached install for all).
+func installClaudeCode(t *testing.T) (bin, version string) {
 	t.Helper()
-	claudeVer = claudeCodeVersion
-	if v := os.Getenv("ORION_CLAUDE_CODE_VERSION"); v != "" {
-		claudeVer = v
-	}
-	dir := npmPackages(t, "@anthropic-ai/claude-code@"+claudeVer)
-	claudeOnce.Do(func() {
-		bin := filepath.Join(dir, "node_modules", ".bin", "claude")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err != nil {
-			t.Logf("%s --version: %v: %s", bin, err, bytes.TrimSpace(out))
-			return
-		}
-		claudeBin = bin
-	})
-	if claudeBin == "" {
-		skipOrFail(t, "Claude Code installed but does not run on this machine")
-	}
-	return claudeBin
+	return claudecode.Install(t)
 }
 
 // claudeResult is Claude Code's --output-format json result.
@@ -283,8 +255,8 @@ func checkLanded(t *testing.T, d *testdaemon.Daemon, m *fakeModel, w *chunkWrite
 // Claude Code itself, headless, with orionctl mcp as an MCP server and its
 // tools deferred behind ToolSearch (the default).
 func TestClaudeCode(t *testing.T) {
-	bin := installClaudeCode(t)
-	t.Logf("Claude Code %s", claudeVer)
+	bin, version := installClaudeCode(t)
+	t.Logf("Claude Code %s", version)
 	content := numbered(3000, "cc")
 	prompt := "Write out/table.txt: 3000 numbered lines."
 

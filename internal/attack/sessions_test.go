@@ -98,8 +98,8 @@ func listAll(t *testing.T, d *testdaemon.Daemon, limit int) (map[string]bool, in
 // TestManySessions: a client that opens sessions without end is refused
 // at --max-sessions with too_many_sessions; session.list answers them in
 // bounded pages that `orionctl sessions list` follows to the end. With
-// ORION_ATTACK_SESSIONS=40000 it takes the issue's 40,000 sessions (caps
-// raised) and logs the figures.
+// ORION_ATTACK_SESSIONS=40000 it opens 40,000 sessions (caps raised) and
+// logs the figures.
 func TestManySessions(t *testing.T) {
 	t.Parallel()
 	n, _ := strconv.Atoi(os.Getenv("ORION_ATTACK_SESSIONS"))

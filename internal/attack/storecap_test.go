@@ -47,7 +47,7 @@ func storeOnDisk(t *testing.T, d *testdaemon.Daemon) (apparent, allocated int64)
 // each for undo. Under --store-max-bytes the oldest backups are dropped
 // (logged, traced, and undo says backup_dropped), the newest still
 // undoes, and the store stays under the cap. ORION_ATTACK_STORE_FIGURE=1
-// runs the twelve overwrites of 64 MiB, with and without a cap.
+// runs twelve overwrites of 64 MiB, with and without a cap.
 func TestStoreCap(t *testing.T) {
 	t.Parallel()
 	const writes = 12

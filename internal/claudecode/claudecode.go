@@ -19,7 +19,7 @@ import (
 // exactly, not by major: Claude Code ships several releases a week, its
 // requests (tools, betas, side requests) change with them, and the cache
 // below is keyed by it. ORION_CLAUDE_CODE_VERSION overrides it.
-const Version = "2.1.197"
+const Version = "2.1.332"
 
 var (
 	once    sync.Once
@@ -87,6 +87,11 @@ func Install(t testing.TB) (string, string) {
 		bin = b
 	})
 	if skip != "" {
+		// CI installs every real client: there a failed install is a
+		// failure, not a skip that would hide the tests it gates.
+		if os.Getenv("ORION_REQUIRE_REAL_CLIENTS") != "" {
+			t.Fatal("ORION_REQUIRE_REAL_CLIENTS is set, and Claude Code could not be installed: " + skip)
+		}
 		t.Skip("skipping Claude Code: " + skip)
 	}
 	return bin, version

@@ -45,7 +45,7 @@ func runClaude(t *testing.T, bin string, d *testdaemon.Daemon, m *fakeModel, pro
 	home := t.TempDir()
 	config := filepath.Join(home, "mcp.json")
 	cfg := map[string]any{"mcpServers": map[string]any{"orion": map[string]any{
-		"command": orionctl(t), "args": []string{"--socket", d.Socket, "mcp", "--log-level", "debug"}}}}
+		"command": testdaemon.Orionctl(t), "args": []string{"--socket", d.Socket, "mcp", "--log-level", "debug"}}}}
 	if err := os.WriteFile(config, []byte(js(cfg)), 0o600); err != nil {
 		t.Fatal(err)
 	}

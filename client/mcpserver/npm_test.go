@@ -3,12 +3,10 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -58,33 +56,6 @@ func npmPackages(t *testing.T, pkgs ...string) string {
 		}
 	}
 	return dir
-}
-
-var (
-	orionctlOnce sync.Once
-	orionctlBin  string
-	orionctlErr  error
-)
-
-// orionctl builds the orionctl binary once per test process.
-func orionctl(t *testing.T) string {
-	t.Helper()
-	orionctlOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "orionctl-bin")
-		if err != nil {
-			orionctlErr = err
-			return
-		}
-		orionctlBin = filepath.Join(dir, "orionctl")
-		out, err := exec.Command("go", "build", "-o", orionctlBin, "github.com/orion-agent/orion/client/cmd/orionctl").CombinedOutput()
-		if err != nil {
-			orionctlErr = fmt.Errorf("building orionctl: %v\n%s", err, out)
-		}
-	})
-	if orionctlErr != nil {
-		t.Fatal(orionctlErr)
-	}
-	return orionctlBin
 }
 
 // skipOrFail skips a test that needs a real client it cannot get, or fails

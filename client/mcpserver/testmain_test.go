@@ -1,8 +1,6 @@
 package mcpserver_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/testdaemon"
@@ -10,11 +8,4 @@ import (
 
 // TestMain removes the oriond and orionctl binaries the tests built once
 // they end.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testdaemon.Cleanup()
-	if orionctlBin != "" {
-		os.RemoveAll(filepath.Dir(orionctlBin))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdaemon.Main(m) }

@@ -29,7 +29,7 @@ type tsCall struct {
 // honoured (and changed ones).
 func TestTypeScriptSDK(t *testing.T) {
 	modules := npmPackages(t, tsSDK)
-	bin := orionctl(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 	a := mkdir(t, filepath.Join(d.Root, "a"))
 	b := mkdir(t, filepath.Join(d.Root, "b"))

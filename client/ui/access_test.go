@@ -256,7 +256,7 @@ func startUIOpening(t *testing.T, socket string) (printed string, argv []string,
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(orionctlBinary(t), "--socket", socket, "ui")
+	cmd := exec.Command(testdaemon.Orionctl(t), "--socket", socket, "ui")
 	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_CONFIG=/dev/null", "PATH="+bin+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {

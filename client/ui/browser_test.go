@@ -43,33 +43,11 @@ func findBrowser(t *testing.T) string {
 	return ""
 }
 
-var (
-	orionctlOnce sync.Once
-	orionctlBin  string
-	orionctlErr  error
-)
-
-// orionctlBinary builds the real orionctl once, beside the test oriond.
-func orionctlBinary(t *testing.T) string {
-	t.Helper()
-	orionctlOnce.Do(func() {
-		orionctlBin = filepath.Join(filepath.Dir(testdaemon.Binary(t)), "orionctl-ui")
-		out, err := exec.Command("go", "build", "-o", orionctlBin, "github.com/orion-agent/orion/client/cmd/orionctl").CombinedOutput()
-		if err != nil {
-			orionctlErr = fmt.Errorf("building orionctl: %v\n%s", err, out)
-		}
-	})
-	if orionctlErr != nil {
-		t.Fatal(orionctlErr)
-	}
-	return orionctlBin
-}
-
 // startUI runs `orionctl ui --no-open` against socket and returns the URL
 // it printed.
 func startUI(t *testing.T, socket string) string {
 	t.Helper()
-	cmd := exec.Command(orionctlBinary(t), "--socket", socket, "ui", "--no-open")
+	cmd := exec.Command(testdaemon.Orionctl(t), "--socket", socket, "ui", "--no-open")
 	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_CONFIG=/dev/null")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

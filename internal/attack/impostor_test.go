@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,33 +20,6 @@ import (
 
 // nobody is the other user of TestImpostorDaemon.
 const nobody = 65534
-
-var (
-	orionctlOnce sync.Once
-	orionctlPath string
-	orionctlErr  error
-)
-
-// orionctl builds the real orionctl once per test process.
-func orionctl(t *testing.T) string {
-	t.Helper()
-	orionctlOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "orionctl-bin")
-		if err != nil {
-			orionctlErr = err
-			return
-		}
-		orionctlPath = filepath.Join(dir, "orionctl")
-		out, err := exec.Command("go", "build", "-o", orionctlPath, "github.com/orion-agent/orion/client/cmd/orionctl").CombinedOutput()
-		if err != nil {
-			orionctlErr = fmt.Errorf("building orionctl: %v\n%s", err, out)
-		}
-	})
-	if orionctlErr != nil {
-		t.Fatal(orionctlErr)
-	}
-	return orionctlPath
-}
 
 // TestImpostorDaemon: where XDG_RUNTIME_DIR is unset, another user
 // creates the fallback directory (<tmp>/orion-<uid>) first and serves a
@@ -97,7 +69,7 @@ func TestImpostorDaemon(t *testing.T) {
 	}
 
 	target := filepath.Join(t.TempDir(), "secret.txt")
-	cmd := exec.Command(orionctl(t), "write", target)
+	cmd := exec.Command(testdaemon.Orionctl(t), "write", target)
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader("password: hunter2\n")
 	var stderr, stdoutBuf bytes.Buffer

@@ -26,22 +26,6 @@ import (
 // no token. Each refused request must reach neither the upstream nor the
 // daemon.
 
-// buildOrionctl builds orionctl into the test's temporary directory (the
-// suite talks to binaries, never to the client package).
-func buildOrionctl(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "orionctl")
-	args := []string{"build", "-o", bin}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "github.com/orion-agent/orion/client/cmd/orionctl")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("building orionctl: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // proxyProc is one running `orionctl proxy`.
 type proxyProc struct {
 	addr string
@@ -156,7 +140,7 @@ func (m *writingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // nothing is written; the same request from a program passes (so the
 // setup would write if a check let it through).
 func TestProxyRefusesWebPages(t *testing.T) {
-	bin := buildOrionctl(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 	model := &writingModel{target: "pwned.sh"}
 	up := httptest.NewServer(model)
@@ -244,7 +228,7 @@ func TestProxyRefusesWebPages(t *testing.T) {
 // sharing the loopback); the token in the base URL's path or as a bearer
 // header lets it in, and never reaches the upstream or the log.
 func TestProxyToken(t *testing.T) {
-	bin := buildOrionctl(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 	var seen []string
 	var mu sync.Mutex

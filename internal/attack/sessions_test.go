@@ -133,7 +133,7 @@ func TestManySessions(t *testing.T) {
 		t.Fatalf("the pages listed %d sessions, want %d", len(seen), want)
 	}
 	// The CLI follows the cursor.
-	cmd := exec.Command(orionctl(t), "sessions", "list", "--json", "--socket", d.Socket)
+	cmd := exec.Command(testdaemon.Orionctl(t), "sessions", "list", "--json", "--socket", d.Socket)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -167,7 +167,7 @@ func TestClientSessionCap(t *testing.T) {
 		}
 	}
 	target := filepath.Join(d.Root, "other-client.txt")
-	cmd := exec.Command(orionctl(t), "write", "--socket", d.Socket, target)
+	cmd := exec.Command(testdaemon.Orionctl(t), "write", "--socket", d.Socket, target)
 	cmd.Stdin = strings.NewReader("another client still writes\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("orionctl write while another process is at its cap: %v\n%s", err, out)

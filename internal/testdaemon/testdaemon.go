@@ -70,6 +70,36 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+var (
+	orionctlOnce sync.Once
+	orionctlPath string
+	orionctlErr  error
+)
+
+// Orionctl builds the real orionctl once per test process, beside the
+// oriond Binary builds (with -race when the tests run with it) and removed
+// with it by Main, for tests that drive the daemon as a person or an agent
+// does: through the binary, never through the client package.
+func Orionctl(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Dir(Binary(t))
+	orionctlOnce.Do(func() {
+		orionctlPath = filepath.Join(dir, "orionctl")
+		args := []string{"build", "-o", orionctlPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "github.com/orion-agent/orion/client/cmd/orionctl")...).CombinedOutput()
+		if err != nil {
+			orionctlErr = fmt.Errorf("building orionctl: %v\n%s", err, out)
+		}
+	})
+	if orionctlErr != nil {
+		t.Fatal(orionctlErr)
+	}
+	return orionctlPath
+}
+
 // Main runs a package's tests and then removes the oriond binary they
 // built. Every package whose tests call Binary, Start or StartEnv uses it:
 //

@@ -95,7 +95,7 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // was started in.
 func TestExecClaudeCode(t *testing.T) {
 	claude, version := claudecode.Install(t)
-	bin := orionctlBinary(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 	project := filepath.Join(d.Root, "myproject")
 	if err := os.Mkdir(project, 0o755); err != nil {
@@ -138,7 +138,7 @@ func TestExecClaudeCode(t *testing.T) {
 // exec gives CMD the two base URLs (the secret in their path), passes a
 // signal on, and exits with CMD's status.
 func TestExecEnvSignalsAndStatus(t *testing.T) {
-	bin := orionctlBinary(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 
 	t.Run("EnvAndStatus", func(t *testing.T) {
@@ -199,7 +199,7 @@ func TestExecEnvSignalsAndStatus(t *testing.T) {
 // A write oriond refuses is printed on exec's stderr with its reason and
 // path, and the model is told that only the person can lift it.
 func TestExecRefusedWriteOnStderr(t *testing.T) {
-	bin := orionctlBinary(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 	outside := t.TempDir() // not inside the daemon's allowed root
 	var toModel string

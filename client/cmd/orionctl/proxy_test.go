@@ -50,7 +50,7 @@ func startProxyBinary(t *testing.T, bin string, args ...string) (string, bool) {
 }
 
 func TestProxyCommand(t *testing.T) {
-	bin := orionctlBinary(t)
+	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
 	base := []string{"--socket", d.Socket, "proxy", "--workspace-root", d.Root}
 

@@ -111,35 +111,12 @@ func (c *terminalCapture) close() []byte {
 	return bytes.Clone(c.buf.Bytes())
 }
 
-var (
-	orionctlOnce sync.Once
-	orionctlBin  string
-	orionctlErr  error
-)
-
-// orionctlBinary builds the real orionctl once per test process, beside
-// the oriond testdaemon builds (removed with it).
-func orionctlBinary(t *testing.T) string {
-	t.Helper()
-	orionctlOnce.Do(func() {
-		orionctlBin = filepath.Join(filepath.Dir(testdaemon.Binary(t)), "orionctl")
-		out, err := exec.Command("go", "build", "-o", orionctlBin, "github.com/orion-agent/orion/client/cmd/orionctl").CombinedOutput()
-		if err != nil {
-			orionctlErr = fmt.Errorf("building orionctl: %v\n%s", err, out)
-		}
-	})
-	if orionctlErr != nil {
-		t.Fatal(orionctlErr)
-	}
-	return orionctlBin
-}
-
 // onTerminal runs the real orionctl with its stdout and stderr on a
 // pseudo-terminal and returns the bytes it wrote there.
 func onTerminal(t *testing.T, socket, stdin string, args ...string) []byte {
 	t.Helper()
 	tty := captureTerminal(t)
-	cmd := exec.Command(orionctlBinary(t), append([]string{"--socket", socket}, args...)...)
+	cmd := exec.Command(testdaemon.Orionctl(t), append([]string{"--socket", socket}, args...)...)
 	// A file, as `< file` gives: with a pipe, write would draw its
 	// progress line (carriage returns) on the terminal.
 	in, err := os.Open(writeFile(t, stdin))

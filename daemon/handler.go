@@ -53,6 +53,8 @@ type handler struct {
 	name func(*jsonrpc2.Conn) string
 	// heavy bounds the replies that may be megabytes (heavy.go).
 	heavy heavyGate
+	// follows bounds each connection's trace.follow subscriptions.
+	follows followCount
 }
 
 // nameOf is the peer process name of conn, "" when unknown.

@@ -150,6 +150,9 @@ func (h *handler) traceFollow(conn *jsonrpc2.Conn, p *protocol.TraceFollowParams
 	if h.traces == nil {
 		return protocol.TraceFollowResult{}, errTracingOff(protocol.MethodTraceFollow)
 	}
+	if err := h.follows.add(conn); err != nil {
+		return protocol.TraceFollowResult{}, err
+	}
 	// Events go to this connection, from the tracer's goroutine for it,
 	// until the connection closes.
 	stop := h.traces.Follow(p.TraceFilter, func(n protocol.TraceEventNotification) {
@@ -158,6 +161,7 @@ func (h *handler) traceFollow(conn *jsonrpc2.Conn, p *protocol.TraceFollowParams
 	go func() {
 		<-conn.DisconnectNotify()
 		stop()
+		h.follows.done(conn)
 	}()
 	return protocol.TraceFollowResult{Following: true}, nil
 }

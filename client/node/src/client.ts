@@ -19,13 +19,18 @@ import {
   CleanParams,
   CleanResult,
   ConflictNotification,
+  ContentParams,
+  ContentResult,
   FinalizeParams,
   FinalizeResult,
   IdleNotification,
+  ListParams,
+  ListResult,
   Method,
   Methods,
   MethodTypes,
   Notifications,
+  Reasons,
   ResumeResult,
   SessionInfo,
   StatusResult,
@@ -209,9 +214,24 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   get(sessionId: string): Promise<SessionInfo> {
     return this.call(Methods.sessionGet, { session_id: sessionId });
   }
-  async list(all = false): Promise<SessionInfo[]> {
-    const r = await this.call<{ sessions: SessionInfo[] | null }>(Methods.sessionList, { all });
-    return r.sessions ?? [];
+  /**
+   * list returns the open sessions, or with all every session the daemon
+   * keeps, following session.list's pages; max stops after that many.
+   */
+  async list(all = false, max = Infinity): Promise<SessionInfo[]> {
+    const out: SessionInfo[] = [];
+    const p: ListParams = { all };
+    for (;;) {
+      const r = await this.listPage(p);
+      out.push(...(r.sessions ?? []));
+      // A cursor that does not move would loop forever.
+      if (!r.next_cursor || r.next_cursor === p.cursor || !r.sessions?.length || out.length >= max) return out;
+      p.cursor = r.next_cursor;
+    }
+  }
+  /** listPage calls session.list once: one page, and the cursor of the next. */
+  listPage(p: ListParams): Promise<ListResult> {
+    return this.request(Methods.sessionList, p);
   }
   resume(sessionId: string): Promise<ResumeResult> {
     return this.call(Methods.sessionResume, { session_id: sessionId });
@@ -223,6 +243,30 @@ export class OrionClient extends EventEmitter<ClientEvents> {
   /** undo restores what a completed session replaced (session.undo). */
   undo(sessionId: string): Promise<UndoResult> {
     return this.request(Methods.sessionUndo, { session_id: sessionId });
+  }
+  /**
+   * content reads, bounded and read-only, what a session holds: the content
+   * streamed so far (source "streamed") or the backup of the file its write
+   * replaced (source "backup") (session.content).
+   */
+  content(p: ContentParams): Promise<ContentResult> {
+    return this.request(Methods.sessionContent, p);
+  }
+  /**
+   * backup reads the content a completed session's write replaced (what
+   * undo would put back), bounded by maxBytes. It resolves undefined when
+   * the daemon does not serve session.content (one older than the method),
+   * so a caller can say so instead of failing.
+   */
+  async backup(sessionId: string, maxBytes?: number): Promise<ContentResult | undefined> {
+    const p: ContentParams = { session_id: sessionId, source: "backup" };
+    if (maxBytes !== undefined) p.max_bytes = maxBytes;
+    try {
+      return await this.content(p);
+    } catch (err) {
+      if (err instanceof OrionError && err.reason === Reasons.unknownMethod) return undefined;
+      throw err;
+    }
   }
   /** traceList returns stored trace events that match (trace.list). */
   traceList(p: TraceListParams = {}): Promise<TraceListResult> {

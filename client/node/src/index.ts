@@ -2,6 +2,7 @@
 export * from "./protocol";
 export * from "./errors";
 export { OrionClient, ClientOptions, ClientEvents } from "./client";
+export { SessionWatcher, SessionEvent, WatcherOptions, WatcherEvents, sessionEvent, PathRefusals } from "./watch";
 export { StreamController, ControllerOptions, FinishInterrupted } from "./controller";
 export * from "./events";
 export { turnMessages, ChatMessage } from "./messages";

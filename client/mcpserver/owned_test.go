@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
 // Two hosts with different roots share one daemon: neither sees nor acts
@@ -72,5 +74,19 @@ func TestListSessionsUnknownStage(t *testing.T) {
 	txt, st := h.fails("list_sessions", map[string]any{"stage": "finished"})
 	if st["error"] != "invalid_arguments" || !strings.Contains(txt, "completed") {
 		t.Errorf("unknown stage: %v %s", st, txt)
+	}
+}
+
+// A target ending in / names a directory: refused, not cleaned into a
+// file of the directory's name.
+func TestWriteFileRefusesADirectoryTarget(t *testing.T) {
+	d := testdaemon.Start(t)
+	h := newHost(t, d, d.Root)
+	_, st := h.fails("write_file", map[string]any{"target_file": "notes/", "operation": "create", "content": "x\n"})
+	if st["error"] != "target_is_directory" {
+		t.Errorf("target notes/: %v", st)
+	}
+	if _, err := os.Lstat(filepath.Join(h.d.Root, "notes")); !os.IsNotExist(err) {
+		t.Errorf("notes exists after the refusal (%v)", err)
 	}
 }

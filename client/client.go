@@ -17,6 +17,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -70,7 +71,7 @@ type Options struct {
 // use.
 type Client struct {
 	conn  *jsonrpc2.Conn
-	codec *spliceCodec
+	codec *jsonrpc.ClientCodec
 }
 
 // ErrDaemonUnreachable wraps a failure to connect, so callers can tell "no
@@ -116,7 +117,7 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	}
 	// The library logs a lost connection to the global logger; a client
 	// learns of it from the failed call instead.
-	codec := newSpliceCodec()
+	codec := jsonrpc.NewClientCodec()
 	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
 		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
 	return &Client{conn: conn, codec: codec}, nil
@@ -180,7 +181,7 @@ func (c *Client) Begin(ctx context.Context, p protocol.BeginParams) (protocol.Be
 // Append calls session.append.
 func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.AppendResult, error) {
 	var r protocol.AppendResult
-	params, release := c.codec.hold(appendParamsJSON(p))
+	params, release := c.codec.Hold(appendParamsJSON(p))
 	defer release()
 	err := c.Call(ctx, protocol.MethodSessionAppend, params, &r)
 	return r, err
@@ -199,7 +200,7 @@ func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.Fi
 	if err != nil {
 		return r, err
 	}
-	params, release := c.codec.hold(b)
+	params, release := c.codec.Hold(b)
 	defer release()
 	err = c.Call(ctx, protocol.SessionWrite.Name, params, &r)
 	return r, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -58,7 +59,7 @@ func TestAppendFrameDecodesAsSent(t *testing.T) {
 			t.Fatalf("chunk %d: %v", i, err)
 		}
 	}
-	if n := len(c.codec.pending); n != 0 {
+	if n := c.codec.Held(); n != 0 {
 		t.Fatalf("%d params still held after every append returned", n)
 	}
 }
@@ -82,7 +83,7 @@ func TestInvalidUTF8ChunkSentAsReplacement(t *testing.T) {
 
 func newTestClient(t *testing.T, conn net.Conn) *Client {
 	t.Helper()
-	codec := newSpliceCodec()
+	codec := jsonrpc.NewClientCodec()
 	c := &Client{conn: jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(conn, codec), noHandler{}), codec: codec}
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -173,29 +174,6 @@ func replyError(t *testing.T, server net.Conn, id jsonrpc2.ID, code int64, msg s
 	server.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if err := (jsonrpc2.VSCodeObjectCodec{}).WriteObject(server, resp); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestSpliceRefusesAMisplacedPlaceholder: if the params placeholder is not
-// the last member (jsonrpc2 adding one after it), the codec fails the send
-// instead of sending a request without its params.
-func TestSpliceRefusesAMisplacedPlaceholder(t *testing.T) {
-	c := newSpliceCodec()
-	placeholder, release := c.hold([]byte(`{"chunk":"x"}`))
-	defer release()
-	good := []byte(`{"id":1,"jsonrpc":"2.0","method":"m","params":` + string(placeholder) + `}`)
-	out, err := c.splice(good)
-	if err != nil || string(out) != `{"id":1,"jsonrpc":"2.0","method":"m","params":{"chunk":"x"}}` {
-		t.Fatalf("splice = %s, %v", out, err)
-	}
-	misplaced := []byte(`{"id":1,"jsonrpc":"2.0","method":"m","params":` + string(placeholder) + `,"meta":{}}`)
-	if out, err := c.splice(misplaced); err == nil {
-		t.Fatalf("splice of a misplaced placeholder = %s, want an error", out)
-	}
-	// Other requests, whatever their strings, pass untouched.
-	other := []byte(`{"id":2,"jsonrpc":"2.0","method":"m","params":{"intent":"orion-params-1"}}`)
-	if out, err := c.splice(other); err != nil || string(out) != string(other) {
-		t.Fatalf("splice of a request without a placeholder = %s, %v", out, err)
 	}
 }
 

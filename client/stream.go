@@ -105,7 +105,7 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		params, release := c.codec.hold(appendParamsJSON(protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)}))
+		params, release := c.codec.Hold(appendParamsJSON(protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)}))
 		// DispatchCall returns once the request is written: the encoded
 		// chunk need not be held while its reply is awaited.
 		w, err := c.conn.DispatchCall(ctx, protocol.MethodSessionAppend, params)

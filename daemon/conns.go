@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"golang.org/x/sys/unix"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -93,12 +94,6 @@ const (
 	// write, so a header that takes longer is a peer holding the
 	// connection, not a slow one.
 	DefaultHeaderTimeout = 10 * time.Second
-	// bodyTimeoutBase and bodyBytesPerSecond bound how long a frame's body
-	// may take once its header is read: 30 s plus one second per MiB. A
-	// body being read holds its share of the daemon-wide in-flight bytes,
-	// which other connections wait for.
-	bodyTimeoutBase    = 30 * time.Second
-	bodyBytesPerSecond = 1 << 20
 )
 
 // connLimits are the connection limits serve applies.
@@ -154,10 +149,10 @@ type conn struct {
 	// rpc is set once the connection is bound (connSet.bind), by serve
 	// or by its first request, whichever comes first.
 	rpc    atomic.Pointer[jsonrpc2.Conn]
-	stream *frameStream
+	stream *jsonrpc.ServerStream
 	// active is the last time (UnixNano) a frame started to arrive: a
 	// request. A reply or notification is no activity of the client's;
-	// replies pending are seen by frameStream.waiting.
+	// replies pending are seen by its stream (Waiting).
 	active atomic.Int64
 	// following is set once the connection asked for trace.follow: it
 	// waits for events, which is not idleness.
@@ -266,7 +261,7 @@ func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*jsonrpc2.
 	if timeout <= 0 || now.Sub(time.Unix(0, c.active.Load())) < timeout {
 		return false
 	}
-	if c.stream != nil && c.stream.waiting() {
+	if c.stream != nil && c.stream.Waiting() {
 		return false
 	}
 	if c.reserved {
@@ -336,44 +331,6 @@ func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonr
 	ch.h.Handle(ctx, rpc, req)
 }
 
-// waiting reports whether the stream has read a request it has not
-// answered yet.
-func (s *frameStream) waiting() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.ids) > 0
-}
-
-// awaitFrame waits, with no deadline, for the first byte of the next
-// frame, then gives its header limits.HeaderTimeout to arrive. It returns
-// the read error that ends the connection.
-func (s *frameStream) awaitFrame() error {
-	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
-	timed := ok && s.limits.HeaderTimeout > 0
-	if timed {
-		d.SetReadDeadline(time.Time{})
-	}
-	if _, err := s.r.Peek(1); err != nil {
-		return err
-	}
-	if s.onFrame != nil {
-		s.onFrame()
-	}
-	if timed {
-		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
-	}
-	return nil
-}
-
-// bodyDeadline gives a frame's body of length bytes its time to arrive.
-func (s *frameStream) bodyDeadline(length int64) {
-	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
-	if !ok || s.limits.HeaderTimeout <= 0 {
-		return
-	}
-	d.SetReadDeadline(time.Now().Add(bodyTimeoutBase + time.Duration(length/bodyBytesPerSecond)*time.Second))
-}
-
 // refuse tells a client over the limit or its share why, in a frame its
 // JSON-RPC library can read, and closes the connection. The write deadline
 // keeps a peer that does not read from holding up the accept loop.
@@ -390,12 +347,12 @@ func refuse(c net.Conn, why admission, pid int, s *connSet, log *slog.Logger) {
 			"oriond serves %d connections already (--max-connections) and its status reserve is in use; close idle clients or retry later", s.limit)
 		e.Data.Limit = int64(s.limit)
 	}
-	data, err := encodeErrorReply(nil, e)
+	data, err := jsonrpc.EncodeErrorReply(nil, e)
 	if err != nil {
 		return
 	}
 	c.SetWriteDeadline(time.Now().Add(time.Second))
-	if err := writeFrame(c, data); err != nil {
+	if err := jsonrpc.WriteFrame(c, data); err != nil {
 		log.Debug("refusing a connection", "err", err)
 	}
 }
@@ -466,15 +423,6 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-	}
-}
-
-// logFrameTimeout logs a connection closed because its frame did not
-// arrive in time.
-func (s *frameStream) logFrameTimeout(err error) {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		s.log.Info("closing a connection whose frame did not arrive in time", "header_timeout", s.limits.HeaderTimeout)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/failpoint"
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
@@ -296,15 +297,15 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	nofile := fdLimit()
 	maxConns := connectionLimit(cfg.MaxConnections, nofile, log)
 	tr := transport{
-		limits: frameLimits{
-			MaxMessage:       MaxMessageBytes(chunkLimit),
+		limits: jsonrpc.Limits{
+			MaxMessage:       jsonrpc.MaxMessageBytes(chunkLimit),
 			MaxInflight:      cmp.Or(cfg.MaxInflight, DefaultMaxInflight),
-			MaxInflightBytes: DefaultMaxInflightBytes,
-			Total:            newByteBudget(DefaultMaxInflightTotalBytes),
+			MaxInflightBytes: jsonrpc.DefaultMaxInflightBytes,
+			Total:            jsonrpc.NewBudget(DefaultMaxInflightTotalBytes),
 			HeaderTimeout:    cmp.Or(cfg.HeaderTimeout, DefaultHeaderTimeout),
 		},
 		conns:       newConnSet(maxConns, clientShare(cfg.MaxClientConnections, maxConns), StatusReserve),
-		stash:       newParamStash(),
+		stash:       jsonrpc.NewParams(),
 		idleTimeout: cmp.Or(cfg.ConnIdleTimeout, DefaultConnIdleTimeout),
 	}
 	// A session counts as driven while it is not finished: open,
@@ -384,11 +385,23 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	return err
 }
 
+// DefaultMaxInflightTotalBytes bounds the frame bytes of requests read and
+// not yet answered across every connection. Each connection has its own
+// bound (DefaultMaxInflightBytes), but a client with a thousand
+// connections would multiply it: this one keeps the daemon's memory
+// bounded whatever the number of connections. A connection that finds it
+// used up stops being read until replies free some of it.
+const DefaultMaxInflightTotalBytes = 256 << 20
+
+// DefaultMaxInflight is how many requests of one connection may be read
+// and not yet answered (jsonrpc.DefaultMaxInflight).
+const DefaultMaxInflight = jsonrpc.DefaultMaxInflight
+
 // transport are the limits serve applies to every connection.
 type transport struct {
-	limits frameLimits
+	limits jsonrpc.Limits
 	conns  *connSet
-	stash  *paramStash
+	stash  *jsonrpc.Params
 	// idleTimeout closes idle connections (negative: never); drives
 	// reports whether a connection drives an unfinished session.
 	idleTimeout time.Duration
@@ -450,8 +463,8 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			refuse(c, why, pid, tr.conns, log)
 			continue
 		}
-		entry.stream = newFrameStream(c, tr.limits, tr.stash, log)
-		entry.stream.onFrame = func() { entry.touch(time.Now()) }
+		entry.stream = jsonrpc.NewServerStream(c, tr.limits, tr.stash, log)
+		entry.stream.OnFrame(func() { entry.touch(time.Now()) })
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry, set: tr.conns},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
 		tr.conns.bind(rpc, entry)

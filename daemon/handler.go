@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/failpoint"
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
@@ -42,9 +43,10 @@ type handler struct {
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
-	// params holds the params of requests read by a frameStream; nil, or a
-	// request it does not hold, means the params are in the request.
-	params *paramStash
+	// params holds the params of requests read by a jsonrpc.ServerStream;
+	// nil, or a request it does not hold, means the params are in the
+	// request.
+	params *jsonrpc.Params
 	// client names a connection's peer process, whose sessions the
 	// per-client cap counts; nil counts none.
 	client func(*jsonrpc2.Conn) string
@@ -247,8 +249,8 @@ func (h *handler) decode(req *jsonrpc2.Request) (m method, params any, err error
 	if req.Params != nil {
 		raw = *req.Params
 	}
-	if h.params != nil && !req.ID.IsString {
-		if p, ok := h.params.take(req.ID.Num); ok {
+	if h.params != nil {
+		if p, ok := h.params.Take(req.ID); ok {
 			raw = p
 		}
 	}

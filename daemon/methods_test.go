@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -28,4 +29,28 @@ func TestMethodTableIsTheProtocol(t *testing.T) {
 	if !slices.Equal(served, declared) {
 		t.Fatalf("the daemon serves %v, protocol.Methods declares %v", served, declared)
 	}
+}
+
+// FuzzDecode gives every method of the table arbitrary params: each is
+// decoded or refused with a protocol error, never a panic, and a request
+// that decodes names its session (when the method is about one) without a
+// panic either.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range []string{`{}`, `null`, `[]`, `{"session_id":"s","seq":1,"chunk":"x"}`, `{"files":[{}]}`,
+		`{"session_id":"\ud800"}`, `{"seq":-1}`, `"x"`, `{"chunk":null}`, `{"idle_ms":1e30}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for name, m := range methods {
+			p, err := m.decode([]byte(raw))
+			if err != nil {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) {
+					t.Fatalf("%s: %q refused with %T %v, want a *protocol.Error", name, raw, err, err)
+				}
+				continue
+			}
+			m.session(p)
+		}
+	})
 }

@@ -93,6 +93,11 @@ want=(
 	"-rw-r--r-- ./usr/share/doc/oriond/README.packaging.md"
 	"-rw-r--r-- ./usr/share/doc/oriond/copyright"
 )
+# The documents the README links to: every file of docs/, as git tracks it
+# (or as it is, outside a git work tree).
+while IFS= read -r f; do
+	want+=("-rw-r--r-- ./usr/share/doc/oriond/$f")
+done < <(git ls-files docs 2>/dev/null | grep . || find docs -type f | sort)
 files=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $1, $6}')
 for w in "${want[@]}"; do
 	grep -qxF -- "$w" <<<"$files" || fail "missing or wrong mode: $w"

@@ -61,6 +61,33 @@ func TestCopyrightCarriesTheLicense(t *testing.T) {
 	}
 }
 
+// The .deb ships docs/ beside the README, so that the README's links to
+// docs/ lead somewhere in /usr/share/doc/oriond; build-deb.sh then checks
+// that every file of docs/ is in the package.
+func TestDebShipsDocs(t *testing.T) {
+	var cfg struct {
+		Contents []struct{ Src, Dst string }
+	}
+	if err := yaml.Unmarshal([]byte(read(t, "nfpm.yaml")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"docs/*.md":     "/usr/share/doc/oriond/docs/",
+		"docs/images/*": "/usr/share/doc/oriond/docs/images/",
+	}
+	for _, c := range cfg.Contents {
+		if dst, ok := want[c.Src]; ok && dst == c.Dst {
+			delete(want, c.Src)
+		}
+	}
+	for src, dst := range want {
+		t.Errorf("nfpm.yaml does not ship %s into %s", src, dst)
+	}
+	if script := read(t, "build-deb.sh"); !strings.Contains(script, "git ls-files docs") {
+		t.Errorf("build-deb.sh does not expect the files of docs/ in the package")
+	}
+}
+
 // The .deb ships the copyright file and the packaging README, and
 // build-deb.sh expects them.
 func TestDebShipsCopyrightAndPackagingREADME(t *testing.T) {

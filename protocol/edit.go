@@ -14,19 +14,6 @@ const (
 	OpEdit Operation = "edit"
 )
 
-// Edit errors.
-const (
-	// CodeEditFailed: a patch or an edit did not apply; data.edit says, per
-	// block or hunk, which parts did and which to resend.
-	CodeEditFailed = -32014
-	// ReasonEditFailed goes with CodeEditFailed.
-	ReasonEditFailed = "edit_failed"
-	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
-	ReasonInvalidPatchSpec = "invalid_patch_spec"
-	// ReasonTargetMissing: must_exist (or a patch or edit) found no file.
-	ReasonTargetMissing = "target_missing"
-)
-
 // PatchSpec is patch_spec as the wire carries it: {"type": ..., "line",
 // "start_line", "end_line", "marker", "start_marker", "end_marker",
 // "pattern", "regex", "count" (a number or "all"), "keep_markers",

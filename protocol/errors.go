@@ -46,6 +46,22 @@ const (
 	CodeTargetChanged = -32012
 )
 
+// Application error codes of edits, transactions and validation.
+const (
+	// CodeValidationFailed: the content was refused by a strict policy; the
+	// session is needs_corrections and data.validation says why.
+	CodeValidationFailed = -32013
+	// CodeEditFailed: a patch or an edit did not apply; data.edit says, per
+	// block or hunk, which parts did and which to resend.
+	CodeEditFailed = -32014
+	// CodeTxNotFound: no transaction has the given id.
+	CodeTxNotFound = -32015
+	// CodeTxFailed: a commit checked every file and refused, or failed
+	// while writing and rolled every file back; data.files says which file
+	// failed and why. Nothing of the transaction is on disk.
+	CodeTxFailed = -32016
+)
+
 // Transport error codes: the connection itself, not a request on it.
 // Malformed messages take the standard codes (CodeParseError,
 // CodeInvalidRequest) and an over-long one CodeTooLarge, each with its own
@@ -95,6 +111,52 @@ const (
 	ReasonBackupFailed        = "backup_failed"
 	ReasonIO                  = "io_error"
 	ReasonInternal            = "internal_error"
+)
+
+// Reasons for params out of bounds.
+const (
+	// ReasonFieldTooLarge: a string or list in the params is over its limit
+	// (CodeTooLarge); data.field names it and data.limit gives the limit, in
+	// bytes for a string and in items for a list.
+	ReasonFieldTooLarge = "field_too_large"
+	// ReasonInvalidDuration: a duration in the params is negative or above
+	// its maximum (CodeInvalidParams); data.field names it and data.limit
+	// gives the maximum in milliseconds.
+	ReasonInvalidDuration = "invalid_duration"
+)
+
+// Reasons of edits.
+const (
+	// ReasonEditFailed goes with CodeEditFailed.
+	ReasonEditFailed = "edit_failed"
+	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
+	ReasonInvalidPatchSpec = "invalid_patch_spec"
+	// ReasonTargetMissing: must_exist (or a patch or edit) found no file.
+	ReasonTargetMissing = "target_missing"
+)
+
+// Reasons of transactions.
+const (
+	ReasonTxNotFound   = "tx_not_found"
+	ReasonTxState      = "tx_state"
+	ReasonTxMember     = "tx_member"
+	ReasonTxRefused    = "tx_refused"
+	ReasonTxRolledBack = "tx_rolled_back"
+	ReasonDuplicate    = "duplicate_target"
+)
+
+// Reasons of validation and corrected attempts.
+const (
+	// ReasonValidationFailed goes with CodeValidationFailed.
+	ReasonValidationFailed = "validation_failed"
+	// ReasonAttemptsExhausted: the corrected-attempt limit was reached.
+	ReasonAttemptsExhausted = "attempts_exhausted"
+	// ReasonNotNeedsCorrections: supersedes named a session that is not
+	// needs_corrections.
+	ReasonNotNeedsCorrections = "session_not_needs_corrections"
+	// ReasonInvalidUTF8: the content is not valid UTF-8 and the policy
+	// refuses it.
+	ReasonInvalidUTF8 = "invalid_utf8"
 )
 
 // Reasons of the transport. The daemon answers these with id null when the

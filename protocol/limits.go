@@ -55,18 +55,6 @@ const (
 	MaxCleanAgeMS = int64(10 * 365 * 24 * time.Hour / time.Millisecond)
 )
 
-// Reasons for params out of bounds.
-const (
-	// ReasonFieldTooLarge: a string or list in the params is over its limit
-	// (CodeTooLarge); data.field names it and data.limit gives the limit, in
-	// bytes for a string and in items for a list.
-	ReasonFieldTooLarge = "field_too_large"
-	// ReasonInvalidDuration: a duration in the params is negative or above
-	// its maximum (CodeInvalidParams); data.field names it and data.limit
-	// gives the maximum in milliseconds.
-	ReasonInvalidDuration = "invalid_duration"
-)
-
 // FieldTooLarge is the error for a string field of size bytes over its
 // limit.
 func FieldTooLarge(field string, size, limit int) *Error {

@@ -2,14 +2,33 @@ package protocol
 
 import "reflect"
 
-// Method names served by oriond over JSON-RPC 2.0.
+// Method names served by oriond over JSON-RPC 2.0; MethodDocs says what
+// each does.
 const (
-	MethodSessionBegin     = "session.begin"
-	MethodSessionAppend    = "session.append"
-	MethodSessionFinalize  = "session.finalize"
-	MethodSessionAbort     = "session.abort"
-	MethodSessionGet       = "session.get"
-	MethodSessionList      = "session.list"
+	MethodSessionBegin    = "session.begin"
+	MethodSessionAppend   = "session.append"
+	MethodSessionFinalize = "session.finalize"
+	MethodSessionAbort    = "session.abort"
+	MethodSessionGet      = "session.get"
+	MethodSessionList     = "session.list"
+	MethodSessionResume   = "session.resume"
+	MethodSessionContinue = "session.continue"
+	MethodSessionClean    = "session.clean"
+	MethodSessionUndo     = "session.undo"
+	// MethodSessionWrite writes a whole file in one request: begin, the
+	// content and finalize.
+	MethodSessionWrite = "session.write"
+	// Transactions: several files written all or none.
+	MethodTxBegin  = "tx.begin"
+	MethodTxCommit = "tx.commit"
+	MethodTxAbort  = "tx.abort"
+	MethodTxGet    = "tx.get"
+	// MethodTraceList returns stored trace events that match filters.
+	MethodTraceList = "trace.list"
+	// MethodTraceFollow subscribes the calling connection to new trace
+	// events: each is sent as a trace.event notification until the
+	// connection closes.
+	MethodTraceFollow      = "trace.follow"
 	MethodDaemonStatus     = "daemon.status"
 	MethodToolsDefinitions = "tools.definitions"
 )

@@ -1,11 +1,7 @@
 package protocol
 
-// Methods, stages and notifications for recovery, idle handling and
-// truncation (issue: nothing acknowledged is ever lost).
+// Notifications of idle handling, truncation, completion and conflicts.
 const (
-	MethodSessionResume   = "session.resume"
-	MethodSessionContinue = "session.continue"
-
 	// NotifySessionIdle is sent to a session's client when no chunk arrived
 	// for the session's idle period.
 	NotifySessionIdle = "session.idle"
@@ -78,10 +74,6 @@ type ConflictNotification struct {
 	Event string `json:"event"`
 }
 
-// MethodSessionClean expires and prunes sessions now, rather than waiting
-// for the daemon's periodic sweep.
-const MethodSessionClean = "session.clean"
-
 // CleanParams are the params of session.clean. Zero durations take the
 // daemon's retention periods.
 type CleanParams struct {
@@ -99,10 +91,6 @@ type CleanResult struct {
 	// Pruned sessions were finished long enough ago to forget entirely.
 	Pruned []string `json:"pruned"`
 }
-
-// MethodSessionUndo restores what a completed session replaced; for a
-// session of a transaction, what the whole transaction replaced.
-const MethodSessionUndo = "session.undo"
 
 // UndoResult is the result of session.undo.
 type UndoResult struct {

@@ -5,16 +5,10 @@ import (
 	"time"
 )
 
-// Trace methods and notifications. Every request, session transition,
-// validation result, write and error is a trace event kept in the daemon's
-// store for the trace retention period.
+// Trace notifications. Every request, session transition, validation
+// result, write and error is a trace event kept in the daemon's store for
+// the trace retention period.
 const (
-	// MethodTraceList returns stored trace events that match filters.
-	MethodTraceList = "trace.list"
-	// MethodTraceFollow subscribes the calling connection to new trace
-	// events: each is sent as a trace.event notification until the
-	// connection closes.
-	MethodTraceFollow = "trace.follow"
 	// NotifyTraceEvent carries one new event to a connection that called
 	// trace.follow. Its params are a TraceEventNotification.
 	NotifyTraceEvent = "trace.event"

@@ -2,31 +2,6 @@ package protocol
 
 import "time"
 
-// Transaction methods: several files written all or none.
-const (
-	MethodTxBegin  = "tx.begin"
-	MethodTxCommit = "tx.commit"
-	MethodTxAbort  = "tx.abort"
-	MethodTxGet    = "tx.get"
-)
-
-// Transaction errors.
-const (
-	// CodeTxNotFound: no transaction has the given id.
-	CodeTxNotFound = -32015
-	// CodeTxFailed: a commit checked every file and refused, or failed
-	// while writing and rolled every file back; data.files says which file
-	// failed and why. Nothing of the transaction is on disk.
-	CodeTxFailed = -32016
-
-	ReasonTxNotFound   = "tx_not_found"
-	ReasonTxState      = "tx_state"
-	ReasonTxMember     = "tx_member"
-	ReasonTxRefused    = "tx_refused"
-	ReasonTxRolledBack = "tx_rolled_back"
-	ReasonDuplicate    = "duplicate_target"
-)
-
 // TxBeginParams are the params of tx.begin: one session is opened per file.
 type TxBeginParams struct {
 	Intent string `json:"intent,omitempty"`

@@ -1,22 +1,5 @@
 package protocol
 
-// Validation errors.
-const (
-	// CodeValidationFailed: the content was refused by a strict policy; the
-	// session is needs_corrections and data.validation says why.
-	CodeValidationFailed = -32013
-	// ReasonValidationFailed goes with CodeValidationFailed.
-	ReasonValidationFailed = "validation_failed"
-	// ReasonAttemptsExhausted: the corrected-attempt limit was reached.
-	ReasonAttemptsExhausted = "attempts_exhausted"
-	// ReasonNotNeedsCorrections: supersedes named a session that is not
-	// needs_corrections.
-	ReasonNotNeedsCorrections = "session_not_needs_corrections"
-	// ReasonInvalidUTF8: the content is not valid UTF-8 and the policy
-	// refuses it.
-	ReasonInvalidUTF8 = "invalid_utf8"
-)
-
 // ValidationPolicy chooses, per category of finding, whether it blocks the
 // write (strict), is reported (warn) or ignored (off). All applies to every
 // category not named in Categories. Categories: data_syntax, code_syntax,

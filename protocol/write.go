@@ -1,9 +1,5 @@
 package protocol
 
-// MethodSessionWrite writes a whole file in one request: begin, the
-// content and finalize.
-const MethodSessionWrite = "session.write"
-
 // SessionWrite is session.write: a session begun, given all its content
 // and finalized in one request, for a client that has the whole content
 // (a tool call's argument, a small file). The session and its content are

@@ -122,7 +122,6 @@ export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "se
 
 /** JSON-RPC error codes: the standard ones, and the application's (in the implementation range). */
 export const ErrorCodes = {
-  editFailed: -32014,
   parseError: -32700,
   invalidRequest: -32600,
   methodNotFound: -32601,
@@ -140,18 +139,16 @@ export const ErrorCodes = {
   invalidOperation: -32010,
   io: -32011,
   targetChanged: -32012,
-  tooManyConnections: -32020,
-  tooManySessions: -32021,
+  validationFailed: -32013,
+  editFailed: -32014,
   txNotFound: -32015,
   txFailed: -32016,
-  validationFailed: -32013,
+  tooManyConnections: -32020,
+  tooManySessions: -32021,
 } as const;
 
 /** Stable reasons carried in an error's data.reason. */
 export const Reasons = {
-  editFailed: "edit_failed",
-  invalidPatchSpec: "invalid_patch_spec",
-  targetMissing: "target_missing",
   sessionNotFound: "session_not_found",
   sessionClosed: "session_closed",
   markerAlreadySeen: "end_marker_already_seen",
@@ -183,18 +180,11 @@ export const Reasons = {
   backupFailed: "backup_failed",
   io: "io_error",
   internal: "internal_error",
-  messageTooLarge: "message_too_large",
-  malformedFrame: "malformed_frame",
-  invalidJSON: "invalid_json",
-  invalidRequest: "invalid_request",
-  batchNotSupported: "batch_not_supported",
-  tooManyConnections: "too_many_connections",
-  tooManySessions: "too_many_sessions",
-  storeFull: "store_full",
-  backupDropped: "backup_dropped",
-  tooManyFollows: "too_many_follows",
   fieldTooLarge: "field_too_large",
   invalidDuration: "invalid_duration",
+  editFailed: "edit_failed",
+  invalidPatchSpec: "invalid_patch_spec",
+  targetMissing: "target_missing",
   txNotFound: "tx_not_found",
   txState: "tx_state",
   txMember: "tx_member",
@@ -205,6 +195,16 @@ export const Reasons = {
   attemptsExhausted: "attempts_exhausted",
   notNeedsCorrections: "session_not_needs_corrections",
   invalidUTF8: "invalid_utf8",
+  messageTooLarge: "message_too_large",
+  malformedFrame: "malformed_frame",
+  invalidJSON: "invalid_json",
+  invalidRequest: "invalid_request",
+  batchNotSupported: "batch_not_supported",
+  tooManyConnections: "too_many_connections",
+  tooManySessions: "too_many_sessions",
+  storeFull: "store_full",
+  backupDropped: "backup_dropped",
+  tooManyFollows: "too_many_follows",
 } as const;
 
 /** ReasonDoc documents one reason: the code it travels with, what it means, and what a model should do about it (empty when it cannot fix it). */

@@ -1,4 +1,4 @@
-package daemon
+package jsonrpc
 
 import (
 	"fmt"
@@ -18,10 +18,10 @@ func TestTotalBudgetAcrossConnections(t *testing.T) {
 	size := int64(len(body))
 	for _, free := range []string{"Reply", "Close"} {
 		t.Run(free, func(t *testing.T) {
-			total := newByteBudget(size + size/2)
-			limits := frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 1 << 20, Total: total}
-			a := newFrameStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, newParamStash(), nil)
-			b := newFrameStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, newParamStash(), nil)
+			total := NewBudget(size + size/2)
+			limits := Limits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 1 << 20, Total: total}
+			a := NewServerStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, NewParams(), nil)
+			b := NewServerStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, NewParams(), nil)
 			defer b.Close()
 			var first jsonrpc2.Request
 			if err := a.ReadObject(&first); err != nil {

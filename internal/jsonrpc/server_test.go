@@ -1,4 +1,4 @@
-package daemon
+package jsonrpc
 
 import (
 	"bufio"
@@ -107,7 +107,7 @@ func readReplies(t testing.TB, out []byte) []reply {
 func drive(t testing.TB, input string, maxMessage int64) (replies []reply, methods []string, err error, c *pipeConn) {
 	t.Helper()
 	c = &pipeConn{in: strings.NewReader(input)}
-	s := newFrameStream(c, frameLimits{MaxMessage: maxMessage, MaxInflight: 4}, newParamStash(), nil)
+	s := NewServerStream(c, Limits{MaxMessage: maxMessage, MaxInflight: 4}, NewParams(), nil)
 	for {
 		var req jsonrpc2.Request
 		if err = s.ReadObject(&req); err != nil {
@@ -207,7 +207,7 @@ func TestFrameStreamRefusesBeforeReading(t *testing.T) {
 	header := "Content-Length: 4294967296\r\n\r\n"
 	body := &countingReader{}
 	c := &pipeConn{in: io.MultiReader(strings.NewReader(header), body)}
-	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 4}, newParamStash(), nil)
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, NewParams(), nil)
 	var req jsonrpc2.Request
 	err := s.ReadObject(&req)
 	var fe *frameError
@@ -236,8 +236,8 @@ func (r *countingReader) Read(p []byte) (int, error) {
 func TestFrameStreamParams(t *testing.T) {
 	params := `{"session_id":"s","seq":1,"chunk":"<a> & \u0000 é"}`
 	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"session.append","params":` + params + `}`))}
-	stash := newParamStash()
-	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 4}, stash, nil)
+	stash := NewParams()
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, stash, nil)
 	var req jsonrpc2.Request
 	if err := s.ReadObject(&req); err != nil {
 		t.Fatal(err)
@@ -245,15 +245,11 @@ func TestFrameStreamParams(t *testing.T) {
 	if req.Params != nil {
 		t.Fatalf("jsonrpc2 got params %s", *req.Params)
 	}
-	h := &handler{params: stash}
-	p, err := h.decodeParams(&req)
-	if err != nil {
-		t.Fatal(err)
+	p, ok := stash.Take(req.ID)
+	if !ok || string(p) != params {
+		t.Fatalf("params %s, %v; want %s as sent", p, ok, params)
 	}
-	if got, want := p.(*protocol.AppendParams).Chunk, "<a> & \x00 é"; got != want {
-		t.Fatalf("chunk %q, want %q", got, want)
-	}
-	if _, left := stash.take(req.ID.Num); left {
+	if _, left := stash.Take(req.ID); left {
 		t.Fatal("params left in the stash")
 	}
 }
@@ -265,14 +261,14 @@ func TestFrameStreamInflight(t *testing.T) {
 	size := int64(len(`{"jsonrpc":"2.0","id":0,"method":"m"}`))
 	tests := []struct {
 		name   string
-		limits frameLimits
+		limits Limits
 		// admitted is how many requests are read before the stream waits.
 		admitted int
 	}{
-		{"Count", frameLimits{MaxMessage: 1 << 20, MaxInflight: 2, MaxInflightBytes: 1 << 20}, 2},
-		{"Bytes", frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 2*size + size/2}, 2},
+		{"Count", Limits{MaxMessage: 1 << 20, MaxInflight: 2, MaxInflightBytes: 1 << 20}, 2},
+		{"Bytes", Limits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 2*size + size/2}, 2},
 		// A request larger than the byte limit is still read, alone.
-		{"BytesOne", frameLimits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: size / 2}, 1},
+		{"BytesOne", Limits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: size / 2}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +277,7 @@ func TestFrameStreamInflight(t *testing.T) {
 				in.WriteString(req(i))
 			}
 			c := &pipeConn{in: strings.NewReader(in.String())}
-			s := newFrameStream(c, tt.limits, newParamStash(), nil)
+			s := NewServerStream(c, tt.limits, NewParams(), nil)
 			defer s.Close()
 			var first jsonrpc2.Request
 			for i := range tt.admitted {
@@ -327,7 +323,7 @@ func TestFrameStreamInflight(t *testing.T) {
 // loop that waits for a free slot.
 func TestFrameStreamCloseWakesReader(t *testing.T) {
 	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"m"}`))}
-	s := newFrameStream(c, frameLimits{MaxMessage: 1 << 20, MaxInflight: 1}, newParamStash(), nil)
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 1}, NewParams(), nil)
 	var req jsonrpc2.Request
 	if err := s.ReadObject(&req); err != nil {
 		t.Fatal(err)
@@ -342,27 +338,6 @@ func TestFrameStreamCloseWakesReader(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not wake the reader")
-	}
-}
-
-// TestResponseIDLayout pins what WriteObject relies on in jsonrpc2: a
-// Response marshals with its numeric id first.
-func TestResponseIDLayout(t *testing.T) {
-	for _, resp := range []*jsonrpc2.Response{
-		{ID: jsonrpc2.ID{Num: 12345}},
-		{ID: jsonrpc2.ID{Num: 1}, Error: &jsonrpc2.Error{Code: 1, Message: "x"}},
-	} {
-		if resp.Error == nil {
-			resp.SetResult(map[string]any{"id": 99})
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, rest, ok := responseID(b)
-		if !ok || id != resp.ID.Num || !json.Valid(append([]byte(`{"id":0`), rest...)) {
-			t.Fatalf("responseID(%s) = %d, %s, %v", b, id, rest, ok)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package daemon
+package jsonrpc
 
 import (
 	"bytes"
@@ -11,9 +11,8 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 )
 
-// FuzzFrameReader feeds arbitrary bytes to a connection's frame reader and
-// the dispatcher's first steps (params, session key), as jsonrpc2 and the
-// handler would, and checks that nothing panics, that the connection ends
+// FuzzFrameReader feeds arbitrary bytes to a connection's frame reader, and
+// takes each request's params as the handler would, and checks that nothing panics, that the connection ends
 // only with EOF or a frame error, that every frame written back is a
 // well-formed JSON-RPC 2.0 response, and that nothing is left behind in the
 // stash, the id map or the in-flight counts.
@@ -42,9 +41,8 @@ func FuzzFrameReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &pipeConn{in: bytes.NewReader(in)}
-		stash := newParamStash()
-		s := newFrameStream(c, frameLimits{MaxMessage: 4096, MaxInflight: 4, MaxInflightBytes: 8192}, stash, nil)
-		h := &handler{params: stash}
+		stash := NewParams()
+		s := NewServerStream(c, Limits{MaxMessage: 4096, MaxInflight: 4, MaxInflightBytes: 8192}, stash, nil)
 		var requests int
 		for {
 			var req jsonrpc2.Request
@@ -56,9 +54,7 @@ func FuzzFrameReader(f *testing.F) {
 				}
 				break
 			}
-			if m, params, err := h.decode(&req); err == nil {
-				m.session(params)
-			}
+			stash.Take(req.ID)
 			if req.Notif {
 				continue
 			}

@@ -1,0 +1,49 @@
+package client
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// appendParamsJSON encodes session.append's params as encoding/json would,
+// but without escaping <, > and & (the daemon reads either) and in one pass.
+// Invalid UTF-8 becomes U+FFFD, as encoding/json makes it.
+func appendParamsJSON(p protocol.AppendParams) []byte {
+	// A field added to AppendParams must be added here too: this
+	// conversion stops compiling when the struct changes.
+	_ = struct {
+		SessionID string `json:"session_id"`
+		Seq       uint64 `json:"seq"`
+		Chunk     string `json:"chunk"`
+	}(p)
+	b := make([]byte, 0, len(p.Chunk)+len(p.Chunk)/8+len(p.SessionID)+64)
+	b = append(b, `{"session_id":`...)
+	b, _ = jsontext.AppendQuote(b, p.SessionID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, p.Seq, 10)
+	b = append(b, `,"chunk":`...)
+	b, _ = jsontext.AppendQuote(b, p.Chunk)
+	return append(b, '}')
+}
+
+// writeParamsJSON encodes session.write's params: begin's small fields as
+// encoding/json does, then the content in one pass, as appendParamsJSON
+// encodes a chunk (held by the codec, it is not marshaled again).
+func writeParamsJSON(p protocol.WriteParams) ([]byte, error) {
+	begin, err := json.Marshal(p.BeginParams)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(begin)+len(p.Content)+len(p.Content)/8+16)
+	b = append(b, begin[:len(begin)-1]...)
+	if len(begin) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, `"content":`...)
+	b, _ = jsontext.AppendQuote(b, p.Content)
+	return append(b, '}'), nil
+}

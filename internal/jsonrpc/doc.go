@@ -1,0 +1,38 @@
+// Package jsonrpc is oriond's JSON-RPC 2.0 transport around
+// github.com/sourcegraph/jsonrpc2, through the library's own extension
+// points: an ObjectStream for the daemon (ServerStream) and an ObjectCodec
+// for the Go client (ClientCodec). It frames messages as LSP does
+// (Content-Length headers), reads them within limits, answers malformed
+// ones as JSON-RPC says, echoes every request id exactly as sent, and
+// encodes a large request's params once.
+//
+// Why not the library alone: jsonrpc2 decodes a request's params into
+// generic values and marshals them back (a 1 MiB chunk read three times
+// over), holds ids as int64 (so -1, 1.5 or 2^64 broke the connection) and
+// reads frames without bounds. So ServerStream parses each frame itself, in
+// one pass, and hands jsonrpc2 a minimal request with a synthetic numeric id;
+// the params wait in Params for the handler, and the reply gets the
+// client's id back. ClientCodec lets jsonrpc2 marshal a placeholder and puts
+// the params, encoded once, in its place.
+//
+// What this relies on in jsonrpc2, each pinned by a test of
+// jsonrpc2_test.go, so an upgrade that changes one fails there:
+//
+//   - the value ReadObject is given decodes {"jsonrpc","id","method"} JSON
+//     as a Request with that numeric id (an int64) and method and no
+//     params, and without an id as a notification;
+//   - Handle is called on the read loop, one request at a time in the order
+//     read, and ReadObject is not called again until it returns;
+//   - Reply and ReplyWithError write an object whose JSON is a response:
+//     the request's numeric id, and a result or an error (code, message,
+//     data); Notify writes one with a method and params and no id;
+//   - a ReadObject error ends the Conn: DisconnectNotify fires, the stream
+//     is closed, and later replies fail with ErrClosed;
+//   - a client Call marshals json.RawMessage params verbatim as the value
+//     of "params", numbers its requests, and completes on a response with
+//     that id read by VSCodeObjectCodec from a frame as WriteFrame writes
+//     it; an error response comes back as a *jsonrpc2.Error with its data.
+//
+// Nothing here depends on the byte layout jsonrpc2 marshals to: replies
+// and requests are read back as JSON objects (readMembers) and rebuilt.
+package jsonrpc

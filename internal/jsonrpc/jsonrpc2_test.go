@@ -1,0 +1,330 @@
+package jsonrpc
+
+// Each test here pins one behaviour of github.com/sourcegraph/jsonrpc2 that
+// this package or its users rely on, through a real jsonrpc2.Conn: an
+// upgrade that changes one fails here, named, instead of in production.
+// The list is in doc.go.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// scriptedStream is an ObjectStream that hands the Conn the given messages,
+// as ServerStream does (JSON unmarshalled into the value ReadObject is
+// given), and keeps what the Conn writes as the JSON it marshals to.
+type scriptedStream struct {
+	in      chan string
+	reads   chan struct{}
+	mu      sync.Mutex
+	written []json.RawMessage
+	wrote   chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func newScripted() *scriptedStream {
+	return &scriptedStream{in: make(chan string, 16), reads: make(chan struct{}, 16),
+		wrote: make(chan struct{}, 16), closed: make(chan struct{})}
+}
+
+func (s *scriptedStream) ReadObject(v any) error {
+	s.reads <- struct{}{}
+	select {
+	case msg, ok := <-s.in:
+		if !ok {
+			return io.EOF
+		}
+		return json.Unmarshal([]byte(msg), v)
+	case <-s.closed:
+		return io.EOF
+	}
+}
+
+func (s *scriptedStream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.written = append(s.written, b)
+	s.mu.Unlock()
+	s.wrote <- struct{}{}
+	return nil
+}
+
+func (s *scriptedStream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+func (s *scriptedStream) last(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	select {
+	case <-s.wrote:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Conn wrote nothing")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(s.written[len(s.written)-1], &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
+
+// What ReadObject hands the Conn, the minimal request ServerStream builds
+// (jsonrpc, a numeric id, the method; never params), reaches the handler
+// as a Request with that numeric id, that method and no params; without
+// an id, as a notification. jsonrpc2 reads an id as an int64 (a larger one
+// ends the connection): the synthetic ids count up from 1.
+func TestJSONRPC2DecodesTheRequestHandedToIt(t *testing.T) {
+	s := newScripted()
+	got := make(chan *jsonrpc2.Request, 2)
+	conn := jsonrpc2.NewConn(context.Background(), s, handlerFunc(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) {
+		got <- r
+	}))
+	defer conn.Close()
+	s.in <- `{"jsonrpc":"2.0","id":9223372036854775807,"method":"session.append"}`
+	s.in <- `{"jsonrpc":"2.0","method":"$/cancelRequest"}`
+	r := <-got
+	if r.Notif || r.ID.IsString || r.ID.Num != 9223372036854775807 || r.Method != "session.append" || r.Params != nil {
+		t.Fatalf("request %+v (params %v)", r, r.Params)
+	}
+	if n := <-got; !n.Notif || n.Method != "$/cancelRequest" {
+		t.Fatalf("notification %+v", n)
+	}
+}
+
+// The handler runs on the read loop: requests reach it one at a time in the
+// order read, and the next ReadObject waits until it returns. The daemon
+// fixes each request's place in its session's queue there.
+func TestJSONRPC2HandlesOnTheReadLoop(t *testing.T) {
+	s := newScripted()
+	release := make(chan struct{})
+	var order []uint64
+	var mu sync.Mutex
+	conn := jsonrpc2.NewConn(context.Background(), s, handlerFunc(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) {
+		mu.Lock()
+		order = append(order, r.ID.Num)
+		mu.Unlock()
+		if r.ID.Num == 1 {
+			<-release
+		}
+	}))
+	defer conn.Close()
+	s.in <- `{"jsonrpc":"2.0","id":1,"method":"a"}`
+	s.in <- `{"jsonrpc":"2.0","id":2,"method":"b"}`
+	<-s.reads // the read that returns request 1, then handled
+	select {
+	case <-s.reads:
+		t.Fatal("ReadObject was called again while the handler ran")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-s.reads
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 || order[0] != 1 || order[1] != 2 {
+		t.Fatalf("handled %v, want [1 2]", order)
+	}
+}
+
+// Reply and ReplyWithError write one object whose JSON is a response: the
+// request's id as a number, and a result, or an error with code, message
+// and data. ServerStream reads exactly these members to put back the id
+// the client sent.
+func TestJSONRPC2RepliesAsAResponseObject(t *testing.T) {
+	s := newScripted()
+	conn := jsonrpc2.NewConn(context.Background(), s, handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
+	defer conn.Close()
+	id := jsonrpc2.ID{Num: 42}
+	if err := conn.Reply(context.Background(), id, map[string]int{"seq": 3}); err != nil {
+		t.Fatal(err)
+	}
+	m := s.last(t)
+	if string(m["id"]) != "42" || string(m["result"]) != `{"seq":3}` || m["error"] != nil || m["method"] != nil {
+		t.Fatalf("reply %v", m)
+	}
+	e := &jsonrpc2.Error{Code: -32001, Message: "no"}
+	e.SetError(map[string]string{"reason": "session_not_found"})
+	if err := conn.ReplyWithError(context.Background(), id, e); err != nil {
+		t.Fatal(err)
+	}
+	m = s.last(t)
+	var got struct {
+		Code    int64             `json:"code"`
+		Message string            `json:"message"`
+		Data    map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(m["error"], &got); err != nil || string(m["id"]) != "42" || m["result"] != nil ||
+		got.Code != -32001 || got.Message != "no" || got.Data["reason"] != "session_not_found" {
+		t.Fatalf("error reply %v (%v)", m, err)
+	}
+}
+
+// Notify writes an object with the method and params and no id, which
+// ServerStream passes through as it is (a response has an id).
+func TestJSONRPC2NotifiesWithoutID(t *testing.T) {
+	s := newScripted()
+	conn := jsonrpc2.NewConn(context.Background(), s, handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
+	defer conn.Close()
+	if err := conn.Notify(context.Background(), "session.idle", map[string]string{"session_id": "s"}); err != nil {
+		t.Fatal(err)
+	}
+	m := s.last(t)
+	if _, hasID := m["id"]; hasID || string(m["method"]) != `"session.idle"` || string(m["params"]) != `{"session_id":"s"}` {
+		t.Fatalf("notification %v", m)
+	}
+}
+
+// A ReadObject error ends the Conn: DisconnectNotify is closed, the
+// stream closed, and a reply after that fails with ErrClosed, which the
+// daemon's handler does not log as a failure.
+func TestJSONRPC2ReadErrorEndsTheConn(t *testing.T) {
+	s := newScripted()
+	conn := jsonrpc2.NewConn(context.Background(), s, handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
+	close(s.in)
+	select {
+	case <-conn.DisconnectNotify():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a read error did not end the Conn")
+	}
+	select {
+	case <-s.closed:
+	default:
+		t.Fatal("the stream was not closed")
+	}
+	if err := conn.Reply(context.Background(), jsonrpc2.ID{Num: 1}, "x"); !errors.Is(err, jsonrpc2.ErrClosed) {
+		t.Fatalf("reply after the end: %v, want ErrClosed", err)
+	}
+}
+
+// A client Call marshals a json.RawMessage params verbatim (the codec's
+// placeholder reaches WriteObject as the value of "params"), gives the
+// request a numeric id, and completes when a response with that id
+// arrives, through VSCodeObjectCodec's reading of frames as WriteFrame
+// writes them; an error response comes back as a *jsonrpc2.Error with its
+// data.
+func TestJSONRPC2ClientCall(t *testing.T) {
+	server, client := net.Pipe()
+	defer server.Close()
+	codec := NewClientCodec()
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(client, codec),
+		handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
+	defer conn.Close()
+	placeholder, release := codec.Hold([]byte(`{"chunk":"<&>"}`))
+	defer release()
+
+	done := make(chan error, 1)
+	var result map[string]int
+	go func() { done <- conn.Call(context.Background(), "session.append", placeholder, &result) }()
+	r := bufio.NewReader(server)
+	length, err := readHeader(r, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := readBody(r, length)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if string(req["params"]) != `{"chunk":"<&>"}` || string(req["method"]) != `"session.append"` || string(req["jsonrpc"]) != `"2.0"` {
+		t.Fatalf("request %s", body)
+	}
+	var id uint64
+	if err := json.Unmarshal(req["id"], &id); err != nil {
+		t.Fatalf("the request id %s is not a number: %v", req["id"], err)
+	}
+	// The daemon's reply, as ServerStream writes it.
+	if err := WriteFrame(server, []byte(`{"jsonrpc":"2.0","id":`+string(req["id"])+`,"result":{"seq":1}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || result["seq"] != 1 {
+		t.Fatalf("call: %v, %v", result, err)
+	}
+
+	go func() { done <- conn.Call(context.Background(), "session.get", map[string]string{}, nil) }()
+	length, _ = readHeader(r, 1<<20)
+	body, _ = readBody(r, length)
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := EncodeErrorReply(req["id"], nil)
+	reply = []byte(strings.Replace(string(reply), `"error":null`, `"error":{"code":-32001,"message":"gone","data":{"reason":"session_not_found"}}`, 1))
+	if err := WriteFrame(server, reply); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	var rpcErr *jsonrpc2.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32001 || rpcErr.Data == nil || !strings.Contains(string(*rpcErr.Data), "session_not_found") {
+		t.Fatalf("error reply: %v", err)
+	}
+}
+
+// ServerStream through a real Conn: a client's odd id (negative, fraction,
+// string) comes back byte for byte, and the params reach the handler
+// through Params, never through jsonrpc2.
+func TestServerStreamThroughJSONRPC2(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	params := NewParams()
+	stream := NewServerStream(server, Limits{MaxMessage: 1 << 20}, params, nil)
+	seen := make(chan string, 4)
+	conn := jsonrpc2.NewConn(context.Background(), stream, handlerFunc(func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+		p, _ := params.Take(r.ID)
+		if r.Params != nil {
+			p = []byte("jsonrpc2 held params")
+		}
+		seen <- string(p)
+		go c.Reply(ctx, r.ID, map[string]string{"method": r.Method})
+	}))
+	defer conn.Close()
+	r := bufio.NewReader(client)
+	for _, id := range []string{`-1`, `1.5`, `"a\"b"`, `18446744073709551616`} {
+		req := `{"jsonrpc":"2.0","id":` + id + `,"method":"m","params":{"x":[1,2]}}`
+		go WriteFrame(client, []byte(req))
+		length, err := readHeader(r, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := readBody(r, length)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"method":"m"}}`; string(body) != want {
+			t.Fatalf("reply %s, want %s", body, want)
+		}
+		if p := <-seen; p != `{"x":[1,2]}` {
+			t.Fatalf("the handler got params %q", p)
+		}
+	}
+}

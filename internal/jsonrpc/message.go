@@ -1,0 +1,189 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// message is the part of a JSON-RPC request the stream checks and keeps.
+type message struct {
+	// id is the id as sent, nil for a notification.
+	id     json.RawMessage
+	method string
+	// params is nil when absent or null.
+	params json.RawMessage
+}
+
+// parseMessage checks body against JSON-RPC 2.0's request object. On
+// failure the returned message's id is what the error reply should carry:
+// the request's id where one could be read, else nil (JSON null).
+func parseMessage(body []byte) (message, *protocol.Error) {
+	var msg message
+	fields, ok := readMembers(body)
+	if !ok {
+		if !jsontext.Value(body).IsValid(jsonOptions...) {
+			return msg, protocol.Errorf(protocol.CodeParseError, protocol.ReasonInvalidJSON,
+				"parse error: the message is not valid JSON")
+		}
+		if bytes.TrimLeft(body, " \t\r\n")[0] == '[' {
+			return msg, protocol.Errorf(protocol.CodeInvalidRequest, protocol.ReasonBatchNotSupported,
+				"invalid request: batches (JSON arrays) are not supported by this daemon; send each request as its own message")
+		}
+		return msg, invalidRequest("a request must be a JSON object")
+	}
+	// The id is checked first, so that the other refusals can carry it and
+	// the client's pending call does not wait forever.
+	if id := fields.get("id"); id != nil {
+		switch {
+		case len(id) > maxIDBytes:
+			return msg, invalidRequest("the id is %d bytes long; use a number or a string of at most %d bytes", len(id), maxIDBytes)
+		case id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'):
+			// A copy: the id is kept until the reply is written, and a
+			// slice of the body would keep the whole frame (a chunk of up
+			// to several MiB) alive with it.
+			msg.id = bytes.Clone(id)
+		case string(id) == "null":
+			return msg, invalidRequest(`"id": null is not supported; give a number or a string, or leave id out for a notification`)
+		default:
+			return msg, invalidRequest("the id must be a number or a string")
+		}
+	}
+	if fields.get("result") != nil || fields.get("error") != nil {
+		// A response: this daemon sends no requests, so there is nothing it
+		// answers; its id is the client's own and must not be echoed as if
+		// it were a request of ours.
+		msg.id = nil
+		return msg, invalidRequest("this daemon sends no requests, so it takes no responses; a request has a method")
+	}
+	if string(fields.get("jsonrpc")) != `"2.0"` {
+		return msg, invalidRequest(`"jsonrpc" must be "2.0"`)
+	}
+	m := fields.get("method")
+	if m == nil {
+		return msg, invalidRequest("the method is missing")
+	}
+	if m[0] != '"' {
+		return msg, invalidRequest("the method must be a string")
+	}
+	method, err := jsontext.AppendUnquote(nil, m)
+	if err != nil {
+		return msg, invalidRequest("the method is not valid UTF-8")
+	}
+	msg.method = string(method)
+	if p := fields.get("params"); p != nil && string(p) != "null" {
+		msg.params = p
+	}
+	return msg, nil
+}
+
+// jsonOptions read JSON as encoding/json does: a repeated member's last
+// value wins, and text that is not valid Unicode is read (then refused with
+// its own code, invalid_utf8, where the daemon checks the params).
+var jsonOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// member is one member of a JSON object, its name and value as sent.
+type member struct {
+	// name is the name as a JSON string, quotes and escapes included.
+	name  []byte
+	value json.RawMessage
+}
+
+// is reports whether m is called name.
+func (m member) is(name string) bool {
+	raw := m.name
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name
+	}
+	// An escaped name ("\u0069d" is "id" to encoding/json, and so to
+	// jsonrpc2): rare, so unquoted only then.
+	unq, err := jsontext.AppendUnquote(nil, raw)
+	return err == nil && string(unq) == name
+}
+
+// members are a JSON object's members in the order sent.
+type members []member
+
+// get returns the value of the member called name, nil when absent. Of a
+// repeated name the last value counts, as encoding/json (and so jsonrpc2)
+// reads it.
+func (ms members) get(name string) json.RawMessage {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].is(name) {
+			return ms[i].value
+		}
+	}
+	return nil
+}
+
+// decoders reuse the decoders of readMembers: one is read for every
+// request and every reply, and a new one costs more than the small
+// messages it reads.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(noInput, jsonOptions...) }}
+
+// noInput is what a pooled decoder reads while unused: nothing, and no
+// longer the last message it read.
+var noInput = new(bytes.Buffer)
+
+// readMembers reads body as one JSON object in a single validating pass
+// (the chunk of an append is most of a request: encoding/json's Valid and
+// then Unmarshal into a map read it twice more). It returns false when
+// body is not valid JSON or not an object. Names and values alias body.
+func readMembers(body []byte) (members, bool) {
+	dec := decoders.Get().(*jsontext.Decoder)
+	// Over a bytes.Buffer the decoder parses body in place, so values
+	// alias it and nothing is copied.
+	dec.Reset(bytes.NewBuffer(body), jsonOptions...)
+	defer func() {
+		dec.Reset(noInput, jsonOptions...)
+		decoders.Put(dec)
+	}()
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
+	}
+	ms := make(members, 0, 4)
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		value, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		ms = append(ms, member{name: name, value: json.RawMessage(value)})
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	return ms, true
+}
+
+func invalidRequest(format string, args ...any) *protocol.Error {
+	return protocol.Errorf(protocol.CodeInvalidRequest, protocol.ReasonInvalidRequest, "invalid request: "+format, args...)
+}
+
+// errorReply is a reply the stream writes itself, for a message the
+// handler never sees.
+type errorReply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   *protocol.Error `json:"error"`
+}
+
+// EncodeErrorReply is the frame body of an error reply to the request of
+// id, as sent (nil: null), for a message no handler saw.
+func EncodeErrorReply(id json.RawMessage, e *protocol.Error) ([]byte, error) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return json.Marshal(errorReply{JSONRPC: "2.0", ID: id, Error: e})
+}

@@ -1,0 +1,509 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// Params carries each request's params, as sent, from the connection's
+// ServerStream to the handler past jsonrpc2, whose Request decoding turns
+// params into generic values and back (a 1 MiB chunk twice over, and up to
+// six times larger again where encoding/json escapes HTML characters).
+// Keys are the synthetic request ids ServerStream assigns, unique in the
+// daemon. One Params serves every connection of a daemon.
+type Params struct {
+	next atomic.Uint64
+	mu   sync.Mutex
+	m    map[uint64]json.RawMessage
+}
+
+// NewParams returns an empty Params.
+func NewParams() *Params {
+	return &Params{m: make(map[uint64]json.RawMessage)}
+}
+
+// newID returns a synthetic request id no other request of this daemon has.
+func (s *Params) newID() uint64 { return s.next.Add(1) }
+
+func (s *Params) put(id uint64, params json.RawMessage) {
+	s.mu.Lock()
+	s.m[id] = params
+	s.mu.Unlock()
+}
+
+// Take returns and forgets the params of the request jsonrpc2 handed the
+// handler with id: false for a request that had none, or that no
+// ServerStream of this Params read.
+func (s *Params) Take(id jsonrpc2.ID) (json.RawMessage, bool) {
+	if id.IsString {
+		return nil, false
+	}
+	return s.take(id.Num)
+}
+
+func (s *Params) take(id uint64) (json.RawMessage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.m[id]
+	delete(s.m, id)
+	return p, ok
+}
+
+// ServerStream is a jsonrpc2.ObjectStream for LSP-style Content-Length
+// frames that never reads more than its limits allow, answers malformed
+// messages as JSON-RPC 2.0 says instead of dropping the connection, echoes
+// request ids exactly as sent, and stops reading while too many requests
+// (or request bytes) are unanswered.
+//
+// jsonrpc2 holds ids as uint64 (so -1 came back as 18446744073709551615,
+// and 1.5 or 2^64 closed the connection): every request id is replaced on
+// read by a synthetic one and put back, byte for byte, when the reply is
+// written.
+type ServerStream struct {
+	rwc    io.ReadWriteCloser
+	r      *bufio.Reader
+	limits Limits
+	stash  *Params
+	log    *slog.Logger
+	// onFrame, if set, is told when a frame starts to arrive.
+	onFrame func()
+
+	closed    chan struct{}
+	closeOnce sync.Once
+	// freed wakes the read loop, waiting for room, when a reply is written.
+	freed chan struct{}
+
+	// wmu keeps frames whole on the wire: replies are written from many
+	// handler goroutines.
+	wmu sync.Mutex
+
+	mu sync.Mutex
+	// ids maps each synthetic id to its request as sent.
+	ids map[uint64]pending
+	// inflight and inflightBytes count requests read and not yet answered,
+	// and their frames' sizes. The read loop waits while they are at their
+	// limits, so a client that does not read its replies stops being read
+	// instead of being buffered.
+	inflight      int
+	inflightBytes int64
+	// heldTotal is what this connection holds of limits.Total, given back
+	// with each reply, or all at once when the connection closes (replies
+	// to a closed connection are never written). gone is set then, so
+	// nothing is given back twice.
+	heldTotal int64
+	gone      bool
+}
+
+// pending is a request read and not yet answered.
+type pending struct {
+	id   json.RawMessage
+	size int64
+}
+
+// Limits bound what one connection may make the daemon hold.
+type Limits struct {
+	// MaxMessage is the largest Content-Length read.
+	MaxMessage int64
+	// MaxInflight and MaxInflightBytes bound the requests read and not yet
+	// answered, by count and by frame bytes; one request is always let in,
+	// however large (up to MaxMessage).
+	MaxInflight      int
+	MaxInflightBytes int64
+	// Total, if set, bounds the same bytes across every connection.
+	Total *Budget
+	// WriteTimeout bounds how long a reply may wait for a client that
+	// does not read; the connection is closed then (0: DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// HeaderTimeout, if set, bounds a frame's header from its first byte,
+	// and its body from the header's end (bodyTimeoutBase, and a second
+	// more per bodyBytesPerSecond): a client that starts a frame and
+	// stalls loses its connection instead of holding its room.
+	HeaderTimeout time.Duration
+}
+
+// DefaultWriteTimeout is how long a reply may wait on a full socket. A
+// client that reads none of its replies for that long loses its
+// connection, and with it the room its requests held.
+const DefaultWriteTimeout = time.Minute
+
+// NewServerStream returns the stream of one connection, rwc, read within
+// limits; the params of its requests go to stash for the handler, and its
+// refusals and timeouts are logged to log (nil: not logged).
+func NewServerStream(rwc io.ReadWriteCloser, limits Limits, stash *Params, log *slog.Logger) *ServerStream {
+	if limits.MaxInflight <= 0 {
+		limits.MaxInflight = DefaultMaxInflight
+	}
+	if limits.MaxInflightBytes <= 0 {
+		limits.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if limits.WriteTimeout <= 0 {
+		limits.WriteTimeout = DefaultWriteTimeout
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ServerStream{
+		rwc: rwc,
+		// The buffer bounds a header line as well as speeding up reads;
+		// bodies larger than it are read straight into their own slice.
+		r:      bufio.NewReaderSize(rwc, 4<<10),
+		limits: limits,
+		stash:  stash,
+		log:    log,
+		closed: make(chan struct{}),
+		freed:  make(chan struct{}, 1),
+		ids:    make(map[uint64]pending),
+	}
+}
+
+// ReadObject implements jsonrpc2.ObjectStream. It returns the next request
+// the handler should see; messages that are not valid requests are answered
+// here and skipped. An error closes the connection.
+func (s *ServerStream) ReadObject(v any) error {
+	for {
+		if err := s.admit(func() bool { return s.inflight < s.limits.MaxInflight }, 1, 0); err != nil {
+			return err
+		}
+		length, err := s.nextHeader()
+		if err == nil {
+			// The slot taken above already counts this request; only its
+			// bytes are left to fit.
+			err = s.admit(func() bool {
+				return s.inflightBytes == 0 || s.inflightBytes+length <= s.limits.MaxInflightBytes
+			}, 0, length)
+			if err != nil {
+				s.release(0)
+				return err
+			}
+			if err = s.takeTotal(length); err != nil {
+				s.release(length)
+				return err
+			}
+		}
+		var body []byte
+		if err == nil {
+			s.bodyDeadline(length)
+			body, err = readBody(s.r, length)
+		}
+		if err != nil {
+			s.release(max(length, 0))
+			var fe *frameError
+			if errors.As(err, &fe) {
+				s.log.Info("closing a connection after an unreadable frame", "reason", fe.err.Data.Reason, "err", fe.err.Message)
+				if werr := s.writeError(nil, fe.err); werr != nil {
+					s.log.Debug("answering an unreadable frame", "err", werr)
+				}
+			}
+			s.logFrameTimeout(err)
+			return err
+		}
+		msg, perr := parseMessage(body)
+		if perr != nil {
+			s.release(length)
+			s.log.Debug("answering a malformed message", "reason", perr.Data.Reason, "err", perr.Message)
+			if err := s.writeError(msg.id, perr); err != nil {
+				return err
+			}
+			continue
+		}
+		lib := libraryRequest{JSONRPC: "2.0", Method: msg.method}
+		if msg.id == nil {
+			// Notifications are never answered, so they hold no room; their
+			// params are dropped (none are defined).
+			s.release(length)
+		} else {
+			syn := s.stash.newID()
+			lib.ID = &syn
+			s.mu.Lock()
+			s.ids[syn] = pending{id: msg.id, size: length}
+			s.mu.Unlock()
+			if msg.params != nil {
+				s.stash.put(syn, msg.params)
+			}
+		}
+		b, err := json.Marshal(lib)
+		if err == nil {
+			err = json.Unmarshal(b, v)
+		}
+		if err != nil {
+			// Cannot happen for what parseMessage lets through; if it
+			// does, the connection ends rather than a request going
+			// unanswered forever.
+			if lib.ID != nil {
+				s.forget(*lib.ID)
+				s.stash.take(*lib.ID)
+			}
+			return fmt.Errorf("handing a request to jsonrpc2: %w", err)
+		}
+		return nil
+	}
+}
+
+// libraryRequest is what jsonrpc2 is given: the method and a synthetic id,
+// never the client's params (the handler takes those from the stash).
+type libraryRequest struct {
+	JSONRPC string  `json:"jsonrpc"`
+	ID      *uint64 `json:"id,omitempty"`
+	Method  string  `json:"method"`
+}
+
+// admit waits until fits (called with s.mu held) allows a request in, then
+// counts it: n requests of size bytes.
+func (s *ServerStream) admit(fits func() bool, n int, size int64) error {
+	for {
+		s.mu.Lock()
+		ok := fits()
+		if ok {
+			s.inflight += n
+			s.inflightBytes += size
+		}
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-s.freed:
+		case <-s.closed:
+			return jsonrpc2.ErrClosed
+		}
+	}
+}
+
+// takeTotal waits until size bytes fit the daemon-wide budget and counts
+// them for this connection.
+func (s *ServerStream) takeTotal(size int64) error {
+	if s.limits.Total == nil {
+		return nil
+	}
+	for {
+		ok, freed := s.limits.Total.take(size)
+		if ok {
+			s.mu.Lock()
+			gone := s.gone
+			if !gone {
+				s.heldTotal += size
+			}
+			s.mu.Unlock()
+			if gone {
+				s.limits.Total.give(size)
+				return jsonrpc2.ErrClosed
+			}
+			return nil
+		}
+		select {
+		case <-freed:
+		case <-s.closed:
+			return jsonrpc2.ErrClosed
+		}
+	}
+}
+
+// release uncounts one request of size bytes and wakes the read loop.
+func (s *ServerStream) release(size int64) {
+	s.mu.Lock()
+	s.inflight--
+	s.inflightBytes -= size
+	var give int64
+	if s.limits.Total != nil && !s.gone && size > 0 && s.heldTotal > 0 {
+		give = min(size, s.heldTotal)
+		s.heldTotal -= give
+	}
+	s.mu.Unlock()
+	if give > 0 {
+		s.limits.Total.give(give)
+	}
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops synthetic id syn and frees its room; it reports the id as
+// sent, or nil for an id this stream never assigned.
+func (s *ServerStream) forget(syn uint64) json.RawMessage {
+	s.mu.Lock()
+	p, ok := s.ids[syn]
+	delete(s.ids, syn)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	s.release(p.size)
+	return p.id
+}
+
+// WriteObject implements jsonrpc2.ObjectStream: it puts back the id the
+// client sent and frees the request's slot once the reply is written (or
+// failed), not before, so replies a client does not read stay bounded too.
+func (s *ServerStream) WriteObject(obj any) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	syn, reply, ok := s.reply(data)
+	if !ok {
+		return s.writeFrame(data)
+	}
+	err = s.writeFrame(reply)
+	s.forget(syn)
+	return err
+}
+
+// reply rewrites a response jsonrpc2 wrote to a request of this stream
+// with the id the client sent. It reads data as the JSON-RPC response it
+// is, whatever the library's layout: an "id" member holding a synthetic id
+// of this stream, and a "result" or an "error". Anything else (the
+// daemon's notifications: a "method" and no "id") is not a reply.
+func (s *ServerStream) reply(data []byte) (uint64, []byte, bool) {
+	ms, ok := readMembers(data)
+	if !ok {
+		return 0, nil, false
+	}
+	id, result, rerr := ms.get("id"), ms.get("result"), ms.get("error")
+	if id == nil || ms.get("method") != nil || (result == nil) == (rerr == nil) {
+		return 0, nil, false
+	}
+	syn, err := strconv.ParseUint(string(id), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	s.mu.Lock()
+	p, known := s.ids[syn]
+	s.mu.Unlock()
+	if !known {
+		return 0, nil, false
+	}
+	member, value := `,"result":`, result
+	if rerr != nil {
+		member, value = `,"error":`, rerr
+	}
+	out := make([]byte, 0, len(value)+len(p.id)+32)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, p.id...)
+	out = append(out, member...)
+	out = append(out, value...)
+	return syn, append(out, '}'), true
+}
+
+// writeError answers with e; a nil id is written as null.
+func (s *ServerStream) writeError(id json.RawMessage, e *protocol.Error) error {
+	data, err := EncodeErrorReply(id, e)
+	if err != nil {
+		return err
+	}
+	return s.writeFrame(data)
+}
+
+func (s *ServerStream) writeFrame(data []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	dl, timed := s.rwc.(interface{ SetWriteDeadline(time.Time) error })
+	if timed {
+		dl.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
+	}
+	err := WriteFrame(s.rwc, data)
+	if timed {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.log.Info("closing a connection that did not read its replies", "timeout", s.limits.WriteTimeout)
+			s.Close()
+		}
+	}
+	return err
+}
+
+// OnFrame sets f to be called each time a frame starts to arrive (its
+// first byte read), as a sign of life of the connection. Call it before
+// the stream is handed to jsonrpc2.
+func (s *ServerStream) OnFrame(f func()) { s.onFrame = f }
+
+// Waiting reports whether the stream has read a request it has not
+// answered yet.
+func (s *ServerStream) Waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids) > 0
+}
+
+// How long a frame's body may take once its header is read, with
+// Limits.HeaderTimeout set: 30 s plus one second per MiB. A body being
+// read holds its share of the daemon-wide in-flight bytes, which other
+// connections wait for.
+const (
+	bodyTimeoutBase    = 30 * time.Second
+	bodyBytesPerSecond = 1 << 20
+)
+
+// nextHeader waits for the next frame (awaitFrame), then reads its header.
+func (s *ServerStream) nextHeader() (int64, error) {
+	if err := s.awaitFrame(); err != nil {
+		return -1, err
+	}
+	return readHeader(s.r, s.limits.MaxMessage)
+}
+
+// awaitFrame waits, with no deadline, for the first byte of the next
+// frame, then gives its header limits.HeaderTimeout to arrive. It returns
+// the read error that ends the connection.
+func (s *ServerStream) awaitFrame() error {
+	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
+	timed := ok && s.limits.HeaderTimeout > 0
+	if timed {
+		d.SetReadDeadline(time.Time{})
+	}
+	if _, err := s.r.Peek(1); err != nil {
+		return err
+	}
+	if s.onFrame != nil {
+		s.onFrame()
+	}
+	if timed {
+		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+	}
+	return nil
+}
+
+// bodyDeadline gives a frame's body of length bytes its time to arrive.
+func (s *ServerStream) bodyDeadline(length int64) {
+	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
+	if !ok || s.limits.HeaderTimeout <= 0 {
+		return
+	}
+	d.SetReadDeadline(time.Now().Add(bodyTimeoutBase + time.Duration(length/bodyBytesPerSecond)*time.Second))
+}
+
+// Close implements jsonrpc2.ObjectStream; it also wakes a read loop waiting
+// for a free slot.
+func (s *ServerStream) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.mu.Lock()
+	held := s.heldTotal
+	s.heldTotal, s.gone = 0, true
+	s.mu.Unlock()
+	if held > 0 {
+		s.limits.Total.give(held)
+	}
+	return s.rwc.Close()
+}
+
+// logFrameTimeout logs a connection closed because its frame did not
+// arrive in time.
+func (s *ServerStream) logFrameTimeout(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.log.Info("closing a connection whose frame did not arrive in time", "header_timeout", s.limits.HeaderTimeout)
+	}
+}

@@ -16,22 +16,25 @@ import (
 // and lists only those. A host is given the files of its roots, not the
 // user's.
 
-// inRoots reports whether a session's target, or the workspace it was
-// begun in, lies inside one of roots. A root is also compared through its
-// symlinks resolved, as the daemon records resolved paths.
-func inRoots(roots []string, target, workspaceRoot string) bool {
+// resolvedRoots are roots with, after each, its path with symlinks
+// resolved when that differs: the daemon records resolved paths.
+func resolvedRoots(roots []string) []string {
+	out := slices.Clone(roots)
 	for _, root := range roots {
-		cands := []string{root}
 		if real, err := filepath.EvalSymlinks(root); err == nil && real != root {
-			cands = append(cands, real)
+			out = append(out, real)
 		}
-		for _, r := range cands {
-			if target != "" && within(r, filepath.Clean(target)) {
-				return true
-			}
-			if workspaceRoot != "" && within(r, filepath.Clean(workspaceRoot)) {
-				return true
-			}
+	}
+	return out
+}
+
+// inRoots reports whether a session's target, or the workspace it was
+// begun in, lies inside one of roots (as resolvedRoots returns them).
+func inRoots(roots []string, target, workspaceRoot string) bool {
+	for _, r := range roots {
+		if target != "" && within(r, filepath.Clean(target)) ||
+			workspaceRoot != "" && within(r, filepath.Clean(workspaceRoot)) {
+			return true
 		}
 	}
 	return false
@@ -58,7 +61,7 @@ func (s *Server) ownSession(ctx context.Context, id string) error {
 		}
 		target, ws = info.TargetFile, info.WorkspaceRoot
 	}
-	if inRoots(roots, target, ws) {
+	if inRoots(resolvedRoots(roots), target, ws) {
 		return nil
 	}
 	return &argError{"outside_workspace", protocol.Fill(protocol.PromptMCPSessionOutsideWorkspace,
@@ -74,6 +77,7 @@ const maxListPages = 64
 // recently updated limit of those inside roots (and in stage, if given):
 // memory stays bounded by limit plus one page.
 func (s *Server) visibleSessions(ctx context.Context, roots []string, stage protocol.Stage, limit int) ([]protocol.SessionInfo, error) {
+	roots = resolvedRoots(roots)
 	var kept []protocol.SessionInfo
 	err := s.daemon.do(ctx, func(c *client.Client) error {
 		kept = kept[:0]

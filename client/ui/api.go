@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -219,6 +220,10 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	// The page's process is the person's, as the daemon is: it reads the
 	// file the session wrote, bounded, as any editor would.
 	now, whole, err := readBounded(info.TargetFile, maxDiffBytes)
+	if errors.Is(err, errNotRegular) {
+		writeJSON(w, http.StatusConflict, apiError{Message: err.Error(), Reason: "target_not_regular"})
+		return
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		fail(w, err)
 		return
@@ -230,12 +235,32 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+// readBounded reads at most n bytes of the regular file at path. The
+// file is an agent's to replace: opened by name as it is, a FIFO would
+// hang the read (and the open) forever, a device would never end, and a
+// symbolic link could point anywhere. So the open does not block and does
+// not follow a final link, and anything but a regular file is refused,
+// checked on the open descriptor (fstat), not on the name.
+// errNotRegular: the target is no longer a regular file, so the page does
+// not read it.
+var errNotRegular = errors.New("the page reads regular files only")
+
 func readBounded(path string, n int64) (string, bool, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return "", false, fmt.Errorf("%s is a symbolic link now, not the file the session wrote: %w", path, errNotRegular)
+		}
 		return "", true, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", false, fmt.Errorf("%s is a %s now, not the file the session wrote: %w", path, fi.Mode().Type(), errNotRegular)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, n+1))
 	if err != nil {
 		return "", false, err

@@ -52,28 +52,26 @@ func startInProcess(t *testing.T, socket string) string {
 	return s.URL()
 }
 
-// pageClient is an HTTP client of the page holding its cookie.
+// pageClient is an HTTP client of the page holding its cookie and page
+// key, as a tab of the page does.
 type pageClient struct {
 	t      *testing.T
 	base   string
 	cookie *http.Cookie
+	key    string
 }
 
 func newPageClient(t *testing.T, pageURL string) *pageClient {
 	u, _ := url.Parse(pageURL)
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(pageURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return &pageClient{t: t, base: "http://" + u.Host, cookie: resp.Cookies()[0]}
+	cookie, key := openLink(t, pageURL)
+	return &pageClient{t: t, base: "http://" + u.Host, cookie: cookie, key: key}
 }
 
 func (p *pageClient) get(path string, v any) int {
 	p.t.Helper()
 	req, _ := http.NewRequest("GET", p.base+path, nil)
 	req.AddCookie(p.cookie)
+	req.Header.Set(ui.HeaderPageKey, p.key)
 	r, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatal(err)

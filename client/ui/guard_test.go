@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/client/ui"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -30,16 +31,7 @@ func TestForeignRequestsAreRefused(t *testing.T) {
 	u, _ := url.Parse(pageURL)
 	base := "http://" + u.Host
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(pageURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	cookies := resp.Cookies()
-	if resp.StatusCode != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("the token URL answered %d with cookies %v: want a redirect setting one HttpOnly SameSite=Strict cookie", resp.StatusCode, resp.Header["Set-Cookie"])
-	}
-	cookie := cookies[0]
+	cookie, key := openLink(t, pageURL)
 	undoBody := `{"session_id":"` + w.SessionID + `"}`
 
 	send := func(method, path, host, origin, body string, withCookie bool) int {
@@ -56,6 +48,7 @@ func TestForeignRequestsAreRefused(t *testing.T) {
 		}
 		if withCookie {
 			req.AddCookie(cookie)
+			req.Header.Set(ui.HeaderPageKey, key)
 		}
 		r, err := noRedirect.Do(req)
 		if err != nil {
@@ -90,6 +83,7 @@ func TestForeignRequestsAreRefused(t *testing.T) {
 		req, _ := http.NewRequest("POST", base+"/api/undo", strings.NewReader("session_id="+w.SessionID))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.AddCookie(cookie)
+		req.Header.Set(ui.HeaderPageKey, key)
 		r, err := noRedirect.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +104,8 @@ func TestForeignRequestsAreRefused(t *testing.T) {
 	if info, _ := c.Get(bg, w.SessionID); info.Undone {
 		t.Fatal("a refused request undid the session")
 	}
-	// The same request from the page's own origin, with its cookie, works.
+	// The same request from the page's own origin, with its cookie and
+	// key, works.
 	if got := send("POST", "/api/undo", "", base, undoBody, true); got != http.StatusOK {
 		t.Fatalf("the page's own undo answered %d", got)
 	}

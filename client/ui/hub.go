@@ -330,7 +330,7 @@ func (h *hub) page(q Query) Page {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := Page{State: State{Connected: h.connected, Error: h.lastErr, Version: h.version}, Offset: q.Offset,
-		States: map[string]int{}, Sessions: []Row{}, Txs: []Tx{}}
+		States: map[string]int{}, Sessions: []Row{}, Txs: []Tx{}, Workspaces: []string{}}
 	text := strings.ToLower(q.Text)
 	ws := map[string]bool{}
 	var sel []*Row

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/client/ui"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -67,16 +68,11 @@ func TestPageLoad10000Sessions(t *testing.T) {
 	pageURL := startUI(t, d.Socket)
 	u, _ := url.Parse(pageURL)
 	base := "http://" + u.Host
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(pageURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	cookie := resp.Cookies()[0]
+	p := newPageClient(t, pageURL)
 	get := func(path string) []byte {
 		req, _ := http.NewRequest("GET", base+path, nil)
-		req.AddCookie(cookie)
+		req.AddCookie(p.cookie)
+		req.Header.Set(ui.HeaderPageKey, p.key)
 		r, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +93,8 @@ func TestPageLoad10000Sessions(t *testing.T) {
 	last := fmt.Sprintf(`document.querySelectorAll('#sessions tbody tr').length === 100 && document.querySelector('#count').textContent.includes('of %d')`, sessions)
 	for i := range 3 {
 		began := time.Now()
-		run(t, ctx, "load", chromedp.Navigate(pageURL), waitJS(last))
+		// Each link opens one tab, once.
+		run(t, ctx, "load", chromedp.Navigate(p.newLink()), waitJS(last))
 		t.Logf("load %d: first 100 of %d rows drawn %v after navigating", i+1, sessions, time.Since(began).Round(time.Millisecond))
 	}
 	began := time.Now()

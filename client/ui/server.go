@@ -5,12 +5,13 @@
 // page's actions into the daemon's own requests, answering with the
 // daemon's own messages. It holds no session logic.
 //
-// Access (see internal/httpguard): the URL it prints carries a random
-// token, exchanged at the first request for an HttpOnly SameSite=Strict
-// cookie; every request must carry one or the other, name this machine by
-// loopback in Host, and send no Origin or the page's own. Actions are POST
-// with a JSON body. No CORS header is ever sent, so a page elsewhere in
-// the browser can neither read the page nor act through it.
+// Access: the URL it prints carries a one-time token, exchanged at the
+// first request for an HttpOnly SameSite=Strict cookie and a page key the
+// tab keeps in memory (see access); every /api request must carry both,
+// name this machine by loopback in Host, and send no Origin or the page's
+// own (internal/httpguard). Actions are POST with a JSON body. No CORS
+// header is ever sent, so a page elsewhere in the browser can neither read
+// the page nor act through it.
 package ui
 
 import (
@@ -18,6 +19,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"html"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -43,7 +45,8 @@ type Config struct {
 	Socket string
 	// Listen is a loopback host:port (DefaultListen when empty).
 	Listen string
-	// Token is the URL's secret; empty makes a random one.
+	// Token is the printed URL's one-time secret; empty makes a random
+	// one.
 	Token  string
 	Logger *slog.Logger
 }
@@ -53,6 +56,7 @@ type Server struct {
 	cfg   Config
 	ln    net.Listener
 	guard *httpguard.Guard
+	acc   *access
 	hub   *hub
 	log   *slog.Logger
 }
@@ -81,20 +85,31 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	// Cookies are not kept apart by port: the name carries it, so two
-	// pages of two daemons never take each other's.
-	g, err := httpguard.New(httpguard.Options{Token: cfg.Token, CookieName: "orion_ui_" + port, SameOrigin: true, JSONOnly: true})
+	// The guard checks Host, Origin and content type; the secrets are
+	// the page's own (access).
+	g, err := httpguard.New(httpguard.Options{SameOrigin: true, JSONOnly: true})
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	return &Server{cfg: cfg, ln: ln, guard: g, hub: newHub(cfg.Socket, cfg.Logger), log: cfg.Logger}, nil
+	// Cookies are not kept apart by port: the name carries it, so two
+	// pages of two daemons never take each other's.
+	acc := newAccess("orion_ui_" + port)
+	acc.addLink(cfg.Token)
+	return &Server{cfg: cfg, ln: ln, guard: g, acc: acc, hub: newHub(cfg.Socket, cfg.Logger), log: cfg.Logger}, nil
 }
 
-// URL is the address to open: it carries the token, which the page
-// exchanges for its cookie at once.
-func (s *Server) URL() string {
-	return "http://" + s.ln.Addr().String() + httpguard.TokenPathPrefix + s.cfg.Token + "/"
+// URL is the address to print: it carries the one-time token, which the
+// first request exchanges for the page's cookie and key. Once used it
+// opens nothing; NewLink makes another.
+func (s *Server) URL() string { return s.link(s.cfg.Token) }
+
+// NewLink returns a fresh one-time URL of the page (for the browser
+// `orionctl ui` opens, and for the page's "new tab").
+func (s *Server) NewLink() string { return s.link(s.acc.newLink()) }
+
+func (s *Server) link(tok string) string {
+	return "http://" + s.ln.Addr().String() + httpguard.TokenPathPrefix + tok + "/"
 }
 
 // Addr is the address the page is served on.
@@ -143,6 +158,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/undo", s.undo)
 	mux.HandleFunc("POST /api/abort", s.abort)
 	mux.HandleFunc("POST /api/finalize", s.finalize)
+	mux.HandleFunc("POST /api/link", s.newLink)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
@@ -150,8 +166,17 @@ func (s *Server) Handler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
-		in, ref := s.guard.Check(r)
-		if ref != nil {
+		checked := r
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, httpguard.TokenPathPrefix) {
+			// A link may come from anywhere the person keeps it: the
+			// terminal, or the file orionctl ui opens the browser on,
+			// whose navigation is cross-site (file:// to http://). Its
+			// token is the proof; the Host check (DNS rebinding) stays.
+			checked = r.Clone(r.Context())
+			checked.Header.Del("Origin")
+			checked.Header.Del("Sec-Fetch-Site")
+		}
+		if ref := s.guard.CheckWithoutToken(checked); ref != nil {
 			s.log.Warn("refused a request", "check", ref.Check, "method", r.Method, "path", redact(r.URL.Path))
 			ref.Write(w)
 			return
@@ -161,15 +186,60 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, http.StatusMethodNotAllowed, apiError{Message: "only GET and POST"})
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, httpguard.TokenPathPrefix) {
-			// The token came in the URL: it becomes the cookie, and the
-			// address bar (history, a shared screen) loses it.
-			s.guard.SetCookie(w, s.cfg.Token)
-			http.Redirect(w, in, in.URL.Path, http.StatusSeeOther)
+		if after, ok := strings.CutPrefix(r.URL.Path, httpguard.TokenPathPrefix); ok {
+			s.exchange(w, r, after)
 			return
 		}
-		mux.ServeHTTP(w, in)
+		if !s.acc.hasCookie(r) {
+			s.log.Warn("refused a request", "check", "cookie", "method", r.Method, "path", r.URL.Path)
+			refuse(w, "this page needs a link from orionctl ui: open the URL it printed (each link opens one tab), or use \"new tab\" on a tab of the page that is open")
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/api/") && !s.acc.hasKey(r) {
+			// The cookie alone is what any listener on another port of
+			// 127.0.0.1 receives from the browser: never enough.
+			s.log.Warn("refused a request", "check", "page_key", "method", r.Method, "path", r.URL.Path)
+			refuse(w, "this request has the page's cookie but not its page key ("+HeaderPageKey+"): open the page from a link of orionctl ui")
+			return
+		}
+		mux.ServeHTTP(w, r)
 	})
+}
+
+// exchange answers a link: an unused token becomes the cookie and a page
+// key, and the address bar loses the token. The key travels in the
+// fragment, which the browser keeps to itself.
+func (s *Server) exchange(w http.ResponseWriter, r *http.Request, after string) {
+	tok, rest, _ := strings.Cut(after, "/")
+	if !s.acc.useLink(tok) {
+		s.log.Warn("refused a request", "check", "link", "method", r.Method, "path", redact(r.URL.Path))
+		refuse(w, "this link is not valid: each link of orionctl ui opens one tab, once. Use \"new tab\" on a tab of the page that is open, or restart orionctl ui for a new link")
+		return
+	}
+	s.acc.setCookie(w)
+	loc := localPath(rest) + "#k=" + s.acc.newKey()
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		// A browser does not send a SameSite=Strict cookie on a redirect
+		// of a navigation another site began, so the page would arrive
+		// without it: this page, now the initiator, goes on itself.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		esc := html.EscapeString(loc)
+		fmt.Fprintf(w, "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=%s\"><title>Orion</title><p><a href=\"%s\">Open the page</a></p>\n", esc, esc)
+		return
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// newLink answers POST /api/link with a fresh one-time URL, for the page's
+// "new tab".
+func (s *Server) newLink(w http.ResponseWriter, r *http.Request) {
+	var p struct{}
+	if !decodeBody(w, r, &p) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"url": s.NewLink()})
 }
 
 // redact keeps a token in a refused path out of the log.

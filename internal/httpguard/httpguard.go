@@ -24,9 +24,12 @@
 //     known only to the person's own programs, sent as
 //     "Authorization: Bearer SECRET", as "X-Orion-Token: SECRET" or as the
 //     first two segments of the path ("/t/SECRET/..."), so that a client
-//     that only takes a base URL can carry it, or, for a door a browser
-//     uses (the local page), in an HttpOnly SameSite=Strict cookie the
-//     door set when the person opened its URL with the secret (SetCookie).
+//     that only takes a base URL can carry it, or in an HttpOnly
+//     SameSite=Strict cookie the door set when the person opened its URL
+//     with the secret (SetCookie). Such a cookie is sent by browsers to
+//     every port of the host, so a door whose cookie must not be enough on
+//     its own (the local page) keeps secrets of its own and calls
+//     CheckWithoutToken.
 //     Compared in constant time.
 //   - A door whose own page calls it (SameOrigin) also accepts an Origin
 //     equal to http:// and the Host the request passed the Host check
@@ -172,6 +175,20 @@ func (g *Guard) Check(r *http.Request) (*http.Request, *Refusal) {
 		return nil, ref
 	}
 	return r, nil
+}
+
+// CheckWithoutToken runs every check but the token's: Host, Origin (and
+// Sec-Fetch-Site) and content type. It is for a door that authenticates
+// requests with secrets of its own (the local page), on a Guard made
+// without a Token.
+func (g *Guard) CheckWithoutToken(r *http.Request) *Refusal {
+	if ref := g.checkHost(r); ref != nil {
+		return ref
+	}
+	if ref := g.checkOrigin(r); ref != nil {
+		return ref
+	}
+	return g.checkContentType(r)
 }
 
 func (g *Guard) checkHost(r *http.Request) *Refusal {

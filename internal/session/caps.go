@@ -86,14 +86,14 @@ func (m *Manager) fits(owner string, n int) error {
 func (m *Manager) capError(owner string, total, mine int) error {
 	if total > m.cfg.MaxSessions {
 		e := protocol.Errorf(protocol.CodeTooManySessions, protocol.ReasonTooManySessions,
-			"oriond holds %d unfinished sessions, its limit (--max-sessions); finalize or abort open sessions (orionctl sessions list), or wait for idle ones to expire",
+			"oriond holds its limit of %d unfinished sessions (--max-sessions); finalize or abort open sessions (orionctl sessions list), or wait for idle ones to expire",
 			m.cfg.MaxSessions)
 		e.Data.Limit = int64(m.cfg.MaxSessions)
 		return e
 	}
 	if owner != "" && mine > m.cfg.MaxClientSessions {
 		e := protocol.Errorf(protocol.CodeTooManySessions, protocol.ReasonTooManySessions,
-			"this client (%s) holds %d unfinished sessions, its limit (--max-client-sessions); finalize or abort the ones it opened",
+			"this client (%s) holds its limit of %d unfinished sessions (--max-client-sessions); finalize or abort the ones it opened",
 			owner, m.cfg.MaxClientSessions)
 		e.Data.Limit = int64(m.cfg.MaxClientSessions)
 		return e
@@ -101,9 +101,16 @@ func (m *Manager) capError(owner string, total, mine int) error {
 	return nil
 }
 
-// admit counts one session of owner as pending if it fits; release takes
-// it back once the session is in live (or was not opened).
-func (m *Manager) admit(owner string) (release func(), err error) {
+// admission is one session counted as pending by admit until it is
+// either in live (settleLocked) or not opened (release).
+type admission struct {
+	m       *Manager
+	owner   string
+	settled bool
+}
+
+// admit counts one session of owner as pending if it fits the caps.
+func (m *Manager) admit(owner string) (*admission, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	total, mine := m.countLocked(owner)
@@ -112,14 +119,35 @@ func (m *Manager) admit(owner string) (release func(), err error) {
 	}
 	m.caps.pending++
 	m.caps.pendingByOwner[owner]++
-	return func() {
-		m.mu.Lock()
-		m.caps.pending--
-		if m.caps.pendingByOwner[owner]--; m.caps.pendingByOwner[owner] <= 0 {
-			delete(m.caps.pendingByOwner, owner)
-		}
-		m.mu.Unlock()
-	}, nil
+	return &admission{m: m, owner: owner}, nil
+}
+
+// settleLocked moves the admitted session e from pending to live in one
+// step under m.mu (held), so that it is never counted twice: a count
+// between the two, as a deferred release allowed, refused a session one
+// short of the cap.
+func (a *admission) settleLocked(e *entry) {
+	a.m.caps.live[e] = struct{}{}
+	a.unpendLocked()
+	a.settled = true
+}
+
+// release takes the pending count back when the session was not opened;
+// after settleLocked it does nothing.
+func (a *admission) release() {
+	a.m.mu.Lock()
+	defer a.m.mu.Unlock()
+	if !a.settled {
+		a.unpendLocked()
+		a.settled = true
+	}
+}
+
+func (a *admission) unpendLocked() {
+	a.m.caps.pending--
+	if a.m.caps.pendingByOwner[a.owner]--; a.m.caps.pendingByOwner[a.owner] <= 0 {
+		delete(a.m.caps.pendingByOwner, a.owner)
+	}
 }
 
 // ListPage is one page of session.list: the sessions List(p.All) returns,

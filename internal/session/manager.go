@@ -397,11 +397,11 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 // open journals a new session record of owner, if it fits the caps on
 // sessions, and starts its timers and watch.
 func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResult, error) {
-	release, err := m.admit(owner)
+	adm, err := m.admit(owner)
 	if err != nil {
 		return protocol.BeginResult{}, err
 	}
-	defer release()
+	defer adm.release()
 	if err := m.put(r); err != nil {
 		return protocol.BeginResult{}, err
 	}
@@ -410,7 +410,7 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	e.publish()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
-	m.caps.live[e] = struct{}{}
+	adm.settleLocked(e)
 	m.mu.Unlock()
 	e.mu.Lock()
 	m.watch(e)

@@ -44,11 +44,11 @@ func (m *Manager) WriteAs(owner string, p protocol.WriteParams) (protocol.Finali
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	release, err := m.admit(owner)
+	adm, err := m.admit(owner)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	defer release()
+	defer adm.release()
 	defer m.pruneFinished()
 	content := []byte(p.Content)
 	r.Scanner.Feed(content)
@@ -66,7 +66,7 @@ func (m *Manager) WriteAs(owner string, p protocol.WriteParams) (protocol.Finali
 	e.publish()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
-	m.caps.live[e] = struct{}{}
+	adm.settleLocked(e)
 	m.mu.Unlock()
 	m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
 	m.traceStage(&e.rec, map[string]any{"target": r.Target, "operation": r.Operation, "write": true})

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"html"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -23,8 +26,9 @@ func newUICmd(g *globals) *cobra.Command {
 		Short: "Serve a local page to watch, inspect and undo what agents write",
 		Long: `Serve a page on loopback that shows oriond's sessions live (streaming, written,
 in conflict, ...), each one's trace ladder, its content as it arrives and the diff of
-what it wrote, with undo, abort and finalize-anyway. The URL carries a random token;
-open it in your browser (orionctl ui opens it unless --no-open). Ctrl-C stops it.`,
+what it wrote, with undo, abort and finalize-anyway. The URL carries a one-time
+token: it opens one tab, once (the page's "New tab" makes another link). orionctl ui
+opens the page in your browser unless --no-open. Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -35,9 +39,13 @@ open it in your browser (orionctl ui opens it unless --no-open). Ctrl-C stops it
 			// The URL alone on stdout, for scripts and tests.
 			fmt.Fprintln(cmd.OutOrStdout(), s.URL())
 			if !noOpen {
-				if err := openBrowser(s.URL()); err != nil {
+				// The browser gets a link of its own: the printed one
+				// stays unused for the person, and each opens one tab.
+				remove, err := openBrowser(s.NewLink())
+				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "orionctl ui: could not open a browser (%v); open the URL above\n", err)
 				}
+				defer remove()
 			}
 			return s.Serve(cmd.Context())
 		},
@@ -48,15 +56,39 @@ open it in your browser (orionctl ui opens it unless --no-open). Ctrl-C stops it
 }
 
 // openBrowser starts the person's browser on url and does not wait for it.
-func openBrowser(url string) error {
+//
+// A command line is world-readable (/proc/PID/cmdline, ps), both
+// xdg-open's and the browser's, so the URL, which carries the token,
+// never goes on one. As Jupyter does, it goes in an HTML file only the
+// person can read (0600, in a fresh 0700 directory) that redirects the
+// browser to it, and the browser is given the file's path. remove deletes
+// the file; call it when the server stops.
+func openBrowser(url string) (remove func(), err error) {
+	remove = func() {}
+	base := os.Getenv("XDG_RUNTIME_DIR") // per user, 0700, on tmpfs
+	if fi, err := os.Stat(base); base == "" || err != nil || !fi.IsDir() {
+		base = "" // os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "orion-ui-") // 0700
+	if err != nil {
+		return remove, err
+	}
+	remove = func() { os.RemoveAll(dir) }
+	page := filepath.Join(dir, "open.html")
+	esc := html.EscapeString(url)
+	body := `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + esc +
+		`"><title>orionctl ui</title><p>Opening <a href="` + esc + `">the page of orionctl ui</a>…</p>` + "\n"
+	if err := os.WriteFile(page, []byte(body), 0o600); err != nil {
+		return remove, err
+	}
 	name := "xdg-open"
 	if runtime.GOOS == "darwin" {
 		name = "open"
 	}
-	c := exec.CommandContext(context.Background(), name, url)
+	c := exec.CommandContext(context.Background(), name, page)
 	if err := c.Start(); err != nil {
-		return err
+		return remove, err
 	}
 	go c.Wait()
-	return nil
+	return remove, nil
 }

@@ -18,9 +18,21 @@ const OPEN = new Set(['awaiting_content', 'streaming', 'finalizing', 'conflict',
 const PAGE = 100;
 const view = { offset: 0, selected: null, lastList: 0, listTimer: null, total: 0, detailBusy: false };
 
+// The page key: the server hands it to this tab in the URL fragment of
+// its redirect (/#k=KEY), which no browser sends to a server; the tab
+// keeps it in sessionStorage (this origin's, this tab's) and sends it on
+// every /api request. The cookie alone, which the browser also sends to
+// other ports of 127.0.0.1, opens nothing.
+const KEY_ITEM = 'orion-page-key';
+if (location.hash.startsWith('#k=')) {
+  sessionStorage.setItem(KEY_ITEM, location.hash.slice(3));
+  history.replaceState(null, '', location.pathname + location.search);
+}
+const pageKey = sessionStorage.getItem(KEY_ITEM) || '';
+
 async function api(path, body) {
-  const opts = body === undefined ? {} : {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  const opts = body === undefined ? { headers: { 'X-Orion-Page-Key': pageKey } } : {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Orion-Page-Key': pageKey }, body: JSON.stringify(body),
   };
   const r = await fetch(path, opts);
   let data = null;
@@ -51,16 +63,52 @@ function setConn(state, text) {
   c.textContent = text;
 }
 
-function connect() {
-  const es = new EventSource('/api/events');
-  es.addEventListener('state', (ev) => {
-    const st = JSON.parse(ev.data);
-    if (st.connected) setConn('live', 'live');
-    else setConn('reconnecting', 'reconnecting… (oriond is not reachable)');
-    scheduleList();
-    if (view.selected && (!st.changed || st.changed.includes(view.selected))) refreshDetail();
-  });
-  es.onerror = () => setConn('reconnecting', 'reconnecting… (the page server is not reachable)');
+function onState(st) {
+  if (st.connected) setConn('live', 'live');
+  else setConn('reconnecting', 'reconnecting… (oriond is not reachable)');
+  scheduleList();
+  if (view.selected && (!st.changed || st.changed.includes(view.selected))) refreshDetail();
+}
+
+// connect reads the server-sent events with fetch, not EventSource, which
+// cannot send the page key; it reconnects a second after the stream ends.
+async function connect() {
+  if (!pageKey) {
+    setConn('nokey', 'this tab has no key: open a link of orionctl ui, or "new tab" in a tab that works');
+    return;
+  }
+  try {
+    const r = await fetch('/api/events', { headers: { 'X-Orion-Page-Key': pageKey } });
+    if (r.status === 403) {
+      setConn('nokey', 'refused: open a new link of orionctl ui');
+      return;
+    }
+    if (!r.ok || !r.body) throw new Error(`HTTP ${r.status}`);
+    const rd = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await rd.read();
+      if (done) break;
+      buf += value;
+      let i;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const ev = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = ev.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+        if (data) onState(JSON.parse(data));
+      }
+    }
+  } catch { /* the server went away: say so and try again */ }
+  setConn('reconnecting', 'reconnecting… (the page server is not reachable)');
+  setTimeout(connect, 1000);
+}
+
+// A new tab gets its own one-time link: the key is this tab's.
+async function newTab() {
+  try {
+    const r = await api('/api/link', {});
+    window.open(r.url, '_blank', 'noopener');
+  } catch (e) { showMessage(e.message, true); }
 }
 
 // --- sessions list -----------------------------------------------------------
@@ -304,6 +352,7 @@ function showTab(name) {
 
 $('#tab-sessions').onclick = () => showTab('sessions');
 $('#tab-traces').onclick = () => showTab('traces');
+$('#new-tab').onclick = newTab;
 $('#filters').onsubmit = (e) => e.preventDefault();
 for (const id of ['#f-workspace', '#f-state']) $(id).onchange = () => { view.offset = 0; loadList(); };
 // Typing filters after a short pause; the list's own data is the page

@@ -53,6 +53,10 @@ type handler struct {
 	// name is a connection's peer process name, which the sessions it
 	// begins record (session info's client); nil names none.
 	name func(*jsonrpc2.Conn) string
+	// heavy bounds the replies that may be megabytes (heavy.go).
+	heavy heavyGate
+	// follows bounds each connection's trace.follow subscriptions.
+	follows followCount
 }
 
 // nameOf is the peer process name of conn, "" when unknown.
@@ -99,6 +103,14 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		defer h.inflight.Done()
 		if wait != nil {
 			<-wait
+		}
+		if decodeErr == nil && m.heavy {
+			release, ok := h.heavy.acquire(conn)
+			if !ok {
+				done()
+				return
+			}
+			defer release()
 		}
 		start := time.Now()
 		var (

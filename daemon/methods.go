@@ -29,7 +29,7 @@ var methods = table(
 		about(func(p *protocol.FinalizeParams) string { return p.SessionID }),
 	route(protocol.SessionAbort, (*handler).abort).about(sessionIDParams),
 	route(protocol.SessionGet, (*handler).get),
-	route(protocol.SessionList, (*handler).list),
+	route(protocol.SessionList, (*handler).list).heavy(),
 	route(protocol.SessionResume, (*handler).resume).about(sessionIDParams).
 		owns(func(r protocol.ResumeResult) []string { return []string{r.SessionID} }),
 	route(protocol.SessionContinue, (*handler).continue_).
@@ -37,7 +37,7 @@ var methods = table(
 		owns(beginOwner),
 	route(protocol.SessionClean, (*handler).clean),
 	route(protocol.SessionUndo, (*handler).undo),
-	route(protocol.SessionContent, (*handler).content),
+	route(protocol.SessionContent, (*handler).content).heavy(),
 	route(protocol.SessionWrite, (*handler).write).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
@@ -46,7 +46,7 @@ var methods = table(
 	route(protocol.TxGet, (*handler).txGet),
 	route(protocol.DaemonStatus, (*handler).daemonStatus),
 	route(protocol.ToolsDefinitions, (*handler).toolsDefinitions),
-	route(protocol.TraceList, (*handler).traceList),
+	route(protocol.TraceList, (*handler).traceList).heavy(),
 	route(protocol.TraceFollow, (*handler).traceFollow),
 )
 
@@ -150,6 +150,9 @@ func (h *handler) traceFollow(conn *jsonrpc2.Conn, p *protocol.TraceFollowParams
 	if h.traces == nil {
 		return protocol.TraceFollowResult{}, errTracingOff(protocol.MethodTraceFollow)
 	}
+	if err := h.follows.add(conn); err != nil {
+		return protocol.TraceFollowResult{}, err
+	}
 	// Events go to this connection, from the tracer's goroutine for it,
 	// until the connection closes.
 	stop := h.traces.Follow(p.TraceFilter, func(n protocol.TraceEventNotification) {
@@ -158,6 +161,7 @@ func (h *handler) traceFollow(conn *jsonrpc2.Conn, p *protocol.TraceFollowParams
 	go func() {
 		<-conn.DisconnectNotify()
 		stop()
+		h.follows.done(conn)
 	}()
 	return protocol.TraceFollowResult{Following: true}, nil
 }
@@ -176,6 +180,9 @@ type method struct {
 	// serve calls the handler with decoded params and names the sessions
 	// its result makes the connection the driver of.
 	serve func(h *handler, conn *jsonrpc2.Conn, params any) (result any, owned []string, err error)
+	// heavy: its reply may be megabytes, built and written under the
+	// handler's heavyGate.
+	heavy bool
 }
 
 // routeOf is a method of the table with its types, as written in it.
@@ -185,6 +192,7 @@ type routeOf[P, R any] struct {
 	sessionOf func(*P) string
 	ownedBy   func(R) []string
 	decoder   func(json.RawMessage) (*P, error)
+	isHeavy   bool
 }
 
 // route serves m with handle, whose params and result are m's types.
@@ -208,6 +216,13 @@ func (r routeOf[P, R]) owns(owned func(R) []string) routeOf[P, R] {
 	return r
 }
 
+// heavy says a reply may be megabytes: it is built and written under the
+// handler's heavyGate, one per connection and a few daemon-wide.
+func (r routeOf[P, R]) heavy() routeOf[P, R] {
+	r.isHeavy = true
+	return r
+}
+
 // decodeWith replaces the standard decoding of the params (encoding/json,
 // then a check of their text and of their limits) by decode, which must do
 // all of that itself.
@@ -218,7 +233,7 @@ func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage) (*P, error)) rout
 
 func (r routeOf[P, R]) erase() method {
 	spec := r.m.Spec()
-	m := method{name: spec.Name, params: spec.Params, result: spec.Result}
+	m := method{name: spec.Name, params: spec.Params, result: spec.Result, heavy: r.isHeavy}
 	switch {
 	case r.decoder != nil:
 		m.decode = func(raw json.RawMessage) (any, error) { return r.decoder(raw) }

@@ -193,7 +193,16 @@ const (
 	// dropped to keep the store under --store-max-bytes (code
 	// CodeSessionState).
 	ReasonBackupDropped = "backup_dropped"
+	// ReasonTooManyFollows: trace.follow on a connection that follows
+	// MaxFollowsPerConnection times already (code CodeTooLarge,
+	// data.limit); a follow lasts as long as its connection.
+	ReasonTooManyFollows = "too_many_follows"
 )
+
+// MaxFollowsPerConnection bounds the trace.follow subscriptions of one
+// connection: each holds a buffer of events and a goroutine until the
+// connection closes.
+const MaxFollowsPerConnection = 4
 
 // ErrorData is the data object of every application error.
 type ErrorData struct {

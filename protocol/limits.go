@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -143,6 +144,36 @@ func (p *BeginParams) check(c *checker) {
 	}
 	c.duration("idle_ms", p.IdleMS, MaxSessionTimeoutMS)
 	c.duration("auto_finalize_ms", p.AutoFinalizeMS, MaxSessionTimeoutMS)
+	c.path("target_file", p.TargetFile)
+	c.path("workspace_root", p.WorkspaceRoot)
+	if c.err == nil && strings.HasSuffix(p.TargetFile, "/") {
+		// Cleaned, "dir/" would name a file "dir": the client meant a
+		// directory.
+		c.err = Errorf(CodeInvalidTarget, ReasonIsDirectory,
+			"%starget_file ends in /, so it names a directory; give the path of a file", c.prefix)
+		c.err.Data.Field = c.prefix + "target_file"
+	}
+	c.nonNegative("expected_bytes", p.ExpectedBytes)
+	c.nonNegative("expected_lines", p.ExpectedLines)
+}
+
+// path refuses a path with a NUL byte, which no file system takes: named
+// as a bad param, not as the I/O error opening it would give.
+func (c *checker) path(field, v string) {
+	if c.err == nil && strings.IndexByte(v, 0) >= 0 {
+		c.err = Errorf(CodeInvalidParams, ReasonMalformedParams,
+			"%s%s contains a NUL byte, which no path can hold", c.prefix, field)
+		c.err.Data.Field = c.prefix + field
+	}
+}
+
+// nonNegative refuses a count below zero.
+func (c *checker) nonNegative(field string, n int64) {
+	if c.err == nil && n < 0 {
+		c.err = Errorf(CodeInvalidParams, ReasonMalformedParams,
+			"%s%s is %d; give a count of 0 or more (0: not announced)", c.prefix, field, n)
+		c.err.Data.Field = c.prefix + field
+	}
 }
 
 // Check reports the first field of p out of bounds, or nil; the chunk is

@@ -259,6 +259,10 @@ Chunks are the file's exact text: no code fences, no markers, no line numbers; c
 	// PromptMCPOutsideWorkspace: {target} as given, {roots} the roots,
 	// {first} the one a relative path resolves against.
 	PromptMCPOutsideWorkspace = "{target} is outside the workspace: write only inside {roots} (a relative path resolves against {first})"
+	// PromptMCPSessionOutsideWorkspace: session {id} writes outside
+	// {roots}, the server's roots.
+	PromptMCPSessionOutsideWorkspace = "Session {id} belongs to another workspace: this server acts only on writes inside {roots}. " +
+		"Nothing was done; list_sessions shows the writes of this workspace."
 	// PromptMCPTooLarge: write_file's content over {limit}; {size} its
 	// size, {lines} the lines a chunk.
 	PromptMCPTooLarge = "write_file takes at most {limit} of content, and this is {size}: nothing was written. " +

@@ -55,6 +55,7 @@ var ErrorReasons = []ReasonDoc{
 	{CodeTooLarge, ReasonChunkTooLarge, "a chunk is over `--max-chunk-bytes` (`data.limit`)"},
 	{CodeTooLarge, ReasonSessionTooLarge, "the session is over `--max-session-bytes` (`data.limit`)"},
 	{CodeTooLarge, ReasonFieldTooLarge, "a string or list in the params is over its limit (`data.field`, `data.limit`; see Field limits)"},
+	{CodeTooLarge, ReasonTooManyFollows, "trace.follow on a connection that follows 4 times already (`data.limit`): a follow lasts until its connection closes; open another connection"},
 	{CodeTooLarge, ReasonMessageTooLarge, "a frame's Content-Length is over the message limit (`data.limit`); refused from the header, then the connection closes"},
 	{CodeMarkerMissing, ReasonMarkerMissing, "finalize before the end marker, without end_of_input"},
 	{CodeInvalidOperation, ReasonUnknownOperation, "the operation is not one the daemon knows"},

@@ -137,6 +137,10 @@ func place(roots []string, target string) (placement, error) {
 	if target == "" {
 		return placement{}, argErrorf("target_file is empty: give the file's path, relative to the workspace root %s", roots[0])
 	}
+	if strings.HasSuffix(target, "/") {
+		// Cleaned, "dir/" would name a file "dir".
+		return placement{}, &argError{protocol.ReasonIsDirectory, fmt.Sprintf("target_file %.200q ends in /, so it names a directory: give the path of a file", target)}
+	}
 	abs := target
 	if !filepath.IsAbs(target) {
 		abs = filepath.Join(roots[0], target)

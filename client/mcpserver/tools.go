@@ -155,6 +155,9 @@ func (s *Server) writeAppend(ctx context.Context, req *mcp.CallToolRequest) (too
 	case a.Chunk == nil:
 		return toolResult{}, argErrorf("write_append needs chunk: the next piece of the file's text (seq %d)", a.Seq)
 	}
+	if err := s.ownSession(ctx, a.SessionID); err != nil {
+		return toolResult{}, err
+	}
 	var ack protocol.AppendResult
 	next := uint64(0)
 	err := s.daemon.do(ctx, func(c *client.Client) (err error) {
@@ -219,6 +222,9 @@ func (s *Server) writeFinalize(ctx context.Context, req *mcp.CallToolRequest) (t
 	}
 	if a.SessionID == "" {
 		return toolResult{}, argErrorf("write_finalize needs session_id: the one write_begin returned")
+	}
+	if err := s.ownSession(ctx, a.SessionID); err != nil {
+		return toolResult{}, err
 	}
 	fr, err := s.finalize(ctx, a.SessionID, a.DryRun)
 	if err != nil {
@@ -351,6 +357,9 @@ func (s *Server) writeAbort(ctx context.Context, req *mcp.CallToolRequest) (tool
 	}
 	if a.SessionID == "" {
 		return toolResult{}, argErrorf("write_abort needs session_id")
+	}
+	if err := s.ownSession(ctx, a.SessionID); err != nil {
+		return toolResult{}, err
 	}
 	var ar protocol.AbortResult
 	err := s.daemon.do(ctx, func(c *client.Client) (err error) {
@@ -508,6 +517,9 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 			return toolResult{}, argErrorf("this server has completed no write yet; give the session_id to undo (list_sessions shows them)")
 		}
 	}
+	if err := s.ownSession(ctx, id); err != nil {
+		return toolResult{}, err
+	}
 	var ur protocol.UndoResult
 	err := s.daemon.do(ctx, func(c *client.Client) (err error) {
 		ur, err = c.Undo(ctx, id)
@@ -564,24 +576,22 @@ func (s *Server) listSessions(ctx context.Context, req *mcp.CallToolRequest) (to
 		limit = defaultListLimit
 	}
 	limit = min(limit, maxListLimit)
-	var all []protocol.SessionInfo
-	err := s.daemon.do(ctx, func(c *client.Client) (err error) {
-		all, err = c.List(ctx, true)
-		return err
-	})
+	if a.Stage != "" && !slices.Contains(protocol.Stages, a.Stage) {
+		names := make([]string, len(protocol.Stages))
+		for i, st := range protocol.Stages {
+			names[i] = string(st)
+		}
+		return toolResult{}, argErrorf("list_sessions: stage %.40q is not a stage; give one of %s, or none for all", a.Stage, strings.Join(names, ", "))
+	}
+	// Only the sessions of this workspace: the daemon serves every
+	// workspace of the user.
+	all, err := s.visibleSessions(ctx, callRoots(ctx), a.Stage, limit)
 	if err != nil {
 		return toolResult{}, err
 	}
-	slices.SortStableFunc(all, func(x, y protocol.SessionInfo) int { return y.UpdatedAt.Compare(x.UpdatedAt) })
 	out := listOut{Sessions: []sessionOut{}}
 	var b strings.Builder
 	for _, si := range all {
-		if a.Stage != "" && si.Stage != a.Stage {
-			continue
-		}
-		if len(out.Sessions) == limit {
-			break
-		}
 		so := sessionOut{SessionID: si.SessionID, TargetFile: s.shown(si.SessionID, si.TargetFile), Operation: si.Operation,
 			Stage: si.Stage, Bytes: si.Bytes, Lines: si.Lines, UpdatedAt: si.UpdatedAt}
 		if si.Stage.Open() {

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -59,8 +60,38 @@ func (m *Manager) Content(p protocol.ContentParams) (protocol.ContentResult, err
 		return res, pe
 	}
 	res.Available = true
-	res.Bytes = int64(buf.Len())
+	raw := buf.Bytes()[:encodedPrefix(buf.Bytes(), protocol.MaxContentBytes)]
+	res.Bytes = int64(len(raw))
 	res.Truncated = res.Bytes < res.Total
-	res.Content = strings.ToValidUTF8(buf.String(), "\uFFFD")
+	res.Content = strings.ToValidUTF8(string(raw), "\uFFFD")
 	return res, nil
+}
+
+// encodedPrefix is the length of the longest prefix of raw, cut between
+// characters, whose content encodes in a JSON reply to at most limit
+// bytes. The reply's size is what the daemon holds in memory and writes:
+// control bytes escape to six bytes each, so raw bytes alone would let a
+// 4 MiB session make a 24 MiB reply. The cost is encoding/json's, the
+// encoder of replies: HTML characters escaped, invalid bytes sent as
+// U+FFFD.
+func encodedPrefix(raw []byte, limit int64) int {
+	var size int64
+	for i := 0; i < len(raw); {
+		r, n := utf8.DecodeRune(raw[i:])
+		cost := int64(n)
+		switch {
+		case r == utf8.RuneError && n == 1:
+			cost = 3 // U+FFFD
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+			cost = 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+			cost = 6
+		}
+		if size+cost > limit {
+			return i
+		}
+		size += cost
+		i += n
+	}
+	return len(raw)
 }

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,4 +66,36 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 			t.Fatalf("source disk: %v", err)
 		}
 	})
+}
+
+// A reply's size is bounded as encoded: control bytes escape sixfold in
+// JSON, so 1 MiB of them would make a 6 MiB reply.
+func TestContentIsBoundedByItsEncodedSize(t *testing.T) {
+	h := newHarness(t)
+	s := h.begin(protocol.BeginParams{TargetFile: "ctl.txt", Operation: protocol.OpCreate})
+	chunk := strings.Repeat("\x01", 64<<10)
+	const chunks = 16
+	for seq := 1; seq <= chunks; seq++ {
+		if _, err := h.mgr.Append(protocol.AppendParams{SessionID: s.SessionID, Seq: uint64(seq), Chunk: chunk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := json.Marshal(got.Content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enc) > protocol.MaxContentBytes+2 {
+		t.Errorf("content encodes to %d bytes, over the %d a reply carries", len(enc), protocol.MaxContentBytes)
+	}
+	if !got.Truncated || got.Total != chunks*int64(len(chunk)) || got.Bytes != int64(len(got.Content)) || got.Bytes < protocol.MaxContentBytes/6-1 {
+		t.Errorf("content: %d of %d bytes, truncated %v; want the first %d, truncated", got.Bytes, got.Total, got.Truncated, protocol.MaxContentBytes/6)
+	}
+	// Text that needs no escaping still comes whole up to the limit.
+	if n, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID, MaxBytes: 1000}); err != nil || n.Bytes != 1000 {
+		t.Errorf("max_bytes 1000: %d bytes, %v", n.Bytes, err)
+	}
 }

@@ -204,6 +204,7 @@ export const Reasons = {
   tooManySessions: "too_many_sessions",
   storeFull: "store_full",
   backupDropped: "backup_dropped",
+  tooManyFollows: "too_many_follows",
 } as const;
 
 /** ReasonDoc documents one reason: the code it travels with, what it means, and what a model should do about it (empty when it cannot fix it). */
@@ -254,6 +255,7 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32008, reason: "chunk_too_large", doc: "a chunk is over `--max-chunk-bytes` (`data.limit`)", advice: "" },
   { code: -32008, reason: "session_too_large", doc: "the session is over `--max-session-bytes` (`data.limit`)", advice: "" },
   { code: -32008, reason: "field_too_large", doc: "a string or list in the params is over its limit (`data.field`, `data.limit`; see Field limits)", advice: "" },
+  { code: -32008, reason: "too_many_follows", doc: "trace.follow on a connection that follows 4 times already (`data.limit`): a follow lasts until its connection closes; open another connection", advice: "" },
   { code: -32008, reason: "message_too_large", doc: "a frame's Content-Length is over the message limit (`data.limit`); refused from the header, then the connection closes", advice: "" },
   { code: -32009, reason: "end_marker_missing", doc: "finalize before the end marker, without end_of_input", advice: "" },
   { code: -32010, reason: "unknown_operation", doc: "the operation is not one the daemon knows", advice: "" },
@@ -1479,6 +1481,11 @@ export const Prompts = {
    * {first} the one a relative path resolves against.
    */
   mcpOutsideWorkspace: "{target} is outside the workspace: write only inside {roots} (a relative path resolves against {first})",
+  /**
+   * PromptMCPSessionOutsideWorkspace: session {id} writes outside
+   * {roots}, the server's roots.
+   */
+  mcpSessionOutsideWorkspace: "Session {id} belongs to another workspace: this server acts only on writes inside {roots}. Nothing was done; list_sessions shows the writes of this workspace.",
   /**
    * PromptMCPTooLarge: write_file's content over {limit}; {size} its
    * size, {lines} the lines a chunk.

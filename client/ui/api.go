@@ -293,8 +293,13 @@ type ActionResult struct {
 	Result  any    `json:"result"`
 }
 
-func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
-	var p sessionAction
+// act answers an action: it decodes the JSON body into P, calls the
+// daemon with do, and answers the person's sentence and the daemon's result;
+// a refusal is answered with the daemon's own message. The session it names
+// is refreshed on the page unless do says the action changed nothing.
+func act[P any](s *Server, w http.ResponseWriter, r *http.Request, session func(P) string,
+	do func(context.Context, *client.Client, P) (msg string, res any, changed bool, err error)) {
+	var p P
 	if !decodeBody(w, r, &p) {
 		return
 	}
@@ -304,40 +309,44 @@ func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
-	res, err := c.Undo(ctx, p.SessionID)
+	msg, res, changed, err := do(ctx, c, p)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	msg := fmt.Sprintf("restored %s (%d bytes)", res.TargetFile, res.RestoredBytes)
-	if res.Removed {
-		msg = "removed " + res.TargetFile + ", which the session had created"
+	if changed {
+		s.hub.touch(session(p))
 	}
-	if res.TxID != "" {
-		msg = fmt.Sprintf("undid transaction %s: %d files", res.TxID, len(res.Files))
-	}
-	s.hub.touch(p.SessionID)
 	writeJSON(w, http.StatusOK, ActionResult{Message: msg, Result: res})
 }
 
+func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
+	act(s, w, r, func(p sessionAction) string { return p.SessionID },
+		func(ctx context.Context, c *client.Client, p sessionAction) (string, any, bool, error) {
+			res, err := c.Undo(ctx, p.SessionID)
+			if err != nil {
+				return "", nil, false, err
+			}
+			msg := fmt.Sprintf("restored %s (%d bytes)", res.TargetFile, res.RestoredBytes)
+			if res.Removed {
+				msg = "removed " + res.TargetFile + ", which the session had created"
+			}
+			if res.TxID != "" {
+				msg = fmt.Sprintf("undid transaction %s: %d files", res.TxID, len(res.Files))
+			}
+			return msg, res, true, nil
+		})
+}
+
 func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
-	var p sessionAction
-	if !decodeBody(w, r, &p) {
-		return
-	}
-	c, ctx, cancel, err := s.daemon(r)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	defer cancel()
-	res, err := c.Abort(ctx, p.SessionID)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	s.hub.touch(p.SessionID)
-	writeJSON(w, http.StatusOK, ActionResult{Message: fmt.Sprintf("session %s is %s", res.SessionID, res.Stage), Result: res})
+	act(s, w, r, func(p sessionAction) string { return p.SessionID },
+		func(ctx context.Context, c *client.Client, p sessionAction) (string, any, bool, error) {
+			res, err := c.Abort(ctx, p.SessionID)
+			if err != nil {
+				return "", nil, false, err
+			}
+			return fmt.Sprintf("session %s is %s", res.SessionID, res.Stage), res, true, nil
+		})
 }
 
 type finalizeAction struct {
@@ -350,28 +359,17 @@ type finalizeAction struct {
 }
 
 func (s *Server) finalize(w http.ResponseWriter, r *http.Request) {
-	var p finalizeAction
-	if !decodeBody(w, r, &p) {
-		return
-	}
-	c, ctx, cancel, err := s.daemon(r)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	defer cancel()
-	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: p.SessionID, Force: p.Force, DryRun: p.DryRun})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	msg := fmt.Sprintf("wrote %s: %d bytes, %d lines", res.TargetFile, res.Bytes, res.Lines)
-	if res.DryRun {
-		msg = "dry run: nothing written"
-	} else {
-		s.hub.touch(p.SessionID)
-	}
-	writeJSON(w, http.StatusOK, ActionResult{Message: msg, Result: res})
+	act(s, w, r, func(p finalizeAction) string { return p.SessionID },
+		func(ctx context.Context, c *client.Client, p finalizeAction) (string, any, bool, error) {
+			res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: p.SessionID, Force: p.Force, DryRun: p.DryRun})
+			if err != nil {
+				return "", nil, false, err
+			}
+			if res.DryRun {
+				return "dry run: nothing written", res, false, nil
+			}
+			return fmt.Sprintf("wrote %s: %d bytes, %d lines", res.TargetFile, res.Bytes, res.Lines), res, true, nil
+		})
 }
 
 // TraceLogs is the answer of GET /api/trace/logs.

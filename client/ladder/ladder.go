@@ -145,7 +145,7 @@ func Build(session string, events []protocol.TraceEvent) *Ladder {
 		if string(ev.Type) != string(protocol.TraceStage) {
 			continue
 		}
-		f := decodeFields(ev.Fields)
+		f := DecodeFields(ev.Fields)
 		if t, ok := fieldString(f, "target"); ok && l.Target == "" {
 			op, _ := fieldString(f, "operation")
 			l.Target = t + " (" + op + ")"
@@ -198,7 +198,9 @@ func count(n, one, many string) string {
 	return n + " " + many
 }
 
-func decodeFields(raw json.RawMessage) map[string]any {
+// DecodeFields reads a trace event's fields, numbers kept as written; a
+// malformed or empty object gives an empty map.
+func DecodeFields(raw json.RawMessage) map[string]any {
 	m := map[string]any{}
 	if len(raw) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
@@ -253,7 +255,7 @@ func buildRungs(events []protocol.TraceEvent) []*rung {
 	var open *rung
 	var openEnd time.Time
 	for _, ev := range events {
-		f := decodeFields(ev.Fields)
+		f := DecodeFields(ev.Fields)
 		if string(ev.Type) == string(protocol.TraceRequest) {
 			took, hasTook := fieldFloat(f, "duration_ms")
 			// Events of the request carry times up to its end; allow a

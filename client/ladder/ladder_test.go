@@ -129,7 +129,7 @@ func TestAppendRunFolds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var a appendRun
 			for _, raw := range tt.fields {
-				f := decodeFields(json.RawMessage(raw))
+				f := DecodeFields(json.RawMessage(raw))
 				took, hasTook := fieldFloat(f, "duration_ms")
 				a.add(f, took, hasTook)
 			}

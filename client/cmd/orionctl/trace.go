@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -334,8 +335,8 @@ func eventLine(ev protocol.TraceEvent) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-16s %-8s  %-17s", ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"),
 		termsafe.String(string(ev.Type)), termsafe.String(session), termsafe.String(method))
-	fields := decodeFields(ev.Fields)
-	for _, k := range sortedKeys(fields) {
+	fields := ladder.DecodeFields(ev.Fields)
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if fields[k] == nil {
 			continue
 		}
@@ -353,25 +354,6 @@ func eventValue(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return termsafe.String(string(b))
-}
-
-func decodeFields(raw json.RawMessage) map[string]any {
-	m := map[string]any{}
-	if len(raw) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.UseNumber()
-		dec.Decode(&m)
-	}
-	return m
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // clip cuts s to at most n display columns, marking the cut.

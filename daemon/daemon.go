@@ -22,6 +22,7 @@ import (
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
@@ -447,7 +448,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			c.Close()
 			continue
 		}
-		peer, pid, err := peerCred(uc)
+		peer, pid, err := paths.PeerCred(uc)
 		if err != nil || peer != uid {
 			log.Warn("refusing a connection from another user", "peer_uid", peer, "peer_pid", pid, "err", err)
 			c.Close()

@@ -84,7 +84,7 @@ func TrustSocket(path string, uid int) error {
 // LOCAL_PEERCRED): the socket file may be ours and still be served by
 // another user's process.
 func TrustPeer(c *net.UnixConn, uid int) error {
-	peer, err := peerUID(c)
+	peer, _, err := PeerCred(c)
 	if err != nil {
 		return fmt.Errorf("%w: reading the daemon's credentials: %v", ErrUntrustedSocket, err)
 	}

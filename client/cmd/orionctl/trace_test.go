@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,26 +16,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-func readEvents(t *testing.T, path string) []protocol.TraceEvent {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var events []protocol.TraceEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev protocol.TraceEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		events = append(events, ev)
-	}
-	return events
-}
 
 func TestEventLine(t *testing.T) {
 	ev := protocol.TraceEvent{

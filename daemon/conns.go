@@ -431,7 +431,13 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // (storing it twice is harmless), so neither returns before client can
 // find it, which a bind that left the store to whichever won a race did not
 // promise (a first request could be counted against no client).
+//
+// Every request binds, so once the mapping is there a bind is one read
+// (sync.Map's lock-free path for a key that is not rewritten).
 func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) {
+	if _, ok := s.byRPC.Load(rpc); ok {
+		return
+	}
 	c.rpc.CompareAndSwap(nil, rpc)
 	s.byRPC.Store(rpc, c)
 }

@@ -18,6 +18,7 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -181,7 +182,7 @@ func (f *FS) OpenParent(path string) (*Dir, string, error) {
 	// The directory is the one checked (OpenDir compared the kernel's
 	// name of it with the path), so the file's path here is its real path:
 	// a protected file reached through a swapped symlink is caught too.
-	if err := f.guard.CheckProtected(path); err != nil {
+	if err := f.checkProtected(path); err != nil {
 		d.Close()
 		return nil, "", err
 	}
@@ -264,4 +265,41 @@ func moved(dir, real string, inside bool) error {
 	}
 	return &pathguard.Error{Reason: pathguard.ReasonPathChanged, Path: dir,
 		Msg: fmt.Sprintf("%s now leads to %s: a directory on the way was replaced or a symlink changed since the path was checked; nothing was written. Check the path and begin a new session", dir, real)}
+}
+
+// checkProtected refuses path when it is protected, reading the
+// directories the git-partial rule looks at through descriptors of the
+// roots (as every other operation here), not by a path checked earlier.
+// The directories are read through the roots even in a workspace view: a
+// repository's pieces above the workspace count as much as those in it.
+func (f *FS) checkProtected(path string) error {
+	whole := &FS{roots: f.roots, guard: f.guard}
+	return f.guard.CheckProtectedIn(path, func(dir string) (pathguard.DirReader, error) {
+		d, err := whole.OpenDir(dir)
+		var pe *pathguard.Error
+		if IsMissingDir(err) || (errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing) {
+			return nil, nil // nothing there, or a file where the directory would be: it holds nothing
+		}
+		if err != nil {
+			return nil, err
+		}
+		return gitDir{d}, nil
+	})
+}
+
+// gitDir is a Dir as the git-partial rule reads it.
+type gitDir struct{ *Dir }
+
+func (d gitDir) Lstat(name string) (fs.FileMode, error) {
+	info, err := d.Dir.Lstat(name)
+	return info.Mode, err
+}
+
+func (d gitDir) ReadHead(name string, n int) ([]byte, error) {
+	f, err := d.OpenRegular(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(n)))
 }

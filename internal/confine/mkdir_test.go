@@ -47,3 +47,40 @@ func TestMkdirAll(t *testing.T) {
 		t.Fatalf("RemoveEmptyDirs = %v, want only the empty one", removed)
 	}
 }
+
+// The git-partial rule is checked at the moment of use, through the
+// roots' descriptors: a directory made when nothing marked a repository
+// is refused once another piece stands beside it, nothing is made for a
+// refused piece, and the directories a refused write made are removed
+// although they are protected by then.
+func TestGitPartialAtUse(t *testing.T) {
+	fsys, root, _ := setup(t, pathguard.Protection{})
+	tool := filepath.Join(root, "vendor", "tool")
+	made, err := fsys.MkdirFor(filepath.Join(tool, "objects", "info", "packs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tool, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fsys.OpenParent(filepath.Join(tool, "objects", "info", "packs")); reasonOf(err) != pathguard.ReasonProtected {
+		t.Fatalf("OpenParent beside HEAD = %v, want %s", err, pathguard.ReasonProtected)
+	}
+	if m, err := fsys.MkdirFor(filepath.Join(tool, "refs", "heads", "main")); reasonOf(err) != pathguard.ReasonProtected || len(m) != 0 {
+		t.Fatalf("MkdirFor(refs/heads/main) beside HEAD = %v, %v; want %s and nothing made", m, err, pathguard.ReasonProtected)
+	}
+	if _, err := os.Stat(filepath.Join(tool, "refs")); err == nil {
+		t.Fatal("refs/ was made for a refused write")
+	}
+	removed := fsys.RemoveEmptyDirs(made)
+	if want := []string{filepath.Join(tool, "objects", "info"), filepath.Join(tool, "objects")}; !slices.Equal(removed, want) {
+		t.Fatalf("RemoveEmptyDirs(%v) removed %v, want %v (vendor/tool holds HEAD)", made, removed, want)
+	}
+	if _, err := os.Stat(filepath.Join(tool, "objects")); err == nil {
+		t.Fatal("objects/ is still there")
+	}
+	// Only HEAD is left: git does not take the directory for a repository.
+	if entries, _ := os.ReadDir(tool); len(entries) != 1 {
+		t.Fatalf("left in the directory: %v", entries)
+	}
+}

@@ -72,6 +72,13 @@ const (
 	// objects/ and refs/, or HEAD and commondir), whatever its name: a bare
 	// repository, a --separate-git-dir target, a dotfiles repository.
 	RuleGitDir = "git-dir"
+	// RuleGitPartial: a piece of a repository's internals (HEAD, objects/,
+	// refs/, packed-refs, commondir, config, hooks/, info/) written into a
+	// directory that already holds another that marks one (HEAD, objects/,
+	// refs/, packed-refs, commondir, or a config with a [core] section).
+	// RuleGitDir sees a repository once it is whole; this one refuses the
+	// pieces that would make it whole, in whatever order they come.
+	RuleGitPartial = "git-partial"
 	// RuleAgentConfig: the configuration of an agent or an editor in a
 	// project (DefaultNames but .git), which can run commands or grant
 	// permissions when the folder is next opened.
@@ -87,6 +94,7 @@ var ruleWhy = map[string]string{
 	RuleGitName:     "git runs hooks and config (core.fsmonitor, aliases) from a repository's .git at the next git command; case variants are the same directory on macOS and Windows",
 	RuleGitLink:     "a .git file points there (gitdir:), so it is a repository's .git whose hooks and config run at the next git command",
 	RuleGitDir:      "it holds a repository's internals (HEAD, objects/, refs/), whose hooks and config run at the next git command",
+	RuleGitPartial:  "its directory already holds part of a repository's internals (HEAD, objects/, refs/, packed-refs, commondir or a git config); adding another piece would make it a repository whose hooks and config (core.pager, core.fsmonitor) run at the next git command there",
 	RuleAgentConfig: "it is an agent's or an editor's configuration, which can run commands (tasks, hooks, MCP servers) or widen an agent's permissions when the folder is next opened",
 }
 
@@ -180,6 +188,8 @@ func PathDirs(pathEnv, home string) []string {
 // protection is a Protection cleaned and resolved for matching.
 type protection struct {
 	always, listed, names, allowed []string
+	// explicit are the allowed paths the person named, without the roots.
+	explicit []string
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -196,6 +206,9 @@ func newProtection(p Protection, roots []string) protection {
 		} else {
 			q.listed = appendResolved(q.listed, d)
 		}
+	}
+	for _, a := range p.Allowed {
+		q.explicit = appendResolved(q.explicit, a)
 	}
 	for _, a := range append(slices.Clone(p.Allowed), roots...) {
 		q.allowed = appendResolved(q.allowed, a)
@@ -283,20 +296,31 @@ type Match struct {
 
 // Protected reports whether the clean absolute path is protected, and by
 // which rule. A path protected by several rules is reported by the first
-// one not lifted, in the order: oriond's files, the list, git, agents'
+// one not lifted, in the order: oriond's files, the list, git (a .git
+// name, a linked or whole repository, then a partial one), agents'
 // configuration, $PATH directories, hidden entries of home.
 func (g *Guard) Protected(path string) (Match, bool) {
+	// Read by path: an early answer for a session's begin. A directory
+	// that cannot be read here is read again, failing closed, through
+	// descriptors at the write (CheckProtectedIn).
+	m, ok, _ := g.protected(path, openByPath)
+	return m, ok
+}
+
+// protected is Protected with the git-partial rule's directories read
+// through open.
+func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
 	if e := matchPaths(g.protect.always, path); len(e) > 0 {
-		return Match{Rule: RuleOriond, At: e[0]}, true
+		return Match{Rule: RuleOriond, At: e[0]}, true, nil
 	}
 	for _, e := range matchPaths(g.protect.listed, path) {
 		if !g.lifted(path, e, "") {
-			return Match{Rule: RuleListed, At: e}, true
+			return Match{Rule: RuleListed, At: e}, true, nil
 		}
 	}
 	for _, m := range matchNames(g.protect.names, path) {
 		if !g.lifted(path, m.At, m.Name) {
-			return m, true
+			return m, true, nil
 		}
 	}
 	for _, m := range gitDirs(path) {
@@ -306,12 +330,18 @@ func (g *Guard) Protected(path string) (Match, bool) {
 			name = ".git"
 		}
 		if !g.lifted(path, m.At, name) {
-			return m, true
+			return m, true, nil
 		}
+	}
+	// A directory that cannot be read does not stop the rules below: one
+	// of them may refuse the path anyway.
+	m, ok, readErr := g.gitPartial(path, open)
+	if ok {
+		return m, true, nil
 	}
 	for _, e := range matchPaths(g.protect.pathDirs, path) {
 		if !g.lifted(path, e, "") {
-			return Match{Rule: RulePathDir, At: e}, true
+			return Match{Rule: RulePathDir, At: e}, true, nil
 		}
 	}
 	sep := string(filepath.Separator)
@@ -322,11 +352,11 @@ func (g *Guard) Protected(path string) (Match, bool) {
 		first, _, _ := strings.Cut(strings.TrimPrefix(path[len(h):], sep), sep)
 		if strings.HasPrefix(first, ".") {
 			if at := filepath.Join(h, first); !g.lifted(path, at, "") {
-				return Match{Rule: RuleHomeHidden, At: at}, true
+				return Match{Rule: RuleHomeHidden, At: at}, true, nil
 			}
 		}
 	}
-	return Match{}, false
+	return Match{}, false, readErr
 }
 
 // lifted reports whether an allowed path or name lifts a rule that matched
@@ -560,6 +590,7 @@ func (q protection) rules() []RuleInfo {
 	add(RuleGitName, git...)
 	add(RuleGitLink, "the directory named by any .git file (gitdir: <dir>)")
 	add(RuleGitDir, "any directory holding HEAD and objects/ and refs/ (or HEAD and commondir)")
+	add(RuleGitPartial, "HEAD, objects/, refs/, packed-refs, commondir, config, hooks/ or info/ (any case) in a directory holding another of HEAD, objects/, refs/, packed-refs, commondir or a config with [core]")
 	add(RuleAgentConfig, agents...)
 	add(RulePathDir, q.pathDirs...)
 	var hidden []string

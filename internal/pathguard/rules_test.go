@@ -256,7 +256,7 @@ func TestRulesListed(t *testing.T) {
 		got = append(got, r.Rule)
 	}
 	want := []string{pathguard.RuleOriond, pathguard.RuleListed, pathguard.RuleGitName, pathguard.RuleGitLink, pathguard.RuleGitDir,
-		pathguard.RuleAgentConfig, pathguard.RulePathDir, pathguard.RuleHomeHidden}
+		pathguard.RuleGitPartial, pathguard.RuleAgentConfig, pathguard.RulePathDir, pathguard.RuleHomeHidden}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("rules %v, want %v", got, want)
 	}

@@ -173,7 +173,7 @@ func TestShapeProtectedRefusedThenAllowed(t *testing.T) {
 			t.Errorf("daemon.status rule %s has no reason or pattern", pr.Rule)
 		}
 	}
-	if got, want := strings.Join(rules, ","), "oriond-files,listed,git-name,git-link,git-dir,agent-config,path-dir,home-hidden"; got != want {
+	if got, want := strings.Join(rules, ","), "oriond-files,listed,git-name,git-link,git-dir,git-partial,agent-config,path-dir,home-hidden"; got != want {
 		t.Errorf("daemon.status protected_rules %s, want %s", got, want)
 	}
 	if !contains(st.ProtectedPaths, filepath.Join(home, "sdk/bin")) || !contains(st.ProtectedPaths, filepath.Join(home, ".*")) {

@@ -16,8 +16,12 @@ import (
 func TestGitPartial(t *testing.T) {
 	pieces := []string{"HEAD", "config", "packed-refs", "commondir", "objects/info/packs", "refs/heads/main", "hooks/pre-commit", "info/exclude"}
 	markers := map[string]func(dir string) error{
-		"HEAD":        func(d string) error { return os.WriteFile(filepath.Join(d, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644) },
-		"config":      func(d string) error { return os.WriteFile(filepath.Join(d, "config"), []byte("[Core]\n\tpager = sh -c x\n"), 0o644) },
+		"HEAD": func(d string) error {
+			return os.WriteFile(filepath.Join(d, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		},
+		"config": func(d string) error {
+			return os.WriteFile(filepath.Join(d, "config"), []byte("[Core]\n\tpager = sh -c x\n"), 0o644)
+		},
 		"packed-refs": func(d string) error { return os.WriteFile(filepath.Join(d, "packed-refs"), nil, 0o644) },
 		"commondir":   func(d string) error { return os.WriteFile(filepath.Join(d, "commondir"), []byte("..\n"), 0o644) },
 		"objects":     func(d string) error { return os.Mkdir(filepath.Join(d, "objects"), 0o755) },
@@ -72,10 +76,12 @@ func TestGitPartial(t *testing.T) {
 func TestGitPartialNotMarked(t *testing.T) {
 	root, g := partialRoot(t, pathguard.Protection{})
 	for dir, setup := range map[string]func(string) error{
-		"empty":     func(string) error { return nil },
-		"hooks":     func(d string) error { return os.Mkdir(filepath.Join(d, "hooks"), 0o755) },
-		"info":      func(d string) error { return os.Mkdir(filepath.Join(d, "info"), 0o755) },
-		"aliasonly": func(d string) error { return os.WriteFile(filepath.Join(d, "config"), []byte("[alias]\n\tst = status\n"), 0o644) },
+		"empty": func(string) error { return nil },
+		"hooks": func(d string) error { return os.Mkdir(filepath.Join(d, "hooks"), 0o755) },
+		"info":  func(d string) error { return os.Mkdir(filepath.Join(d, "info"), 0o755) },
+		"aliasonly": func(d string) error {
+			return os.WriteFile(filepath.Join(d, "config"), []byte("[alias]\n\tst = status\n"), 0o644)
+		},
 		"configdir": func(d string) error { return os.Mkdir(filepath.Join(d, "config"), 0o755) },
 	} {
 		d := filepath.Join(root, dir)

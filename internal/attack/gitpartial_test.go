@@ -110,6 +110,61 @@ func TestGitDirectoryPieceByPiece(t *testing.T) {
 		}
 	}
 	t.Logf("24 orders, %d writes refused by git-partial", refused)
+
+	// All four pieces at once, in each order: in one Codex envelope and in
+	// one transaction. Each is refused as a whole and leaves nothing.
+	for n, order := range orders {
+		for _, how := range []string{"envelope", "transaction"} {
+			ws := filepath.Join(d.Root, fmt.Sprintf("%s%02d", how, n))
+			if err := os.Mkdir(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			canary := filepath.Join(d.Root, fmt.Sprintf("%s%02d-canary", how, n))
+			pieces := gitPieces(canary)
+			var names []string
+			for _, i := range order {
+				names = append(names, pieces[i].name)
+			}
+			var je error
+			if how == "envelope" {
+				patch := "*** Begin Patch\n"
+				for _, i := range order {
+					patch += "*** Add File: vendor/tool/" + pieces[i].name + "\n+" + strings.ReplaceAll(pieces[i].content, "\n", "\n+") + "\n"
+				}
+				patch += "*** End Patch\n"
+				var b protocol.BeginResult
+				r.must(protocol.MethodSessionBegin, protocol.BeginParams{TargetFile: "vendor/tool/" + names[0], WorkspaceRoot: ws, Operation: protocol.OpEdit}, &b)
+				r.must(protocol.MethodSessionAppend, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: patch + b.EndMarker + "\n"}, nil)
+				je = asErr(r.call(protocol.MethodSessionFinalize, protocol.FinalizeParams{SessionID: b.SessionID, Force: true}, nil))
+			} else {
+				var files []protocol.BeginParams
+				for _, name := range names {
+					files = append(files, protocol.BeginParams{TargetFile: "vendor/tool/" + name, Operation: protocol.OpCreate})
+				}
+				var tb protocol.TxBeginResult
+				r.must(protocol.MethodTxBegin, protocol.TxBeginParams{WorkspaceRoot: ws, Files: files}, &tb)
+				for j, s := range tb.Sessions {
+					r.must(protocol.MethodSessionAppend, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: pieces[order[j]].content + "\n" + s.EndMarker + "\n"}, nil)
+				}
+				je = asErr(r.call(protocol.MethodTxCommit, protocol.TxCommitParams{TxID: tb.TxID, Force: true}, nil))
+			}
+			if je == nil {
+				t.Errorf("%s of %v: written, want it refused", how, names)
+			}
+			if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+				t.Errorf("%s of %v: refused, but left %v in the workspace", how, names, entries)
+			}
+			dir := filepath.Join(ws, "vendor", "tool")
+			if os.MkdirAll(dir, 0o755) == nil {
+				if gitDir, ok := runGit(t, dir); ok {
+					t.Errorf("%s of %v: git takes %s for a repository (git dir %q)", how, names, dir, gitDir)
+				}
+			}
+			if _, err := os.Stat(canary); err == nil {
+				t.Errorf("%s of %v: the model's pager, alias or hook ran", how, names)
+			}
+		}
+	}
 }
 
 // runGit runs, in dir, git rev-parse --git-dir, then git -p log and git

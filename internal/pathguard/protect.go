@@ -242,6 +242,13 @@ type protection struct {
 	always, listed, names, allowed []string
 	// explicit are the allowed paths the person named, without the roots.
 	explicit []string
+	// plainNames are the names of one component that are no pattern, by
+	// nameKey, for a lookup per component; otherNames the patterns and
+	// the names of several components, tried in turn, and otherParts
+	// each of those split into components.
+	plainNames map[string]string
+	otherNames []string
+	otherParts [][]string
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -255,6 +262,17 @@ func newProtection(p Protection, roots []string) protection {
 	for _, d := range p.Default {
 		if isName(d) {
 			q.names = appendResolved(q.names, d)
+			if isPattern(d) || strings.ContainsRune(d, filepath.Separator) {
+				if !slices.Contains(q.otherNames, d) {
+					q.otherNames = append(q.otherNames, d)
+					q.otherParts = append(q.otherParts, strings.Split(d, string(filepath.Separator)))
+				}
+			} else if _, ok := q.plainNames[nameKey(d)]; !ok {
+				if q.plainNames == nil {
+					q.plainNames = map[string]string{}
+				}
+				q.plainNames[nameKey(d)] = d
+			}
 		} else {
 			q.listed = appendResolved(q.listed, d)
 		}
@@ -372,7 +390,7 @@ func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
 			return Match{Rule: RuleListed, At: e}, true, nil
 		}
 	}
-	for _, m := range matchNames(g.protect.names, path) {
+	for _, m := range g.protect.matchNames(path) {
 		if !g.lifted(path, m.At, m.Name) {
 			return m, true, nil
 		}
@@ -447,40 +465,49 @@ func matchPaths(list []string, path string) []string {
 
 // matchNames returns a match for every component of path (or run of
 // components) that is one of the protected names, outermost first.
-func matchNames(names []string, path string) []Match {
+func (q protection) matchNames(path string) []Match {
 	var out []Match
 	sep := string(filepath.Separator)
 	comps := strings.Split(strings.Trim(path, sep), sep)
-	for i := range comps {
-		if comps[i] == "" {
+	for i, c := range comps {
+		if c == "" {
 			continue
 		}
-		for _, n := range names {
-			parts := strings.Split(n, sep)
-			if i+len(parts) > len(comps) || !slices.EqualFunc(parts, comps[i:i+len(parts)], nameMatches) {
-				continue
+		n, ok := q.plainNames[nameKey(c)]
+		width := 1 // the components the name spans
+		for j, parts := range q.otherParts {
+			if ok {
+				break
 			}
-			rule := RuleListed
-			switch {
-			case sameName(n, ".git"):
-				rule = RuleGitName
-			case slices.ContainsFunc(vcsNames, func(a string) bool { return sameName(a, n) }):
-				rule = RuleVCSName
-			case slices.Contains(agentNames, n):
-				rule = RuleAgentConfig
-			}
-			// A pattern's match is named by the entry it matched, so that
-			// allowing that one name lifts it and no other.
-			name := n
-			if isPattern(n) && len(parts) == 1 {
-				name = comps[i]
-			}
-			out = append(out, Match{Rule: rule, At: sep + filepath.Join(comps[:i+len(parts)]...), Name: name})
-			break
+			width = len(parts)
+			ok = i+width <= len(comps) && slices.EqualFunc(parts, comps[i:i+width], nameMatches)
+			n = q.otherNames[j]
 		}
+		if !ok {
+			continue
+		}
+		rule := RuleListed
+		switch {
+		case sameName(n, ".git"):
+			rule = RuleGitName
+		case slices.ContainsFunc(vcsNames, func(a string) bool { return sameName(a, n) }):
+			rule = RuleVCSName
+		case slices.Contains(agentNames, n):
+			rule = RuleAgentConfig
+		}
+		// A pattern's match is named by the entry it matched, so that
+		// allowing that one name lifts it and no other.
+		name := n
+		if isPattern(n) && width == 1 {
+			name = c
+		}
+		out = append(out, Match{Rule: rule, At: sep + filepath.Join(comps[:i+width]...), Name: name})
 	}
 	return out
 }
+
+// nameKey is a name as sameName compares it, for an exact lookup.
+func nameKey(n string) string { return strings.ToLower(foldName(n)) }
 
 // isPattern reports whether a protected name is a pattern (path.Match
 // syntax) rather than a name.

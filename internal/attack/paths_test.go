@@ -102,6 +102,9 @@ var shapeTargets = []struct{ path, rule string }{
 	{"proj/.devcontainer.json", "agent-config"},
 	{"proj/mise.toml", "agent-config"},
 	{"proj/.mise.toml", "agent-config"},
+	{"proj/.autoenv.zsh", "agent-config"},
+	{"proj/.env.leave", "agent-config"},
+	{"proj/.project", "agent-config"},
 	// Other version control systems' internals.
 	{"proj/.hg/hgrc", "vcs-name"},
 	{"proj/.sl/config", "vcs-name"},

@@ -62,12 +62,17 @@ var projectNames = []struct{ path, rule, at, name string }{
 	{".dir-locals.el", pathguard.RuleAgentConfig, ".dir-locals.el", ".dir-locals.el"},
 	{".dir-locals-2.el", pathguard.RuleAgentConfig, ".dir-locals-2.el", ".dir-locals-2.el"},
 	{".devcontainer.json", pathguard.RuleAgentConfig, ".devcontainer.json", ".devcontainer.json"},
+	{".project", pathguard.RuleAgentConfig, ".project", ".project"},
+	{".externalToolBuilders/build.launch", pathguard.RuleAgentConfig, ".externalToolBuilders", ".externalToolBuilders"},
 	// Environment loaders.
 	{"mise.toml", pathguard.RuleAgentConfig, "mise.toml", "mise.toml"},
 	{".mise.toml", pathguard.RuleAgentConfig, ".mise.toml", ".mise.toml"},
 	{"mise.local.toml", pathguard.RuleAgentConfig, "mise.local.toml", "mise.local.toml"},
 	{".mise/config.toml", pathguard.RuleAgentConfig, ".mise", ".mise"},
 	{".config/mise/config.toml", pathguard.RuleAgentConfig, ".config/mise", ".config/mise"},
+	{".autoenv.zsh", pathguard.RuleAgentConfig, ".autoenv.zsh", ".autoenv.zsh"},
+	{".autoenv_leave.zsh", pathguard.RuleAgentConfig, ".autoenv_leave.zsh", ".autoenv_leave.zsh"},
+	{".env.leave", pathguard.RuleAgentConfig, ".env.leave", ".env.leave"},
 	// Other version control systems' internals, in any case.
 	{".hg/hgrc", pathguard.RuleVCSName, ".hg", ".hg"},
 	{".HG/hgrc", pathguard.RuleVCSName, ".HG", ".hg"},
@@ -120,7 +125,7 @@ func TestProjectNamesRefusedThenAllowed(t *testing.T) {
 	// Look-alikes stay writable: a document about a tool is not its
 	// configuration, and hooks/ in a source tree is not a hook directory.
 	for _, ok := range []string{"docs/lefthook.md", "lefthook.yml.example", "src/hooks/useThing.ts", ".github/workflows/ci.yml",
-		"docs/vimrc.md", "mise/README.md", "config/mise.md", "aider.md", "hg/notes.txt", "opencode.md", ".roo.md"} {
+		"docs/vimrc.md", "mise/README.md", "config/mise.md", "aider.md", "hg/notes.txt", "opencode.md", ".roo.md", ".env", ".env.example", "project.md"} {
 		if _, err := refused.Resolve(filepath.Join(proj, filepath.FromSlash(ok)), ""); err != nil {
 			t.Errorf("Resolve(%s) = %v, want it allowed", ok, err)
 		}

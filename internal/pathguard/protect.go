@@ -129,8 +129,10 @@ var agentNames = append([]string{
 	// language servers, start-up files read from the current directory.
 	".theia", ".fleet", "*.code-workspace", ".run", "*.ipr", "*.iws", ".helix",
 	".vimrc", ".gvimrc", ".lvimrc", ".dir-locals.el", ".dir-locals-2.el", ".devcontainer.json",
-	// Environment loaders: run on entering the directory.
+	".project", ".externalToolBuilders",
+	// Environment loaders: run on entering (or leaving) the directory.
 	"mise.toml", ".mise.toml", "mise.*.toml", ".mise.*.toml", ".mise", ".config/mise",
+	".autoenv.zsh", ".autoenv_leave.zsh", ".env.leave",
 }, configNames(
 	[]string{"lefthook", ".lefthook", "lefthook-local", ".lefthook-local"}, []string{"yml", "yaml", "toml", "json", "jsonc"},
 	[]string{"simple-git-hooks", ".simple-git-hooks"}, []string{"json", "js", "cjs", "mjs"},

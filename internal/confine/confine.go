@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/orion-agent/orion/internal/pathguard"
 )
@@ -42,6 +43,11 @@ type root struct {
 	path string // real, clean, absolute
 	r    *os.Root
 }
+
+// openDirFlags open a directory and nothing else: O_DIRECTORY fails at
+// once on a FIFO swapped in where a directory was, which a plain open would
+// wait on for a writer, holding the request (and the session) forever.
+const openDirFlags = os.O_RDONLY | syscall.O_DIRECTORY
 
 // errEscapes is os.Root's (unexported) error for a path that leaves the
 // root, captured once so it can be told from a missing directory.
@@ -145,7 +151,7 @@ func (f *FS) OpenDir(dir string) (*Dir, error) {
 	if f.workspace != "" {
 		file, err = f.openInWorkspace(r, dir)
 	} else {
-		file, err = r.r.Open(rel)
+		file, err = r.r.OpenFile(rel, openDirFlags, 0)
 	}
 	if err != nil {
 		return nil, openDirError(dir, err)
@@ -226,7 +232,7 @@ func (f *FS) openInWorkspace(r root, dir string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, err := ws.Open(rel)
+	file, err := ws.OpenFile(rel, openDirFlags, 0)
 	var pe *os.PathError
 	if err != nil && errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
 		return nil, &pathguard.Error{Reason: pathguard.ReasonOutsideWorkspace, Path: dir, Workspace: f.workspace,

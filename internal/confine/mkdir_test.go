@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/pathguard"
 )
@@ -82,5 +84,36 @@ func TestGitPartialAtUse(t *testing.T) {
 	// Only HEAD is left: git does not take the directory for a repository.
 	if entries, _ := os.ReadDir(tool); len(entries) != 1 {
 		t.Fatalf("left in the directory: %v", entries)
+	}
+}
+
+// A FIFO where a directory was (swapped in after the path was checked) is
+// refused at once: opening it as a directory never waits for a writer,
+// neither for the directory of a file nor for the directories the
+// git-partial rule reads above it.
+func TestFIFOForDirectoryNeverBlocks(t *testing.T) {
+	fsys, root, _ := setup(t, pathguard.Protection{})
+	fifo := filepath.Join(root, "sub", "tool")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 3)
+	go func() {
+		_, err := fsys.OpenDir(fifo)
+		done <- err
+		_, _, err = fsys.OpenParent(filepath.Join(fifo, "x.txt"))
+		done <- err
+		_, err = fsys.MkdirFor(filepath.Join(fifo, "objects", "info", "packs"))
+		done <- err
+	}()
+	for i := 0; i < 3; i++ {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("call %d through a FIFO succeeded", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("opening a FIFO as a directory blocked")
+		}
 	}
 }

@@ -203,7 +203,9 @@ func (g *Guard) CheckProtectedIn(path string, open OpenDirFunc) error {
 // openByPath reads a directory by its path, for the checks made when a
 // session begins; the write itself is checked again through descriptors.
 func openByPath(dir string) (DirReader, error) {
-	f, err := os.Open(dir)
+	// O_DIRECTORY: a FIFO where the directory should be fails at once
+	// instead of waiting for a writer.
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
 	}

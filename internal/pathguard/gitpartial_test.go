@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/pathguard"
 )
@@ -148,4 +150,25 @@ func partialRoot(t *testing.T, p pathguard.Protection) (string, *pathguard.Guard
 		t.Fatal(err)
 	}
 	return root, g
+}
+
+// A FIFO where a directory of the path should be is never waited on: the
+// check answers at once.
+func TestGitPartialFIFONeverBlocks(t *testing.T) {
+	root, g := partialRoot(t, pathguard.Protection{})
+	fifo := filepath.Join(root, "tool")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Protected(filepath.Join(fifo, "HEAD"))
+		g.Resolve(filepath.Join(fifo, "objects", "x"), "")
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the check of a path through a FIFO blocked")
+	}
 }

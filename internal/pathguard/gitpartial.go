@@ -17,9 +17,9 @@ import (
 // gitPieces are the entries of a repository's directory that git looks
 // for to recognise one (setup.c's is_git_directory: HEAD, objects/,
 // refs/, or commondir) or reads from it once it has (config, packed-refs,
-// hooks/, info/). A directory holding one of them is on its way to being
-// a repository; writing another is how a model would finish one (see
-// RuleGitPartial).
+// hooks/, info/). A directory holding one that marks a repository (see
+// heldMarker) is on its way to being one; writing another piece is how a
+// model would finish it (RuleGitPartial).
 var gitPieces = []string{"HEAD", "objects", "refs", "packed-refs", "commondir", "config", "hooks", "info"}
 
 // maxGitConfig bounds the read of a file named config while looking for a
@@ -53,7 +53,7 @@ type OpenDirFunc func(dir string) (DirReader, error)
 // directory inside the roots whose entry on the way to path is a git piece
 // (any case, as a case-insensitive file system would name it) while the
 // directory already holds another piece that marks a repository (see
-// gitMarker). Only directories whose next component is a piece are opened,
+// heldMarker). Only directories whose next component is a piece are opened,
 // so most paths read nothing. An error other than a missing directory is
 // returned, for the caller to fail closed.
 func (g *Guard) gitPartial(path string, open OpenDirFunc) (Match, bool, error) {

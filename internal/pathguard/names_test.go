@@ -2,6 +2,7 @@ package pathguard_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,5 +138,26 @@ func TestProjectNamesRefusedThenAllowed(t *testing.T) {
 	}
 	if _, err := g.Resolve(filepath.Join(proj, ".aider.model.settings.yml"), ""); !isReason(err, pathguard.ReasonProtected) {
 		t.Errorf("a neighbour of an allowed .aider file: %v, want %s", err, pathguard.ReasonProtected)
+	}
+}
+
+// Every protected name is in the reference a person reads
+// (docs/protected-paths.md), as a file or as a directory; lefthook's and
+// simple-git-hooks' are listed by their first name and extensions.
+func TestProtectedNamesDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "protected-paths.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range pathguard.DefaultNames() {
+		if ext := filepath.Ext(n); ext != n && (strings.Contains(n, "lefthook") || strings.Contains(n, "simple-git-hooks")) {
+			n = strings.TrimSuffix(n, filepath.Ext(n)) + ".yml"
+			if strings.Contains(n, "simple-git-hooks") {
+				n = strings.TrimSuffix(n, ".yml") + ".*"
+			}
+		}
+		if !strings.Contains(string(doc), "`"+n+"`") && !strings.Contains(string(doc), "`"+n+"/`") {
+			t.Errorf("%s is protected but not in docs/protected-paths.md", n)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -242,6 +243,17 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		}
 		dirs[i], names[i] = d, name
 	}
+	if slices.ContainsFunc(changes, func(c fileChange) bool { return len(c.CreatedDirs) > 0 }) {
+		// The record names the directories made, so that a crash before
+		// the commit record leaves none of them behind (unprepare).
+		if err := m.putTx(tx); err != nil {
+			removeMade()
+			dropBackups()
+			m.unprepare(tx)
+			return err
+		}
+		failpoint.Hit("tx.dirsmade")
+	}
 	for i := range changes {
 		c := &changes[i]
 		if c.Kind == changeDelete {
@@ -324,10 +336,14 @@ var testHookRenamed func(i int) error
 const txPreparing protocol.TxStage = "preparing"
 
 // unprepare returns a transaction whose staging failed (or was cut short by
-// a crash) to where it was: its temp files removed, its files untouched, and
-// committable again.
+// a crash) to where it was: its temp files and the directories it made
+// removed, its files untouched, and committable again.
 func (m *Manager) unprepare(tx *txRecord) {
 	m.cleanTxTemps(tx)
+	for i := len(tx.Files) - 1; i >= 0; i-- {
+		m.files.RemoveEmptyDirs(tx.Files[i].CreatedDirs)
+		tx.Files[i].CreatedDirs = nil
+	}
 	tx.Stage = protocol.TxOpen
 	if err := m.putTx(tx); err != nil {
 		m.cfg.Logger.Error("recording an unprepared transaction", "tx", tx.ID, "err", err)

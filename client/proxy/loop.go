@@ -508,6 +508,12 @@ func (l *loop) wroteText(r *protocol.FinalizeResult) string {
 	shown := termsafe.String(displayPath(r.TargetFile, l.ws))
 	s := lineBreak(l.out) + fmt.Sprintf("Wrote %s: %s, %s.\n", shown, textfmt.CountGrouped(r.Lines, "line", "lines"), textfmt.Size(r.Bytes))
 	if l.p.cfg.Echo == EchoContent {
+		if l.p.cfg.Token == "" && r.Operation != protocol.OpCreate && r.Operation != protocol.OpOverwrite {
+			// After an edit or an append the file holds text the request
+			// did not send, which a caller without the secret may not be
+			// allowed to read.
+			return s + "(not echoed: this proxy has no secret, and the file holds text the request did not send)\n"
+		}
 		s += fence(shown, readWritten(r))
 	}
 	return s

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -469,6 +470,23 @@ func TestProxyConnectionCap(t *testing.T) {
 		}
 		if !strings.Contains(p.log(), "connections refused: too many open") {
 			t.Errorf("the refusal is not logged:\n%s", p.log())
+		}
+	})
+
+	// A connection that sends half a request's headers is closed after
+	// the 10 s header deadline (the wait allows twice that, on a slow
+	// machine; it was 30 s before).
+	t.Run("HalfHeader", func(t *testing.T) {
+		p := runProxy(t, bin, nil, args...)
+		c, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: %s\r\n", p.addr)
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("the connection was still open after 20 s (%v)", err)
 		}
 	})
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/claudecode"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -592,4 +594,51 @@ func TestExecWorkspaceFixed(t *testing.T) {
 			t.Errorf("sub/notes.md: %q, %v", b, err)
 		}
 	})
+}
+
+// The README's way to run Claude Code against the shared proxy: its base
+// URL, with the secret, from --print-env, and its project from the
+// workspace header. Claude Code writes into that project.
+func TestProxyClaudeCodePrintEnv(t *testing.T) {
+	claude, version := claudecode.Install(t)
+	bin := testdaemon.Orionctl(t)
+	d := testdaemon.Start(t)
+	project := filepath.Join(d.Root, "myproject")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	content := "# Notes\n\nwritten through the shared proxy\n"
+	up := httptest.NewServer(&scriptedModel{target: "notes.md", content: content})
+	defer up.Close()
+	config := []string{"XDG_CONFIG_HOME=" + t.TempDir()}
+	p := runProxy(t, bin, config, "--socket", d.Socket, "--anthropic-upstream", up.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c",
+		`env $("$0" proxy --print-env --listen "$1") ANTHROPIC_CUSTOM_HEADERS="X-Orion-Workspace: $PWD" "$2" -p "Write notes.md." --output-format json`,
+		bin, p.addr, claude)
+	cmd.Dir = project
+	cmd.Env = append(claudecode.Env(t.TempDir(), ""), config...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("Claude Code %s through orionctl proxy took %v", version, time.Since(start))
+	if err != nil {
+		t.Fatalf("claude: %v\nstdout %s\nstderr %s\nproxy:\n%s", err, out.String(), errb.String(), p.log())
+	}
+	var r struct {
+		IsError bool   `json:"is_error"`
+		Result  string `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil || r.IsError || !strings.Contains(r.Result, "Wrote notes.md") {
+		t.Errorf("Claude Code's result %s (%v)\nproxy:\n%s", out.String(), err, p.log())
+	}
+	if got, err := os.ReadFile(filepath.Join(project, "notes.md")); err != nil || string(got) != content {
+		t.Errorf("myproject/notes.md: %q, %v; want %q", got, err, content)
+	}
+	if strings.Contains(p.log(), "check=token") {
+		t.Errorf("a request of Claude Code's was refused at the door:\n%s", p.log())
+	}
 }

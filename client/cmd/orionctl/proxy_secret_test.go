@@ -219,9 +219,14 @@ func TestProxySecret(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var e struct{ Error struct{ Type, Check, Message string } }
+			err = json.NewDecoder(resp.Body).Decode(&e)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("X-Should-Retry") != "false" {
 				t.Errorf("%s: %s, x-should-retry %q; want 401, false", c.name, resp.Status, resp.Header.Get("X-Should-Retry"))
+			}
+			if err != nil || e.Error.Type != "authentication_error" || e.Error.Check != "token" || !strings.Contains(e.Error.Message, "--print-env") {
+				t.Errorf("%s: body %+v (%v), want an authentication_error naming the token check and --print-env", c.name, e, err)
 			}
 		}
 		if status, body := chat(t, "http://"+p.addr+"/v1", d.Root); status != http.StatusUnauthorized {

@@ -63,7 +63,7 @@ func (c *Controller) sessionFailed(ctx context.Context, s *session, err error, d
 	}
 	s.failed = true
 	s.sent(len(s.pend))
-	info := errorInfo(err)
+	info := c.errorInfo(err)
 	c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
 		Text:    fmt.Sprintf("%s: %s failed: %s", s.shown, doing, info.Message),
 		Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptStopped, "target", s.shown, "message", info.Message)}})
@@ -107,7 +107,7 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 		if asProtocolError(err) == nil {
 			return fmt.Errorf("session %s: finalizing: %w", s.id, err)
 		}
-		info := errorInfo(err)
+		info := c.errorInfo(err)
 		c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
 			Text:    fmt.Sprintf("%s was not written: %s", s.shown, info.Message),
 			Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptNotWritten, "target", s.shown, "message", info.Message)}})

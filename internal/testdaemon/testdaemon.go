@@ -110,6 +110,24 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// MainOwnConfig is Main for packages whose tests run binaries that write
+// to the user's configuration directory (orionctl proxy makes its secret
+// file there): XDG_CONFIG_HOME points at a temporary directory for the
+// whole run, removed at its end, so that nothing lands in the real one. A
+// test that needs another sets its own in the command's environment.
+func MainOwnConfig(m *testing.M) {
+	dir, err := os.MkdirTemp("", "orion-test-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	Cleanup()
+	os.Exit(code)
+}
+
 // Cleanup removes the binary Binary built, if any: for a TestMain that
 // does more than Main.
 func Cleanup() {

@@ -219,7 +219,7 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
 		}
 		res.Removed = true
-		res.RemovedDirs = m.files.RemoveEmptyDirs(r.Result.CreatedDirs)
+		res.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
 	} else {
 		fill := m.backupFill(id, r.BackupPieces)
 		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
@@ -326,7 +326,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if !f.Removed {
 			f.RestoredBytes, f.SHA256 = u.NewBytes, u.NewSHA256
 		}
-		f.RemovedDirs = m.files.RemoveEmptyDirs(r.Result.CreatedDirs)
+		f.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
 		r.Undone = true
 		r.UpdatedAt = m.cfg.Clock.Now()
 		if err := m.put(r); err != nil && firstErr == nil {

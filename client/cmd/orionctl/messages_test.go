@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
 // A message case is one orionctl invocation; its exit code, stdout and
 // stderr are compared with testdata/messages/<name>.txt, exactly, once the
 // daemon's root, session ids and their 8-character prefixes are replaced by
-// placeholders.
+// placeholders ($PARENT is the root's parent, $DEFAULT_SOCKET the socket
+// orionctl uses without --socket).
 type messageCase struct {
 	name  string
 	files map[string]string // under the root, written before the run
@@ -54,7 +56,19 @@ var messageCases = []messageCase{
 		before: [][]string{{"write", "--op", "overwrite", "$ROOT/undo.txt"}},
 		args:   []string{"undo", "--last"}},
 	{name: "undo_nothing", args: []string{"undo", "--last"}},
+	{name: "write_protected", files: map[string]string{"repo/.git/HEAD": "ref: refs/heads/main\n"}, stdin: "x\n",
+		args: []string{"write", "$ROOT/repo/.git/config"}},
+	{name: "write_outside_roots", stdin: "x\n", args: []string{"write", "$PARENT/elsewhere/x.txt"}},
+	{name: "write_dry_run_absolute", files: map[string]string{"dry.txt": "old\n"}, stdin: "new\n",
+		args: []string{"write", "--op", "overwrite", "--dry-run", "$ROOT/dry.txt"}},
+	{name: "unknown_command", args: []string{"frobnicate"}},
+	{name: "unknown_flag", args: []string{"write", "--operation", "edit", "x.go"}},
+	{name: "missing_target", args: []string{"write"}},
+	{name: "sessions_list_json_none", args: []string{"sessions", "list", "--json"}},
 }
+
+// onFresh are the cases that need a daemon of their own, with no session.
+var onFresh = map[string]bool{"undo_nothing": true, "sessions_list_json_none": true}
 
 var (
 	uuidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -62,19 +76,22 @@ var (
 )
 
 func normalize(s, root string) string {
+	s = strings.ReplaceAll(s, client.DefaultSocket(), "$DEFAULT_SOCKET")
 	s = strings.ReplaceAll(s, root, "$ROOT")
+	s = strings.ReplaceAll(s, filepath.Dir(root), "$PARENT")
 	s = uuidRE.ReplaceAllString(s, "<id>")
 	return shortRE.ReplaceAllString(s, "<short>")
 }
 
 func TestMessages(t *testing.T) {
-	// undo_nothing needs a daemon of its own, with nothing to undo.
+	// The socket orionctl uses without --socket: none answers there.
+	t.Setenv("ORION_SOCKET", filepath.Join(t.TempDir(), "default.sock"))
 	fresh := testdaemon.Start(t)
 	d := testdaemon.Start(t)
 	for _, tc := range messageCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dd := d
-			if tc.name == "undo_nothing" {
+			if onFresh[tc.name] {
 				dd = fresh
 			}
 			for name, content := range tc.files {
@@ -87,7 +104,7 @@ func TestMessages(t *testing.T) {
 			expand := func(args []string) []string {
 				out := make([]string, len(args))
 				for i, a := range args {
-					out[i] = strings.ReplaceAll(a, "$ROOT", dd.Root)
+					out[i] = strings.ReplaceAll(strings.ReplaceAll(a, "$ROOT", dd.Root), "$PARENT", filepath.Dir(dd.Root))
 				}
 				return out
 			}

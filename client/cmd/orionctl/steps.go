@@ -27,7 +27,7 @@ func newBeginCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if workspace, err = workspaceFor(args[0], workspace); err != nil {
+			if workspace, err = g.workspaceFor(args[0], workspace); err != nil {
 				return err
 			}
 			c, err := g.dial(cmd)

@@ -52,7 +52,7 @@ func newTxWriteCmd(g *globals) *cobra.Command {
 				if !ok || target == "" || source == "" {
 					return usageError{fmt.Errorf("%q: want TARGET=SOURCE", a)}
 				}
-				root, err := workspaceFor(target, workspace)
+				root, err := g.workspaceFor(target, workspace)
 				if err != nil {
 					return err
 				}
@@ -220,7 +220,7 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 		}
 		printChecks(out, f)
 		if res.DryRun {
-			fmt.Fprint(out, termsafe.Text(f.Diff))
+			fmt.Fprint(out, termsafe.Text(diffForPerson(f.Diff)))
 		}
 	}
 	return nil

@@ -22,6 +22,9 @@ type messageCase struct {
 	files map[string]string // under the root, written before the run
 	stdin string
 	args  []string // $ROOT is replaced by the daemon's root
+	// inRoot runs orionctl in the daemon's root (undo --last looks in the
+	// current directory's workspace).
+	inRoot bool
 	// before runs orionctl first (its output is not compared), e.g. to
 	// apply an edit that the case then applies again.
 	before [][]string
@@ -54,8 +57,8 @@ var messageCases = []messageCase{
 	{name: "unreachable_custom_socket", args: []string{"--socket", "/nonexistent/orion.sock", "status"}},
 	{name: "undo_last", files: map[string]string{"undo.txt": "old\n"}, stdin: "new\n",
 		before: [][]string{{"write", "--op", "overwrite", "$ROOT/undo.txt"}},
-		args:   []string{"undo", "--last"}},
-	{name: "undo_nothing", args: []string{"undo", "--last"}},
+		args:   []string{"undo", "--last"}, inRoot: true},
+	{name: "undo_nothing", args: []string{"undo", "--last"}, inRoot: true},
 	{name: "write_protected", files: map[string]string{"repo/.git/HEAD": "ref: refs/heads/main\n"}, stdin: "x\n",
 		args: []string{"write", "$ROOT/repo/.git/config"}},
 	{name: "write_outside_roots", stdin: "x\n", args: []string{"write", "$PARENT/elsewhere/x.txt"}},
@@ -87,12 +90,20 @@ func TestMessages(t *testing.T) {
 	// The socket orionctl uses without --socket: none answers there.
 	t.Setenv("ORION_SOCKET", filepath.Join(t.TempDir(), "default.sock"))
 	fresh := testdaemon.Start(t)
+	// Cases that run in the daemon's root still read their golden files here.
+	pkgDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := testdaemon.Start(t)
 	for _, tc := range messageCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dd := d
 			if onFresh[tc.name] {
 				dd = fresh
+			}
+			if tc.inRoot {
+				t.Chdir(dd.Root)
 			}
 			for name, content := range tc.files {
 				p := filepath.Join(dd.Root, name)
@@ -115,7 +126,7 @@ func TestMessages(t *testing.T) {
 			}
 			code, out, errOut := orionctl(t, dd.Socket, tc.stdin, expand(tc.args)...)
 			got := normalize(fmt.Sprintf("exit %d\n-- stdout --\n%s-- stderr --\n%s", code, out, errOut), dd.Root)
-			golden := filepath.Join("testdata", "messages", tc.name+".txt")
+			golden := filepath.Join(pkgDir, "testdata", "messages", tc.name+".txt")
 			if *update {
 				os.MkdirAll(filepath.Dir(golden), 0o755)
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

@@ -64,6 +64,8 @@ var messageCases = []messageCase{
 	{name: "write_outside_roots", stdin: "x\n", args: []string{"write", "$PARENT/elsewhere/x.txt"}},
 	{name: "write_dry_run_absolute", files: map[string]string{"dry.txt": "old\n"}, stdin: "new\n",
 		args: []string{"write", "--op", "overwrite", "--dry-run", "$ROOT/dry.txt"}},
+	{name: "tx_write_new_file", files: map[string]string{"src/n.txt": "n\n", "txold.txt": "old\n"},
+		args: []string{"tx", "write", "$ROOT/txnew.txt=$ROOT/src/n.txt", "$ROOT/txold.txt=$ROOT/src/n.txt"}},
 	{name: "unknown_command", args: []string{"frobnicate"}},
 	{name: "unknown_flag", args: []string{"write", "--operation", "edit", "x.go"}},
 	{name: "missing_target", args: []string{"write"}},

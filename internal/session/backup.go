@@ -153,6 +153,18 @@ func (m *Manager) dropBackup(id string, pieces uint64) {
 // every other file of its transaction, all or none, as the transaction
 // wrote them (see undoTx).
 func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
+	res, err := m.undo(id)
+	switch {
+	case err != nil:
+		m.logRefused("undo refused", "", err)
+	case res.TxID == "": // a transaction's undo logs its own line
+		m.cfg.Logger.Info("session undone", "session", res.SessionID, "target", res.TargetFile,
+			"removed", res.Removed, "restored_bytes", res.RestoredBytes, "files", max(1, len(res.Files)))
+	}
+	return res, err
+}
+
+func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	e, err := m.lookup(id)
 	if err != nil {
 		return protocol.UndoResult{}, err

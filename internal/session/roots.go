@@ -5,6 +5,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/protocol"
 )
 
 // access is the guard that decides which paths may be written and the
@@ -44,4 +45,36 @@ func (m *Manager) SetGuard(g *pathguard.Guard) error {
 	}
 	m.roots.Store(&access{guard: g, files: files})
 	return nil
+}
+
+// logRefused logs a refusal of what a client asked: its reason and the
+// fields the daemon set (a resolved path, a rule, a session it knows),
+// never the client's own strings, such as an intent or a session id it
+// made up.
+func (m *Manager) logRefused(msg, owner string, err error) {
+	if err == nil {
+		return
+	}
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
+		m.cfg.Logger.Warn(msg, "client", owner, "err", err)
+		return
+	}
+	args := []any{"reason", pe.Data.Reason, "code", pe.Code}
+	if owner != "" {
+		args = append(args, "client", owner)
+	}
+	if pe.Data.Path != "" {
+		args = append(args, "path", pe.Data.Path)
+	}
+	if pe.Data.Rule != "" {
+		args = append(args, "rule", pe.Data.Rule)
+	}
+	if pe.Data.SessionID != "" && pe.Data.Reason != protocol.ReasonSessionNotFound {
+		args = append(args, "session", pe.Data.SessionID)
+	}
+	if pe.Data.TxID != "" {
+		args = append(args, "tx", pe.Data.TxID)
+	}
+	m.cfg.Logger.Warn(msg, args...)
 }

@@ -170,3 +170,46 @@ func TestUndoLastStaysInItsProject(t *testing.T) {
 		t.Fatalf("undo --last --any: exit %d: %s%s; want b/notes.md undone", code, out, errOut)
 	}
 }
+
+// oriond's log has a line for a refused begin, with its reason and the
+// resolved path but not the client's intent, and one for a session undone.
+func TestDaemonLogsRefusedBeginAndUndo(t *testing.T) {
+	d := testdaemon.Start(t)
+	if err := os.MkdirAll(filepath.Join(d.Root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const intent = "INTENT-NOT-FOR-THE-LOG"
+	if code, _, _ := orionctl(t, d.Socket, "x\n", "write", "--chunk-size", "100", "--intent", intent,
+		filepath.Join(d.Root, ".git", "config")); code != exitFailure {
+		t.Fatalf("a write to .git/config: exit %d, want 1", code)
+	}
+	target := filepath.Join(d.Root, "undone.txt")
+	code, out, errOut := orionctl(t, d.Socket, "x\n", "write", "--json", target)
+	var res protocol.FinalizeResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("write: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := orionctl(t, d.Socket, "", "undo", res.SessionID); code != 0 {
+		t.Fatalf("undo: exit %d: %s", code, errOut)
+	}
+	logs := d.Logs()
+	var begin, undone string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `msg="begin refused"`) {
+			begin = l
+		}
+		if strings.Contains(l, `msg="session undone"`) {
+			undone = l
+		}
+	}
+	if !strings.Contains(begin, "reason=protected_path") || !strings.Contains(begin, "rule=git-name") ||
+		!strings.Contains(begin, "path="+filepath.Join(d.Root, ".git", "config")) {
+		t.Errorf("no begin refused line with its reason, rule and path; the log:\n%s", logs)
+	}
+	if !strings.Contains(undone, "session="+res.SessionID) || !strings.Contains(undone, "removed=true") {
+		t.Errorf("no session undone line naming the session; the log:\n%s", logs)
+	}
+	if strings.Contains(logs, intent) {
+		t.Errorf("the log carries the client's intent:\n%s", logs)
+	}
+}

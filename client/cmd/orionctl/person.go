@@ -70,8 +70,8 @@ func forPerson(ctx context.Context, g *globals, err error) error {
 			break
 		}
 		text = fmt.Sprintf("not written: %s is protected (rule %s)%s\n"+
-			"To let it be written, restart oriond with --allow-protected %s\n"+
-			"(`oriond config print` lists every protected path and why).",
+			"To let it be written, restart oriond with --allow-protected %s;\n"+
+			"`oriond config print` lists every protected path and why.",
 			path, pe.Data.Rule, orPeriod(why), shellQuote(path))
 	case protocol.ReasonOutsideRoots:
 		text = fmt.Sprintf("not written: %s is outside the directories oriond may write%s.\n%s",
@@ -109,7 +109,7 @@ func allowHint(dir string) string {
 		// oriond never allows the whole file system.
 		return "Allow the directory it is in with `orionctl allow DIR`, or write it somewhere else."
 	}
-	return fmt.Sprintf("To allow it: orionctl allow %s\n(or restart oriond with --allow-root %s)", shellQuote(dir), shellQuote(dir))
+	return fmt.Sprintf("To allow it: orionctl allow %s\n(or restart oriond with --allow-root %s).", shellQuote(dir), shellQuote(dir))
 }
 
 // rootList is " (root, root)" from the daemon's status, or nothing.

@@ -28,7 +28,7 @@ func TestNotWrittenIsForThePerson(t *testing.T) {
 			[]string{"cfg.json was not written: cfg.json changed on disk since the session began"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := notWritten("cfg.json", tc.pe)
+			got := notWritten("cfg.json", tc.pe, tc.pe.Message)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("%q lacks %q", got, w)

@@ -109,7 +109,7 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 		}
 		info := errorInfo(err)
 		c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
-			Text:    notWritten(s.shown, asProtocolError(err)),
+			Text:    notWritten(s.shown, asProtocolError(err), info.Message),
 			Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptNotWritten, "target", s.shown, "message", info.Message)}})
 		return nil
 	}
@@ -122,8 +122,8 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 // notWritten says, for the person watching, why finalize refused the
 // content: the findings that block, not the daemon's message, which is
 // written for the model (it says what to send next) and would repeat
-// "was not written".
-func notWritten(shown string, pe *protocol.Error) string {
+// "was not written". msg is the error's message as the event carries it.
+func notWritten(shown string, pe *protocol.Error, msg string) string {
 	if v := pe.Data.Validation; pe.Data.Reason == protocol.ReasonValidationFailed && v != nil {
 		var parts []string
 		for _, f := range v.Findings {
@@ -140,7 +140,7 @@ func notWritten(shown string, pe *protocol.Error) string {
 			return fmt.Sprintf("%s was not written: %s", shown, strings.Join(parts, "; "))
 		}
 	}
-	msg := strings.TrimSpace(pe.Message)
+	msg = strings.TrimSpace(msg)
 	if pe.Data.Next != "" {
 		msg = strings.TrimSpace(strings.TrimSuffix(msg, pe.Data.Next))
 	}

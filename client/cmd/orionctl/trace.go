@@ -48,7 +48,7 @@ session.stage, session.write, session.conflict, validation, error) or a
 prefix ending in * (session.*).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageError{fmt.Errorf("accepts at most one SESSION, received %d", len(args))}
+				return usageError{fmt.Errorf("trace takes at most one SESSION, got %d arguments (usage: %s)", len(args), cmd.UseLine())}
 			}
 			return nil
 		},

@@ -95,14 +95,15 @@ func TestExecRefusesWorkspaceBeforeStarting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	execIn := func() (error, string) {
+	execIn := func() (string, error) {
 		cmd := exec.Command(bin, "--socket", d.Socket, "exec", "--", "sh", "-c", "echo started > started")
 		cmd.Dir = ws
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
-		return cmd.Run(), errb.String()
+		err := cmd.Run()
+		return errb.String(), err
 	}
-	err, stderr := execIn()
+	stderr, err := execIn()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailure || !strings.Contains(stderr, "orionctl allow "+ws) {
 		t.Fatalf("exec outside the roots: %v, stderr %q; want exit 1 naming `orionctl allow %s`", err, stderr, ws)
 	}
@@ -112,7 +113,7 @@ func TestExecRefusesWorkspaceBeforeStarting(t *testing.T) {
 	if code, _, errOut := orionctl(t, d.Socket, "", "allow", ws); code != 0 {
 		t.Fatalf("allow: exit %d: %s", code, errOut)
 	}
-	if err, stderr := execIn(); err != nil {
+	if stderr, err := execIn(); err != nil {
 		t.Fatalf("exec once allowed: %v\n%s", err, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "started")); err != nil {

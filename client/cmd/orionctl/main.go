@@ -167,15 +167,18 @@ func exactArgs(n int) cobra.PositionalArgs {
 			return nil
 		}
 		names := strings.Fields(cmd.Use)[1:]
+		for len(names) < n {
+			names = append(names, "ARG")
+		}
 		usage := "usage: " + cmd.UseLine()
 		what := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 		switch {
 		case n == 0:
 			return usageError{fmt.Errorf("%s takes no arguments, got %q (%s)", what, args, usage)}
 		case len(args) < n:
-			return usageError{fmt.Errorf("%s is missing %s (%s)", what, strings.Join(names[len(args):min(n, len(names))], " "), usage)}
+			return usageError{fmt.Errorf("%s is missing %s (%s)", what, strings.Join(names[len(args):n], " "), usage)}
 		default:
-			return usageError{fmt.Errorf("%s takes %s, got %d arguments: %q (%s)", what, strings.Join(names[:min(n, len(names))], " "), len(args), args, usage)}
+			return usageError{fmt.Errorf("%s takes %s, got %d arguments: %q (%s)", what, strings.Join(names[:n], " "), len(args), args, usage)}
 		}
 	}
 }

@@ -459,9 +459,11 @@ func (l *loop) event(e controller.Event) {
 			return
 		}
 		if e.Type != controller.EventTruncated {
+			// The event's text is the person's; its error message, the
+			// model's, says what to send next.
 			reason, msg := e.Type, e.Text
 			if e.Error != nil {
-				reason, msg = e.Error.Reason, e.Error.Message
+				reason = e.Error.Reason
 			}
 			l.p.log.Warn("write failed", "reason", reason, "path", l.targets[e.SessionID], "session", e.SessionID,
 				"workspace", l.ws, "detail", msg)
@@ -489,11 +491,23 @@ func (l *loop) event(e controller.Event) {
 					target = a.TargetFile
 				}
 			}
-			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "detail", r.msg)
+			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "detail", withoutAdvice(r.msg))
 		}
 		l.refused = nil
 		rd.finish = e.FinishReason
 	}
+}
+
+// withoutAdvice drops from a refusal the advice written for the model
+// (protocol.RefusalAdvice): the log line is for the person.
+func withoutAdvice(msg string) string {
+	msg = strings.TrimSpace(msg)
+	for _, adv := range protocol.RefusalAdvice {
+		if m, ok := strings.CutSuffix(msg, adv); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	return msg
 }
 
 func (l *loop) finishReason(rd *round) string {

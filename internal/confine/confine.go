@@ -95,6 +95,44 @@ func (f *FS) Within(workspace string) *FS {
 	return &FS{roots: f.roots, guard: f.guard, workspace: filepath.Clean(workspace)}
 }
 
+// Extend returns an FS for g, whose roots include every root of f: the
+// descriptors f holds are shared, and only g's new roots are opened. From
+// then on the returned FS owns them all; f must not be closed.
+func (f *FS) Extend(g *pathguard.Guard) (*FS, error) {
+	if f.workspace != "" {
+		return nil, errors.New("confine: Extend of a workspace view")
+	}
+	held := make(map[string]root, len(f.roots))
+	for _, r := range f.roots {
+		held[r.path] = r
+	}
+	n := &FS{guard: g}
+	var opened []root
+	for _, p := range g.Roots() {
+		if r, ok := held[p]; ok {
+			n.roots = append(n.roots, r)
+			delete(held, p)
+			continue
+		}
+		r, err := os.OpenRoot(p)
+		if err != nil {
+			for _, o := range opened {
+				o.r.Close()
+			}
+			return nil, fmt.Errorf("opening allowed root %s: %w", p, err)
+		}
+		opened = append(opened, root{path: p, r: r})
+		n.roots = append(n.roots, root{path: p, r: r})
+	}
+	if len(held) > 0 {
+		for _, o := range opened {
+			o.r.Close()
+		}
+		return nil, errors.New("confine: Extend would drop an allowed root")
+	}
+	return n, nil
+}
+
 // Close releases the roots' descriptors.
 func (f *FS) Close() error {
 	if f.workspace != "" {

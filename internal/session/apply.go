@@ -218,7 +218,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 	}
 	removeMade := func() {
 		for i := len(changes) - 1; i >= 0; i-- {
-			m.files.RemoveEmptyDirs(changes[i].CreatedDirs)
+			m.fs().RemoveEmptyDirs(changes[i].CreatedDirs)
 			changes[i].CreatedDirs = nil
 		}
 	}
@@ -227,7 +227,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		var name string
 		var err error
 		if changes[i].Kind == changeDelete {
-			d, name, err = m.files.Within(changes[i].Workspace).OpenParent(changes[i].Path)
+			d, name, err = m.fs().Within(changes[i].Workspace).OpenParent(changes[i].Path)
 		} else {
 			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Workspace, changes[i].Path)
 		}
@@ -397,7 +397,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 	m.cleanTxTemps(tx)
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		if restored[i] {
-			m.files.RemoveEmptyDirs(tx.Files[i].CreatedDirs)
+			m.fs().RemoveEmptyDirs(tx.Files[i].CreatedDirs)
 		}
 	}
 	tx.Stage, tx.Error = protocol.TxRolledBack, why

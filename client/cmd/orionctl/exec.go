@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/proxy"
 	"github.com/orion-agent/orion/internal/httpguard"
 )
@@ -85,6 +84,11 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 		fmt.Fprintf(stderr, "orionctl exec: %v\n", err)
 		return childExit{127}
 	}
+	// Before the agent spends a turn: a workspace oriond may not write
+	// would have every write refused.
+	if err := checkWorkspace(cmd, g, ws); err != nil {
+		return err
+	}
 	// The agent's own provider stays its provider: a base URL it was
 	// given becomes the upstream, unless a flag names one.
 	flags := cmd.Flags()
@@ -115,12 +119,6 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 		stopServing()
 		<-served
 	}()
-
-	if c, err := client.Dial(cmd.Context(), g.socket, client.Options{}); err != nil {
-		fmt.Fprintf(stderr, "orionctl exec: warning: oriond is not reachable (%v); the agent's requests will fail until it runs (oriond run)\n", err)
-	} else {
-		c.Close()
-	}
 
 	base := baseURL(ln.Addr(), token)
 	child := exec.Command(path, args[1:]...)

@@ -238,7 +238,7 @@ func TestHostileStringsInertOnTerminal(t *testing.T) {
 		}
 	}
 	run(check{"tx show", []string{"tx", "show", txID}, "", []string{targetShown}})
-	run(check{"undo --last", []string{"undo", "--last"}, "", []string{targetShown}})
+	run(check{"undo --last", []string{"undo", "--last", "--any"}, "", []string{targetShown}})
 	run(check{"status", []string{"status"}, "", []string{"allowed roots"}})
 
 	// oriond's text log on a terminal: its own daemon, its stderr on a

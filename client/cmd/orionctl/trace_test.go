@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/rivo/uniseg"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -199,5 +201,26 @@ func TestTraceFollow(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no session.write followed")
 		}
+	}
+}
+
+// A value too long for the event line is cut in the middle: a long
+// target keeps its file name, however long the directories before it.
+func TestClipKeepsTheFileName(t *testing.T) {
+	for _, dirs := range []int{1, 5, 20} {
+		path := "/" + strings.Repeat("a-long-directory-name/", dirs) + "the-file.md"
+		got := clip(path, 80)
+		if w := uniseg.StringWidth(got); w > 80 {
+			t.Errorf("%d dirs: %q is %d columns, over 80", dirs, got, w)
+		}
+		if !strings.HasSuffix(got, "/the-file.md") || !strings.HasPrefix(got, "/a-long") {
+			t.Errorf("%d dirs: %q lost the start or the file name", dirs, got)
+		}
+		if uniseg.StringWidth(path) > 80 && !strings.Contains(got, "…") {
+			t.Errorf("%d dirs: %q is cut without a mark", dirs, got)
+		}
+	}
+	if got := clip(strings.Repeat("🎉", 100), 80); uniseg.StringWidth(got) > 80 || !strings.Contains(got, "…") {
+		t.Errorf("wide graphemes: %q", got)
 	}
 }

@@ -183,3 +183,13 @@ func TestHelperClient(t *testing.T) {
 	n, _ := c.Read(buf)
 	os.Stdout.WriteString("REPLY-BYTES " + strconv.Itoa(n) + "\n")
 }
+
+// A mistyped command or flag is a usage error: exit 2, as for orionctl.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{"rnu"}, {"run", "--allowroot", "x"}} {
+		code, out := runToExit(t, exec.Command(testdaemon.Binary(t), args...))
+		if code != 2 {
+			t.Errorf("oriond %q: exit %d, want 2:\n%s", args, code, out)
+		}
+	}
+}

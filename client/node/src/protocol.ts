@@ -1031,6 +1031,11 @@ export interface TraceListParams {
   until?: string;
   /** After continues a listing: only events whose ID sorts after it. */
   after?: string;
+  /**
+   * Before continues a Newest listing backwards: only events whose ID
+   * sorts before it.
+   */
+  before?: string;
   /** Limit caps the number of events (default 100, at most 10000). */
   limit?: number;
   /**
@@ -1045,7 +1050,8 @@ export interface TraceListResult {
   events: TraceEvent[];
   /**
    * More is true when more events matched than were returned. For an
-   * oldest-first listing, Next is the After of the next page.
+   * oldest-first listing, Next is the After of the next page; for a
+   * Newest listing, the Before of the next, older one.
    */
   more?: boolean;
   next?: string;

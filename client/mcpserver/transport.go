@@ -235,8 +235,9 @@ func readLine(r *bufio.Reader, max int) (line []byte, over *skimmer, err error) 
 // tooLarge answers a message over the bound. A tool call becomes a call
 // of its tool whose arguments say so, for the tool to answer as it
 // answers any other mistake (the model reads it and can send the content
-// in chunks); any other request gets a JSON-RPC error; a notification is
-// only logged.
+// in chunks); any other request, or a message whose method and id cannot
+// be found, gets a JSON-RPC error; a notification or a response is only
+// logged.
 func (c *conn) tooLarge(m skimmed) jsonrpc.Message {
 	c.log.Warn("skipped an MCP message over the size limit", "bytes", m.size, "limit", c.max, "method", m.method, "id", m.id)
 	if m.method == "tools/call" && m.id != "" && m.name != "" {
@@ -249,7 +250,8 @@ func (c *conn) tooLarge(m skimmed) jsonrpc.Message {
 			return msg
 		}
 	}
-	if m.id == "" && m.method != "" {
+	if m.method != "" && m.id == "" || m.method == "" && m.id != "" {
+		// A notification, or a response (JSON-RPC answers neither).
 		return nil
 	}
 	c.writeError(m.id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is %s, over the %s one message to this server may carry; it was not read",
@@ -296,6 +298,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			m := skim(v.line)
 			c.log.Warn("skipped a line that is not an MCP message", "bytes", len(v.line), "id", m.id, "err", err)
+			if m.method == "" && m.id != "" {
+				continue // a response of the host's, which JSON-RPC does not answer
+			}
 			code := int64(jsonrpc.CodeParseError)
 			if jsontext.Value(bytes.TrimSpace(v.line)).IsValid() {
 				code = jsonrpc.CodeInvalidRequest

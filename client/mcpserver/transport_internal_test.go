@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -132,5 +133,26 @@ func TestReadLineOverBound(t *testing.T) {
 	}
 	if line, over, err := readLine(r, 1000); string(line) != `{"id":4}`+"\n" || over != nil || err != nil {
 		t.Fatalf("next line %q %v %v", line, over, err)
+	}
+}
+
+// A line that is not a message is answered with a parse error and
+// skipped, one that is a malformed response of the host only skipped
+// (JSON-RPC answers no response); Read goes on to the next message.
+func TestReadSkipsBadLines(t *testing.T) {
+	var out bytes.Buffer
+	c := &conn{w: &out, stash: newArgStash(), log: slog.New(slog.DiscardHandler), incoming: make(chan lineOrErr, 4), closed: make(chan struct{})}
+	c.incoming <- lineOrErr{line: []byte(`{"id":9,"result":`)}
+	c.incoming <- lineOrErr{line: []byte(`{"id":"a","method":"ping",`)}
+	c.incoming <- lineOrErr{line: []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)}
+	msg, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != "ping" || req.ID.Raw() != int64(2) {
+		t.Fatalf("read %#v", msg)
+	}
+	if got, want := out.String(), `{"jsonrpc":"2.0","id":"a","error":{"code":-32700,`; !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
+		t.Errorf("answered %q, want one line starting %q", got, want)
 	}
 }

@@ -116,7 +116,7 @@ func TestExtensionInCodeServer(t *testing.T) {
 	// The workspace's own settings try to name the programs the extension
 	// runs and the socket it trusts: a cloned repository can carry them.
 	// They are ignored: the extension connects to the person's socket and
-	// runs the person's orionctl (a recorder on PATH here).
+	// runs the person's orionctl (a recorder here).
 	repo := hostileWorkspaceSettings(t, ws)
 	wb := startWorkbench(t, d, ws, true)
 	w := wb.drive(t, d, "", target)

@@ -41,9 +41,10 @@ func installAll(t *testing.T) installs {
 type workbench struct {
 	installs
 	base string
-	// calls is where the orionctl and oriond on its PATH (recorders, not
-	// the real programs) write each command line they were run with.
-	calls string
+	// orionctl is the orionctl of the user settings, and calls where it
+	// and the settings' oriond (recorders, not the real programs) write
+	// each command line they were run with.
+	orionctl, calls string
 }
 
 // startWorkbench installs the .vsix in a fresh code-server and serves ws.
@@ -55,8 +56,22 @@ func startWorkbench(t *testing.T, d *testdaemon.Daemon, ws string, trusted bool)
 	home := t.TempDir()
 	userData := filepath.Join(home, "data")
 	exts := filepath.Join(home, "extensions")
+	// orionctl and oriond as the person set them in the user settings:
+	// recorders of how the extension runs them. (Not found on PATH: the
+	// extension host takes PATH from a login shell, which resets it.)
+	bin := filepath.Join(home, "bin")
+	wb.calls = filepath.Join(home, "calls")
+	wb.orionctl = filepath.Join(bin, "orionctl")
+	writeScript(t, wb.orionctl, wb.calls)
+	writeScript(t, filepath.Join(bin, "oriond"), wb.calls)
+	// code-server is a remote window: its machine settings (these three)
+	// are the server's Machine settings, not the User ones.
+	machine := map[string]any{
+		"orion.socket":       d.Socket,
+		"orion.orionctlPath": wb.orionctl,
+		"orion.oriondPath":   filepath.Join(bin, "oriond"),
+	}
 	settings := map[string]any{
-		"orion.socket":                                 d.Socket,
 		"security.workspace.trust.enabled":             !trusted,
 		"security.workspace.trust.startupPrompt":       "never",
 		"workbench.startupEditor":                      "none",
@@ -71,22 +86,19 @@ func startWorkbench(t *testing.T, d *testdaemon.Daemon, ws string, trusted bool)
 		// The person's edit must stay unsaved.
 		"files.autoSave": "off",
 	}
-	b, _ := json.MarshalIndent(settings, "", "  ")
-	if err := os.MkdirAll(filepath.Join(userData, "User"), 0o755); err != nil {
-		t.Fatal(err)
+	for dir, s := range map[string]map[string]any{"User": settings, "Machine": machine} {
+		b, _ := json.MarshalIndent(s, "", "  ")
+		if err := os.MkdirAll(filepath.Join(userData, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(userData, dir, "settings.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(userData, "User", "settings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// orionctl and oriond as the person has them on PATH: recorders of how
-	// the extension runs them.
-	bin := filepath.Join(home, "bin")
-	wb.calls = filepath.Join(home, "calls")
-	writeScript(t, filepath.Join(bin, "orionctl"), wb.calls)
-	writeScript(t, filepath.Join(bin, "oriond"), wb.calls)
 	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
-		"PATH="+bin+string(os.PathListSeparator)+wb.nodeBin+string(os.PathListSeparator)+os.Getenv("PATH"), "ORION_SOCKET="+d.Socket)
+		// No ORION_SOCKET: the extension finds the daemon by its setting.
+		"PATH="+wb.nodeBin+string(os.PathListSeparator)+os.Getenv("PATH"), "ORION_SOCKET=")
 	codeCmd := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, filepath.Join(wb.nodeBin, "node"), append([]string{wb.codeServer,
 			"--user-data-dir", userData, "--extensions-dir", exts}, args...)...)
@@ -157,7 +169,8 @@ func (wb *workbench) drive(t *testing.T, d *testdaemon.Daemon, flow, target stri
 	t.Cleanup(cancel)
 	drv := exec.CommandContext(ctx, filepath.Join(wb.nodeBin, "node"), "e2e/drive.mjs")
 	drv.Env = append(os.Environ(), "ORION_E2E_MODULES="+wb.mods, "ORION_E2E_URL="+wb.base+"/?folder="+filepath.Dir(target),
-		"ORION_E2E_SHOTS="+shots, "ORION_E2E_TARGET="+target, "ORION_E2E_SCREENSHOT="+screenshot, "ORION_E2E_FLOW="+flow)
+		"ORION_E2E_SHOTS="+shots, "ORION_E2E_TARGET="+target, "ORION_E2E_SCREENSHOT="+screenshot, "ORION_E2E_FLOW="+flow,
+		"ORION_E2E_ORIONCTL="+wb.orionctl)
 	stdin, _ := drv.StdinPipe()
 	stdout, _ := drv.StdoutPipe()
 	var drvErr lockedBuffer

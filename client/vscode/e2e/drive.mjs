@@ -309,7 +309,7 @@ try {
   // Open Dashboard runs the person's orionctl (a recorder here, with no
   // dashboard), not the one the workspace's settings name.
   await palette("Orion: Open Dashboard");
-  console.log(`toast ${await waitToast((t) => t.includes("this orionctl (orionctl) has no dashboard"), "about the person's orionctl")}`);
+  console.log(`toast ${await waitToast((t) => t.includes(`this orionctl (${process.env.ORION_E2E_ORIONCTL}) has no dashboard`), "about the person's orionctl")}`);
   step("trace");
 
   // The file changes on disk under a streaming session: the conflict's

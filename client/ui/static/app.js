@@ -396,7 +396,7 @@ async function loadTraces(before = '') {
   traces.next = r.more ? r.next : '';
   const first = traces.pages * TRACE_PAGE + 1;
   $('#t-message').textContent = r.events.length
-    ? `events ${first}–${first + r.events.length - 1}, newest first${r.more ? '' : ' (the oldest kept)'}`
+    ? `events ${first}–${first + r.events.length - 1}, newest first${r.more ? '' : ' (no older events)'}`
     : 'no events';
   $('#t-newest').disabled = !before;
   $('#t-older').disabled = !traces.next;
@@ -412,7 +412,8 @@ async function loadTraces(before = '') {
 // person reads them (sizes, yes/no, milliseconds), never as JSON text.
 function renderFields(fields) {
   if (!fields || typeof fields !== 'object') return [];
-  return Object.entries(fields).map(([k, v]) => el('span', { class: 'field', 'data-field': k },
+  // An empty field (null, no items) says nothing: left out.
+  return Object.entries(fields).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)).map(([k, v]) => el('span', { class: 'field', 'data-field': k },
     el('span', { class: 'k', text: k.replace(/_/g, ' ') }), ' ', fieldValue(k, v)));
 }
 

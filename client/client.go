@@ -24,7 +24,7 @@ import (
 
 // DefaultSocket is the socket oriond listens on when neither it nor the
 // client was told otherwise: $ORION_SOCKET, $XDG_RUNTIME_DIR/orion/oriond.sock,
-// or /tmp/orion-$UID/oriond.sock.
+// or $TMPDIR/orion-$UID/oriond.sock (/tmp where TMPDIR is unset).
 func DefaultSocket() string { return paths.DefaultSocket(os.Getenv) }
 
 // StartCommand is the command that starts a daemon listening on socket:

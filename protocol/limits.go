@@ -266,6 +266,7 @@ func (p *TraceListParams) Check() error {
 	c := checker{}
 	p.TraceFilter.check(&c)
 	c.str("after", p.After, MaxIDBytes)
+	c.str("before", p.Before, MaxIDBytes)
 	return c.result()
 }
 

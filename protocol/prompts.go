@@ -267,6 +267,11 @@ Chunks are the file's exact text: no code fences, no markers, no line numbers; c
 	// size, {lines} the lines a chunk.
 	PromptMCPTooLarge = "write_file takes at most {limit} of content, and this is {size}: nothing was written. " +
 		"Use write_begin, then write_append with about {lines} lines per call, then write_finalize."
+	// PromptMCPMessageTooLarge: a {tool} call of {size}, over {limit}, the
+	// most one message to the MCP server may carry; {lines} the lines a
+	// chunk.
+	PromptMCPMessageTooLarge = "This {tool} call is {size}, over the {limit} one message to this server may carry: it was not read and nothing was written. " +
+		"Write a long file with write_begin, then write_append with about {lines} lines per call, then write_finalize; split a long edit into several edit_file calls."
 
 	// Refusals in the server's terms; {last} is the last chunk stored and
 	// {next} the seq to send.

@@ -341,7 +341,7 @@ const txPreparing protocol.TxStage = "preparing"
 func (m *Manager) unprepare(tx *txRecord) {
 	m.cleanTxTemps(tx)
 	for i := len(tx.Files) - 1; i >= 0; i-- {
-		m.files.RemoveEmptyDirs(tx.Files[i].CreatedDirs)
+		m.fs().RemoveEmptyDirs(tx.Files[i].CreatedDirs)
 		tx.Files[i].CreatedDirs = nil
 	}
 	tx.Stage = protocol.TxOpen

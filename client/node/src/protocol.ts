@@ -1060,6 +1060,11 @@ export interface TraceListParams {
   until?: string;
   /** After continues a listing: only events whose ID sorts after it. */
   after?: string;
+  /**
+   * Before continues a Newest listing backwards: only events whose ID
+   * sorts before it.
+   */
+  before?: string;
   /** Limit caps the number of events (default 100, at most 10000). */
   limit?: number;
   /**
@@ -1074,7 +1079,8 @@ export interface TraceListResult {
   events: TraceEvent[];
   /**
    * More is true when more events matched than were returned. For an
-   * oldest-first listing, Next is the After of the next page.
+   * oldest-first listing, Next is the After of the next page; for a
+   * Newest listing, the Before of the next, older one.
    */
   more?: boolean;
   next?: string;
@@ -1520,6 +1526,12 @@ export const Prompts = {
    * size, {lines} the lines a chunk.
    */
   mcpTooLarge: "write_file takes at most {limit} of content, and this is {size}: nothing was written. Use write_begin, then write_append with about {lines} lines per call, then write_finalize.",
+  /**
+   * PromptMCPMessageTooLarge: a {tool} call of {size}, over {limit}, the
+   * most one message to the MCP server may carry; {lines} the lines a
+   * chunk.
+   */
+  mcpMessageTooLarge: "This {tool} call is {size}, over the {limit} one message to this server may carry: it was not read and nothing was written. Write a long file with write_begin, then write_append with about {lines} lines per call, then write_finalize; split a long edit into several edit_file calls.",
   /**
    * Refusals in the server's terms; {last} is the last chunk stored and
    * {next} the seq to send.

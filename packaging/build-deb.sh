@@ -114,10 +114,20 @@ dpkg-deb -x "$deb" "$x"
 if [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
 	"$x/usr/bin/oriond" --help >/dev/null
 	"$x/usr/bin/orionctl" --help >/dev/null
-	diff <("$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
+	# The unit install writes from defaults alone: install carries the
+	# environment's settings (ORION_SOCKET, ORION_ALLOW_ROOTS, ...), the
+	# config file's path and a running daemon's flags into the unit, so it
+	# runs with an empty HOME, no ORION_* variable and a runtime directory
+	# where no daemon listens, whatever runs on this machine.
+	mkdir -p "$x/defaults/home" "$x/defaults/run" "$x/defaults/tmp"
+	chmod 700 "$x/defaults/run"
+	defaults() {
+		env -i PATH="$PATH" HOME="$x/defaults/home" XDG_RUNTIME_DIR="$x/defaults/run" TMPDIR="$x/defaults/tmp" "$@"
+	}
+	diff <(defaults "$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
 		"$x/usr/lib/systemd/user/oriond.service" || fail "the packaged unit is not what oriond service install writes"
 	# --with-proxy finds the orionctl next to oriond, and prints its unit after oriond's.
-	diff <("$x/usr/bin/oriond" service install --print --platform systemd --with-proxy | sed -n '/^# orionctl-proxy.service:/,$p' |
+	diff <(defaults "$x/usr/bin/oriond" service install --print --platform systemd --with-proxy | sed -n '/^# orionctl-proxy.service:/,$p' |
 		sed "s#$x/usr/bin/orionctl#/usr/bin/orionctl#") \
 		"$x/usr/lib/systemd/user/orionctl-proxy.service" || fail "the packaged proxy unit is not what oriond service install --with-proxy writes"
 fi

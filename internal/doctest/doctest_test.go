@@ -90,7 +90,7 @@ func TestREADMECommands(t *testing.T) {
 	if !slices.ContainsFunc(ciBlocks, func(b doctest.Block) bool {
 		return b.File == "README.md" && strings.TrimSpace(b.Text) == "go test -race ./..."
 	}) {
-		t.Errorf("the README does not give `go test -race ./...` as its test command (a ```sh ci block)")
+		t.Errorf("the README does not give `go test -race ./...` as its test command (a shell block marked <!-- doctest: ci -->)")
 	}
 }
 

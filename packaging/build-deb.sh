@@ -17,7 +17,7 @@ NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 out=${1:-dist}
 build="$out/build"
 rm -rf "$build"
-mkdir -p "$build/man" "$build/completions"
+mkdir -p "$build/man" "$build/completions" "$build/doc"
 out=$(cd "$out" && pwd)
 build="$out/build"
 
@@ -61,6 +61,11 @@ go run ./packaging/genman -bin "$hostbin/oriond" -date "$date" -extra packaging/
 	-summary "the Orion write-session daemon" | gzip -9n >"$build/man/oriond.1.gz"
 go run ./packaging/genman -bin "$hostbin/orionctl" -date "$date" -extra packaging/man/orionctl.extra \
 	-summary "control oriond, the Orion write-session daemon" | gzip -9n >"$build/man/orionctl.1.gz"
+
+# The documents, their links fixed for /usr/share/doc/oriond: to what the
+# package ships, or to the repository at this revision.
+ref=$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo main)
+go run ./packaging/debdocs -out "$build/doc" -repo "https://github.com/orion-agent/orion/blob/$ref"
 
 rm -f "$out"/*.deb
 go run "$NFPM" package --packager deb --config packaging/nfpm.yaml --target "$out/" >&2
@@ -132,6 +137,9 @@ if [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
 		"$x/usr/lib/systemd/user/orionctl-proxy.service" || fail "the packaged proxy unit is not what oriond service install --with-proxy writes"
 fi
 grep -qx 'License: Expat' "$x/usr/share/doc/oriond/copyright" || fail "copyright: no Expat (MIT) license"
+# Every link of the installed documents leads to a file, and to a heading
+# of it.
+w=$(go run ./packaging/debdocs -check "$x/usr/share/doc/oriond" 2>&1) || fail "links of the installed documents: $w"
 if command -v groff >/dev/null; then
 	for page in oriond orionctl; do
 		w=$(zcat "$x/usr/share/man/man1/$page.1.gz" | groff -man -Tutf8 -ww -z 2>&1)

@@ -151,11 +151,15 @@ if command -v groff >/dev/null; then
 	done
 fi
 if command -v systemd-analyze >/dev/null && [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
+	# The user manager's other units put sockets in the runtime directory:
+	# a short name, whatever TMPDIR's length.
+	run=$(mktemp -d /tmp/sa.XXXXXX)
+	trap 'rm -rf "$x" "$run"' EXIT
 	sed "s#/usr/bin/oriond#$x/usr/bin/oriond#" "$x/usr/lib/systemd/user/oriond.service" >"$x/oriond.service"
-	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/oriond.service" 2>&1) || fail "systemd-analyze: $w"
+	w=$(XDG_RUNTIME_DIR="$run" systemd-analyze verify --user --man=no "$x/oriond.service" 2>&1) || fail "systemd-analyze: $w"
 	[ -z "$w" ] || fail "systemd-analyze: $w"
 	sed "s#/usr/bin/orionctl#$x/usr/bin/orionctl#" "$x/usr/lib/systemd/user/orionctl-proxy.service" >"$x/orionctl-proxy.service"
-	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/orionctl-proxy.service" 2>&1) || fail "systemd-analyze (proxy): $w"
+	w=$(XDG_RUNTIME_DIR="$run" systemd-analyze verify --user --man=no "$x/orionctl-proxy.service" 2>&1) || fail "systemd-analyze (proxy): $w"
 	[ -z "$w" ] || fail "systemd-analyze (proxy): $w"
 fi
 bash -n "$x/usr/share/bash-completion/completions/orionctl" || fail "bash completion does not parse"

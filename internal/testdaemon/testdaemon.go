@@ -237,6 +237,18 @@ func StartEnv(t *testing.T, env []string, extraArgs ...string) *Daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	return startIn(t, sockDir, env, extraArgs)
+}
+
+// StartPublic is Start with the socket's directory in a PublicDir, for
+// tests of what a process of another uid meets there.
+func StartPublic(t *testing.T, extraArgs ...string) *Daemon {
+	t.Helper()
+	return startIn(t, PublicDir(t), nil, extraArgs)
+}
+
+func startIn(t *testing.T, sockDir string, env, extraArgs []string) *Daemon {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

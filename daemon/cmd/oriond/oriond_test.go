@@ -108,7 +108,7 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to connect as another uid")
 	}
-	d := testdaemon.Start(t)
+	d := testdaemon.StartPublic(t)
 	// The socket answers as soon as it listens, a moment before the
 	// daemon sets its mode to 0600: opening it before that would be undone.
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -134,12 +134,7 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binDir, err := os.MkdirTemp("", "orion-peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(binDir)
-	os.Chmod(binDir, 0o755)
+	binDir := testdaemon.PublicDir(t)
 	helper := filepath.Join(binDir, "helper.test")
 	if err := os.WriteFile(helper, exe, 0o755); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,8 @@ import (
 const (
 	// MaxIntentBytes bounds intent: a sentence or two describing the write.
 	MaxIntentBytes = 4 << 10
-	// MaxPathBytes bounds target_file and workspace_root: PATH_MAX on Linux,
+	// MaxPathBytes bounds target_file, workspace_root and daemon.allow_root's
+	// path: PATH_MAX on Linux,
 	// the longest path a system call takes.
 	MaxPathBytes = 4096
 	// MaxIDBytes bounds the ids a client sends back (session_id, tx_id,
@@ -188,6 +189,13 @@ func (p *AppendParams) Check() error {
 func (p *FinalizeParams) Check() error {
 	c := checker{}
 	c.str("session_id", p.SessionID, MaxIDBytes)
+	return c.result()
+}
+
+// Check reports the first field of p out of bounds, or nil.
+func (p *AllowRootParams) Check() error {
+	c := checker{}
+	c.str("path", p.Path, MaxPathBytes)
 	return c.result()
 }
 

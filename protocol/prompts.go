@@ -191,8 +191,8 @@ var RefusalAdvice = map[string]string{
 		"oriond protects it; to allow it, start oriond with --allow-protected set to the path this message names " +
 		"(or add it to allow-protected in oriond's configuration file).",
 	ReasonWorkspaceNotAllowed: "No file can be written in this workspace until the person allows it; do not retry with other paths. " +
-		"Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory " +
-		"(or add it to allow-root in oriond's configuration file).",
+		"Tell the person exactly this: oriond refused the workspace; to allow it without a restart, run orionctl allow with the workspace directory " +
+		"(or start oriond with --allow-root set to it).",
 	ReasonOutsideWorkspace: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it.",
 }
 

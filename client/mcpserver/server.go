@@ -47,6 +47,10 @@ type Options struct {
 	// answer (being restarted) before it reports it down; 0 means
 	// DefaultRestartWait.
 	RestartWait time.Duration
+	// FilesystemCompatible, when not empty, serves the reference MCP
+	// filesystem server's tools instead of Orion's, confined to these
+	// absolute directories.
+	FilesystemCompatible []string
 }
 
 // DefaultRestartWait is how long a call waits for oriond to come back: a
@@ -88,6 +92,10 @@ type Server struct {
 	// refused maps a target to the session whose content a check refused,
 	// so the next write of that target is a corrected attempt of it.
 	refused map[string]string
+
+	// fsDirs are the allowed directories of the filesystem-compatible
+	// tools, symlinks resolved.
+	fsDirs []string
 }
 
 // New returns a Server; Run serves it on a transport.
@@ -136,7 +144,16 @@ func New(opts Options) (*Server, error) {
 		Capabilities:            &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { s.roots.invalidate() },
 	})
-	s.addTools()
+	if len(opts.FilesystemCompatible) > 0 {
+		dirs, err := fsAllowedDirs(opts.FilesystemCompatible)
+		if err != nil {
+			return nil, err
+		}
+		s.fsDirs = dirs
+		s.addFSTools()
+	} else {
+		s.addTools()
+	}
 	return s, nil
 }
 

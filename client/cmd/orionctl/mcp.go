@@ -22,6 +22,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	var (
 		workspace string
 		logLevel  string
+		fsCompat  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -33,16 +34,28 @@ write_finalize for a long one sent in chunks, edit_file, undo and
 list_sessions. The host starts it; see docs/mcp.md.
 
 Paths resolve against the host's MCP roots; a host without roots gets the
-directory this command started in, or --workspace-root. Logs go to stderr.`,
+directory this command started in, or --workspace-root. Logs go to stderr.
+
+With --filesystem-compatible DIR... it serves instead the tools of the
+reference MCP filesystem server (read_text_file, write_file, ...) with the
+same names, arguments and results, confined to the directories given, its
+writes going through oriond.`,
 		Example: `  claude mcp add orion -- orionctl mcp
-  orionctl mcp --workspace-root ~/src/project`,
+  orionctl mcp --workspace-root ~/src/project
+  orionctl mcp --filesystem-compatible ~/src/project`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if fsCompat {
+				if len(args) == 0 {
+					return usageError{fmt.Errorf("--filesystem-compatible needs at least one directory")}
+				}
+				return nil
+			}
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("mcp takes no arguments, got %q", args)}
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)}
@@ -55,10 +68,11 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 				workspace = abs
 			}
 			s, err := mcpserver.New(mcpserver.Options{
-				Socket:        g.socket,
-				WorkspaceRoot: workspace,
-				Version:       moduleVersion(),
-				Logger:        slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+				Socket:               g.socket,
+				WorkspaceRoot:        workspace,
+				FilesystemCompatible: args,
+				Version:              moduleVersion(),
+				Logger:               slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 			})
 			if err != nil {
 				return usageError{err}
@@ -82,6 +96,7 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&workspace, "workspace-root", "", "workspace root when the host gives no MCP roots (default: the current directory)")
+	f.BoolVar(&fsCompat, "filesystem-compatible", false, "serve the reference MCP filesystem server's tools, confined to the directories given as arguments")
 	f.StringVar(&logLevel, "log-level", "warn", "stderr log level: debug, info, warn or error")
 	return cmd
 }

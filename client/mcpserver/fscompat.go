@@ -1,0 +1,329 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orion-agent/orion/protocol"
+)
+
+// The filesystem-compatible tools: the names, arguments and result shapes
+// of the reference MCP filesystem server (@modelcontextprotocol/
+// server-filesystem), so a host configured for it runs Orion instead with
+// nothing else changed. Writes go through write sessions; reads open the
+// file through an os.Root of its allowed directory, so a symlink or ".."
+// cannot lead a read outside (the path is never checked and then opened
+// by name).
+
+// fsReadMaxBytes bounds a file read whole into a result.
+const fsReadMaxBytes = 64 << 20
+
+func (s *Server) addFSTools() {
+	ro := func() *mcp.ToolAnnotations {
+		return &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
+	}
+	yes := true
+	add := func(name, title, desc string, schema string, ann *mcp.ToolAnnotations, fn func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error)) {
+		ann.Title = title
+		s.srv.AddTool(&mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: json.RawMessage(schema), Annotations: ann},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var args map[string]any
+				if err := s.decodeArgs(name, req, &args); err != nil {
+					return fsError(err), nil
+				}
+				res, err := fn(ctx, args)
+				if err != nil {
+					return fsError(err), nil
+				}
+				return res, nil
+			})
+	}
+	readText := func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+		p, _ := args["path"].(string)
+		head, _ := args["head"].(float64)
+		tail, _ := args["tail"].(float64)
+		if head != 0 && tail != 0 {
+			return nil, errors.New("Cannot specify both head and tail parameters simultaneously")
+		}
+		data, err := s.fsRead(p)
+		if err != nil {
+			return nil, err
+		}
+		content := string(data)
+		switch {
+		case tail > 0:
+			content = lastLines(content, int(tail))
+		case head > 0:
+			content = firstLines(content, int(head))
+		}
+		return fsText(content, map[string]any{"content": content, "sha256": sha(data)}), nil
+	}
+	readSchema := `{"type":"object","properties":{"path":{"type":"string"},"tail":{"type":"number","description":"If provided, returns only the last N lines of the file"},"head":{"type":"number","description":"If provided, returns only the first N lines of the file"}},"required":["path"]}`
+	add("read_file", "Read File (Deprecated)", "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.", readSchema, ro(), readText)
+	add("read_text_file", "Read Text File", "Read the complete contents of a file from the file system as text. "+
+		"Handles various text encodings and provides detailed error messages "+
+		"if the file cannot be read. Use this tool when you need to examine "+
+		"the contents of a single file. Use the 'head' parameter to read only "+
+		"the first N lines of a file, or the 'tail' parameter to read only "+
+		"the last N lines of a file. Operates on the file as text regardless of extension. "+
+		"Only works within allowed directories.", readSchema, ro(), readText)
+	add("read_multiple_files", "Read Multiple Files", "Read the contents of multiple files simultaneously. This is more "+
+		"efficient than reading files one by one when you need to analyze "+
+		"or compare multiple files. Each file's content is returned with its "+
+		"path as a reference. Failed reads for individual files won't stop "+
+		"the entire operation. Only works within allowed directories.",
+		`{"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"},"minItems":1,"description":"Array of file paths to read. Each path must be a string pointing to a valid file within allowed directories."}},"required":["paths"]}`,
+		ro(), func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+			paths, _ := args["paths"].([]any)
+			var parts []string
+			sums := map[string]string{}
+			for _, v := range paths {
+				p, _ := v.(string)
+				data, err := s.fsRead(p)
+				if err != nil {
+					parts = append(parts, fmt.Sprintf("%s: Error - %s", p, err.Error()))
+					continue
+				}
+				sums[p] = sha(data)
+				parts = append(parts, fmt.Sprintf("%s:\n%s\n", p, data))
+			}
+			text := strings.Join(parts, "\n---\n")
+			return fsText(text, map[string]any{"content": text, "sha256": sums}), nil
+		})
+	add("write_file", "Write File", "Create a new file or completely overwrite an existing file with new content. "+
+		"Use with caution as it will overwrite existing files without warning. "+
+		"Handles text content with proper encoding. Only works within allowed directories.",
+		`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`,
+		&mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: &yes, OpenWorldHint: new(bool)},
+		func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+			p, _ := args["path"].(string)
+			content, _ := args["content"].(string)
+			if err := s.fsWrite(ctx, p, content); err != nil {
+				return nil, err
+			}
+			text := "Successfully wrote to " + p
+			return fsText(text, map[string]any{"content": text}), nil
+		})
+	add("list_directory", "List Directory", "Get a detailed listing of all files and directories in a specified path. "+
+		"Results clearly distinguish between files and directories with [FILE] and [DIR] "+
+		"prefixes. This tool is essential for understanding directory structure and "+
+		"finding specific files within a directory. Only works within allowed directories.",
+		`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, ro(),
+		func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+			p, _ := args["path"].(string)
+			root, rel, err := s.fsOpenRoot(p)
+			if err != nil {
+				return nil, err
+			}
+			defer root.Close()
+			entries, err := fs.ReadDir(root.FS(), relFS(rel))
+			if err != nil {
+				return nil, fsErr(err, p)
+			}
+			var lines []string
+			for _, e := range entries {
+				kind := "[FILE]"
+				if e.IsDir() {
+					kind = "[DIR]"
+				}
+				lines = append(lines, kind+" "+e.Name())
+			}
+			text := strings.Join(lines, "\n")
+			return fsText(text, map[string]any{"content": text}), nil
+		})
+	add("list_allowed_directories", "List Allowed Directories", "Returns the list of directories that this server is allowed to access. "+
+		"Subdirectories within these allowed directories are also accessible. "+
+		"Use this to understand which directories and their nested paths are available "+
+		"before trying to access files.", `{"type":"object","properties":{}}`, ro(),
+		func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+			text := "Allowed directories:\n" + strings.Join(s.fsDirs, "\n")
+			return fsText(text, map[string]any{"content": text}), nil
+		})
+}
+
+// fsLocate finds the allowed directory of p as the reference server does:
+// a relative path against the first directory, an absolute one lexically
+// within one. The error texts are the reference server's.
+func (s *Server) fsLocate(p string) (dir, rel string, err error) {
+	abs := p
+	if strings.HasPrefix(abs, "~/") || abs == "~" {
+		if home, herr := os.UserHomeDir(); herr == nil {
+			abs = filepath.Join(home, strings.TrimPrefix(abs, "~"))
+		}
+	}
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(s.fsDirs[0], abs)
+	}
+	abs = filepath.Clean(abs)
+	for _, d := range s.fsDirs {
+		if within(d, abs) && len(d) > len(dir) {
+			dir = d
+		}
+	}
+	if dir == "" {
+		return "", "", fmt.Errorf("Access denied - path outside allowed directories: %s not in %s", abs, strings.Join(s.fsDirs, ", "))
+	}
+	rel, _ = filepath.Rel(dir, abs)
+	return dir, rel, nil
+}
+
+func (s *Server) fsOpenRoot(p string) (*os.Root, string, error) {
+	dir, rel, err := s.fsLocate(p)
+	if err != nil {
+		return nil, "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return root, rel, nil
+}
+
+// fsRead reads p through the root of its directory: os.Root refuses any
+// symlink or ".." that leads out of it at open time.
+func (s *Server) fsRead(p string) ([]byte, error) {
+	root, rel, err := s.fsOpenRoot(p)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, fsErr(err, p)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fsErr(err, p)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("EISDIR: illegal operation on a directory, read")
+	}
+	if fi.Size() > fsReadMaxBytes {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a read returns", p, fi.Size(), fsReadMaxBytes)
+	}
+	buf := make([]byte, 0, fi.Size()+1)
+	for {
+		n, rerr := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr != nil || len(buf) > fsReadMaxBytes {
+			break
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+	return buf, nil
+}
+
+// fsWrite writes the whole file through a write session of the daemon,
+// which resolves the path confined to the directory and refuses protected
+// paths.
+func (s *Server) fsWrite(ctx context.Context, p, content string) error {
+	dir, rel, err := s.fsLocate(p)
+	if err != nil {
+		return err
+	}
+	pl := placement{root: dir, target: filepath.Join(dir, rel)}
+	params := protocol.BeginParams{
+		Intent:           "write_file " + p,
+		TargetFile:       pl.target,
+		WorkspaceRoot:    dir,
+		Operation:        protocol.OpOverwrite,
+		IdleMS:           sessionTimeoutMS,
+		AutoFinalizeMS:   sessionTimeoutMS,
+		TruncationPolicy: protocol.TruncationKeep,
+	}
+	_, err = s.whole(ctx, params, pl, content, false)
+	return err
+}
+
+// fsErr words a failed open as Node does, which the reference server
+// passes on.
+func fsErr(err error, p string) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("ENOENT: no such file or directory, open '%s'", p)
+	case strings.Contains(err.Error(), "path escapes from parent"):
+		return fmt.Errorf("Access denied - symlink target outside allowed directories: %s", p)
+	}
+	return err
+}
+
+func relFS(rel string) string {
+	if rel == "" || rel == "." {
+		return "."
+	}
+	return filepath.ToSlash(rel)
+}
+
+func sha(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func fsText(text string, structured map[string]any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+}
+
+// fsError is a failed call as the reference server's SDK shapes it: the
+// message alone, isError set.
+func fsError(err error) *mcp.CallToolResult {
+	msg := err.Error()
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		msg = errorText(err)
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if n < len(lines) {
+		lines = lines[:n]
+	}
+	return strings.TrimSuffix(strings.Join(lines, ""), "\n")
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fsAllowedDirs resolves the directories as the reference server does at
+// start: absolute, symlinks resolved, each one a directory.
+func fsAllowedDirs(dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("directory %s: %w", d, err)
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory", d)
+		}
+		out = append(out, real)
+	}
+	return out, nil
+}

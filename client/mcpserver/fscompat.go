@@ -177,8 +177,71 @@ func (s *Server) fsLocate(p string) (dir, rel string, err error) {
 	return dir, rel, nil
 }
 
+// fsResolve is the reference server's validatePath: the path located,
+// then its symlinks resolved, each step checked to stay within an allowed
+// directory. It returns the directory holding the resolved path and the
+// path relative to it. The resolution only chooses the path, with the
+// reference server's texts; confinement is enforced where the file is
+// opened (an os.Root of the directory) or written (by oriond, confined to
+// the directory), so a symlink swapped in between cannot lead out.
+func (s *Server) fsResolve(p string) (dir, rel string, err error) {
+	dir, rel, err = s.fsLocate(p)
+	if err != nil {
+		return "", "", err
+	}
+	abs := filepath.Join(dir, rel)
+	real, err := filepath.EvalSymlinks(abs)
+	if err == nil {
+		return s.fsInside(real)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", "", err
+	}
+	// Part of it does not exist yet: resolve what does.
+	cur := dir
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, part := range parts {
+		if part == "" || part == "." {
+			continue
+		}
+		next := filepath.Join(cur, part)
+		if _, lerr := os.Lstat(next); lerr != nil {
+			return s.fsInside(filepath.Join(append([]string{cur}, parts[i:]...)...))
+		}
+		r, rerr := filepath.EvalSymlinks(next)
+		if rerr != nil {
+			if errors.Is(rerr, fs.ErrNotExist) {
+				// A dangling symlink: where it points is not known to
+				// be inside.
+				return "", "", fmt.Errorf("ENOENT: no such file or directory, open '%s'", abs)
+			}
+			return "", "", rerr
+		}
+		if _, _, ierr := s.fsInside(r); ierr != nil {
+			return "", "", ierr
+		}
+		cur = r
+	}
+	return s.fsInside(cur)
+}
+
+// fsInside is the allowed directory holding a resolved path.
+func (s *Server) fsInside(real string) (string, string, error) {
+	best := ""
+	for _, d := range s.fsDirs {
+		if within(d, real) && len(d) > len(best) {
+			best = d
+		}
+	}
+	if best == "" {
+		return "", "", fmt.Errorf("Access denied - symlink target outside allowed directories: %s not in %s", real, strings.Join(s.fsDirs, ", "))
+	}
+	rel, _ := filepath.Rel(best, real)
+	return best, rel, nil
+}
+
 func (s *Server) fsOpenRoot(p string) (*os.Root, string, error) {
-	dir, rel, err := s.fsLocate(p)
+	dir, rel, err := s.fsResolve(p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -230,9 +293,14 @@ func (s *Server) fsRead(p string) ([]byte, error) {
 // which resolves the path confined to the directory and refuses protected
 // paths.
 func (s *Server) fsWrite(ctx context.Context, p, content string) error {
-	dir, rel, err := s.fsLocate(p)
+	dir, rel, err := s.fsResolve(p)
 	if err != nil {
 		return err
+	}
+	// The reference server creates no directories for a file: neither
+	// does this.
+	if fi, serr := os.Stat(filepath.Dir(filepath.Join(dir, rel))); serr != nil || !fi.IsDir() {
+		return fmt.Errorf("ENOENT: no such file or directory, open '%s'", filepath.Join(dir, rel))
 	}
 	pl := placement{root: dir, target: filepath.Join(dir, rel)}
 	params := protocol.BeginParams{
@@ -287,16 +355,31 @@ func fsError(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
 
+// firstLines is the reference server's head: the first n lines without
+// their newlines, and the unterminated last line if fewer were found.
 func firstLines(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	if n < len(lines) {
+	var lines []string
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		lines = strings.Split(s[:i], "\n")
+		s = s[i+1:]
+	}
+	if len(lines) > n {
 		lines = lines[:n]
 	}
-	return strings.TrimSuffix(strings.Join(lines, ""), "\n")
+	if s != "" && len(lines) < n {
+		lines = append(lines, s)
+	}
+	return strings.Join(lines, "\n")
 }
 
+// lastLines is the reference server's tail: line endings made \n, the
+// last n pieces between newlines (an empty one after a final newline
+// counts).
 func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
 	if n < len(lines) {
 		lines = lines[len(lines)-n:]
 	}

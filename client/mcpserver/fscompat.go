@@ -10,8 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
+	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/protocol"
@@ -114,6 +116,11 @@ func (s *Server) addFSTools() {
 			text := "Successfully wrote to " + p
 			return fsText(text, map[string]any{"content": text}), nil
 		})
+	add("edit_file", "Edit File", "Make line-based edits to a text file. Each edit replaces exact line sequences "+
+		"with new content. Returns a git-style diff showing the changes made. "+
+		"Only works within allowed directories.",
+		`{"type":"object","properties":{"path":{"type":"string"},"edits":{"type":"array","items":{"type":"object","properties":{"oldText":{"type":"string","description":"Text to search for - must match exactly"},"newText":{"type":"string","description":"Text to replace with"}},"required":["oldText","newText"]}},"dryRun":{"type":"boolean","default":false,"description":"Preview changes using git-style diff format"}},"required":["path","edits"]}`,
+		&mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: new(bool)}, s.fsEdit)
 	add("list_directory", "List Directory", "Get a detailed listing of all files and directories in a specified path. "+
 		"Results clearly distinguish between files and directories with [FILE] and [DIR] "+
 		"prefixes. This tool is essential for understanding directory structure and "+
@@ -150,6 +157,128 @@ func (s *Server) addFSTools() {
 			return fsText(text, map[string]any{"content": text}), nil
 		})
 }
+
+// fsEdit applies the edits as the reference server does (exact text
+// first, then lines equal but for surrounding white space) and writes the
+// result through a write session.
+func (s *Server) fsEdit(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+	p, _ := args["path"].(string)
+	dryRun, _ := args["dryRun"].(bool)
+	raw, _ := args["edits"].([]any)
+	data, err := s.fsRead(p)
+	if err != nil {
+		return nil, err
+	}
+	content := strings.ReplaceAll(string(data), "\r\n", "\n")
+	modified := content
+	for _, e := range raw {
+		m, _ := e.(map[string]any)
+		oldRaw, _ := m["oldText"].(string)
+		newRaw, _ := m["newText"].(string)
+		oldText := strings.ReplaceAll(oldRaw, "\r\n", "\n")
+		newText := strings.ReplaceAll(newRaw, "\r\n", "\n")
+		if strings.Contains(modified, oldText) {
+			modified = strings.Replace(modified, oldText, newText, 1)
+			continue
+		}
+		var ok bool
+		if modified, ok = looseReplace(modified, oldText, newText); !ok {
+			return nil, fmt.Errorf("Could not find exact match for edit:\n%s", oldRaw)
+		}
+	}
+	dir, rel, err := s.fsResolve(p)
+	if err != nil {
+		return nil, err
+	}
+	target := filepath.Join(dir, rel)
+	diff := jsDiff(target, content, modified)
+	ticks := 3
+	for strings.Contains(diff, strings.Repeat("`", ticks)) {
+		ticks++
+	}
+	fence := strings.Repeat("`", ticks)
+	text := fence + "diff\n" + diff + fence + "\n\n"
+	if !dryRun {
+		if err := s.fsWrite(ctx, target, modified); err != nil {
+			return nil, err
+		}
+	}
+	return fsText(text, map[string]any{"content": text}), nil
+}
+
+// looseReplace is the reference server's second try: the first run of
+// lines equal to old's but for leading and trailing white space, replaced
+// keeping the first line's indentation.
+func looseReplace(content, oldText, newText string) (string, bool) {
+	oldLines := strings.Split(oldText, "\n")
+	lines := strings.Split(content, "\n")
+	for i := 0; i+len(oldLines) <= len(lines); i++ {
+		match := true
+		for j, ol := range oldLines {
+			if strings.TrimSpace(ol) != strings.TrimSpace(lines[i+j]) {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		indent := leadingSpace(lines[i])
+		var repl []string
+		for j, nl := range strings.Split(newText, "\n") {
+			if j == 0 {
+				repl = append(repl, indent+strings.TrimLeft(nl, " \t\r\n\f\v"))
+				continue
+			}
+			oldIndent := ""
+			if j < len(oldLines) {
+				oldIndent = leadingSpace(oldLines[j])
+			}
+			newIndent := leadingSpace(nl)
+			if oldIndent != "" && newIndent != "" {
+				repl = append(repl, indent+strings.Repeat(" ", max(0, len(newIndent)-len(oldIndent)))+strings.TrimLeft(nl, " \t\r\n\f\v"))
+				continue
+			}
+			repl = append(repl, nl)
+		}
+		out := append(append(append([]string{}, lines[:i]...), repl...), lines[i+len(oldLines):]...)
+		return strings.Join(out, "\n"), true
+	}
+	return content, false
+}
+
+func leadingSpace(s string) string {
+	return s[:len(s)-len(strings.TrimLeft(s, " \t\r\n\f\v"))]
+}
+
+// jsDiff is the unified diff as the reference server's diff library
+// writes it: an Index and a rule, labelled headers, four lines of context.
+func jsDiff(path, old, new string) string {
+	head := "Index: " + path + "\n===================================================================\n--- " + path + "\toriginal\n+++ " + path + "\tmodified\n"
+	d, err := udiff.ToUnified(path, path, old, udiff.Lines(old, new), 4)
+	if err != nil {
+		return head
+	}
+	// Drop udiff's own two header lines.
+	for range 2 {
+		if i := strings.IndexByte(d, '\n'); i >= 0 {
+			d = d[i+1:]
+		}
+	}
+	// It writes every hunk's line counts, 1 included.
+	return head + hunkHeader.ReplaceAllStringFunc(d, func(h string) string {
+		m := hunkHeader.FindStringSubmatch(h)
+		count := func(c string) string {
+			if c == "" {
+				return ",1"
+			}
+			return c
+		}
+		return "@@ -" + m[1] + count(m[2]) + " +" + m[3] + count(m[4]) + " @@"
+	})
+}
+
+var hunkHeader = regexp.MustCompile(`(?m)^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@`)
 
 // fsLocate finds the allowed directory of p as the reference server does:
 // a relative path against the first directory, an absolute one lexically

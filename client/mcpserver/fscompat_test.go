@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +110,30 @@ func TestFilesystemCompatible(t *testing.T) {
 	orion := run(bin, "--socket", d.Socket, "mcp", "--filesystem-compatible", dir)
 	orionFiles := snapshot(t, dir)
 
+	// The tools: Orion's are the reference server's, with the same input
+	// schemas (but for the JSON Schema dialect the TypeScript SDK names).
+	refTools := map[string]map[string]any{}
+	for _, tool := range ref.Tools {
+		delete(tool.InputSchema, "$schema")
+		refTools[tool.Name] = tool.InputSchema
+	}
+	var served []string
+	for _, tool := range orion.Tools {
+		served = append(served, tool.Name)
+		want, ok := refTools[tool.Name]
+		if !ok {
+			t.Errorf("orion serves %s, which the reference server does not", tool.Name)
+			continue
+		}
+		if !reflect.DeepEqual(want, tool.InputSchema) {
+			t.Errorf("%s input schema:\nreference %v\norion     %v", tool.Name, want, tool.InputSchema)
+		}
+	}
+	for name := range refTools {
+		if !slices.Contains(served, name) {
+			t.Logf("not served yet: %s", name)
+		}
+	}
 	if len(ref.Calls) != len(orion.Calls) {
 		t.Fatalf("%d calls answered by the reference server, %d by orion", len(ref.Calls), len(orion.Calls))
 	}
@@ -132,6 +158,8 @@ func TestFilesystemCompatible(t *testing.T) {
 		t.Logf("call %d %s %s differs on purpose (%s)", i, r.Name, r.Args, why)
 	}
 	t.Logf("%d of %d calls identical", same, len(ref.Calls))
+	// The protected file the reference server wrote and Orion refused.
+	delete(refFiles, ".mcp.json")
 	if !reflect.DeepEqual(refFiles, orionFiles) {
 		t.Errorf("files after the calls differ:\nreference %v\norion     %v", refFiles, orionFiles)
 	}
@@ -139,6 +167,12 @@ func TestFilesystemCompatible(t *testing.T) {
 
 // fsDeliberate says why a difference is kept, or that it is not.
 func fsDeliberate(i int, r, o fsCall) (string, bool) {
+	var args struct{ Path string }
+	json.Unmarshal(o.Args, &args)
+	if o.Name == "write_file" && strings.HasSuffix(args.Path, "/.mcp.json") && !r.IsError && o.IsError &&
+		strings.Contains(string(o.Content), "protected") {
+		return "a protected path, refused", true
+	}
 	return "", false
 }
 

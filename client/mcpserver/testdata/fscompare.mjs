@@ -52,6 +52,7 @@ await call('edit_file', { path: dir + '/new.txt', edits: [{ oldText: 'absent', n
 await call('edit_file', { path: outside, edits: [{ oldText: 'secret', newText: 'x' }] });
 await call('edit_file', { path: dir + '/link-in.txt', edits: [{ oldText: 'alpha', newText: 'ALPHA' }] });
 await call('read_text_file', { path: dir + '/new.txt' });
+await call('write_file', { path: dir + '/.mcp.json', content: '{"mcpServers": {}}\n' });
 await call('list_directory', { path: dir + '/sub' });
 await call('list_directory', { path: outside });
 await call('list_directory', { path: dir + '/link-out' });

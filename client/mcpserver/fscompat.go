@@ -121,6 +121,33 @@ func (s *Server) addFSTools() {
 		"Only works within allowed directories.",
 		`{"type":"object","properties":{"path":{"type":"string"},"edits":{"type":"array","items":{"type":"object","properties":{"oldText":{"type":"string","description":"Text to search for - must match exactly"},"newText":{"type":"string","description":"Text to replace with"}},"required":["oldText","newText"]}},"dryRun":{"type":"boolean","default":false,"description":"Preview changes using git-style diff format"}},"required":["path","edits"]}`,
 		&mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: new(bool)}, s.fsEdit)
+	add("create_directory", "Create Directory", "Create a new directory or ensure a directory exists. Can create multiple "+
+		"nested directories in one operation. If the directory already exists, "+
+		"this operation will succeed silently. Perfect for setting up directory "+
+		"structures for projects or ensuring required paths exist. Only works within allowed directories.",
+		`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`,
+		&mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(bool), OpenWorldHint: new(bool)},
+		func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+			p, _ := args["path"].(string)
+			dir, rel, err := s.fsResolve(p)
+			if err != nil {
+				return nil, err
+			}
+			// A directory holds nothing to journal or undo; it is made
+			// through the root, so a symlink swapped in cannot lead out.
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				return nil, err
+			}
+			defer root.Close()
+			if rel != "." {
+				if err := root.MkdirAll(rel, 0o755); err != nil {
+					return nil, fsErr(err, p)
+				}
+			}
+			text := "Successfully created directory " + p
+			return fsText(text, map[string]any{"content": text}), nil
+		})
 	add("list_directory", "List Directory", "Get a detailed listing of all files and directories in a specified path. "+
 		"Results clearly distinguish between files and directories with [FILE] and [DIR] "+
 		"prefixes. This tool is essential for understanding directory structure and "+

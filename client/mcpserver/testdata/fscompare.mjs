@@ -53,6 +53,11 @@ await call('edit_file', { path: outside, edits: [{ oldText: 'secret', newText: '
 await call('edit_file', { path: dir + '/link-in.txt', edits: [{ oldText: 'alpha', newText: 'ALPHA' }] });
 await call('read_text_file', { path: dir + '/new.txt' });
 await call('write_file', { path: dir + '/.mcp.json', content: '{"mcpServers": {}}\n' });
+await call('create_directory', { path: dir + '/made/deep' });
+await call('create_directory', { path: dir + '/made' });
+await call('create_directory', { path: dir + '/link-out/made' });
+await call('create_directory', { path: outside + '-dir' });
+await call('write_file', { path: dir + '/made/deep/f.txt', content: 'in a new directory\n' });
 await call('list_directory', { path: dir + '/sub' });
 await call('list_directory', { path: outside });
 await call('list_directory', { path: dir + '/link-out' });

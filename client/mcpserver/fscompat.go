@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -160,9 +163,9 @@ func (s *Server) addFSTools() {
 				return nil, err
 			}
 			defer root.Close()
-			entries, err := fs.ReadDir(root.FS(), relFS(rel))
+			entries, err := fsReadDir(root, rel, p)
 			if err != nil {
-				return nil, fsErr(err, p)
+				return nil, err
 			}
 			var lines []string
 			for _, e := range entries {
@@ -172,6 +175,65 @@ func (s *Server) addFSTools() {
 				}
 				lines = append(lines, kind+" "+e.Name())
 			}
+			text := strings.Join(lines, "\n")
+			return fsText(text, map[string]any{"content": text}), nil
+		})
+	add("list_directory_with_sizes", "List Directory with Sizes", "Get a detailed listing of all files and directories in a specified path, including sizes. "+
+		"Results clearly distinguish between files and directories with [FILE] and [DIR] "+
+		"prefixes. This tool is useful for understanding directory structure and "+
+		"finding specific files within a directory. Only works within allowed directories.",
+		`{"type":"object","properties":{"path":{"type":"string"},"sortBy":{"type":"string","enum":["name","size"],"default":"name","description":"Sort entries by name or size"}},"required":["path"]}`, ro(),
+		func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+			p, _ := args["path"].(string)
+			sortBy, _ := args["sortBy"].(string)
+			root, rel, err := s.fsOpenRoot(p)
+			if err != nil {
+				return nil, err
+			}
+			defer root.Close()
+			entries, err := fsReadDir(root, rel, p)
+			if err != nil {
+				return nil, err
+			}
+			type sized struct {
+				name string
+				dir  bool
+				size int64
+			}
+			var list []sized
+			var files, dirs int
+			var total int64
+			for _, e := range entries {
+				it := sized{name: e.Name(), dir: e.IsDir()}
+				// Stat through the root: an entry that is a symlink
+				// leading out counts as size 0, as one that cannot be
+				// read does in the reference server.
+				if fi, err := root.Stat(filepath.Join(rel, e.Name())); err == nil {
+					it.size = fi.Size()
+				}
+				list = append(list, it)
+				if it.dir {
+					dirs++
+				} else {
+					files++
+					total += it.size
+				}
+			}
+			slices.SortStableFunc(list, func(a, b sized) int {
+				if sortBy == "size" {
+					return cmp.Compare(b.size, a.size)
+				}
+				return localeCompare(a.name, b.name)
+			})
+			var lines []string
+			for _, it := range list {
+				kind, size := "[FILE]", fmt.Sprintf("%10s", formatSize(it.size))
+				if it.dir {
+					kind, size = "[DIR]", ""
+				}
+				lines = append(lines, fmt.Sprintf("%s %-30s %s", kind, it.name, size))
+			}
+			lines = append(lines, "", fmt.Sprintf("Total: %d files, %d directories", files, dirs), "Combined size: "+formatSize(total))
 			text := strings.Join(lines, "\n")
 			return fsText(text, map[string]any{"content": text}), nil
 		})
@@ -484,11 +546,46 @@ func fsErr(err error, p string) error {
 	return err
 }
 
-func relFS(rel string) string {
-	if rel == "" || rel == "." {
-		return "."
+// fsReadDir lists a directory in the order the system gives, as Node's
+// readdir does.
+func fsReadDir(root *os.Root, rel, p string) ([]fs.DirEntry, error) {
+	if rel == "" {
+		rel = "."
 	}
-	return filepath.ToSlash(rel)
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, fsErr(err, p)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fsErr(err, p)
+	}
+	return entries, nil
+}
+
+// formatSize is the reference server's: bytes up to 1 KiB, then two
+// decimals of the largest unit.
+func formatSize(n int64) string {
+	units := []string{"B", "KB", "MB", "GB", "TB"}
+	if n <= 0 {
+		return "0 B"
+	}
+	i := int(math.Floor(math.Log(float64(n)) / math.Log(1024)))
+	if i <= 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	i = min(i, len(units)-1)
+	return fmt.Sprintf("%.2f %s", float64(n)/math.Pow(1024, float64(i)), units[i])
+}
+
+// localeCompare approximates JavaScript's default localeCompare for file
+// names: letters compared ignoring case first, then case, lower first.
+func localeCompare(a, b string) int {
+	if c := strings.Compare(strings.ToLower(a), strings.ToLower(b)); c != 0 {
+		return c
+	}
+	return -strings.Compare(a, b)
 }
 
 func sha(b []byte) string {

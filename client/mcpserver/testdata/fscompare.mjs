@@ -59,6 +59,9 @@ await call('create_directory', { path: dir + '/link-out/made' });
 await call('create_directory', { path: outside + '-dir' });
 await call('write_file', { path: dir + '/made/deep/f.txt', content: 'in a new directory\n' });
 await call('list_directory', { path: dir + '/sub' });
+await call('list_directory_with_sizes', { path: dir + '/sub' });
+await call('list_directory_with_sizes', { path: dir + '/sub/deeper', sortBy: 'size' });
+await call('list_directory_with_sizes', { path: outside });
 await call('list_directory', { path: outside });
 await call('list_directory', { path: dir + '/link-out' });
 

@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/orion-agent/orion/internal/contentlog"
 	"github.com/orion-agent/orion/internal/failpoint"
 
 	bolt "go.etcd.io/bbolt"
@@ -215,6 +217,83 @@ func (s *Store) writeLater(apply func(tx *bolt.Tx) error, notify func(error)) {
 	s.deferMu.Unlock()
 }
 
+// Deferred index entries are committed without waiting for DeferDelay once
+// this many wait, or their metadata takes this many bytes: they hold memory,
+// and a commit of thousands of entries is long for the writes queued behind
+// it.
+const (
+	maxDeferredEntries = 2048
+	maxDeferredBytes   = 4 << 20
+)
+
+// deferIndex queues the index entry of a chunk whose record the log has
+// synced, to ride the next commit. The log calls it in log order, so the
+// entries queue in that order, and a commit that takes them indexes a prefix
+// of the log: it records the end of its last entry as meta/logpos.
+func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
+	end := contentlog.Pos{Seg: ref.rec.Seg, Off: ref.rec.End()}
+	key := []byte(id)
+	r := &request{
+		apply: func(tx *bolt.Tx) error {
+			if err := putIndex(tx, key, seq, ref, meta); err != nil {
+				return err
+			}
+			return setLogPos(tx, end)
+		},
+		notify: func(err error) {
+			if err != nil {
+				// The record is durable: the next Open indexes it.
+				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
+				return
+			}
+			s.advanceIndexed(end)
+		},
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return // replayed at the next Open
+	}
+	s.deferMu.Lock()
+	s.deferred = append(s.deferred, r)
+	s.deferredN++
+	s.deferredBytes += len(meta)
+	full := s.deferredN >= maxDeferredEntries || s.deferredBytes >= maxDeferredBytes
+	if s.deferTimer == nil && !full {
+		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
+	}
+	s.deferMu.Unlock()
+	if full && s.flushKicked.CompareAndSwap(false, true) {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.flushKicked.Store(false)
+			s.flushDeferred()
+		}()
+	}
+}
+
+// advanceIndexed records that every record before p is indexed.
+func (s *Store) advanceIndexed(p contentlog.Pos) {
+	for {
+		cur := s.indexed.Load()
+		if cur != nil && !cur.Less(p) {
+			return
+		}
+		if s.indexed.CompareAndSwap(cur, &p) {
+			return
+		}
+	}
+}
+
+// flushIfDeferred commits the deferred writes, if there are any, so that a
+// read sees every acknowledged Append's index entry.
+func (s *Store) flushIfDeferred() {
+	if s.hasDeferred() {
+		s.Flush()
+	}
+}
+
 // hasDeferred reports whether deferred writes wait for a commit.
 func (s *Store) hasDeferred() bool {
 	s.deferMu.Lock()
@@ -228,6 +307,7 @@ func (s *Store) takeDeferred() []*request {
 	s.deferMu.Lock()
 	later := s.deferred
 	s.deferred = nil
+	s.deferredN, s.deferredBytes = 0, 0
 	if s.deferTimer != nil {
 		s.deferTimer.Stop()
 		s.deferTimer = nil

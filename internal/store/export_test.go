@@ -21,3 +21,6 @@ func PageAllocBytes(s *Store) int64 {
 	st := s.db.Stats()
 	return st.TxStats.GetPageAlloc()
 }
+
+// WaitReclaim waits until no reclaim pass runs.
+func WaitReclaim(s *Store) { s.reclaimDone.Wait() }

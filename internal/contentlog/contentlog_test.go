@@ -153,8 +153,6 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	}
 }
 
-
-
 // damage rewrites the bytes of seg at off with b.
 func damage(t *testing.T, dir string, seg uint64, off int64, b []byte) {
 	t.Helper()

@@ -23,10 +23,18 @@ var errNothingChanged = errors.New("nothing changed")
 // failing the batch. Any other error aborts the transaction it runs in.
 type request struct {
 	apply func(tx *bolt.Tx) error
+	// index, on a deferred index entry, says which chunk it indexes.
+	index *pendingIndex
 	done  chan error // buffered, so the committer never waits on a caller
 	// notify, when set instead of done, receives the outcome of a
 	// deferred write (see writeLater).
 	notify func(error)
+}
+
+// pendingIndex names the chunk a deferred index entry is for.
+type pendingIndex struct {
+	key []byte
+	seq uint64
 }
 
 // finish hands the request its outcome.
@@ -234,8 +242,9 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 	end := contentlog.Pos{Seg: ref.rec.Seg, Off: ref.rec.End()}
 	key := []byte(id)
 	r := &request{
+		index: &pendingIndex{key: key, seq: seq},
 		apply: func(tx *bolt.Tx) error {
-			if err := putIndex(tx, key, seq, ref, meta); err != nil {
+			if err := s.putIndex(tx, key, seq, ref, meta); err != nil {
 				return err
 			}
 			return setLogPos(tx, end)
@@ -271,6 +280,19 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 			s.flushDeferred()
 		}()
 	}
+}
+
+// pendingIndex returns the chunks whose index entries wait for a commit.
+func (s *Store) pendingIndex() []*pendingIndex {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	var out []*pendingIndex
+	for _, r := range s.deferred {
+		if r.index != nil {
+			out = append(out, r.index)
+		}
+	}
+	return out
 }
 
 // advanceIndexed records that every record before p is indexed.

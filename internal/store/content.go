@@ -154,14 +154,19 @@ func decodePos(v []byte) contentlog.Pos {
 }
 
 // putIndex stores the index entry of a chunk and the session's metadata, as
-// Append does, in tx.
-func putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []byte) error {
+// Append does, in tx. The record of a chunk it replaces stops counting as
+// live once tx commits.
+func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []byte) error {
 	chunks, err := tx.Bucket(bucketChunks).CreateBucketIfNotExists(id)
 	if err != nil {
 		return fmt.Errorf("store: session %q: %w", id, err)
 	}
 	chunks.FillPercent = appendFillPercent
-	if err := chunks.Put(encodeSeq(seq), c.encode()); err != nil {
+	key := encodeSeq(seq)
+	if old, ok := decodeChunkRef(chunks.Get(key)); ok {
+		s.liveOnCommit(tx, -old.rec.Size())
+	}
+	if err := chunks.Put(key, c.encode()); err != nil {
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	// The metadata goes next to the chunk (see the package comment); the
@@ -234,7 +239,7 @@ func (s *Store) replay() error {
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, e := range entries {
-			if err := putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta); err != nil {
+			if err := s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta); err != nil {
 				return err
 			}
 		}
@@ -255,4 +260,34 @@ type replayed struct {
 	seq  uint64
 	meta []byte
 	ref  chunkRef
+}
+
+// liveOnCommit adds delta to the live bytes of the log once tx commits.
+func (s *Store) liveOnCommit(tx *bolt.Tx, delta int64) {
+	if delta != 0 {
+		tx.OnCommit(func() { s.live.Add(delta) })
+	}
+}
+
+// dropChunksOnCommit counts the records of the chunks in b, which tx is
+// about to delete, as dead once tx commits.
+func (s *Store) dropChunksOnCommit(tx *bolt.Tx, b *bolt.Bucket) {
+	var n int64
+	b.ForEach(func(k, v []byte) error {
+		if ref, ok := decodeChunkRef(v); ok && isChunkKey(k) {
+			n += ref.rec.Size()
+		}
+		return nil
+	})
+	s.liveOnCommit(tx, -n)
+}
+
+// countLive sets the live bytes of the log from the index.
+func (s *Store) countLive() error {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachChunkRef(tx, func(_ []byte, _ uint64, ref chunkRef) { n += ref.rec.Size() })
+	})
+	s.live.Store(n)
+	return err
 }

@@ -183,6 +183,8 @@ func (s *Store) compact(segs map[uint64]bool) error {
 	}
 	failpoint.Hit("store.compact-copied")
 	return s.write(func(tx *bolt.Tx) error {
+		var delta int64
+		defer func() { s.liveOnCommit(tx, delta) }()
 		all := tx.Bucket(bucketChunks)
 		for i, c := range keep {
 			b := all.Bucket(c.id)
@@ -195,6 +197,7 @@ func (s *Store) compact(segs map[uint64]bool) error {
 			}
 			moved := c.ref
 			moved.rec = refs[i]
+			delta += moved.rec.Size() - c.ref.rec.Size()
 			if err := b.Put(k, moved.encode()); err != nil {
 				return err
 			}

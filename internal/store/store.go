@@ -176,6 +176,9 @@ type Store struct {
 	// its records are indexed by committed bbolt transactions.
 	log     *contentlog.Log
 	indexed atomic.Pointer[contentlog.Pos]
+	// live is the bytes of the log's records that the index points to,
+	// or will once their entries commit: what --store-max-bytes counts.
+	live atomic.Int64
 	// deferredN and deferredBytes count the index entries among deferred
 	// and their metadata, under deferMu; flushKicked is set while a commit
 	// they asked for is on its way; bg counts those commits.
@@ -288,6 +291,9 @@ func Open(path string, opts Options) (*Store, error) {
 	default:
 		err = s.replay()
 	}
+	if err == nil {
+		err = s.countLive()
+	}
 	if err != nil {
 		log.Close()
 		db.Close()
@@ -383,17 +389,38 @@ type Stats struct {
 	// Log is the content log's: records appended and the groups and
 	// fdatasyncs that wrote them, and the bytes its segments hold.
 	Log contentlog.Stats
+	// LiveLogBytes is the bytes of the log's records that chunks use.
+	LiveLogBytes int64
 }
 
 // Stats counts sessions and chunks. It reads every session's chunk index, so
 // it is for status reports, not hot paths.
 func (s *Store) Stats() (Stats, error) {
-	s.flushIfDeferred()
-	st := Stats{Commits: s.commits.Load(), Writes: s.writes.Load(), Log: s.log.Stats()}
+	st := Stats{Commits: s.commits.Load(), Writes: s.writes.Load(), Log: s.log.Stats(), LiveLogBytes: s.live.Load()}
+	// Stats commits nothing, so that tests can count commits with it:
+	// chunks whose index entries wait for a commit are counted apart.
+	pending := s.pendingIndex()
 	err := s.view(func(tx *bolt.Tx) error {
 		st.HighWater = tx.Size()
 		st.Sessions = tx.Bucket(bucketSessions).Stats().KeyN
 		chunks := tx.Bucket(bucketChunks)
+		seen := map[string]bool{}
+		for _, p := range pending {
+			k := string(p.key) + string(encodeSeq(p.seq))
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if b := chunks.Bucket(p.key); b == nil || b.Get(encodeSeq(p.seq)) == nil {
+				st.Chunks++
+				if b == nil {
+					if _, ok := lookup(tx.Bucket(bucketSessions), p.key); !ok && !seen[string(p.key)] {
+						seen[string(p.key)] = true
+						st.Sessions++
+					}
+				}
+			}
+		}
 		return chunks.ForEachBucket(func(id []byte) error {
 			return chunks.Bucket(id).ForEach(func(k, _ []byte) error {
 				if isChunkKey(k) {
@@ -469,8 +496,8 @@ func (s *Store) Usage() (used, file int64, err error) {
 
 // Used is Usage's bytes in use alone, cheap enough for every append: no
 // system call, bbolt's counts of free pages as of the last commit, and the
-// bytes of the log's records, dead ones included until their segment is
-// reclaimed.
+// bytes of the log's records that chunks use. Dead records still take disk
+// until their segment is reclaimed (Usage's file size counts them).
 func (s *Store) Used() (int64, error) {
 	var high int64
 	if err := s.view(func(tx *bolt.Tx) error {
@@ -481,5 +508,5 @@ func (s *Store) Used() (int64, error) {
 	}
 	st := s.db.Stats()
 	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
-	return max(high-free, 0) + s.log.Stats().Bytes, nil
+	return max(high-free, 0) + s.live.Load(), nil
 }

@@ -348,6 +348,7 @@ func TestConcurrentAppends(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	s.Flush() // the index entries still waiting
 	st, err := s.Stats()
 	if err != nil {
 		t.Fatal(err)

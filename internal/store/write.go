@@ -90,7 +90,8 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 			if err := applyPuts(tx, puts); err != nil {
 				return err
 			}
-			return putIndex(tx, key, seq, ref, meta)
+			s.liveOnCommit(tx, ref.rec.Size())
+			return s.putIndex(tx, key, seq, ref, meta)
 		})
 	}
 	// The entry keeps its own copy of meta, so that rec, chunk and all,
@@ -98,6 +99,7 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	meta = append([]byte(nil), meta...)
 	_, err := s.log.Append([][]byte{rec}, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
+		s.live.Add(ref.rec.Size())
 		s.deferIndex(id, seq, ref, meta)
 	})
 	if err != nil {
@@ -117,7 +119,7 @@ func (s *Store) Finish(id string, meta []byte) error {
 	if err := validate(id, meta); err != nil {
 		return err
 	}
-	return s.reclaimAfter(s.write(finish(id, meta)))
+	return s.reclaimAfter(s.write(s.finish(id, meta)))
 }
 
 // FinishLater is Finish without the wait: the write rides the next commit
@@ -130,23 +132,24 @@ func (s *Store) FinishLater(id string, meta []byte, notify func(error)) {
 		notify(err)
 		return
 	}
-	s.writeLater(finish(id, meta), func(err error) {
+	s.writeLater(s.finish(id, meta), func(err error) {
 		notify(err)
 		s.reclaimAfter(err)
 	})
 }
 
-func finish(id string, meta []byte) func(tx *bolt.Tx) error {
+func (s *Store) finish(id string, meta []byte) func(tx *bolt.Tx) error {
 	key := []byte(id)
 	return func(tx *bolt.Tx) error {
-
 		if err := tx.Bucket(bucketSessions).Put(key, meta); err != nil {
 			return err
 		}
 		chunks := tx.Bucket(bucketChunks)
-		if chunks.Bucket(key) == nil {
+		b := chunks.Bucket(key)
+		if b == nil {
 			return nil
 		}
+		s.dropChunksOnCommit(tx, b)
 		return chunks.DeleteBucket(key)
 	}
 }
@@ -175,6 +178,7 @@ func (s *Store) DeleteChunks(id string) error {
 				return err
 			}
 		}
+		s.dropChunksOnCommit(tx, b)
 		return chunks.DeleteBucket(key)
 	}))
 }
@@ -194,6 +198,7 @@ func (s *Store) Delete(id string) error {
 			return notFound(id)
 		}
 		if hasChunks {
+			s.dropChunksOnCommit(tx, chunks.Bucket(key))
 			if err := chunks.DeleteBucket(key); err != nil {
 				return err
 			}

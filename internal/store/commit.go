@@ -335,8 +335,20 @@ func (s *Store) takeDeferred() []*request {
 		s.deferTimer = nil
 	}
 	s.deferMu.Unlock()
-	if len(later) > 0 {
-		// Crash tests die here: deferred writes taken, not yet durable.
+	index, other := false, false
+	for _, r := range later {
+		if r.index != nil {
+			index = true
+		} else {
+			other = true
+		}
+	}
+	// Crash tests die here: deferred writes taken, not yet durable; the
+	// index entries of appends apart from the rest.
+	if index {
+		failpoint.Hit("store.commit-index")
+	}
+	if other {
 		failpoint.Hit("store.commit-deferred")
 	}
 	return later

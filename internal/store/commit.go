@@ -250,6 +250,7 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 			return setLogPos(tx, end)
 		},
 		notify: func(err error) {
+			s.indexDone.Add(1)
 			if err != nil {
 				// The record is durable: the next Open indexes it.
 				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
@@ -265,6 +266,7 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 	}
 	s.deferMu.Lock()
 	s.deferred = append(s.deferred, r)
+	s.indexQueued.Add(1)
 	s.deferredN++
 	s.deferredBytes += len(meta)
 	full := s.deferredN >= maxDeferredEntries || s.deferredBytes >= maxDeferredBytes
@@ -309,9 +311,11 @@ func (s *Store) advanceIndexed(p contentlog.Pos) {
 }
 
 // flushIfDeferred commits the deferred writes, if there are any, so that a
-// read sees every acknowledged Append's index entry.
+// read sees every acknowledged Append's index entry. An entry may also be in
+// a commit under way, taken from the queue but not committed yet: Flush
+// waits for that commit too.
 func (s *Store) flushIfDeferred() {
-	if s.hasDeferred() {
+	if s.indexDone.Load() < s.indexQueued.Load() || s.hasDeferred() {
 		s.Flush()
 	}
 }

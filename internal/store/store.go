@@ -185,6 +185,10 @@ type Store struct {
 	deferredN     int
 	deferredBytes int
 	flushKicked   atomic.Bool
+	// indexQueued and indexDone count the index entries queued and those
+	// whose commit has ended, so that a read knows whether to wait.
+	indexQueued atomic.Uint64
+	indexDone   atomic.Uint64
 	bg            sync.WaitGroup
 
 	// readMu is held for reading by whoever reads chunks through refs

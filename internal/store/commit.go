@@ -35,6 +35,7 @@ type request struct {
 type pendingIndex struct {
 	key []byte
 	seq uint64
+	ref chunkRef
 }
 
 // finish hands the request its outcome.
@@ -241,8 +242,10 @@ const (
 func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 	end := contentlog.Pos{Seg: ref.rec.Seg, Off: ref.rec.End()}
 	key := []byte(id)
-	r := &request{
-		index: &pendingIndex{key: key, seq: seq},
+	r := &request{}
+	r0 := r
+	*r = request{
+		index: &pendingIndex{key: key, seq: seq, ref: ref},
 		apply: func(tx *bolt.Tx) error {
 			if err := s.putIndex(tx, key, seq, ref, meta); err != nil {
 				return err
@@ -251,6 +254,7 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 		},
 		notify: func(err error) {
 			s.indexDone.Add(1)
+			s.unpend(id, r0)
 			if err != nil {
 				// The record is durable: the next Open indexes it.
 				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
@@ -266,6 +270,10 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 	}
 	s.deferMu.Lock()
 	s.deferred = append(s.deferred, r)
+	if s.pending == nil {
+		s.pending = map[string][]*request{}
+	}
+	s.pending[id] = append(s.pending[id], r)
 	s.indexQueued.Add(1)
 	s.deferredN++
 	s.deferredBytes += len(meta)
@@ -293,6 +301,40 @@ func (s *Store) pendingIndex() []*pendingIndex {
 		if r.index != nil {
 			out = append(out, r.index)
 		}
+	}
+	return out
+}
+
+// unpend forgets r, an index entry of session id whose commit has ended.
+func (s *Store) unpend(id string, r *request) {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	list := s.pending[id]
+	for i, p := range list {
+		if p == r {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.pending, id)
+	} else {
+		s.pending[id] = list
+	}
+}
+
+// pendingOf returns the index entries of session id that no commit has
+// ended yet, in the order they were queued.
+func (s *Store) pendingOf(id string) []pendingIndex {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	list := s.pending[id]
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]pendingIndex, len(list))
+	for i, r := range list {
+		out[i] = *r.index
 	}
 	return out
 }

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -143,7 +146,130 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("store: session %q: negative offset %d", id, off)
 	}
-	s.flushIfDeferred()
+	tail, indexedLast, indexedLen, ok, err := s.pendingTail(id)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		s.Flush()
+		return s.copyRange(id, w, off, n, ^uint64(0))
+	}
+	if len(tail) == 0 {
+		return s.copyRange(id, w, off, n, ^uint64(0))
+	}
+	// The indexed chunks up to indexedLast, then the pending ones.
+	var written int64
+	if off < indexedLen {
+		m := n
+		if m < 0 || off+m > indexedLen {
+			m = indexedLen - off
+		}
+		k, err := s.copyRange(id, w, off, m, indexedLast)
+		written += k
+		if err != nil {
+			return written, err
+		}
+	}
+	pos := indexedLen
+	var buf []byte
+	for _, p := range tail {
+		if n >= 0 && written >= n {
+			break
+		}
+		end := pos + int64(p.ref.len)
+		if end <= off {
+			pos = end
+			continue
+		}
+		s.readMu.RLock()
+		buf, err = s.readChunkRef(buf[:0], p.ref)
+		s.readMu.RUnlock()
+		if err != nil {
+			return written, fmt.Errorf("store: session %q chunk %d: %w", id, p.seq, err)
+		}
+		if off > pos {
+			buf = buf[off-pos:]
+		}
+		if n >= 0 && int64(len(buf)) > n-written {
+			buf = buf[:n-written]
+		}
+		m, err := w.Write(buf)
+		written += int64(m)
+		if err == nil && m < len(buf) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return written, err
+		}
+		pos = end
+	}
+	return written, nil
+}
+
+// pendingTail returns, for a session whose last appends' index entries are
+// not committed yet, those entries in seq order (the content's tail), with
+// the last seq and the length of the content the index holds before them.
+// ok is false when a pending entry replaces an indexed chunk, which the
+// caller then reads after committing it.
+func (s *Store) pendingTail(id string) (tail []pendingIndex, indexedLast uint64, indexedLen int64, ok bool, err error) {
+	// An entry leaves pending only once its commit has ended: whatever
+	// is not there is in the index.
+	pend := s.pendingOf(id)
+	if len(pend) == 0 {
+		return nil, 0, 0, true, nil
+	}
+	// The last entry queued for a seq is the one that counts.
+	bySeq := map[uint64]pendingIndex{}
+	for _, p := range pend {
+		bySeq[p.seq] = p
+	}
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketChunks).Bucket([]byte(id))
+		if b != nil {
+			c := b.Cursor()
+			if lk := lastSeq(c); lk != nil {
+				indexedLast = decodeSeq(lk)
+			}
+			for k, v := c.First(); k != nil && isChunkKey(k); k, v = c.Next() {
+				ref, _ := decodeChunkRef(v)
+				indexedLen += int64(ref.len)
+			}
+		}
+		for seq, p := range bySeq {
+			if b == nil || seq > indexedLast {
+				continue
+			}
+			cur, found := decodeChunkRef(b.Get(encodeSeq(seq)))
+			if found && cur == p.ref {
+				delete(bySeq, seq) // committed since pendingOf looked
+				continue
+			}
+			return errReplaced
+		}
+		// With no chunk indexed (b == nil), the pending entries are
+		// the whole content: the session's first appends. (A Finish
+		// or Delete that takes them into its commit and drops them
+		// with the session's chunks is ordered after the reads of that
+		// session by its caller.)
+		return nil
+	})
+	if err == errReplaced {
+		return nil, 0, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, 0, false, err
+	}
+	for _, p := range bySeq {
+		tail = append(tail, p)
+	}
+	slices.SortFunc(tail, func(a, b pendingIndex) int { return cmp.Compare(a.seq, b.seq) })
+	return tail, indexedLast, indexedLen, true, nil
+}
+
+var errReplaced = errors.New("a pending entry replaces an indexed chunk")
+
+// copyRange is CopyRange over the index alone, up to chunk maxSeq.
+func (s *Store) copyRange(id string, w io.Writer, off, n int64, maxSeq uint64) (int64, error) {
 	key := []byte(id)
 	var (
 		written int64
@@ -180,7 +306,7 @@ func (s *Store) CopyRange(id string, w io.Writer, off, n int64) (int64, error) {
 					done = true
 					return nil
 				}
-				last = decodeSeq(lk)
+				last = min(decodeSeq(lk), maxSeq)
 				k, v, roundSkip = seekOffset(c, off)
 			} else {
 				k, v = c.Seek(encodeSeq(next))

@@ -185,11 +185,15 @@ type Store struct {
 	deferredN     int
 	deferredBytes int
 	flushKicked   atomic.Bool
+	// pending holds, by session, the index entries queued and not yet
+	// through a commit, under deferMu: reads find the chunks of the last
+	// appends there without making a commit of their own.
+	pending map[string][]*request
 	// indexQueued and indexDone count the index entries queued and those
 	// whose commit has ended, so that a read knows whether to wait.
 	indexQueued atomic.Uint64
 	indexDone   atomic.Uint64
-	bg            sync.WaitGroup
+	bg          sync.WaitGroup
 
 	// readMu is held for reading by whoever reads chunks through refs
 	// copied out of a transaction, and for writing by reclaim while it

@@ -24,3 +24,7 @@ func PageAllocBytes(s *Store) int64 {
 
 // WaitReclaim waits until no reclaim pass runs.
 func WaitReclaim(s *Store) { s.reclaimDone.Wait() }
+
+// AfterCompactCopy makes fn run where a compaction has copied live chunks
+// to the end of the log and not yet pointed the index at the copies.
+func AfterCompactCopy(s *Store, fn func()) { s.afterCompactCopy = fn }

@@ -182,6 +182,9 @@ func (s *Store) compact(segs map[uint64]bool) error {
 		return err
 	}
 	failpoint.Hit("store.compact-copied")
+	if s.afterCompactCopy != nil {
+		s.afterCompactCopy()
+	}
 	return s.write(func(tx *bolt.Tx) error {
 		var delta int64
 		defer func() { s.liveOnCommit(tx, delta) }()

@@ -208,6 +208,9 @@ type Store struct {
 	reclaiming   atomic.Bool
 	reclaimAgain atomic.Bool
 	reclaimDone  sync.WaitGroup
+	// afterCompactCopy, set by tests, runs where a compaction has copied
+	// chunks to the end of the log and not yet indexed the copies.
+	afterCompactCopy func()
 }
 
 // Open opens or creates the journal at path (mode 0600) and starts its

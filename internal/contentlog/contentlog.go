@@ -175,7 +175,8 @@ type pending struct {
 
 // Open opens the log in dir, creating dir (0700) if needed, and finds the end
 // of its last segment: the first position without a valid record, dropping a
-// torn record there. Appends go after it.
+// torn record there. Appends go after it. The other segments are not read:
+// their size counts as their records' (Stats, Segments).
 func Open(dir string, opts Options) (*Log, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = DefaultSegmentSize
@@ -205,16 +206,19 @@ func Open(dir string, opts Options) (*Log, error) {
 			}
 		}
 		l.segs[id] = s
-		end, err := l.scanEnd(s)
-		if err != nil {
-			l.closeFiles()
-			return nil, err
+		// Only the last segment can end in a torn write, and only its
+		// end is where appends go: the others count whole, which
+		// spares a read of the whole log at every start.
+		end := s.size
+		if i == len(ids)-1 {
+			if end, err = l.scanEnd(s); err != nil {
+				l.closeFiles()
+				return nil, err
+			}
+			l.active, l.tail = s, end
 		}
 		s.end.Store(end)
 		l.bytes.Add(end)
-		if i == len(ids)-1 {
-			l.active, l.tail = s, end
-		}
 	}
 	return l, nil
 }
@@ -582,7 +586,7 @@ func (l *Log) End() Pos {
 // SegmentInfo describes one segment.
 type SegmentInfo struct {
 	ID     uint64
-	End    int64 // bytes of records in it
+	End    int64 // bytes of records in it (of a segment sealed before Open: its size)
 	Active bool  // appends go to it
 }
 

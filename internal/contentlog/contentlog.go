@@ -494,6 +494,19 @@ func (l *Log) reserve(need int64) error {
 	return nil
 }
 
+// StartNewSegment makes the next append start a new segment, leaving the
+// rest of the current one as it is. A caller whose index points past the end
+// Open found (damage in the middle of the last segment, not a torn write)
+// calls it so that appends do not overwrite the records it still needs.
+func (l *Log) StartNewSegment() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.leading {
+		l.idle.Wait()
+	}
+	l.active = nil
+}
+
 // Read returns the payload of the record at ref, checked against its
 // checksums: a mismatch is ErrDamaged, and none of its bytes are returned.
 func (l *Log) Read(ref Ref) ([]byte, error) {

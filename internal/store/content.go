@@ -209,6 +209,14 @@ func (s *Store) replay() error {
 	}); err != nil {
 		return err
 	}
+	if logEnd := s.log.End(); logEnd.Less(from) {
+		// The log ends before records the index points to: not a torn
+		// write (those are never indexed) but damage in the middle of
+		// the last segment. Appends must not overwrite what follows it.
+		slog.Error("store: the content log ends before the last indexed record: it is damaged; new content goes to a new segment",
+			"log_end_segment", logEnd.Seg, "log_end_offset", logEnd.Off, "indexed_segment", from.Seg, "indexed_offset", from.Off)
+		s.log.StartNewSegment()
+	}
 	end := from
 	err := s.log.Scan(from, func(ref contentlog.Ref, payload []byte, err error) error {
 		end = contentlog.Pos{Seg: ref.Seg, Off: ref.End()}

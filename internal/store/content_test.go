@@ -423,3 +423,44 @@ func TestCrashDuringCompaction(t *testing.T) {
 		t.Fatalf("chunk after the next compaction = %q, %v", got, err)
 	}
 }
+
+// A flipped bit in the header of an indexed record, in the middle of the
+// last segment, hides where the records after it start: the log seems to end
+// there. Those records are indexed and still readable, and new appends go to
+// a new segment instead of overwriting them.
+func TestDamagedHeaderKeepsLaterRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openStore(t, path)
+	for i, c := range []string{"first;", "second;", "third;"} {
+		if err := s.Append("a", uint64(i+1), []byte(c), []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	seg := segments(t, path)[0]
+	b, _ := os.ReadFile(seg)
+	// The second record's header is 16 bytes before its payload, which
+	// starts with the record kind, flags and id length, then "a".
+	i := bytes.Index(b, []byte("second;"))
+	hdr := bytes.LastIndex(b[:i], []byte{1, 0, 0, 1, 'a'}) - 16
+	b[hdr+5] ^= 0x01
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, path)
+	if err := s.Append("a", 4, []byte("fourth;"), []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chunk("a", 3); err != nil || string(got) != "third;" {
+		t.Fatalf("record after the damaged one = %q, %v", got, err)
+	}
+	if _, err := s.Chunk("a", 2); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("record with the damaged header: %v, want ErrDamaged", err)
+	}
+	if got, err := s.Chunk("a", 4); err != nil || string(got) != "fourth;" {
+		t.Fatalf("new append = %q, %v", got, err)
+	}
+	if n := len(segments(t, path)); n != 2 {
+		t.Fatalf("%d segments, want the new append in a second one", n)
+	}
+}

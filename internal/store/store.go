@@ -30,7 +30,10 @@
 // Open, the records past it are replayed into the index (replay): they are
 // the Appends whose entries a crash kept from being committed. Every other
 // write (PutMeta, Finish, Delete...) commits the queued entries first, so no
-// record past meta/logpos is older than a later write of its session.
+// record past meta/logpos is older than a later write of its session. Until
+// its commit has ended, an entry is also kept by session in memory (pending),
+// where CopyRange finds the chunks of a session's last appends without
+// making a commit of its own.
 //
 // Layout of the bbolt file:
 //

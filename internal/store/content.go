@@ -218,10 +218,12 @@ func (s *Store) replay() error {
 		s.log.StartNewSegment()
 	}
 	end := from
+	damaged := false
 	err := s.log.Scan(from, func(ref contentlog.Ref, payload []byte, err error) error {
 		end = contentlog.Pos{Seg: ref.Seg, Off: ref.End()}
 		if err != nil {
 			slog.Error("store: a record of the content log is damaged; an append it held is lost", "err", err)
+			damaged = true
 			return nil
 		}
 		r, err := decodeChunkRecord(payload)
@@ -240,6 +242,11 @@ func (s *Store) replay() error {
 	})
 	if err != nil {
 		return fmt.Errorf("replay content log: %w", err)
+	}
+	if damaged {
+		if entries, err = s.stopAtGaps(entries); err != nil {
+			return fmt.Errorf("replay content log: %w", err)
+		}
 	}
 	if len(entries) == 0 && !from.Less(end) {
 		s.indexed.Store(&end)
@@ -261,6 +268,47 @@ func (s *Store) replay() error {
 	}
 	s.indexed.Store(&end)
 	return nil
+}
+
+// stopAtGaps drops, for each session, the replayed entries from the first
+// missing seq on: with a damaged record among them, a session's chunks after
+// the one it held cannot be served (its content would have a hole), so the
+// session resumes at the chunk that was lost, whose sender resends it and
+// what followed. Seqs follow on from the session's last indexed chunk, or
+// from its first replayed one when it has none.
+func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
+	next := map[string]uint64{}
+	stopped := map[string]bool{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, e := range entries {
+			if _, ok := next[e.id]; ok {
+				continue
+			}
+			next[e.id] = e.seq
+			if b := tx.Bucket(bucketChunks).Bucket([]byte(e.id)); b != nil {
+				if lk := lastSeq(b.Cursor()); lk != nil {
+					next[e.id] = decodeSeq(lk) + 1
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		switch {
+		case stopped[e.id]:
+		case e.seq > next[e.id]:
+			stopped[e.id] = true
+			slog.Error("store: a session's content has a hole where the damaged record was; it resumes there", "session", e.id, "seq", next[e.id])
+		default:
+			next[e.id] = max(next[e.id], e.seq+1)
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
 }
 
 type replayed struct {

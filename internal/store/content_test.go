@@ -464,3 +464,48 @@ func TestDamagedHeaderKeepsLaterRecords(t *testing.T) {
 		t.Fatalf("%d segments, want the new append in a second one", n)
 	}
 }
+
+// A record damaged before its index entry was committed cannot be told
+// apart from the rest: its session resumes at the chunk it held, so that
+// no later chunk is served with a hole before it.
+func TestDamagedUnindexedRecordStopsItsSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Append("a", 1, []byte("c1;"), []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMeta("other", []byte("x")); err != nil { // indexes chunk 1
+		t.Fatal(err)
+	}
+	for i := 2; i <= 4; i++ {
+		if err := s.Append("a", uint64(i), []byte(fmt.Sprintf("c%d;", i)), []byte(fmt.Sprint("m", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Append("b", 1, []byte("b1;"), []byte("mb")); err != nil {
+		t.Fatal(err)
+	}
+	img := crashImage(t, path)
+	seg := segments(t, img)[0]
+	b, _ := os.ReadFile(seg)
+	i := bytes.Index(b, []byte("c3;"))
+	b[i] ^= 0x20
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := openStore(t, img)
+	var buf bytes.Buffer
+	if _, err := c.CopyRange("a", &buf, 0, -1); err != nil || buf.String() != "c1;c2;" {
+		t.Fatalf("content of a = %q, %v; want it to stop before the damaged chunk", buf.String(), err)
+	}
+	if meta, _ := c.Meta("a"); string(meta) != "m2" {
+		t.Fatalf("meta of a = %q, want m2, the last chunk before the hole", meta)
+	}
+	if got, err := c.Chunk("b", 1); err != nil || string(got) != "b1;" {
+		t.Fatalf("another session = %q, %v", got, err)
+	}
+}

@@ -24,8 +24,12 @@ const maxRoots = 64
 // --workspace-root). The host's list is asked for on the first tool call
 // and again after each notifications/roots/list_changed.
 type rootSet struct {
-	fallback string
-	log      *slog.Logger
+	fallback []string
+	// fixed is set when the host's configuration named the directories
+	// (orionctl mcp DIR... or --workspace-root): they are the workspace,
+	// and the host's roots, deprecated by the protocol, are not asked.
+	fixed bool
+	log   *slog.Logger
 
 	mu    sync.Mutex
 	roots []string // nil until fetched
@@ -47,7 +51,7 @@ func (r *rootSet) known() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.roots == nil {
-		return []string{r.fallback}
+		return r.fallback
 	}
 	return r.roots
 }
@@ -67,8 +71,8 @@ func (r *rootSet) forCall(req *mcp.CallToolRequest) (roots []string, ask bool) {
 			return r.roots, false
 		}
 	}
-	if req.Session == nil || !hostHasRoots(req.Session) {
-		return []string{r.fallback}, false
+	if r.fixed || req.Session == nil || !hostHasRoots(req.Session) {
+		return r.fallback, false
 	}
 	if r.roots != nil && !r.stale {
 		return r.roots, false
@@ -93,7 +97,7 @@ func (r *rootSet) set(list []*mcp.Root) {
 		roots = append(roots, p)
 	}
 	if len(roots) == 0 {
-		roots = []string{r.fallback}
+		roots = r.fallback
 	}
 	r.roots = roots
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// answer (being restarted) before it reports it down; 0 means
 	// DefaultRestartWait.
 	RestartWait time.Duration
+	// Directories, when not empty, are the workspace the host's
+	// configuration names: relative paths resolve against the first, and
+	// the host's MCP roots are not asked for. Each must be absolute.
+	Directories []string
 	// FilesystemCompatible, when not empty, serves the reference MCP
 	// filesystem server's tools instead of Orion's, confined to these
 	// absolute directories.
@@ -128,10 +132,20 @@ func New(opts Options) (*Server, error) {
 			dial: func(ctx context.Context, socket string) (*client.Client, error) {
 				return client.Dial(ctx, socket, client.Options{})
 			}},
-		roots:    &rootSet{fallback: root, log: log},
+		roots:    &rootSet{fallback: []string{root}, log: log},
 		sessions: map[string]placement{},
 		refused:  map[string]string{},
 		stash:    newArgStash(),
+	}
+	if len(opts.Directories) > 0 {
+		var dirs []string
+		for _, d := range opts.Directories {
+			if !filepath.IsAbs(d) {
+				return nil, fmt.Errorf("workspace directory %q: give an absolute directory", d)
+			}
+			dirs = append(dirs, filepath.Clean(d))
+		}
+		s.roots.fallback, s.roots.fixed = dirs, true
 	}
 	version := opts.Version
 	if version == "" {

@@ -25,7 +25,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 		fsCompat  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "mcp",
+		Use:   "mcp [DIR...]",
 		Short: "Serve MCP tools on stdio that write files through oriond",
 		Long: `Run an MCP server on stdin/stdout for an MCP host (Claude Code, Cursor,
 VS Code, Codex, ...). Its tools write files through oriond's durable write
@@ -33,8 +33,9 @@ sessions: write_file for a small file, write_begin / write_append /
 write_finalize for a long one sent in chunks, edit_file, undo and
 list_sessions. The host starts it; see docs/mcp.md.
 
-Paths resolve against the host's MCP roots; a host without roots gets the
-directory this command started in, or --workspace-root. Logs go to stderr.
+The workspace is the directories given as arguments, or --workspace-root;
+with neither, the host's MCP roots, or for a host without roots the
+directory this command started in. Logs go to stderr.
 
 With --filesystem-compatible DIR... it serves instead the tools of the
 reference MCP filesystem server (read_text_file, write_file, ...) with the
@@ -50,9 +51,6 @@ writes going through oriond.`,
 				}
 				return nil
 			}
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("mcp takes no arguments, got %q", args)}
-			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,10 +65,26 @@ writes going through oriond.`,
 				}
 				workspace = abs
 			}
+			// The directories the host's configuration names are the
+			// workspace; MCP roots only where none are named.
+			var dirs []string
+			if !fsCompat {
+				for _, a := range args {
+					abs, err := filepath.Abs(a)
+					if err != nil {
+						return usageError{fmt.Errorf("directory %q: %w", a, err)}
+					}
+					dirs = append(dirs, abs)
+				}
+				if len(dirs) == 0 && cmd.Flags().Changed("workspace-root") {
+					dirs = []string{workspace}
+				}
+			}
 			s, err := mcpserver.New(mcpserver.Options{
 				Socket:               g.socket,
 				WorkspaceRoot:        workspace,
-				FilesystemCompatible: args,
+				Directories:          dirs,
+				FilesystemCompatible: fsArgs(fsCompat, args),
 				Version:              moduleVersion(),
 				Logger:               slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 			})
@@ -108,4 +122,11 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+func fsArgs(on bool, args []string) []string {
+	if on {
+		return args
+	}
+	return nil
 }

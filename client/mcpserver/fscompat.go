@@ -1,5 +1,7 @@
 package mcpserver
 
+//lint:file-ignore ST1005 the error texts are the reference filesystem server's, word for word, which hosts and models already know.
+
 import (
 	"cmp"
 	"context"

@@ -1,5 +1,7 @@
 package mcpserver_test
 
+//lint:file-ignore SA1019 the test host offers MCP roots, deprecated in the protocol's next version, to show they are not asked for.
+
 import (
 	"context"
 	"path/filepath"

@@ -6,12 +6,14 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -84,6 +86,43 @@ func (s *Server) addFSTools() {
 		"the first N lines of a file, or the 'tail' parameter to read only "+
 		"the last N lines of a file. Operates on the file as text regardless of extension. "+
 		"Only works within allowed directories.", readSchema, ro(), readText)
+	add("read_media_file", "Read Media File", "Read a file and return it as a base64-encoded content block with its MIME type. "+
+		"Image and audio files are returned as image/audio content; any other file type is "+
+		"returned as an embedded resource. Only works within allowed directories.",
+		`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, ro(),
+		func(_ context.Context, args map[string]any) (*mcp.CallToolResult, error) {
+			p, _ := args["path"].(string)
+			data, err := s.fsRead(p)
+			if err != nil {
+				return nil, err
+			}
+			dir, rel, err := s.fsResolve(p)
+			if err != nil {
+				return nil, err
+			}
+			real := filepath.Join(dir, rel)
+			mime, ok := fsMediaTypes[strings.ToLower(filepath.Ext(real))]
+			if !ok {
+				mime = "application/octet-stream"
+			}
+			b64 := base64.StdEncoding.EncodeToString(data)
+			var item map[string]any
+			var block mcp.Content
+			switch {
+			case strings.HasPrefix(mime, "image/"):
+				item = map[string]any{"type": "image", "data": b64, "mimeType": mime}
+				block = &mcp.ImageContent{Data: data, MIMEType: mime}
+			case strings.HasPrefix(mime, "audio/"):
+				item = map[string]any{"type": "audio", "data": b64, "mimeType": mime}
+				block = &mcp.AudioContent{Data: data, MIMEType: mime}
+			default:
+				uri := (&url.URL{Scheme: "file", Path: real}).String()
+				item = map[string]any{"type": "resource", "resource": map[string]any{"uri": uri, "mimeType": mime, "blob": b64}}
+				block = &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: mime, Blob: data}}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{block},
+				StructuredContent: map[string]any{"content": []any{item}, "sha256": sha(data)}}, nil
+		})
 	add("read_multiple_files", "Read Multiple Files", "Read the contents of multiple files simultaneously. This is more "+
 		"efficient than reading files one by one when you need to analyze "+
 		"or compare multiple files. Each file's content is returned with its "+
@@ -371,6 +410,13 @@ func jsDiff(path, old, new string) string {
 
 var hunkHeader = regexp.MustCompile(`(?m)^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@`)
 
+// fsMediaTypes are the reference server's, by extension.
+var fsMediaTypes = map[string]string{
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+	".webp": "image/webp", ".bmp": "image/bmp", ".svg": "image/svg+xml",
+	".mp3": "audio/mpeg", ".wav": "audio/wav", ".ogg": "audio/ogg", ".flac": "audio/flac",
+}
+
 // fsLocate finds the allowed directory of p as the reference server does:
 // a relative path against the first directory, an absolute one lexically
 // within one. The error texts are the reference server's.
@@ -548,8 +594,8 @@ func fsErr(err error, p string) error {
 	return err
 }
 
-// fsReadDir lists a directory in the order the system gives, as Node's
-// readdir does.
+// fsReadDir lists a directory sorted by name, byte by byte, as Node's
+// readdir does (libuv sorts its scandir).
 func fsReadDir(root *os.Root, rel, p string) ([]fs.DirEntry, error) {
 	if rel == "" {
 		rel = "."
@@ -563,6 +609,7 @@ func fsReadDir(root *os.Root, rel, p string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, fsErr(err, p)
 	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, nil
 }
 

@@ -53,6 +53,8 @@ func fsFixture(t *testing.T, dir, outsideDir string) {
 		filepath.Join(dir, "sub", "a.txt"):          "alpha\n",
 		filepath.Join(dir, "sub", "deeper", "b.md"): "# beta\n",
 		filepath.Join(outsideDir, "secret.txt"):     "secret\n",
+		filepath.Join(dir, "sub", "pic.png"):        "\x89PNG\r\n\x1a\n\x00\xff",
+		filepath.Join(dir, "sub", "sound.wav"):      "RIFF\x00\x01",
 	} {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
@@ -142,7 +144,7 @@ func TestFilesystemCompatible(t *testing.T) {
 		r, o := ref.Calls[i], orion.Calls[i]
 		sha, hasSHA := o.Structured["sha256"]
 		delete(o.Structured, "sha256")
-		if !o.IsError && (o.Name == "read_text_file" || o.Name == "read_file" || o.Name == "read_multiple_files") && (!hasSHA || sha == "") {
+		if !o.IsError && (o.Name == "read_text_file" || o.Name == "read_file" || o.Name == "read_multiple_files" || o.Name == "read_media_file") && (!hasSHA || sha == "") {
 			t.Errorf("call %d %s %s: no sha256 in %v", i, o.Name, o.Args, o.Structured)
 		}
 		if r.IsError == o.IsError && jsonEqual(r.Content, o.Content) && reflect.DeepEqual(r.Structured, o.Structured) && r.Thrown == o.Thrown {

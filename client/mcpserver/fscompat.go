@@ -50,6 +50,9 @@ func (s *Server) addFSTools() {
 				if err := s.decodeArgs(name, req, &args); err != nil {
 					return fsError(err), nil
 				}
+				if msg := fsCheckArgs(schema, args); msg != "" {
+					return fsError(fmt.Errorf("MCP error -32602: Input validation error: Invalid arguments for tool %s: %s", name, msg)), nil
+				}
 				res, err := fn(ctx, args)
 				if err != nil {
 					return fsError(err), nil
@@ -409,6 +412,62 @@ func jsDiff(path, old, new string) string {
 }
 
 var hunkHeader = regexp.MustCompile(`(?m)^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@`)
+
+// fsCheckArgs checks the top-level arguments against the tool's schema
+// as the reference server's validator words the first problem: a missing
+// required field or one of the wrong type. "" when they fit.
+func fsCheckArgs(schema string, args map[string]any) string {
+	var sc struct {
+		Properties map[string]struct {
+			Type string   `json:"type"`
+			Enum []string `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal([]byte(schema), &sc) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(sc.Properties))
+	for n := range sc.Properties {
+		names = append(names, n)
+	}
+	// The reference server's validator reports in the schema's order,
+	// which for these tools puts the path first.
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Compare(strings.Index(schema, `"`+a+`":`), strings.Index(schema, `"`+b+`":`))
+	})
+	for _, n := range names {
+		want := sc.Properties[n].Type
+		v, present := args[n]
+		if !present {
+			if slices.Contains(sc.Required, n) {
+				return fmt.Sprintf("Invalid input: expected %s, received undefined at %s", want, n)
+			}
+			continue
+		}
+		got := jsKind(v)
+		if got != want {
+			return fmt.Sprintf("Invalid input: expected %s, received %s at %s", want, got, n)
+		}
+	}
+	return ""
+}
+
+func jsKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
 
 // fsMediaTypes are the reference server's, by extension.
 var fsMediaTypes = map[string]string{

@@ -68,6 +68,9 @@ await call('list_directory_with_sizes', { path: dir + '/sub/deeper', sortBy: 'si
 await call('list_directory_with_sizes', { path: outside });
 await call('list_directory', { path: outside });
 await call('list_directory', { path: dir + '/link-out' });
+await call('read_text_file', {});
+await call('write_file', { path: 5, content: 'x' });
+await call('edit_file', { path: dir + '/new.txt', edits: 'not a list' });
 
 console.log(JSON.stringify(out, null, 1));
 await client.close();

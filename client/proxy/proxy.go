@@ -215,7 +215,7 @@ func New(cfg Config) (*Proxy, error) {
 	if p.anthropic, err = parseUpstream("anthropic upstream", cfg.AnthropicUpstream); err != nil {
 		return nil, err
 	}
-	for _, d := range []dialect{openAI{}, anthropic{}} {
+	for _, d := range []dialect{openAI{}, anthropic{}, responses{}} {
 		p.pass[d.name()] = p.reverseProxy(d)
 	}
 	return p, nil
@@ -241,7 +241,7 @@ func parseUpstream(what, raw string) (*url.URL, error) {
 // carry /v1 themselves, Anthropic's do not.
 func (p *Proxy) upstreamURL(d dialect, path string) *url.URL {
 	base := p.anthropic
-	if d.name() == dialectOpenAI {
+	if d.name() == dialectOpenAI || d.name() == dialectResponses {
 		base = p.openai
 		path = strings.TrimPrefix(path, "/v1")
 	}
@@ -297,7 +297,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	loop := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/messages")
+	loop := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/messages" ||
+		r.URL.Path == "/v1/responses")
 	if !loop || r.Header.Get(HeaderBypass) == "1" {
 		p.pass[d.name()].ServeHTTP(rec, r)
 		return
@@ -349,6 +350,9 @@ func dialectOf(r *http.Request) dialect {
 	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || p == "/v1/complete" ||
 		r.Header.Get("Anthropic-Version") != "" {
 		return anthropic{}
+	}
+	if p == "/v1/responses" {
+		return responses{}
 	}
 	return openAI{}
 }

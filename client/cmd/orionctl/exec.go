@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,8 +38,10 @@ directory (or --workspace-root): a request's X-Orion-Workspace header may
 name it or a directory below it, and any other is refused (400). CMD gets
 ANTHROPIC_BASE_URL and
 OPENAI_BASE_URL pointing at it, so any client that takes a base URL writes
-its files through oriond with no other setting. A base URL already in the
-environment becomes the proxy's upstream.
+its files through oriond with no other setting; Codex CLI (which reads no
+base URL from the environment) also gets -c overrides that make the proxy
+its model provider. A base URL already in the environment becomes the
+proxy's upstream.
 
 Signals sent to orionctl are passed on to CMD (Ctrl-C from the terminal
 reaches CMD directly), and orionctl exits with CMD's status. Refused and
@@ -121,7 +124,7 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	}()
 
 	base := baseURL(ln.Addr(), token)
-	child := exec.Command(path, args[1:]...)
+	child := exec.Command(path, agentArgs(args, base)[1:]...)
 	child.Args[0] = args[0]
 	child.Stdin, child.Stdout, child.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), stderr
 	child.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1")
@@ -171,4 +174,20 @@ func exitOf(err error) error {
 func stdinIsTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// agentArgs is CMD's command line, with what an agent that reads no base
+// URL from the environment needs to use the proxy. Codex CLI takes its
+// model provider from its configuration: -c overrides (documented for
+// every config.toml key, and applied to all its subcommands when given
+// first) name a provider that is the proxy, speaking the Responses API
+// with the key from OPENAI_API_KEY, without touching ~/.codex.
+func agentArgs(args []string, base string) []string {
+	if strings.TrimSuffix(filepath.Base(args[0]), ".exe") != "codex" {
+		return args
+	}
+	provider := fmt.Sprintf(`model_providers.orion={ name = "orion (orionctl exec)", base_url = %q, env_key = "OPENAI_API_KEY", wire_api = "responses" }`,
+		base+"/v1")
+	out := []string{args[0], "-c", provider, "-c", `model_provider="orion"`}
+	return append(out, args[1:]...)
 }

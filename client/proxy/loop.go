@@ -196,6 +196,10 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 	req.header = r.Header
 	req.path = r.URL.Path
 	req.query = r.URL.RawQuery
+	if g, ok := d.(gemini); ok {
+		// The model and the method are in the path, not the body.
+		req.path, req.query, req.stream = g.streamPath(req.path, req.query)
+	}
 	l.req = req
 	l.w = w
 	l.out = d.newWriter(w, req)

@@ -36,8 +36,8 @@ proxy listens on a free loopback port, only for this one process (a secret
 of its own is part of its base URL), and its workspace is the current
 directory (or --workspace-root): a request's X-Orion-Workspace header may
 name it or a directory below it, and any other is refused (400). CMD gets
-ANTHROPIC_BASE_URL and
-OPENAI_BASE_URL pointing at it, so any client that takes a base URL writes
+ANTHROPIC_BASE_URL, OPENAI_BASE_URL and
+GOOGLE_GEMINI_BASE_URL pointing at it, so any client that takes a base URL writes
 its files through oriond with no other setting; Codex CLI (which reads no
 base URL from the environment) also gets -c overrides that make the proxy
 its model provider. A base URL already in the environment becomes the
@@ -101,6 +101,9 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	if v := os.Getenv("ANTHROPIC_BASE_URL"); v != "" && !flags.Changed("anthropic-upstream") {
 		pf.anthURL = v
 	}
+	if v := os.Getenv("GOOGLE_GEMINI_BASE_URL"); v != "" && !flags.Changed("gemini-upstream") {
+		pf.geminiURL = v
+	}
 	token := httpguard.NewToken()
 	cfg := pf.config(g.socket, ws, log)
 	cfg.Token = token
@@ -127,7 +130,8 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	child := exec.Command(path, agentArgs(args, base)[1:]...)
 	child.Args[0] = args[0]
 	child.Stdin, child.Stdout, child.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), stderr
-	child.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1")
+	child.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1",
+		"GOOGLE_GEMINI_BASE_URL="+base)
 	log.Debug("orionctl exec", "cmd", args[0], "workspace_root", ws, "listen", ln.Addr().String())
 
 	sigs := make(chan os.Signal, 8)

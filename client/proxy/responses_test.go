@@ -91,3 +91,49 @@ func TestGeminiNotStreamed(t *testing.T) {
 		}
 	}
 }
+
+// Codex's apply_patch is a custom (freeform) tool: the model's call
+// reaches the agent as a custom_tool_call with its raw input intact, and
+// the agent's tools reach the model unchanged, with WritePlanTool_begin
+// added once.
+func TestResponsesCustomToolPassedThrough(t *testing.T) {
+	patch := "*** Begin Patch\n*** Add File: a.txt\n+hello \"x\"\n*** End Patch"
+	id := "ctc_fake_0"
+	h := newHarness(t, proxy.Config{}, rsReply(
+		[]part{rsEvent(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{
+			"type": "custom_tool_call", "id": id, "call_id": "call_patch", "name": "apply_patch", "input": ""}})},
+		[]part{rsEvent(map[string]any{"type": "response.custom_tool_call_input.delta", "item_id": id, "output_index": 0, "delta": patch[:20]})},
+		[]part{rsEvent(map[string]any{"type": "response.custom_tool_call_input.delta", "item_id": id, "output_index": 0, "delta": patch[20:]})},
+		[]part{rsEvent(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
+			"type": "custom_tool_call", "id": id, "call_id": "call_patch", "name": "apply_patch", "input": patch}})}))
+	custom := map[string]any{"type": "custom", "name": "apply_patch", "description": "patch",
+		"format": map[string]any{"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}
+	status, body := h.post(t, "/v1/responses", map[string]any{"model": "fake-model", "stream": true, "store": false,
+		"input": []any{map[string]any{"role": "user", "content": "patch it"}}, "tools": []any{custom}}, nil)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	found := false
+	for _, ev := range sseEvents(body) {
+		var e struct {
+			Type string `json:"type"`
+			Item struct {
+				Type, Name, Input string
+			} `json:"item"`
+		}
+		_ = json.Unmarshal([]byte(ev), &e)
+		if e.Type == "response.output_item.done" && e.Item.Type == "custom_tool_call" {
+			found = e.Item.Name == "apply_patch" && e.Item.Input == patch
+		}
+	}
+	if !found || !strings.Contains(body, `"type":"response.completed"`) {
+		t.Errorf("the agent did not get the apply_patch call intact:\n%s", body)
+	}
+	var up struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	_ = json.Unmarshal(h.up.requests()[0], &up)
+	if len(up.Tools) != 2 || up.Tools[0]["type"] != "custom" || up.Tools[0]["format"] == nil || up.Tools[1]["name"] != "WritePlanTool_begin" {
+		t.Errorf("upstream tools: %v", up.Tools)
+	}
+}

@@ -206,9 +206,8 @@ func (gemini) read(ctx context.Context, body io.Reader, rd *round, feed func(str
 	for {
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			if !finished {
-				return nil
-			}
+			// Without a finishReason the controller treats the reply as
+			// cut off (EndOfStream).
 			return nil
 		}
 		if err != nil {

@@ -206,15 +206,22 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
-	if !now.exists || now.sha256 != r.Result.FileSHA256 {
-		pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-			"%s changed since session %s wrote it; undo would lose that change, so it is refused", r.Target, id)
-		pe.Data.SessionID = id
-		pe.Data.Path = r.Target
-		return protocol.UndoResult{}, pe
-	}
 	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target}
-	if r.BackupPieces == 0 {
+	if !now.exists || now.sha256 != r.Result.FileSHA256 {
+		// Changed since: only the session's own change is reverted, or
+		// nothing is.
+		merged, kept, err := m.revertMerged(r, now)
+		if err != nil {
+			return protocol.UndoResult{}, err
+		}
+		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id},
+			func(w io.Writer) error { _, err := w.Write(merged); return err })
+		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+			return protocol.UndoResult{}, confinedError(id, "restoring "+r.Target, err)
+		}
+		res.RestoredBytes, res.SHA256 = written.Bytes, written.SHA256
+		res.Merged, res.MergedHunks = true, hunksOf(kept)
+	} else if r.BackupPieces == 0 {
 		if err := m.removeFile(r.Target); err != nil {
 			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
 		}

@@ -37,6 +37,8 @@ type envelopePlan struct {
 	diff    bytes.Buffer
 	// errs are the files validation refused.
 	errs []protocol.FileError
+	// targetOld is the session's target as the plan read it.
+	targetOld []byte
 }
 
 // isEnvelope reads an edit session's content and reports whether it is
@@ -184,6 +186,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 	for _, op := range res.Files {
 		path := resolved[op.Path]
 		old := op.Old
+		if path == r.Target && op.Kind != edit.OpAdd {
+			plan.targetOld = old
+		}
 		fc := protocol.FileChange{Kind: string(op.Kind), TargetFile: path, Bytes: int64(len(op.Content))}
 		dest := path
 		switch op.Kind {
@@ -244,8 +249,13 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 // dryRun it returns the diff of every file and writes nothing.
 func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
+	var change *targetChange
 	if !force && !dryRun {
-		if err := m.checkUnchanged(r); err != nil {
+		// An envelope's hunks are found by their context in the files as
+		// they are now, so a target changed since begin is edited as it
+		// is, where each hunk still matches exactly once.
+		var err error
+		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
 		}
 	}
@@ -306,6 +316,10 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		res.CreatedDirs = append(res.CreatedDirs, c.CreatedDirs...)
 	}
 	res.Stage = protocol.StageCompleted
+	if change != nil {
+		res.Merged = true
+		res.MergedHunks = hunksOf(m.changesSinceBegin(r, plan.targetOld))
+	}
 	if err := m.settleTx(tx, []protocol.FinalizeResult{res}); err != nil {
 		m.watch(e)
 		return protocol.FinalizeResult{}, err

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
@@ -105,8 +106,10 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		}
 		return m.finalizeEnvelope(e, content, force, false)
 	}
+	var change *targetChange
 	if !force {
-		if err := m.checkUnchanged(r); err != nil {
+		var err error
+		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
 		}
 	}
@@ -116,6 +119,12 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	if err != nil {
 		return protocol.FinalizeResult{}, err
+	}
+	var merged []merge.Hunk
+	if change != nil {
+		if merged, err = m.mergeChange(r, &c, change); err != nil {
+			return protocol.FinalizeResult{}, err
+		}
 	}
 	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Fields: map[string]any{
 		"ok": !c.validation.Blocked, "file_type": c.validation.FileType, "findings": c.validation.Findings,
@@ -132,7 +141,13 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		pieces    uint64
 		lastPiece *store.Put
 	)
+	keepAfter := c.content != nil && r.Operation != protocol.OpAppend && len(c.content) <= mergeMaxBytes
 	if !r.SkipBackup {
+		if keepAfter {
+			// The backup and what this write keeps for a three-way undo
+			// are stored together: room for both.
+			_ = m.roomFor(int64(len(c.content) + len(c.original)))
+		}
 		pieces, lastPiece, err = m.backup(r)
 	}
 	if err != nil {
@@ -142,6 +157,13 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, pe
 	}
 	r.BackupPieces = pieces
+	if lastPiece != nil && keepAfter {
+		// What this finalize writes, beside what it replaces: an undo
+		// after a later edit reverts three-way from it.
+		after := piecesOf(afterKey(r.ID), c.content)
+		lastPiece.KVs = append(lastPiece.KVs, after.KVs...)
+		r.AfterPieces = uint64(len(after.KVs))
+	}
 	prev := r.Stage
 	r.PendingSHA256 = ""
 	if c.content != nil {
@@ -182,6 +204,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	res.Operation = r.Operation
 	if pieces > 0 {
 		res.BackupID = r.ID
+	}
+	if change != nil {
+		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
 	return m.completeWritten(e, res), nil
 }
@@ -302,30 +327,21 @@ func (m *Manager) completeContinued(id, by string) {
 	}
 }
 
-// checkUnchanged refuses a write over a target that changed since begin,
-// whether the watcher saw it or only the hash tells.
+// checkUnchanged refuses a write over a target whose content changed
+// since begin, for a write that does not merge.
 func (m *Manager) checkUnchanged(r *record) error {
 	now, err := m.statTarget(r.Target)
 	if err != nil {
 		return confinedError(r.ID, "reading the current target", err)
 	}
-	event := r.Conflict
-	if event == "" && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
-		event = "hash_changed"
-	}
-	if event == "" {
+	if now.exists == r.BaseExists && (!now.exists || now.sha256 == r.BaseSHA256) {
 		return nil
 	}
 	if r.Operation == protocol.OpCreate && !now.exists {
 		// A create whose path appeared and vanished again is harmless.
 		return nil
 	}
-	pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-		"%s changed on disk since session %s began (%s); writing now would lose that change. "+
-			"Re-read the file and begin a new session, or finalize with force to overwrite it", r.Target, r.ID, event)
-	pe.Data.SessionID = r.ID
-	pe.Data.Path = r.Target
-	return pe
+	return changedError(r, now)
 }
 
 // write streams the (chained) content from the journal to path. note, if

@@ -81,6 +81,7 @@ func (m *Manager) forget(id string) error {
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.dropBackup(id, e.rec.BackupPieces)
+	m.dropMergeBackups(&e.rec)
 	for _, c := range e.rec.Changes {
 		m.dropBackup(c.BackupID, c.BackupPieces)
 	}

@@ -351,6 +351,9 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
+	if err := checkExpected(p.ExpectedSHA256, base, target); err != nil {
+		return record{}, err
+	}
 	if base.exists && p.Operation == protocol.OpCreate {
 		return record{}, targetExists(target)
 	}
@@ -402,7 +405,9 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		return protocol.BeginResult{}, err
 	}
 	defer adm.release()
-	if err := m.put(r); err != nil {
+	// The target at begin rides the record's commit: a merge at finalize
+	// needs it once the file has changed.
+	if err := m.putWith(r, m.keepBase(r)); err != nil {
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r, owner: owner}
@@ -427,6 +432,7 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		Instructions: Instructions(shownTarget, r.Operation, r.Scanner.Marker),
 		TargetFile:   r.Target,
 		Operation:    r.Operation,
+		SHA256:       r.BaseSHA256,
 	}, nil
 }
 

@@ -109,7 +109,10 @@ func (m *Manager) backupCandidates() []backupCandidate {
 
 // backupBytes is about what the record's backups take in the store.
 func (r *record) backupBytes() int64 {
-	n := r.BackupPieces
+	n := r.BackupPieces + r.AfterPieces
+	if r.BaseKey == baseKey(r.ID) {
+		n += r.BasePieces
+	}
 	for _, c := range r.Changes {
 		n += c.BackupPieces
 	}
@@ -141,6 +144,7 @@ func (m *Manager) dropForCap(c backupCandidate, limit int64) {
 		return
 	}
 	m.dropBackup(r.ID, r.BackupPieces)
+	m.dropMergeBackups(r)
 	for _, ch := range r.Changes {
 		m.dropBackup(ch.BackupID, ch.BackupPieces)
 	}

@@ -33,6 +33,9 @@ type checked struct {
 	validation  *protocol.Validation
 	// edit is what a patch or edit session's edit did.
 	edit *protocol.EditResult
+	// input is a patch or edit session's streamed text (the edit), for a
+	// merge that applies it again to another content.
+	input []byte
 }
 
 // policies merges the session's validation policy over the daemon's.
@@ -133,7 +136,7 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	if err != nil {
 		return checked{edit: res}, err
 	}
-	c := checked{content: after, original: original, hasOriginal: true, edit: res}
+	c := checked{content: after, original: original, hasOriginal: true, edit: res, input: content}
 	return c, m.validateInto(&c, r, after, original, true)
 }
 

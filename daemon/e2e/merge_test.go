@@ -251,3 +251,79 @@ func TestEditAppliesAgainAfterAChange(t *testing.T) {
 		t.Fatalf("result merged %v hunks %+v", res.Merged, res.MergedHunks)
 	}
 }
+
+// TestTransactionMergesAndUndoesAroundEdits: a transaction's file the
+// person changed meanwhile is merged at commit, and the transaction's undo
+// after a later edit reverts only its own changes, in every file.
+func TestTransactionMergesAndUndoesAroundEdits(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	a, b := filepath.Join(d.Root, "tx-a.txt"), filepath.Join(d.Root, "tx-b.txt")
+	os.WriteFile(a, []byte(numbered(20, nil)), 0o644)
+	os.WriteFile(b, []byte(numbered(20, nil)), 0o644)
+	tx, err := c.TxBegin(ctx, protocol.TxBeginParams{Files: []protocol.BeginParams{
+		{TargetFile: a, Operation: protocol.OpOverwrite},
+		{TargetFile: b, Operation: protocol.OpOverwrite},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range tx.Sessions {
+		content := numbered(20, map[int]string{2: fmt.Sprintf("agent's two in file %d", i)})
+		if _, err := c.Append(ctx, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: content + s.EndMarker + "\n"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	personWrites(t, a, numbered(20, map[int]string{18: "person's eighteen"}))
+	res, err := c.TxCommit(ctx, protocol.TxCommitParams{TxID: tx.TxID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Files[0].Merged || res.Files[1].Merged || len(res.Files[0].MergedHunks) != 1 {
+		t.Fatalf("merged flags %v %v, hunks %+v", res.Files[0].Merged, res.Files[1].Merged, res.Files[0].MergedHunks)
+	}
+	if want := numbered(20, map[int]string{2: "agent's two in file 0", 18: "person's eighteen"}); readFile(t, a) != want {
+		t.Fatalf("file a after the commit: %q", readFile(t, a))
+	}
+
+	personWrites(t, b, numbered(20, map[int]string{2: "agent's two in file 1", 10: "person's ten"}))
+	u, err := c.Undo(ctx, tx.Sessions[0].SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := numbered(20, map[int]string{18: "person's eighteen"}); readFile(t, a) != want {
+		t.Fatalf("file a after the undo: %q", readFile(t, a))
+	}
+	if want := numbered(20, map[int]string{10: "person's ten"}); readFile(t, b) != want {
+		t.Fatalf("file b after the undo: %q", readFile(t, b))
+	}
+	if len(u.Files) != 2 || u.Files[0].Merged || !u.Files[1].Merged {
+		t.Fatalf("undo result %+v", u)
+	}
+}
+
+// TestUndoOverlapIsRefused: a later edit of the very lines the session
+// wrote cannot be kept by reverting them: refused, nothing changed.
+func TestUndoOverlapIsRefused(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	path := filepath.Join(d.Root, "undo-overlap.txt")
+	os.WriteFile(path, []byte(numbered(10, nil)), 0o644)
+	res, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite},
+		Content: numbered(10, map[int]string{4: "agent's four"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := numbered(10, map[int]string{4: "person's four"})
+	personWrites(t, path, later)
+	_, err = c.Undo(ctx, res.SessionID)
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if pe := protoErr(t, err); len(pe.Data.Conflicts) != 1 || pe.Data.Conflicts[0].File != "person's four\n" || pe.Data.Conflicts[0].Session != "line 4\n" {
+		t.Fatalf("conflicts %+v", pe.Data.Conflicts)
+	}
+	if readFile(t, path) != later {
+		t.Fatalf("file after a refused undo: %q", readFile(t, path))
+	}
+}

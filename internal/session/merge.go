@@ -330,3 +330,34 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	}
 	return res.Merged, res.OursHunks, nil
 }
+
+// keepTxAfters keeps what a committed transaction wrote over existing
+// files, as a finalize does, so that its undo after later edits can
+// revert three-way. One commit for all; should it fail, an undo after a
+// later edit is refused as before.
+func (m *Manager) keepTxAfters(entries []*entry, checks []checked, changes []fileChange) {
+	put := store.Put{Bucket: backupBucket}
+	n := make([]uint64, len(entries))
+	var size int64
+	for i := range entries {
+		c := checks[i]
+		if !changes[i].OldExists || changes[i].BackupPieces == 0 || c.content == nil ||
+			entries[i].rec.Operation == protocol.OpAppend || len(c.content) > mergeMaxBytes {
+			continue
+		}
+		after := piecesOf(afterKey(entries[i].rec.ID), c.content)
+		put.KVs = append(put.KVs, after.KVs...)
+		n[i] = uint64(len(after.KVs))
+		size += int64(len(c.content))
+	}
+	if len(put.KVs) == 0 || m.roomFor(size) != nil {
+		return
+	}
+	if err := m.cfg.Store.PutKVs(put); err != nil {
+		m.cfg.Logger.Warn("keeping what a transaction wrote, for a merged undo", "err", err)
+		return
+	}
+	for i, e := range entries {
+		e.rec.AfterPieces = n[i]
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/orion-agent/orion/internal/textfmt"
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -36,6 +37,10 @@ type checked struct {
 	// input is a patch or edit session's streamed text (the edit), for a
 	// merge that applies it again to another content.
 	input []byte
+	// merged is set when content is a merge with a change made to the
+	// target since begin; mergedHunks are that change's hunks.
+	merged      bool
+	mergedHunks []merge.Hunk
 }
 
 // policies merges the session's validation policy over the daemon's.

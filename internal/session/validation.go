@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/internal/merge"
+	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )

@@ -413,8 +413,10 @@ type MergeConflict struct {
 	// StartLine and EndLine are the region in the base, as in MergeHunk.
 	StartLine int `json:"start_line"`
 	EndLine   int `json:"end_line"`
-	// Base is the region as it was; File as the file has it now; Session
-	// as the session would write it. Each is cut to MaxMergeTextBytes.
+	// Base is the region as it was (at begin for a finalize, as the
+	// session wrote it for an undo); File as the file has it now; Session
+	// as the session would write it (for an undo, as the undo would put it
+	// back). Each is cut to MaxMergeTextBytes.
 	Base      string `json:"base"`
 	File      string `json:"file"`
 	Session   string `json:"session"`

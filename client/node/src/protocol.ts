@@ -1030,8 +1030,10 @@ export interface MergeConflict {
   start_line: number;
   end_line: number;
   /**
-   * Base is the region as it was; File as the file has it now; Session
-   * as the session would write it. Each is cut to MaxMergeTextBytes.
+   * Base is the region as it was (at begin for a finalize, as the
+   * session wrote it for an undo); File as the file has it now; Session
+   * as the session would write it (for an undo, as the undo would put it
+   * back). Each is cut to MaxMergeTextBytes.
    */
   base: string;
   file: string;

@@ -659,9 +659,11 @@ func (m *Manager) abortLocked(e *entry) error {
 	}
 	r.Stage = protocol.StageAborted
 	r.UpdatedAt = m.cfg.Clock.Now()
+	base := m.releaseBase(r)
 	if err := m.putFinished(r); err != nil {
 		return err
 	}
+	base()
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.cfg.Logger.Info("session aborted", "session", r.ID)

@@ -258,9 +258,12 @@ func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.
 	var res merge.Result
 	switch r.Operation {
 	case protocol.OpEdit:
+		if base == nil {
+			return nil, nil
+		}
 		// The other writer's changes, for the result: the file now
 		// against the content at begin.
-		return m.changesSinceBegin(r, now), nil
+		return merge.Merge3(base, now, base).OursHunks, nil
 	case protocol.OpPatch:
 		theirs, _, err := applyEdit(r, base, c.input)
 		if err != nil {
@@ -360,4 +363,18 @@ func (m *Manager) keepTxAfters(entries []*entry, checks []checked, changes []fil
 	for i, e := range entries {
 		e.rec.AfterPieces = n[i]
 	}
+}
+
+// releaseBase forgets, in the record, the content at begin of a session
+// that will never be written (aborted, expired), and returns what drops
+// its pieces, to call once that record is journaled: a crash between the
+// two can leave pieces no record names, never a record naming pieces that
+// are gone. A base a continuation shares is left to it.
+func (m *Manager) releaseBase(r *record) func() {
+	if r.BasePieces == 0 || r.BaseKey != baseKey(r.ID) || r.ContinuedBy != "" {
+		return func() {}
+	}
+	key, n := r.BaseKey, r.BasePieces
+	r.BaseKey, r.BasePieces = "", 0
+	return func() { m.dropBackup(key, n) }
 }

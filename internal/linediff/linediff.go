@@ -89,7 +89,55 @@ func DiffIDs(a, b []int) []Edit {
 	del, ins := make([]bool, len(a)), make([]bool, len(b))
 	spread(del, ra, d.delA)
 	spread(ins, rb, d.insB)
+	compact(del, a)
+	compact(ins, b)
 	return runs(del, ins)
+}
+
+// compact slides each run of changed lines over equal neighbours, as
+// xdiff does: up as far as it goes, joining the run before it, then down
+// as far as it goes, joining the run after. A minimal diff often has a
+// choice (an added blank line in a run of blank lines, a deleted block
+// whose last line equals the line before it); sliding every run the same
+// way makes the choice git's, so that a three-way merge sees the same
+// changes, and two runs split by an equal line become one. Each slide
+// swaps a changed line for an equal unchanged one, so the diff stays
+// correct and as short.
+func compact(changed []bool, x []int) {
+	n := len(changed)
+	for i := 0; i < n; {
+		if !changed[i] {
+			i++
+			continue
+		}
+		start, end := i, i
+		for end < n && changed[end] {
+			end++
+		}
+		for {
+			size := end - start
+			for start > 0 && x[start-1] == x[end-1] {
+				start--
+				end--
+				changed[start], changed[end] = true, false
+				for start > 0 && changed[start-1] {
+					start--
+				}
+			}
+			for end < n && x[start] == x[end] {
+				changed[start], changed[end] = false, true
+				start++
+				end++
+				for end < n && changed[end] {
+					end++
+				}
+			}
+			if end-start == size {
+				break
+			}
+		}
+		i = end
+	}
 }
 
 // matchable lists the indexes of x whose id occurs in y.

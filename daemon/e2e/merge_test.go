@@ -327,3 +327,35 @@ func TestUndoOverlapIsRefused(t *testing.T) {
 		t.Fatalf("file after a refused undo: %q", readFile(t, path))
 	}
 }
+
+// TestMultiFileEditUndoesAroundALaterEdit: a *** Begin Patch envelope
+// changed two files; the person then edits one of them elsewhere. Undo
+// reverts the envelope's change in both and keeps the person's.
+func TestMultiFileEditUndoesAroundALaterEdit(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	a, b := filepath.Join(d.Root, "env-a.txt"), filepath.Join(d.Root, "env-b.txt")
+	os.WriteFile(a, []byte(numbered(20, nil)), 0o644)
+	os.WriteFile(b, []byte(numbered(20, nil)), 0o644)
+	envelope := "*** Begin Patch\n*** Update File: env-a.txt\n@@\n line 2\n-line 3\n+line 3, by the agent\n line 4\n" +
+		"*** Update File: env-b.txt\n@@\n line 2\n-line 3\n+line 3, by the agent\n line 4\n*** End Patch\n"
+	res, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: a, WorkspaceRoot: d.Root, Operation: protocol.OpEdit}, Content: envelope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) != 2 || readFile(t, b) != numbered(20, map[int]string{3: "line 3, by the agent"}) {
+		t.Fatalf("envelope result %+v, b %q", res.Files, readFile(t, b))
+	}
+	personWrites(t, a, numbered(20, map[int]string{3: "line 3, by the agent", 17: "line 17, later"}))
+	u, err := c.Undo(ctx, res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := numbered(20, map[int]string{17: "line 17, later"}); readFile(t, a) != want {
+		t.Fatalf("a after the undo: %q", readFile(t, a))
+	}
+	if readFile(t, b) != numbered(20, nil) || !u.Merged {
+		t.Fatalf("b after the undo %q, merged %v", readFile(t, b), u.Merged)
+	}
+}

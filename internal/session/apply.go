@@ -73,9 +73,15 @@ type fileChange struct {
 	// Workspace confines the write, as its session's workspace does
 	// (record.Workspace): the directory is opened through it.
 	Workspace string `json:"workspace,omitempty"`
+	// AfterPieces are the backup, under afterKey(BackupID), of what a
+	// multi-file edit wrote over an existing file, the base of a
+	// three-way undo (see merge.go).
+	AfterPieces uint64 `json:"after_pieces,omitempty"`
 
-	// fill writes the new content into the staged temp file.
-	fill func(io.Writer) error
+	// fill writes the new content into the staged temp file; content is
+	// that content, when it is in memory.
+	fill    func(io.Writer) error
+	content []byte
 }
 
 // isOld and isNew tell whether the file, as it is now, holds the

@@ -180,6 +180,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		if content != nil {
 			body := content
 			c.fill = func(w io.Writer) error { _, err := w.Write(body); return err }
+			c.content = body
 		}
 		plan.changes = append(plan.changes, c)
 	}
@@ -316,6 +317,7 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		res.CreatedDirs = append(res.CreatedDirs, c.CreatedDirs...)
 	}
 	res.Stage = protocol.StageCompleted
+	m.keepChangeAfters(tx.Files, plan.changes)
 	if change != nil {
 		res.Merged = true
 		res.MergedHunks = hunksOf(m.changesSinceBegin(r, plan.targetOld))
@@ -358,17 +360,23 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}
+		var merged []byte
 		if !c.isNew(now) {
-			pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-				"%s changed since session %s wrote it; undo would lose that change, so it is refused", c.Path, r.ID)
-			pe.Data.SessionID, pe.Data.Path = r.ID, c.Path
-			return res, pe
+			// Changed since: this file's own change is reverted
+			// three-way, keeping the later one, or nothing is undone.
+			if merged, err = m.revertChange(r, c, now); err != nil {
+				return res, err
+			}
 		}
 		u := fileChange{Path: c.Path, SessionID: r.ID, OldExists: now.exists, OldSHA256: now.sha256}
 		if u.OldExists {
 			u.BackupID = r.ID + "-undo#" + strconv.Itoa(len(undo))
 		}
 		switch {
+		case merged != nil:
+			u.Kind = changeWrite
+			u.fill = func(w io.Writer) error { _, err := w.Write(merged); return err }
+			res.Merged = true
 		case !c.OldExists:
 			u.Kind = changeDelete
 		case now.exists:

@@ -84,6 +84,7 @@ func (m *Manager) forget(id string) error {
 	m.dropMergeBackups(&e.rec)
 	for _, c := range e.rec.Changes {
 		m.dropBackup(c.BackupID, c.BackupPieces)
+		m.dropBackup(afterKey(c.BackupID), c.AfterPieces)
 	}
 	if err := m.cfg.Store.Delete(id); err != nil {
 		return ioError(id, "dropping a session", err)

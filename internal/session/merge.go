@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/merge"
@@ -377,4 +378,69 @@ func (m *Manager) releaseBase(r *record) func() {
 	key, n := r.BaseKey, r.BasePieces
 	r.BaseKey, r.BasePieces = "", 0
 	return func() { m.dropBackup(key, n) }
+}
+
+// keepChangeAfters keeps what a multi-file edit wrote over existing files
+// (files holds them as committed, plan the contents), for a three-way
+// undo; one commit for all, and without it an undo after a later edit
+// is refused as before.
+func (m *Manager) keepChangeAfters(files, plan []fileChange) {
+	put := store.Put{Bucket: backupBucket}
+	n := make([]uint64, len(files))
+	var size int64
+	for i := range files {
+		c := files[i]
+		if i >= len(plan) || c.Kind != changeWrite || !c.OldExists || c.BackupPieces == 0 ||
+			plan[i].content == nil || len(plan[i].content) > mergeMaxBytes {
+			continue
+		}
+		after := piecesOf(afterKey(c.BackupID), plan[i].content)
+		put.KVs = append(put.KVs, after.KVs...)
+		n[i] = uint64(len(after.KVs))
+		size += int64(len(plan[i].content))
+	}
+	if len(put.KVs) == 0 || m.roomFor(size) != nil {
+		return
+	}
+	if err := m.cfg.Store.PutKVs(put); err != nil {
+		m.cfg.Logger.Warn("keeping what a multi-file edit wrote, for a merged undo", "err", err)
+		return
+	}
+	for i := range files {
+		files[i].AfterPieces = n[i]
+	}
+}
+
+// revertChange is revertMerged for one file of a multi-file edit.
+func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte, error) {
+	refuse := func() *protocol.Error {
+		pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
+			"%s changed since session %s wrote it; undo would lose that change, so it is refused", c.Path, r.ID)
+		pe.Data.SessionID, pe.Data.Path = r.ID, c.Path
+		pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = c.NewSHA256, hashOrAbsent(now.exists, now.sha256)
+		return pe
+	}
+	if c.Kind != changeWrite || !c.OldExists || !now.exists || c.AfterPieces == 0 || c.BackupPieces == 0 || now.size > mergeMaxBytes {
+		return nil, refuse()
+	}
+	after, err := m.readBackup(afterKey(c.BackupID), c.AfterPieces)
+	if err != nil || sum(after) != c.NewSHA256 {
+		return nil, refuse()
+	}
+	before, err := m.readBackup(c.BackupID, c.BackupPieces)
+	if err != nil {
+		return nil, refuse()
+	}
+	cur, ok, err := m.readTarget(c.Path)
+	if err != nil || !ok {
+		return nil, refuse()
+	}
+	res := merge.Merge3(after, cur, before)
+	if !res.Clean {
+		pe := mergeRefused(r, "session "+r.ID+" wrote it", res.Conflicts, true, c.NewSHA256, sum(cur))
+		pe.Data.Path = c.Path
+		pe.Message = strings.Replace(pe.Message, r.Target, c.Path, 1)
+		return nil, pe
+	}
+	return res.Merged, nil
 }

@@ -114,7 +114,7 @@ func (r *record) backupBytes() int64 {
 		n += r.BasePieces
 	}
 	for _, c := range r.Changes {
-		n += c.BackupPieces
+		n += c.BackupPieces + c.AfterPieces
 	}
 	return int64(n) * backupPiece
 }
@@ -147,6 +147,7 @@ func (m *Manager) dropForCap(c backupCandidate, limit int64) {
 	m.dropMergeBackups(r)
 	for _, ch := range r.Changes {
 		m.dropBackup(ch.BackupID, ch.BackupPieces)
+		m.dropBackup(afterKey(ch.BackupID), ch.AfterPieces)
 	}
 	m.cap.dropped.Add(1)
 	m.cap.droppedBytes.Add(size)

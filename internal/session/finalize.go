@@ -300,10 +300,11 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 		m.completeContinued(l.ID, r.ID)
 	}
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
-		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
+		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
 	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Fields: map[string]any{
 		"target": res.TargetFile, "operation": res.Operation, "bytes": res.Bytes, "lines": res.Lines,
 		"sha256": res.SHA256, "file_bytes": res.FileBytes, "mode": res.Mode, "warnings": res.Warnings,
+		"merged": res.Merged, "merged_hunks": len(res.MergedHunks),
 	}})
 	m.traceStage(r, nil)
 	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)

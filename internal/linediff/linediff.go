@@ -84,6 +84,7 @@ func DiffIDs(a, b []int) []Edit {
 	d.delA = make([]bool, n)
 	d.insB = make([]bool, m)
 	d.maxCost = maxCost(n + m)
+	d.budget = workBudget + workPerLine*int64(n+m)
 	d.compare(0, n, 0, m)
 
 	del, ins := make([]bool, len(a)), make([]bool, len(b))
@@ -194,12 +195,36 @@ type differ struct {
 	vf, vb     []int
 	delA, insB []bool
 	maxCost    int
+	// work counts the steps taken (diagonals visited, lines compared);
+	// past budget, what is left of the input is diffed as a whole.
+	work, budget int64
 }
+
+// The search's budget. The cost bound alone keeps one search near
+// linear, but lines drawn from a small alphabet (a file of single
+// characters, or hostile input) make many such searches, enough for
+// minutes on a few megabytes. Past the budget, a fraction of a second of work,
+// each remaining region is one change: a correct diff, longer than
+// minimal, and a merge built on it only conflicts more, never less.
+// Real edits stay far below it.
+const (
+	workBudget  = 1 << 26
+	workPerLine = 32
+)
 
 // compare marks the deleted lines of a[lo:hi] and inserted lines of
 // b[blo:bhi], by Myers' divide and conquer on the middle snake.
 func (d *differ) compare(alo, ahi, blo, bhi int) {
 	for {
+		if d.work > d.budget {
+			for i := alo; i < ahi; i++ {
+				d.delA[i] = true
+			}
+			for i := blo; i < bhi; i++ {
+				d.insB[i] = true
+			}
+			return
+		}
 		// Common prefix and suffix are matched as they are: no search.
 		for alo < ahi && blo < bhi && d.a[alo] == d.b[blo] {
 			alo++
@@ -275,10 +300,12 @@ func (d *differ) split(alo, ahi, blo, bhi int) (int, int) {
 				x = hi
 			}
 			y := x - k
+			x0 := x
 			for x < ahi && y < bhi && a[x] == b[y] {
 				x++
 				y++
 			}
+			d.work += int64(x-x0) + 1
 			d.vf[off+k] = x
 			if odd && bmin <= k && k <= bmax && d.vb[off+k] <= x {
 				return x, y
@@ -306,16 +333,18 @@ func (d *differ) split(alo, ahi, blo, bhi int) (int, int) {
 				x = hi - 1
 			}
 			y := x - k
+			x0 := x
 			for x > alo && y > blo && a[x-1] == b[y-1] {
 				x--
 				y--
 			}
+			d.work += int64(x0-x) + 1
 			d.vb[off+k] = x
 			if !odd && fmin <= k && k <= fmax && x <= d.vf[off+k] {
 				return x, y
 			}
 		}
-		if cost >= d.maxCost {
+		if cost >= d.maxCost || d.work > d.budget {
 			// Too expensive to be exact: split at the forward point that
 			// got furthest, as GNU diff does. The result is still a
 			// correct diff.

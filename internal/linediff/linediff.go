@@ -70,6 +70,10 @@ func Diff(a, b [][]byte) []Edit {
 // DiffIDs is Diff on lines already mapped to integers (equal lines, equal
 // ids).
 func DiffIDs(a, b []int) []Edit {
+	return diffIDs(a, b, workBudget+workPerLine*int64(len(a)+len(b)))
+}
+
+func diffIDs(a, b []int, budget int64) []Edit {
 	// A line with no equal on the other side is changed whatever the
 	// alignment: it leaves the search, which then runs on the lines that
 	// could match (as xdiff and GNU diff do). The diff stays minimal, and
@@ -84,7 +88,7 @@ func DiffIDs(a, b []int) []Edit {
 	d.delA = make([]bool, n)
 	d.insB = make([]bool, m)
 	d.maxCost = maxCost(n + m)
-	d.budget = workBudget + workPerLine*int64(n+m)
+	d.budget = budget
 	d.compare(0, n, 0, m)
 
 	del, ins := make([]bool, len(a)), make([]bool, len(b))

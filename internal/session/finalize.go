@@ -328,23 +328,6 @@ func (m *Manager) completeContinued(id, by string) {
 	}
 }
 
-// checkUnchanged refuses a write over a target whose content changed
-// since begin, for a write that does not merge.
-func (m *Manager) checkUnchanged(r *record) error {
-	now, err := m.statTarget(r.Target)
-	if err != nil {
-		return confinedError(r.ID, "reading the current target", err)
-	}
-	if now.exists == r.BaseExists && (!now.exists || now.sha256 == r.BaseSHA256) {
-		return nil
-	}
-	if r.Operation == protocol.OpCreate && !now.exists {
-		// A create whose path appeared and vanished again is harmless.
-		return nil
-	}
-	return changedError(r, now)
-}
-
 // write streams the (chained) content from the journal to path. note, if
 // not empty, is appended after the content.
 func (m *Manager) write(r *record, path string, op protocol.Operation, note string) (protocol.FinalizeResult, error) {

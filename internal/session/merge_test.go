@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -75,5 +76,30 @@ func TestMergeBoundsItsReports(t *testing.T) {
 	}
 	if h.read("big.txt") != lines(n, theirs) {
 		t.Fatal("a refused merge changed the file")
+	}
+}
+
+// TestContinuationMergesFromTheFirstBegin: a write cut off and continued
+// in a new session merges against the file as the first session found it.
+func TestContinuationMergesFromTheFirstBegin(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(h.root, "c.txt")
+	os.WriteFile(path, []byte(lines(12, nil)), 0o644)
+	b := h.begin(protocol.BeginParams{TargetFile: "c.txt", Operation: protocol.OpOverwrite})
+	content := lines(12, map[int]string{2: "agent's two"})
+	h.append(b.SessionID, content[:len(content)/2])
+	h.clock.Advance(session.DefaultAutoFinalize)
+	next, err := h.mgr.Continue(b.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, []byte(lines(12, map[int]string{11: "person's eleven"})), 0o644)
+	h.append(next.SessionID, content[len(content)/2:]+next.EndMarker+"\n")
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: next.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines(12, map[int]string{2: "agent's two", 11: "person's eleven"}); h.read("c.txt") != want || !res.Merged {
+		t.Fatalf("merged %v, file:\n%s", res.Merged, h.read("c.txt"))
 	}
 }

@@ -73,10 +73,22 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
+	// A dry run shows what a finalize would write now: merged with a
+	// change made since begin, or what would refuse it.
+	var merged []merge.Hunk
+	change, cerr := m.changedSince(r)
+	if cerr == nil && change != nil {
+		merged, cerr = m.mergeChange(r, &c, change)
+	}
 	res := protocol.FinalizeResult{
 		SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
 		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true, Edit: c.edit,
+	}
+	if pe, ok := cerr.(*protocol.Error); ok {
+		res.Warnings = append(res.Warnings, protocol.Warning{Code: pe.Data.Reason, Message: pe.Message})
+	} else if change != nil {
+		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
 	if c.content == nil {
 		res.Bytes = r.contentBytes()

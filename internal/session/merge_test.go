@@ -103,3 +103,29 @@ func TestContinuationMergesFromTheFirstBegin(t *testing.T) {
 		t.Fatalf("merged %v, file:\n%s", res.Merged, h.read("c.txt"))
 	}
 }
+
+// TestDryRunShowsTheMerge: a dry run after someone changed the file shows
+// the diff a finalize would write, merged, not one that reverts them.
+func TestDryRunShowsTheMerge(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(h.root, "d.txt")
+	os.WriteFile(path, []byte(lines(12, nil)), 0o644)
+	b := h.begin(protocol.BeginParams{TargetFile: "d.txt", Operation: protocol.OpOverwrite})
+	h.append(b.SessionID, lines(12, map[int]string{2: "agent's two"})+b.EndMarker+"\n")
+	os.WriteFile(path, []byte(lines(12, map[int]string{11: "person's eleven"})), 0o644)
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Merged || !strings.Contains(res.Diff, "+agent's two") || strings.Contains(res.Diff, "person's eleven") {
+		t.Fatalf("dry run merged %v, diff:\n%s", res.Merged, res.Diff)
+	}
+	os.WriteFile(path, []byte(lines(12, map[int]string{2: "person's two"})), 0o644)
+	res, err = h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Merged || len(res.Warnings) != 1 || res.Warnings[0].Code != protocol.ReasonTargetChanged {
+		t.Fatalf("dry run over an overlapping change: merged %v, warnings %+v", res.Merged, res.Warnings)
+	}
+}

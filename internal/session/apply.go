@@ -122,7 +122,7 @@ type txRecord struct {
 	UpdatedAt time.Time                 `json:"updated_at"`
 }
 
-func (m *Manager) putTx(tx *txRecord) error {
+func (m *Manager) putTx(tx *txRecord, extra ...store.Put) error {
 	tx.UpdatedAt = m.cfg.Clock.Now()
 	files := make([]string, len(tx.Files))
 	for i, c := range tx.Files {
@@ -137,7 +137,8 @@ func (m *Manager) putTx(tx *txRecord) error {
 	if err != nil {
 		return ioError("", "encoding the transaction record", err)
 	}
-	if err := m.cfg.Store.PutKV(txBucket, []store.KV{{Key: []byte(tx.ID), Value: b}}); err != nil {
+	puts := append([]store.Put{{Bucket: txBucket, KVs: []store.KV{{Key: []byte(tx.ID), Value: b}}}}, extra...)
+	if err := m.cfg.Store.PutKVs(puts...); err != nil {
 		return ioError("", "journaling the transaction", err)
 	}
 	return nil
@@ -408,9 +409,10 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 
 // settleTx records a transaction as committed with its summaries, then
 // completes its sessions.
-func (m *Manager) settleTx(tx *txRecord, results []protocol.FinalizeResult) error {
+// extra rides the same commit.
+func (m *Manager) settleTx(tx *txRecord, results []protocol.FinalizeResult, extra ...store.Put) error {
 	tx.Stage, tx.Results = protocol.TxCommitted, results
-	if err := m.putTx(tx); err != nil {
+	if err := m.putTx(tx, extra...); err != nil {
 		m.rollBack(tx, "recording the commit failed")
 		return err
 	}

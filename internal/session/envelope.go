@@ -317,12 +317,11 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		res.CreatedDirs = append(res.CreatedDirs, c.CreatedDirs...)
 	}
 	res.Stage = protocol.StageCompleted
-	m.keepChangeAfters(tx.Files, plan.changes)
 	if change != nil {
 		res.Merged = true
 		res.MergedHunks = hunksOf(m.changesSinceBegin(r, plan.targetOld))
 	}
-	if err := m.settleTx(tx, []protocol.FinalizeResult{res}); err != nil {
+	if err := m.settleTx(tx, []protocol.FinalizeResult{res}, m.changeAfters(tx.Files, plan.changes)...); err != nil {
 		m.watch(e)
 		return protocol.FinalizeResult{}, err
 	}

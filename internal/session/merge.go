@@ -335,35 +335,31 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	return res.Merged, res.OursHunks, nil
 }
 
-// keepTxAfters keeps what a committed transaction wrote over existing
-// files, as a finalize does, so that its undo after later edits can
-// revert three-way. One commit for all; should it fail, an undo after a
-// later edit is refused as before.
-func (m *Manager) keepTxAfters(entries []*entry, checks []checked, changes []fileChange) {
+// txAfters returns what a committing transaction wrote over existing
+// files, as a finalize keeps it, to store in the commit that records the
+// transaction committed, so that its undo after later edits can revert
+// three-way. The sessions' records name the pieces from now on; they are
+// read only once their hash is checked.
+func (m *Manager) txAfters(entries []*entry, checks []checked, changes []fileChange) []store.Put {
 	put := store.Put{Bucket: backupBucket}
-	n := make([]uint64, len(entries))
 	var size int64
-	for i := range entries {
+	for i, e := range entries {
 		c := checks[i]
+		e.rec.AfterPieces = 0
 		if !changes[i].OldExists || changes[i].BackupPieces == 0 || c.content == nil ||
-			entries[i].rec.Operation == protocol.OpAppend || len(c.content) > mergeMaxBytes {
+			e.rec.Operation == protocol.OpAppend || len(c.content) > mergeMaxBytes {
 			continue
 		}
-		after := piecesOf(afterKey(entries[i].rec.ID), c.content)
+		after := piecesOf(afterKey(e.rec.ID), c.content)
 		put.KVs = append(put.KVs, after.KVs...)
-		n[i] = uint64(len(after.KVs))
+		e.rec.AfterPieces = uint64(len(after.KVs))
 		size += int64(len(c.content))
 	}
-	if len(put.KVs) == 0 || m.roomFor(size) != nil {
-		return
+	if len(put.KVs) == 0 {
+		return nil
 	}
-	if err := m.cfg.Store.PutKVs(put); err != nil {
-		m.cfg.Logger.Warn("keeping what a transaction wrote, for a merged undo", "err", err)
-		return
-	}
-	for i, e := range entries {
-		e.rec.AfterPieces = n[i]
-	}
+	_ = m.roomFor(size)
+	return []store.Put{put}
 }
 
 // releaseBase forgets, in the record, the content at begin of a session
@@ -380,35 +376,28 @@ func (m *Manager) releaseBase(r *record) func() {
 	return func() { m.dropBackup(key, n) }
 }
 
-// keepChangeAfters keeps what a multi-file edit wrote over existing files
-// (files holds them as committed, plan the contents), for a three-way
-// undo; one commit for all, and without it an undo after a later edit
-// is refused as before.
-func (m *Manager) keepChangeAfters(files, plan []fileChange) {
+// changeAfters is txAfters for a multi-file edit: files are its changes
+// as committed, plan their contents.
+func (m *Manager) changeAfters(files, plan []fileChange) []store.Put {
 	put := store.Put{Bucket: backupBucket}
-	n := make([]uint64, len(files))
 	var size int64
 	for i := range files {
-		c := files[i]
+		c := &files[i]
+		c.AfterPieces = 0
 		if i >= len(plan) || c.Kind != changeWrite || !c.OldExists || c.BackupPieces == 0 ||
 			plan[i].content == nil || len(plan[i].content) > mergeMaxBytes {
 			continue
 		}
 		after := piecesOf(afterKey(c.BackupID), plan[i].content)
 		put.KVs = append(put.KVs, after.KVs...)
-		n[i] = uint64(len(after.KVs))
+		c.AfterPieces = uint64(len(after.KVs))
 		size += int64(len(plan[i].content))
 	}
-	if len(put.KVs) == 0 || m.roomFor(size) != nil {
-		return
+	if len(put.KVs) == 0 {
+		return nil
 	}
-	if err := m.cfg.Store.PutKVs(put); err != nil {
-		m.cfg.Logger.Warn("keeping what a multi-file edit wrote, for a merged undo", "err", err)
-		return
-	}
-	for i := range files {
-		files[i].AfterPieces = n[i]
-	}
+	_ = m.roomFor(size)
+	return []store.Put{put}
 }
 
 // revertChange is revertMerged for one file of a multi-file edit.

@@ -216,8 +216,8 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 		res.CreatedDirs = ch.CreatedDirs
 		results[i] = res
 	}
-	m.keepTxAfters(entries, checks, changes)
-	if err := m.settleTx(tx, results); err != nil {
+
+	if err := m.settleTx(tx, results, m.txAfters(entries, checks, changes)...); err != nil {
 		for _, e := range entries {
 			m.watch(e)
 		}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -68,8 +71,8 @@ func (m *Manager) keepBase(r *record) *store.Put {
 		// A full store keeps what is acknowledged, not this.
 		return nil
 	}
-	data, ok, err := m.readTarget(r.Target)
-	if err != nil || !ok || int64(len(data)) > mergeMaxBytes || sum(data) != r.BaseSHA256 {
+	data, ok, err := m.readForMerge(r.Target)
+	if err != nil || !ok || sum(data) != r.BaseSHA256 {
 		return nil
 	}
 	put := piecesOf(baseKey(r.ID), data)
@@ -324,7 +327,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	if err != nil {
 		return nil, nil, refuse()
 	}
-	cur, ok, err := m.readTarget(r.Target)
+	cur, ok, err := m.readForMerge(r.Target)
 	if err != nil || !ok {
 		return nil, nil, refuse()
 	}
@@ -420,7 +423,7 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 	if err != nil {
 		return nil, refuse()
 	}
-	cur, ok, err := m.readTarget(c.Path)
+	cur, ok, err := m.readForMerge(c.Path)
 	if err != nil || !ok {
 		return nil, refuse()
 	}
@@ -432,4 +435,23 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 		return nil, pe
 	}
 	return res.Merged, nil
+}
+
+// readForMerge reads a file whole for a merge, at most mergeMaxBytes of
+// it: ok is false when it is absent or grew past that since it was
+// measured.
+func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
+	f, err := m.openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, mergeMaxBytes+1))
+	if err != nil {
+		return nil, false, err
+	}
+	return data, len(data) <= mergeMaxBytes, nil
 }

@@ -28,8 +28,11 @@ const (
 	// MethodTraceFollow subscribes the calling connection to new trace
 	// events: each is sent as a trace.event notification until the
 	// connection closes.
-	MethodTraceFollow      = "trace.follow"
-	MethodDaemonStatus     = "daemon.status"
+	MethodTraceFollow  = "trace.follow"
+	MethodDaemonStatus = "daemon.status"
+	// MethodDaemonAllowRoot adds an allowed root while the daemon runs,
+	// and keeps it across restarts.
+	MethodDaemonAllowRoot  = "daemon.allow_root"
 	MethodToolsDefinitions = "tools.definitions"
 )
 
@@ -80,6 +83,7 @@ var (
 	TxAbort          = Method[TxIDParams, TxInfo]{MethodTxAbort}
 	TxGet            = Method[TxIDParams, TxInfo]{MethodTxGet}
 	DaemonStatus     = Method[NoParams, StatusResult]{MethodDaemonStatus}
+	DaemonAllowRoot  = Method[AllowRootParams, AllowRootResult]{MethodDaemonAllowRoot}
 	ToolsDefinitions = Method[NoParams, ToolsResult]{MethodToolsDefinitions}
 	TraceList        = Method[TraceListParams, TraceListResult]{MethodTraceList}
 	TraceFollow      = Method[TraceFollowParams, TraceFollowResult]{MethodTraceFollow}
@@ -105,6 +109,7 @@ var MethodDocs = map[string]string{
 	MethodTxAbort:          "`tx_id` → `stage: aborted`, `sessions`, `error`, `files`",
 	MethodTxGet:            "`tx_id` → `stage`, `sessions`, `error`, `files`",
 	MethodDaemonStatus:     "→ version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`)",
+	MethodDaemonAllowRoot:  "`path` (an absolute directory) → `path` resolved, `added` (false when a root holds it already), `allowed_roots`, `saved_in`; refused for `/`, a protected path, or what is not an existing directory (`root_refused`, `protected_path`)",
 	MethodToolsDefinitions: "→ the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch",
 	MethodTraceList:        "`session_id`, `types`, `since`, `until`, `after`, `limit`, `newest` → `events` (oldest first), `more`, `next`, `stats`; `unknown_method` when tracing is off",
 	MethodTraceFollow:      "`session_id`, `types` → `following`; then each new matching event as a `trace.event` notification until the connection closes",
@@ -132,6 +137,7 @@ var MethodSpecs = []MethodSpec{
 	TxAbort.Spec(),
 	TxGet.Spec(),
 	DaemonStatus.Spec(),
+	DaemonAllowRoot.Spec(),
 	ToolsDefinitions.Spec(),
 	TraceList.Spec(),
 	TraceFollow.Spec(),

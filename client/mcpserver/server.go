@@ -6,6 +6,8 @@
 // results a model can act on.
 package mcpserver
 
+//lint:file-ignore SA1019 MCP roots are deprecated in the protocol's next version, but hosts send them today and a workspace comes from them; remove with the roots support.
+
 import (
 	"context"
 	"encoding/json"
@@ -67,6 +69,8 @@ type Server struct {
 	srv    *mcp.Server
 	// stash holds the arguments Transport set aside.
 	stash *argStash
+	// maxMessage is the bound Transport was given, to name it.
+	maxMessage atomic.Int64
 
 	// noWrite is set once the daemon answered that it does not serve
 	// session.write (an older daemon): whole files go through sessions.
@@ -238,7 +242,10 @@ func argErrorf(format string, args ...any) error {
 // decodeArgs reads a call's arguments into v, once, in one pass over them
 // (encoding/json would scan a 64 KiB content twice).
 func (s *Server) decodeArgs(tool string, req *mcp.CallToolRequest, v any) error {
-	raw := s.arguments(req.Params.Arguments)
+	raw, err := s.arguments(tool, req.Params.Arguments)
+	if err != nil {
+		return err
+	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}

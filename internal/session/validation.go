@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -33,6 +34,13 @@ type checked struct {
 	validation  *protocol.Validation
 	// edit is what a patch or edit session's edit did.
 	edit *protocol.EditResult
+	// input is a patch or edit session's streamed text (the edit), for a
+	// merge that applies it again to another content.
+	input []byte
+	// merged is set when content is a merge with a change made to the
+	// target since begin; mergedHunks are that change's hunks.
+	merged      bool
+	mergedHunks []merge.Hunk
 }
 
 // policies merges the session's validation policy over the daemon's.
@@ -133,7 +141,7 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	if err != nil {
 		return checked{edit: res}, err
 	}
-	c := checked{content: after, original: original, hasOriginal: true, edit: res}
+	c := checked{content: after, original: original, hasOriginal: true, edit: res, input: content}
 	return c, m.validateInto(&c, r, after, original, true)
 }
 

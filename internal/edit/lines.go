@@ -72,6 +72,12 @@ func (d *doc) splice(i, j int, repl []string) {
 	// A line that was last without an ending and is now followed by others
 	// needs one: its "" already means the dominant ending, and whichever
 	// line is last, render asks finalEOL.
+	// Deleting the last lines of a file without a final newline keeps the
+	// newline before them (as Cline does): it ended the line now last,
+	// and dropping it would change a line the edit did not touch.
+	if j == len(d.lines) && j > i && i > 0 && len(repl) == 0 {
+		d.finalEOL = true
+	}
 	d.lines, d.eols = lines, eols
 }
 

@@ -79,4 +79,3 @@ func TestBytesKept(t *testing.T) {
 		}
 	}
 }
-

@@ -132,6 +132,10 @@ const (
 const (
 	// ReasonEditFailed goes with CodeEditFailed.
 	ReasonEditFailed = "edit_failed"
+	// ReasonUnsupportedEncoding goes with CodeEditFailed: the file is in
+	// an encoding whose bytes would not survive decoding to UTF-8 and
+	// back (a UTF-16 file with an unpaired surrogate), so it is not edited.
+	ReasonUnsupportedEncoding = "unsupported_encoding"
 	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
 	ReasonInvalidPatchSpec = "invalid_patch_spec"
 	// ReasonTargetMissing: must_exist (or a patch or edit) found no file.

@@ -1,9 +1,11 @@
 package edit_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/orion-agent/orion/internal/edit"
 )
@@ -77,5 +79,52 @@ func TestBytesKept(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestUTF16 edits UTF-16 files (with their byte order mark, as editors
+// write them) as their text, and writes them back in UTF-16: every byte
+// outside the edited line as it was.
+func TestUTF16(t *testing.T) {
+	enc := func(s string, big bool) string {
+		u := utf16.Encode([]rune(s))
+		b := make([]byte, 0, 2*len(u)+2)
+		for _, r := range append([]uint16{0xfeff}, u...) {
+			if big {
+				b = append(b, byte(r>>8), byte(r))
+			} else {
+				b = append(b, byte(r), byte(r>>8))
+			}
+		}
+		return string(b)
+	}
+	before, after := "Ünïcode\r\nvalue = 1\r\n€ end\r\n", "Ünïcode\r\nvalue = 2\r\n€ end\r\n"
+	for _, big := range []bool{false, true} {
+		for _, e := range []string{
+			"<<<<<<< SEARCH\nvalue = 1\n=======\nvalue = 2\n>>>>>>> REPLACE\n",
+			"------- SEARCH\nvalue = 1\n=======\nvalue = 2\n+++++++ REPLACE\n",
+			"--- a/f.txt\n+++ b/f.txt\n@@ -2 +2 @@\n-value = 1\n+value = 2\n",
+			"*** Begin Patch\n*** Update File: f.txt\n@@\n-value = 1\n+value = 2\n*** End Patch\n",
+		} {
+			file := enc(before, big)
+			read := func(string) ([]byte, bool, error) { return []byte(file), true, nil }
+			res, err := edit.ApplyFiles([]byte(e), "f.txt", read, nil)
+			if err != nil {
+				t.Fatalf("big endian %v: refused: %v\n%s", big, err, e)
+			}
+			if len(res.Files) != 1 || string(res.Files[0].Content) != enc(after, big) || string(res.Files[0].Old) != file {
+				t.Errorf("big endian %v: files %+v\n%s", big, res.Files, e)
+			}
+		}
+	}
+	// An unpaired surrogate would come back as U+FFFD: refused, not garbled.
+	bad := enc("a\n", false) + "\x00\xd8" + enc("b\n", false)[2:]
+	read := func(string) ([]byte, bool, error) { return []byte(bad), true, nil }
+	res, err := edit.ApplyFiles([]byte("<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n"), "f.txt", read, nil)
+	if !errors.Is(err, edit.ErrUnsupportedEncoding) || len(res.Files) != 0 {
+		t.Errorf("unpaired surrogate: err %v, files %v; want unsupported encoding, nothing written", err, res.Files)
+	}
+	if _, err := edit.Apply([]byte(bad), []byte("<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n")); !errors.Is(err, edit.ErrUnsupportedEncoding) {
+		t.Errorf("Apply: err %v, want unsupported encoding", err)
 	}
 }

@@ -166,6 +166,10 @@ const unknownFormatHelp = `expected one of these edit formats:
 // files: use ApplyEnvelope); content in no known format gets
 // ErrUnknownFormat, with an example of every format.
 func Apply(old, content []byte) (Result, error) {
+	return onText(old, Detect(content), func(text []byte) (Result, error) { return applyText(text, content) })
+}
+
+func applyText(old, content []byte) (Result, error) {
 	switch f := Detect(content); f {
 	case FormatSearchReplace:
 		return ApplySearchReplace(old, content)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -167,6 +168,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 	}
 	if err != nil {
 		pe := protocol.Errorf(protocol.CodeEditFailed, protocol.ReasonEditFailed, "%s: %v", r.Target, err)
+		if errors.Is(err, edit.ErrUnsupportedEncoding) {
+			pe.Data.Reason = protocol.ReasonUnsupportedEncoding
+		}
 		pe.Data.SessionID = r.ID
 		pe.Data.Edit = plan.edit
 		return plan, pe

@@ -2,7 +2,9 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
@@ -39,4 +41,31 @@ func TestEditKeepsBytes(t *testing.T) {
 			checkFiles(t, d.Root, map[string]string{c.name: c.after})
 		}
 	}
+}
+
+// A UTF-16 file is edited as its text and written back in UTF-16; one
+// whose bytes would not survive the round trip is refused, unchanged.
+func TestEditUTF16(t *testing.T) {
+	d := testdaemon.Start(t)
+	le := func(s string) string {
+		b := []byte{0xff, 0xfe}
+		for _, r := range utf16.Encode([]rune(s)) {
+			b = append(b, byte(r), byte(r>>8))
+		}
+		return string(b)
+	}
+	writeFiles(t, d.Root, map[string]string{"w.txt": le("Grüße\r\nx = 1\r\n")})
+	res := writeEdit(t, d, "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n", filepath.Join(d.Root, "w.txt"), "--workspace-root", d.Root)
+	if res.Edit == nil || res.Edit.AlreadyApplied {
+		t.Errorf("edit result %+v", res.Edit)
+	}
+	checkFiles(t, d.Root, map[string]string{"w.txt": le("Grüße\r\nx = 2\r\n")})
+
+	bad := le("a\n") + "\x00\xd8" + le("b\n")[2:]
+	writeFiles(t, d.Root, map[string]string{"bad.txt": bad})
+	code, out, errOut := orionctl(t, d.Socket, "<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n", "write", "--op", "edit", "--json", "--workspace-root", d.Root, filepath.Join(d.Root, "bad.txt"))
+	if code == 0 || !strings.Contains(out+errOut, "unsupported_encoding") {
+		t.Errorf("exit %d, want a refusal naming unsupported_encoding: %s%s", code, out, errOut)
+	}
+	checkFiles(t, d.Root, map[string]string{"bad.txt": bad})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/orion-agent/orion/internal/merge"
+	"github.com/orion-agent/orion/internal/newfile"
 	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -130,6 +131,20 @@ func (m *Manager) check(r *record) (checked, error) {
 	c := checked{content: repaired, original: original, hasOriginal: hasOriginal}
 	if err := convert(fixes, &c.repairs); err != nil {
 		return checked{}, err
+	}
+	if !hasOriginal && r.Operation != protocol.OpAppend {
+		// A new file takes the form the project names; validation reads
+		// the text as the model wrote it.
+		styled, changes, serr := newfile.Apply(repaired, m.newFileStyle(r))
+		if serr != nil {
+			pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonUnsupportedEncoding, "%s: %v", r.Target, serr)
+			pe.Data.SessionID = r.ID
+			return checked{}, pe
+		}
+		c.content = styled
+		for _, ch := range changes {
+			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
+		}
 	}
 	return c, m.validateInto(&c, r, whole, original, hasOriginal)
 }

@@ -69,3 +69,37 @@ func TestEditUTF16(t *testing.T) {
 	}
 	checkFiles(t, d.Root, map[string]string{"bad.txt": bad})
 }
+
+// A new file takes the form the project's .editorconfig and
+// .gitattributes name, reported as repairs.
+func TestNewFileFollowsProjectConventions(t *testing.T) {
+	d := testdaemon.Start(t)
+	writeFiles(t, d.Root, map[string]string{
+		".editorconfig":     "root = true\n[*]\nend_of_line = lf\ninsert_final_newline = true\n[*.ps1]\nend_of_line = crlf\ncharset = utf-8-bom\n[legacy/*.txt]\ncharset = latin1\n",
+		".gitattributes":    "*.bat eol=crlf\n*.bin -text\n",
+		"sub/.editorconfig": "[*.md]\ninsert_final_newline = false\n",
+	})
+	cases := []struct{ name, in, want string }{
+		{"a.py", "x = 1", "x = 1\n"},
+		{"run.ps1", "Write-Host hi\nexit 0\n", "\xef\xbb\xbfWrite-Host hi\r\nexit 0\r\n"},
+		{"run.bat", "echo hi\n", "echo hi\r\n"},
+		{"sub/notes.md", "# Notes\n", "# Notes"},
+		{"legacy/caf.txt", "café\n", "caf\xe9\n"},
+	}
+	for _, c := range cases {
+		code, out, errOut := orionctl(t, d.Socket, c.in, "write", "--json", "--workspace-root", d.Root, filepath.Join(d.Root, c.name))
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s%s", c.name, code, out, errOut)
+		}
+		if c.name != "a.py" && !strings.Contains(out, "matched") {
+			t.Errorf("%s: no repair reported: %s", c.name, out)
+		}
+		checkFiles(t, d.Root, map[string]string{c.name: c.want})
+	}
+	// Latin-1 cannot hold a euro sign: refused, nothing written.
+	code, out, errOut := orionctl(t, d.Socket, "5 €\n", "write", "--json", "--workspace-root", d.Root, filepath.Join(d.Root, "legacy/price.txt"))
+	if code == 0 || !strings.Contains(out+errOut, "unsupported_encoding") {
+		t.Errorf("exit %d, want unsupported_encoding: %s%s", code, out, errOut)
+	}
+	checkFiles(t, d.Root, map[string]string{"legacy/price.txt": ""})
+}

@@ -271,6 +271,7 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32013, reason: "validation_failed", doc: "a strict check refused the content (findings in `data.validation`)", advice: "" },
   { code: -32013, reason: "invalid_utf8", doc: "text that is not valid UTF-8: a request's params with invalid bytes or a lone surrogate escape (`data.field` is `chunk` or `params`; nothing stored), or content a strict policy refuses", advice: "" },
   { code: -32014, reason: "edit_failed", doc: "the patch or edit does not apply (a status per block in `data.edit`)", advice: "" },
+  { code: -32013, reason: "unsupported_encoding", doc: "a new file's text has a character the charset its project names (`.editorconfig`) cannot hold; nothing is written", advice: "" },
   { code: -32014, reason: "unsupported_encoding", doc: "the file's encoding would not survive decoding to UTF-8 and back (a UTF-16 file with an unpaired surrogate); nothing is written", advice: "" },
   { code: -32015, reason: "tx_not_found", doc: "no transaction has this id", advice: "" },
   { code: -32016, reason: "tx_refused", doc: "a file failed the check; nothing was written (`data.files`)", advice: "" },

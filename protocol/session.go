@@ -207,6 +207,10 @@ type FinalizeResult struct {
 	// check found.
 	Repairs    []Repair    `json:"repairs,omitempty"`
 	Validation *Validation `json:"validation,omitempty"`
+	// ElisionsMerged counts the left-out regions ("// ... existing code
+	// ...") of a whole-file write that were filled from the file it
+	// replaces, each placed by the unchanged lines around it.
+	ElisionsMerged int `json:"elisions_merged,omitempty"`
 	// Attempt counts corrected attempts: 1 for a first write.
 	Attempt int `json:"attempt,omitempty"`
 	// NothingWritten is true when the session's edit was already applied:

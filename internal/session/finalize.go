@@ -83,7 +83,7 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	res := protocol.FinalizeResult{
 		SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
-		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true, Edit: c.edit,
+		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true, Edit: c.edit, ElisionsMerged: c.elisionsMerged,
 	}
 	if pe, ok := cerr.(*protocol.Error); ok {
 		res.Warnings = append(res.Warnings, protocol.Warning{Code: pe.Data.Reason, Message: pe.Message})
@@ -212,6 +212,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, err
 	}
 	res.Repairs, res.Validation, res.Attempt, res.Edit = c.repairs, c.validation, r.attempt(), c.edit
+	res.ElisionsMerged = c.elisionsMerged
 	// The file was written whole, but the session did a patch or an edit.
 	res.Operation = r.Operation
 	if pieces > 0 {
@@ -238,7 +239,7 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 		SessionID: r.ID, Stage: protocol.StageCompleted, TargetFile: r.Target, Operation: r.Operation,
 		Bytes: sum.bytes, Lines: sum.lines(), SHA256: sum.sum(), FileBytes: now.size, FileSHA256: now.sha256,
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
-		Mode: fmt.Sprintf("%#o", now.perm), Repairs: c.repairs, Validation: c.validation,
+		Mode: fmt.Sprintf("%#o", now.perm), Repairs: c.repairs, Validation: c.validation, ElisionsMerged: c.elisionsMerged,
 		Attempt: r.attempt(), Edit: c.edit, NothingWritten: true,
 	}
 	return m.complete(e, res), nil

@@ -205,7 +205,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 			Bytes: counters[i].bytes, Lines: counters[i].lines(), SHA256: counters[i].sum(),
 			FileBytes: ch.NewBytes, FileSHA256: ch.NewSHA256, EndMarkerSeen: r.Scanner.MarkerSeen(),
 			TrailingBytes: r.Scanner.TrailingLen(), Mode: fmt.Sprintf("%#o", fs.FileMode(ch.NewMode).Perm()),
-			Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), Edit: c.edit, TxID: tx.ID,
+			Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), Edit: c.edit, TxID: tx.ID, ElisionsMerged: c.elisionsMerged,
 		}
 		if ch.OldExists {
 			res.BackupID = r.ID

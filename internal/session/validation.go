@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orion-agent/orion/internal/elide"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/newfile"
 	"github.com/orion-agent/orion/internal/textfmt"
@@ -32,7 +33,9 @@ type checked struct {
 	original    []byte
 	hasOriginal bool
 	repairs     []protocol.Repair
-	validation  *protocol.Validation
+	// elisionsMerged counts the left-out regions filled from the file.
+	elisionsMerged int
+	validation     *protocol.Validation
 	// edit is what a patch or edit session's edit did.
 	edit *protocol.EditResult
 	// input is a patch or edit session's streamed text (the edit), for a
@@ -128,7 +131,23 @@ func (m *Manager) check(r *record) (checked, error) {
 		repaired = bytes.TrimPrefix(repaired, []byte("\ufeff"))
 		whole = append(append([]byte(nil), original...), repaired...)
 	}
-	c := checked{content: repaired, original: original, hasOriginal: hasOriginal}
+	// A whole-file text that left out unchanged code is merged into the
+	// file where every left-out region is placed unambiguously; anywhere
+	// else the placeholders stay, and validation refuses them naming the
+	// candidate places.
+	var elideErr error
+	merged := 0
+	if hasOriginal && r.Operation != protocol.OpAppend {
+		if el := validate.NewPlaceholderLines(r.Target, repaired, original); len(el) > 0 {
+			out, n, err := elide.Merge(original, repaired, el)
+			if err == nil {
+				repaired, whole, merged = out, out, n
+			} else {
+				elideErr = err
+			}
+		}
+	}
+	c := checked{content: repaired, original: original, hasOriginal: hasOriginal, elisionsMerged: merged}
 	if err := convert(fixes, &c.repairs); err != nil {
 		return checked{}, err
 	}
@@ -146,7 +165,15 @@ func (m *Manager) check(r *record) (checked, error) {
 			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
 		}
 	}
-	return c, m.validateInto(&c, r, whole, original, hasOriginal)
+	verr := m.validateInto(&c, r, whole, original, hasOriginal)
+	if elideErr != nil && c.validation != nil {
+		for i := range c.validation.Findings {
+			if c.validation.Findings[i].Code == string(validate.CodeLazyPlaceholder) {
+				c.validation.Findings[i].Message += "; merging it into the file failed: " + elideErr.Error()
+			}
+		}
+	}
+	return c, verr
 }
 
 // checkEdit applies a patch or edit session's content to the file and

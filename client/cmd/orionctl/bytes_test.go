@@ -103,3 +103,25 @@ func TestNewFileFollowsProjectConventions(t *testing.T) {
 	}
 	checkFiles(t, d.Root, map[string]string{"legacy/price.txt": ""})
 }
+
+// A whole-file write that left out unchanged code is merged into the file
+// where the lines around each elision place it once; elsewhere it is
+// refused as a lazy placeholder, naming the candidate lines.
+func TestOverwriteElided(t *testing.T) {
+	d := testdaemon.Start(t)
+	orig := "import os\r\nimport sys\r\n\r\n\r\ndef main():\r\n    print(os.getcwd())\r\n\r\n\r\ndef other():\r\n    return 1\r\n"
+	writeFiles(t, d.Root, map[string]string{"app.py": orig})
+	code, out, errOut := orionctl(t, d.Socket, "import os\nimport sys\nimport json\n# ... rest of the code unchanged ...\n", "write", "--op", "overwrite", "--json", filepath.Join(d.Root, "app.py"))
+	if code != 0 || !strings.Contains(out, `"elisions_merged": 1`) {
+		t.Fatalf("exit %d, want elisions_merged 1: %s%s", code, out, errOut)
+	}
+	checkFiles(t, d.Root, map[string]string{"app.py": strings.Replace(orig, "import sys\r\n", "import sys\r\nimport json\r\n", 1)})
+
+	before := "def a():\n    return 1\n\n\ndef b():\n    return 1\n"
+	writeFiles(t, d.Root, map[string]string{"amb.py": before})
+	code, out, errOut = orionctl(t, d.Socket, "# ... existing code ...\n    return 1\n# ... existing code ...\n", "write", "--op", "overwrite", "--json", filepath.Join(d.Root, "amb.py"))
+	if code == 0 || !strings.Contains(out+errOut, "lines 2, 6") {
+		t.Errorf("exit %d, want a refusal naming lines 2 and 6: %s%s", code, out, errOut)
+	}
+	checkFiles(t, d.Root, map[string]string{"amb.py": before})
+}

@@ -796,6 +796,12 @@ export interface FinalizeResult {
    */
   repairs?: Repair[];
   validation?: Validation;
+  /**
+   * ElisionsMerged counts the left-out regions ("// ... existing code
+   * ...") of a whole-file write that were filled from the file it
+   * replaces, each placed by the unchanged lines around it.
+   */
+  elisions_merged?: number;
   /** Attempt counts corrected attempts: 1 for a first write. */
   attempt?: number;
   /**

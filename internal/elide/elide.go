@@ -83,16 +83,19 @@ func Merge(orig, text []byte, elided []int) ([]byte, int, error) {
 // until it matches exactly one place in the whole file; that place must be
 // at or after from. Blank lines alone never anchor.
 //
-// Lines at the edge that are nowhere in the file are new lines the model
-// wrote next to the elision: they stay in the text, and the anchor is the
-// nearest lines the file has.
+// Lines at the edge that are nowhere in the file, not even with other
+// blanks, are new lines the model wrote next to the elision: they stay in
+// the text, and the anchor is the nearest lines the file has.
 func find(o, seg []string, from int, tail bool) (at int, anchor string, cands []int) {
 	for len(seg) > 1 {
 		edge := seg[0]
 		if tail {
 			edge = seg[len(seg)-1]
 		}
-		if strings.TrimSpace(edge) == "" || contains(o, edge) {
+		// A line the file has with other indentation is a changed line,
+		// not a new one: it ends the skipping, and as an anchor it will
+		// not match.
+		if strings.TrimSpace(edge) == "" || containsLoose(o, edge) {
 			break
 		}
 		if tail {
@@ -136,9 +139,10 @@ func find(o, seg []string, from int, tail bool) (at int, anchor string, cands []
 	return -1, anchor, cands
 }
 
-func contains(o []string, l string) bool {
+func containsLoose(o []string, l string) bool {
+	l = strings.Join(strings.Fields(l), " ")
 	for _, x := range o {
-		if equal([]string{x}, []string{l}) {
+		if strings.Join(strings.Fields(x), " ") == l {
 			return true
 		}
 	}

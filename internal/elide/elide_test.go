@@ -101,6 +101,11 @@ var cases = []struct {
 	{"JsAddBetween", "m.js", jsFile,
 		"// ... existing code ...\n  return a - b;\n}\n\nexport function neg(a) {\n  return -a;\n}\n\nexport function mul(a, b) {\n// ... existing code ...\n",
 		strings.Replace(jsFile, "  return a - b;\n}\n\n", "  return a - b;\n}\n\nexport function neg(a) {\n  return -a;\n}\n\n", 1)},
+	// A method rewritten without its class's indentation: its lines are
+	// changed ones, not new ones, and must not be read as an insertion
+	// before the class's closing brace.
+	{"JsMethodUnindented", "c.js", "class C {\n  a() {\n    return 1;\n  }\n\n  b() {\n    return 2;\n  }\n}\n",
+		"// ... existing code ...\nb() {\n  return 3;\n}\n// ... existing code ...\n", ""},
 	{"JsOutOfOrder", "m.js", jsFile,
 		"export function mul(a, b) {\n// ... existing code ...\nexport function add(a, b) {\n  return a + b + 0;\n}\n", ""},
 }

@@ -72,6 +72,11 @@ type BeginParams struct {
 	// anything is written, naming both hashes. Content only: a changed
 	// time or a rewrite with the same bytes is no change.
 	ExpectedSHA256 string `json:"expected_sha256,omitempty"`
+	// Agent names the agent the caller writes for, when the caller is a
+	// proxy or a host in front of it (orionctl's proxy sends "codex",
+	// "gemini", "claude"): listings show it after the process's own name,
+	// as "orionctl (codex)". It is the caller's word, for display only.
+	Agent string `json:"agent,omitempty"`
 	// Client is set by the daemon, never read from the wire: the name of
 	// the process that opened the session (from the socket's peer
 	// credentials), for listings.

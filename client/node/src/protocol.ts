@@ -651,6 +651,13 @@ export interface BeginParams {
    * time or a rewrite with the same bytes is no change.
    */
   expected_sha256?: string;
+  /**
+   * Agent names the agent the caller writes for, when the caller is a
+   * proxy or a host in front of it (orionctl's proxy sends "codex",
+   * "gemini", "claude"): listings show it after the process's own name,
+   * as "orionctl (codex)". It is the caller's word, for display only.
+   */
+  agent?: string;
 }
 
 /** Warning is something a finalize noticed that did not stop the write. */
@@ -1451,6 +1458,13 @@ export interface WriteParams {
    * time or a rewrite with the same bytes is no change.
    */
   expected_sha256?: string;
+  /**
+   * Agent names the agent the caller writes for, when the caller is a
+   * proxy or a host in front of it (orionctl's proxy sends "codex",
+   * "gemini", "claude"): listings show it after the process's own name,
+   * as "orionctl (codex)". It is the caller's word, for display only.
+   */
+  agent?: string;
   /**
    * Content is the whole content (the text to add, for append), at most
    * the daemon's max_chunk_bytes; larger content takes begin, appends

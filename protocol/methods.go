@@ -105,6 +105,13 @@ var MethodDocs = map[string]string{
 	MethodTxAbort:          "`tx_id` → `stage: aborted`, `sessions`, `error`, `files`",
 	MethodTxGet:            "`tx_id` → `stage`, `sessions`, `error`, `files`",
 	MethodDaemonStatus:     "→ version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`)",
+	MethodTurnBegin:        "`workspace_root`, `agent`, `label` → `turn_id`, `checkpoint_id`, `recording` (`watching`, `scanning`, `too_big` with a `warning` and no checkpoint), `ended` (the turn it ended)",
+	MethodTurnEnd:          "`turn_id` → the turn with its changed `files` (path, kind, bytes before and after, writer)",
+	MethodTurnList:         "`workspace_root`, `limit`, `cursor` → `turns` newest first (agent, times, files), `next_cursor`",
+	MethodTurnGet:          "`turn_id`, `diffs`, `max_diff_bytes` → the turn; with `diffs`, each file's unified diff, bounded",
+	MethodTurnUndo:         "`turn_id` or `last` with `workspace_root`, `all_or_nothing`, `dry_run` → `operation_id`, per file `outcome` (`reverted`, `merged`, `left` with `hunks`, `not_restorable`, `unchanged`); never overwrites a later change",
+	MethodTurnRedo:         "`operation_id` or `last` with `workspace_root`, `all_or_nothing`, `dry_run` → as turn.undo: takes an undo back under the same rules",
+	MethodCheckpointCreate: "`workspace_root`, `label`, `pin` → `checkpoint_id`, `files`, `changed`, `stored_bytes`",
 	MethodToolsDefinitions: "→ the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch",
 	MethodTraceList:        "`session_id`, `types`, `since`, `until`, `after`, `limit`, `newest` → `events` (oldest first), `more`, `next`, `stats`; `unknown_method` when tracing is off",
 	MethodTraceFollow:      "`session_id`, `types` → `following`; then each new matching event as a `trace.event` notification until the connection closes",
@@ -135,6 +142,13 @@ var MethodSpecs = []MethodSpec{
 	ToolsDefinitions.Spec(),
 	TraceList.Spec(),
 	TraceFollow.Spec(),
+	TurnBegin.Spec(),
+	TurnEnd.Spec(),
+	TurnList.Spec(),
+	TurnGet.Spec(),
+	TurnUndo.Spec(),
+	TurnRedo.Spec(),
+	CheckpointCreate.Spec(),
 }
 
 // Methods lists every method the daemon serves, for status and discovery.

@@ -342,6 +342,9 @@ type StatusResult struct {
 	// Trace describes the trace store (retention, size and its cap, what
 	// was dropped); absent when tracing is off.
 	Trace *TraceStats `json:"trace,omitempty"`
+	// Checkpoints describes the recorded workspaces (watching or
+	// scanning, and why) and the blob store.
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
 }
 
 // StoreStats describes the store in daemon.status.

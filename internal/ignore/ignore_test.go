@@ -18,9 +18,9 @@ func TestMatchesGitCheckIgnore(t *testing.T) {
 	}
 	root := t.TempDir()
 	files := map[string]string{
-		".gitignore": "*.log\n!keep.log\n/build\ndist/\n# comment\n\\#hash\nspace\\ \n**/deep/*.tmp\ndoc/**/*.pdf\na?c\n[ab]x.txt\n[!q]y.txt\nfoo/**\n*.o\n!*.o/\n",
-		"sub/.gitignore": "local.txt\n/anchored.txt\n!important.log\nnested/inner\n",
-		".orionignore": "secret.env\n",
+		".gitignore":        "*.log\n!keep.log\n/build\ndist/\n# comment\n\\#hash\nspace\\ \n**/deep/*.tmp\ndoc/**/*.pdf\na?c\n[ab]x.txt\n[!q]y.txt\nfoo/**\n*.o\n!*.o/\n",
+		"sub/.gitignore":    "local.txt\n/anchored.txt\n!important.log\nnested/inner\n",
+		".orionignore":      "secret.env\n",
 		".git/info/exclude": "excluded-by-info\n",
 	}
 	for name, content := range files {

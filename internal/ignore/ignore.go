@@ -251,6 +251,9 @@ func (m *Matcher) Load(dir, rel string) bool {
 	return true
 }
 
+// Has reports whether rules were loaded for the directory rel.
+func (m *Matcher) Has(rel string) bool { return m.dirs[rel] != nil }
+
 // Forget drops the rules of rel and of every directory below it.
 func (m *Matcher) Forget(rel string) {
 	for d := range m.dirs {

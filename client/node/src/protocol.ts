@@ -129,7 +129,7 @@ export type TxStage = "open" | "committing" | "committed" | "rolled_back" | "nee
  * TraceType is the type of a trace event. The types are stable; an
  * event's Fields keys depend on its type.
  */
-export type TraceType = "request" | "session.stage" | "session.write" | "session.truncated" | "session.conflict" | "validation" | "error" | "requests.suppressed" | "tx.stage" | "spool.import" | "spool.problem" | "store.backup_dropped";
+export type TraceType = "request" | "session.stage" | "session.write" | "session.truncated" | "session.conflict" | "validation" | "error" | "requests.suppressed" | "tx.stage" | "spool.import" | "spool.problem" | "store.backup_dropped" | "checkpoint" | "checkpoint.refused" | "turn" | "turn.undo" | "checkpoint.dropped";
 
 export const Operations: readonly Operation[] = ["create", "overwrite", "append", "patch", "edit"];
 
@@ -139,7 +139,7 @@ export const Stages: readonly Stage[] = ["awaiting_content", "streaming", "final
 
 export const TxStages: readonly TxStage[] = ["open", "committing", "committed", "rolled_back", "needs_corrections", "aborted"];
 
-export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "session.write", "session.truncated", "session.conflict", "validation", "error", "requests.suppressed", "tx.stage", "spool.import", "spool.problem", "store.backup_dropped"];
+export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "session.write", "session.truncated", "session.conflict", "validation", "error", "requests.suppressed", "tx.stage", "spool.import", "spool.problem", "store.backup_dropped", "checkpoint", "checkpoint.refused", "turn", "turn.undo", "checkpoint.dropped"];
 
 /** JSON-RPC error codes: the standard ones, and the application's (in the implementation range). */
 export const ErrorCodes = {

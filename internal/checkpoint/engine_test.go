@@ -1,0 +1,335 @@
+package checkpoint_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/blobstore"
+	"github.com/orion-agent/orion/internal/checkpoint"
+	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/protocol"
+)
+
+type env struct {
+	t     *testing.T
+	ws    string
+	state string
+	st    *store.Store
+	e     *checkpoint.Engine
+	cfg   checkpoint.Config
+}
+
+func newEnv(t *testing.T, mod ...func(*checkpoint.Config)) *env {
+	t.Helper()
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	state := filepath.Join(base, "state")
+	os.MkdirAll(ws, 0o755)
+	os.MkdirAll(state, 0o700)
+	ws, _ = filepath.EvalSymlinks(ws)
+	state, _ = filepath.EvalSymlinks(state)
+	en := &env{t: t, ws: ws, state: state}
+	en.open(mod...)
+	return en
+}
+
+func (en *env) open(mod ...func(*checkpoint.Config)) {
+	t := en.t
+	st, err := store.Open(filepath.Join(en.state, "orion.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blobstore.OpenBolt(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pathguard.NewProtected([]string{filepath.Dir(en.ws)}, pathguard.Protection{Default: []string{".git"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := pathguard.New([]string{filepath.Dir(en.ws)})
+	fsys, _ := confine.New(g)
+	rawFS, _ := confine.New(raw)
+	cfg := checkpoint.Config{Store: st, Blobs: blobs, Guard: g, FS: fsys, RawFS: rawFS, StateDir: en.state,
+		Home: "/nonexistent-home", GlobalExcludes: "/nonexistent"}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	e, err := checkpoint.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en.st, en.e, en.cfg = st, e, cfg
+	t.Cleanup(en.close)
+}
+
+func (en *env) close() {
+	if en.e != nil {
+		en.e.Close()
+		en.st.Close()
+		en.e = nil
+	}
+}
+
+func (en *env) write(rel, content string) {
+	p := filepath.Join(en.ws, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		en.t.Fatal(err)
+	}
+}
+
+func (en *env) read(rel string) string {
+	b, err := os.ReadFile(filepath.Join(en.ws, rel))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func (en *env) begin() string {
+	en.t.Helper()
+	r, err := en.e.Begin(protocol.TurnBeginParams{WorkspaceRoot: en.ws, Agent: "test"})
+	if err != nil {
+		en.t.Fatal(err)
+	}
+	return r.TurnID
+}
+
+func (en *env) end(id string) protocol.TurnInfo {
+	en.t.Helper()
+	ti, err := en.e.End(id)
+	if err != nil {
+		en.t.Fatal(err)
+	}
+	return ti
+}
+
+// snapshot reads every file, link and directory of the workspace (but
+// .git) as text, to compare states byte for byte.
+func snapshot(t *testing.T, root string) string {
+	var b strings.Builder
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		info, _ := os.Lstat(p)
+		switch {
+		case info.Mode()&os.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			b.WriteString(rel + " -> " + l + "\n")
+		case info.IsDir():
+			b.WriteString(rel + "/ " + info.Mode().Perm().String() + "\n")
+		default:
+			c, _ := os.ReadFile(p)
+			b.WriteString(rel + " " + info.Mode().Perm().String() + " " + string(c) + "\n")
+		}
+		return nil
+	})
+	return b.String()
+}
+
+func TestUndoRedoEveryKindOfChange(t *testing.T) {
+	en := newEnv(t)
+	en.write("a.txt", "one\ntwo\nthree\n")
+	en.write("gone.txt", "delete me\n")
+	en.write("old-name.txt", "moved content\n")
+	en.write("script.sh", "echo hi\n")
+	en.write("dir/keep.txt", "keep\n")
+	en.write(".gitignore", "*.log\n")
+	en.write("x.log", "ignored\n")
+	os.MkdirAll(filepath.Join(en.ws, ".git"), 0o755)
+	en.write(".git/HEAD", "ref: refs/heads/main\n")
+	before := snapshot(t, en.ws)
+
+	id := en.begin()
+	en.write("a.txt", "one\nTWO\nthree\n")
+	os.Remove(filepath.Join(en.ws, "gone.txt"))
+	os.Rename(filepath.Join(en.ws, "old-name.txt"), filepath.Join(en.ws, "new-name.txt"))
+	os.Chmod(filepath.Join(en.ws, "script.sh"), 0o755)
+	en.write("newdir/sub/fresh.txt", "fresh\n")
+	os.Symlink("a.txt", filepath.Join(en.ws, "link"))
+	en.write("x.log", "ignored, changed\n")
+	en.write(".git/HEAD", "ref: refs/heads/other\n")
+	ti := en.end(id)
+	after := snapshot(t, en.ws)
+
+	kinds := map[string]string{}
+	for _, f := range ti.Files {
+		kinds[f.Path] = f.Kind
+		if f.Writer != protocol.WriterOutside {
+			t.Errorf("%s: writer %q, want outside", f.Path, f.Writer)
+		}
+	}
+	want := map[string]string{"a.txt": "modified", "gone.txt": "deleted", "new-name.txt": "renamed", "script.sh": "mode",
+		"newdir": "created", "newdir/sub": "created", "newdir/sub/fresh.txt": "created", "link": "created"}
+	for p, k := range want {
+		if kinds[p] != k {
+			t.Errorf("%s: kind %q, want %q (all: %v)", p, kinds[p], k, kinds)
+		}
+	}
+	if _, ok := kinds["x.log"]; ok {
+		t.Error("an ignored file is listed as changed")
+	}
+
+	res, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		if f.Outcome != protocol.UndoReverted {
+			t.Errorf("%s: %s (%s), want reverted", f.Path, f.Outcome, f.Reason)
+		}
+	}
+	got := snapshot(t, en.ws)
+	// The ignored file and .git stay as they are now.
+	wantAfterUndo := strings.Replace(before, "x.log -rw-r--r-- ignored\n", "x.log -rw-r--r-- ignored, changed\n", 1)
+	wantAfterUndo = strings.Replace(wantAfterUndo, ".git/HEAD", ".git/HEAD", 1)
+	if got != wantAfterUndo {
+		t.Errorf("after undo:\n%s\nwant:\n%s", got, wantAfterUndo)
+	}
+	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id}); !isReason(err, protocol.ReasonTurnUndone) {
+		t.Errorf("second undo: %v, want %s", err, protocol.ReasonTurnUndone)
+	}
+	if _, err := en.e.Redo(protocol.TurnRedoParams{Last: true, WorkspaceRoot: en.ws}); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, en.ws); got != after {
+		t.Errorf("after redo:\n%s\nwant:\n%s", got, after)
+	}
+}
+
+func isReason(err error, reason string) bool {
+	var pe *protocol.Error
+	return errors.As(err, &pe) && pe.Data.Reason == reason
+}
+
+func TestUndoKeepsLaterEdits(t *testing.T) {
+	en := newEnv(t)
+	lines := func(mod map[int]string) string {
+		var b bytes.Buffer
+		for i := 1; i <= 20; i++ {
+			if s, ok := mod[i]; ok {
+				b.WriteString(s + "\n")
+			} else {
+				b.WriteString("line " + string(rune('a'+i)) + "\n")
+			}
+		}
+		return b.String()
+	}
+	en.write("merge.txt", lines(nil))
+	en.write("clash.txt", lines(nil))
+	id := en.begin()
+	en.write("merge.txt", lines(map[int]string{2: "turn"}))
+	en.write("clash.txt", lines(map[int]string{2: "turn"}))
+	en.end(id)
+	// The person edits after the turn: elsewhere in one, the same line in
+	// the other.
+	en.write("merge.txt", lines(map[int]string{2: "turn", 18: "person"}))
+	en.write("clash.txt", lines(map[int]string{2: "person"}))
+	clashBefore := en.read("clash.txt")
+
+	dry, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en.read("merge.txt") != lines(map[int]string{2: "turn", 18: "person"}) {
+		t.Error("a dry run wrote")
+	}
+	all, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id, AllOrNothing: true})
+	if err != nil || !all.Refused {
+		t.Fatalf("all_or_nothing: refused %v, %v; want refused", all.Refused, err)
+	}
+	if en.read("merge.txt") != lines(map[int]string{2: "turn", 18: "person"}) {
+		t.Error("a refused all_or_nothing undo wrote")
+	}
+	res, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]protocol.UndoFileResult{}
+	for _, f := range res.Files {
+		out[f.Path] = f
+	}
+	for _, r := range [][]protocol.UndoFileResult{dry.Files, res.Files} {
+		_ = r
+	}
+	if o := out["merge.txt"].Outcome; o != protocol.UndoMerged {
+		t.Errorf("merge.txt: %s, want merged", o)
+	}
+	if got, want := en.read("merge.txt"), lines(map[int]string{18: "person"}); got != want {
+		t.Errorf("merge.txt after undo:\n%s\nwant:\n%s", got, want)
+	}
+	if o := out["clash.txt"]; o.Outcome != protocol.UndoLeft || len(o.Hunks) == 0 {
+		t.Errorf("clash.txt: %s with %d hunks, want left with hunks", o.Outcome, len(o.Hunks))
+	}
+	if en.read("clash.txt") != clashBefore {
+		t.Error("clash.txt was touched")
+	}
+}
+
+// A turn open across a restart of the engine ends with what changed on
+// both sides of it.
+func TestTurnSpansRestart(t *testing.T) {
+	en := newEnv(t)
+	en.write("a.txt", "a\n")
+	id := en.begin()
+	en.write("a.txt", "a changed before\n")
+	en.close()
+	en.write("b.txt", "b made while down\n")
+	en.open()
+	en.write("c.txt", "c after\n")
+	ti := en.end(id)
+	got := map[string]bool{}
+	for _, f := range ti.Files {
+		got[f.Path] = true
+	}
+	for _, p := range []string{"a.txt", "b.txt", "c.txt"} {
+		if !got[p] {
+			t.Errorf("%s missing from the turn's files %v", p, ti.Files)
+		}
+	}
+	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if en.read("a.txt") != "a\n" || !strings.HasPrefix(en.read("b.txt"), "<") {
+		t.Errorf("after undo: a=%q b=%q", en.read("a.txt"), en.read("b.txt"))
+	}
+}
+
+func TestTooBigWorkspace(t *testing.T) {
+	en := newEnv(t, func(c *checkpoint.Config) { c.MaxWorkspaceFiles = 3 })
+	for i := range 5 {
+		en.write(string(rune('a'+i))+".txt", "x")
+	}
+	r, err := en.e.Begin(protocol.TurnBeginParams{WorkspaceRoot: en.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Recording != protocol.RecordingTooBig || r.CheckpointID != "" || r.Warning == "" {
+		t.Errorf("begin: %+v, want too_big with a warning and no checkpoint", r)
+	}
+	en.end(r.TurnID)
+	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: r.TurnID}); !isReason(err, protocol.ReasonTurnUnrecorded) {
+		t.Errorf("undo: %v, want %s", err, protocol.ReasonTurnUnrecorded)
+	}
+}
+
+func TestHomeIsNeverAWorkspace(t *testing.T) {
+	en := newEnv(t, func(c *checkpoint.Config) { c.Home = "" })
+	en.close()
+	en.open(func(c *checkpoint.Config) { c.Home = en.ws })
+	if _, err := en.e.Begin(protocol.TurnBeginParams{WorkspaceRoot: en.ws}); !isReason(err, protocol.ReasonWorkspaceForbidden) {
+		t.Errorf("begin in home: %v, want %s", err, protocol.ReasonWorkspaceForbidden)
+	}
+}

@@ -210,7 +210,7 @@ func globalExcludes(home string) string {
 	return ""
 }
 
-// Close stops every watcher.
+// Close stops every watcher and closes the engine's FS and RawFS.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
@@ -229,6 +229,10 @@ func (e *Engine) Close() {
 			w.w = nil
 		}
 		w.mu.Unlock()
+	}
+	e.cfg.FS.Close()
+	if e.cfg.RawFS != nil {
+		e.cfg.RawFS.Close()
 	}
 }
 

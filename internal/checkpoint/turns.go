@@ -360,6 +360,9 @@ func (e *Engine) Get(p protocol.TurnGetParams) (protocol.TurnInfo, error) {
 
 // List returns a workspace's turns, newest first, a page at a time.
 func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error) {
+	if p.WorkspaceRoot == "" {
+		return protocol.TurnListResult{}, missingField("workspace_root")
+	}
 	root, err := e.cfg.Guard.Workspace(p.WorkspaceRoot)
 	if err != nil {
 		return protocol.TurnListResult{}, pathError(err)

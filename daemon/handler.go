@@ -14,9 +14,9 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/checkpoint"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/jsonrpc"
-	"github.com/orion-agent/orion/internal/checkpoint"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"

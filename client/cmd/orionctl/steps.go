@@ -185,8 +185,9 @@ func newAbortCmd(g *globals) *cobra.Command {
 
 func newUndoCmd(g *globals) *cobra.Command {
 	var last bool
+	var turn turnUndoFlags
 	cmd := &cobra.Command{
-		Use:   "undo SESSION | TX | --last",
+		Use:   "undo SESSION | TX | --last | --turn TURN|last",
 		Short: "Restore what a completed session or transaction replaced",
 		Long: `Put back the content a completed session replaced (kept in the store as a
 backup), or remove the file if the session created it. Refused if the file
@@ -197,12 +198,18 @@ with it the rest of its transaction if it belonged to one.`,
 		Example: `  orionctl undo 1b4e28ba
   orionctl undo --last`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if turn.id != "" || turn.workspace != "" || turn.dryRun || turn.allOrNothing {
+				return turn.check(last, args)
+			}
 			if last && len(args) != 0 || !last && len(args) != 1 {
 				return usageError{fmt.Errorf("give a SESSION, a TX or --last, not both")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if turn.id != "" {
+				return runTurnUndo(cmd, g, turn.id, turn.workspace, turn.dryRun, turn.allOrNothing)
+			}
 			c, err := g.dial(cmd)
 			if err != nil {
 				return err
@@ -237,6 +244,7 @@ with it the rest of its transaction if it belonged to one.`,
 		},
 	}
 	cmd.Flags().BoolVar(&last, "last", false, "undo the session that wrote most recently (with its whole transaction)")
+	turn.add(cmd)
 	return cmd
 }
 

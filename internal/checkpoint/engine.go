@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,10 @@ const (
 	bucketTurns       = "checkpoint_turns"
 	bucketOps         = "checkpoint_ops"
 )
+
+// freeAfterBytes: a checkpoint that read more returns the memory to the
+// system at once.
+const freeAfterBytes = 4 << 20
 
 // Defaults of the limits.
 const (
@@ -110,6 +115,8 @@ type Engine struct {
 	// sweepMu: checkpoints and operations hold it shared from storing
 	// blobs to recording what refers to them; a sweep holds it alone.
 	sweepMu sync.RWMutex
+	// resultMu guards an operation's results while its files are written.
+	resultMu sync.Mutex
 }
 
 // workspace is one recorded workspace. Its mutex serializes checkpoints,
@@ -427,6 +434,11 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 		return nil, protocol.Errorf(protocol.CodeIO, protocol.ReasonIO, "storing the checkpoint of %s: %v", w.root, err)
 	}
 	w.rec = rec
+	if cp.Stored > freeAfterBytes {
+		// Recording read that much into memory: give it back now rather
+		// than when the runtime's scavenger gets to it.
+		debug.FreeOSMemory()
+	}
 	e.cfg.Trace.Record(trace.Event{Time: cp.CreatedAt, Type: protocol.TraceCheckpoint, Fields: map[string]any{
 		"workspace_root": w.root, "checkpoint_id": cp.ID, "files": cp.Files, "changed": cp.Changed,
 		"stored_bytes": cp.Stored, "scan": w.lastScan, "duration_ms": time.Since(start).Milliseconds()}})

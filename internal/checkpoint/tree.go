@@ -117,7 +117,9 @@ type scan struct {
 	buf           []byte
 }
 
-const flushBytes = 32 << 20
+// flushBytes bounds the new contents held before they are stored: the
+// daemon's memory while it records a big workspace.
+const flushBytes = 8 << 20
 
 func (s *scan) dir(rel string, recursive bool) error {
 	abs := filepath.Join(s.t.root, filepath.FromSlash(rel))

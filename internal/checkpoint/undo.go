@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -314,15 +315,7 @@ func (e *Engine) plan(w *workspace, kind string, changes []Change, renamed map[s
 // files and links, then directories removed (deepest first), so each
 // directory exists before what goes in it and is empty when removed.
 func sortActions(actions []action) {
-	rank := func(a action) int {
-		switch {
-		case a.Post != nil && a.Post.Type == TypeDir:
-			return 0
-		case a.Pre != nil && a.Pre.Type == TypeDir && a.Post == nil:
-			return 2
-		}
-		return 1
-	}
+	rank := actionRank
 	sort.SliceStable(actions, func(i, j int) bool {
 		ri, rj := rank(actions[i]), rank(actions[j])
 		if ri != rj {
@@ -334,6 +327,18 @@ func sortActions(actions []action) {
 		}
 		return di < dj
 	})
+}
+
+// actionRank orders an action: 0 a directory made, 1 a file or link, 2 a
+// directory removed.
+func actionRank(a action) int {
+	switch {
+	case a.Post != nil && a.Post.Type == TypeDir:
+		return 0
+	case a.Pre != nil && a.Pre.Type == TypeDir && a.Post == nil:
+		return 2
+	}
+	return 1
 }
 
 func isText3(a, b, c *Entry) bool {
@@ -404,15 +409,55 @@ func bound(b []byte) string {
 // planned (a restart finishing the operation), it is skipped; changed
 // since the plan, it is left and reported.
 func (e *Engine) apply(op *opRecord) {
-	for _, a := range op.Actions {
+	one := func(a action) {
 		failpoint.Hit(FailpointUndoFile)
 		if err := e.applyOne(op.Root, a); err != nil {
+			e.resultMu.Lock()
 			r := &op.Results[a.Result]
 			r.Outcome = protocol.UndoLeft
 			r.Reason = err.Error()
+			e.resultMu.Unlock()
+		}
+	}
+	// Directories are made before and removed after the files, in order;
+	// the files are written by a few workers at once, since each waits
+	// for its fsyncs and the disk takes several together.
+	var files []action
+	for _, a := range op.Actions {
+		if actionRank(a) == 1 {
+			files = append(files, a)
+		}
+	}
+	for _, a := range op.Actions {
+		if actionRank(a) == 0 {
+			one(a)
+		}
+	}
+	work := make(chan action)
+	var wg sync.WaitGroup
+	for range min(applyWorkers, len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a := range work {
+				one(a)
+			}
+		}()
+	}
+	for _, a := range files {
+		work <- a
+	}
+	close(work)
+	wg.Wait()
+	for _, a := range op.Actions {
+		if actionRank(a) == 2 {
+			one(a)
 		}
 	}
 }
+
+// applyWorkers write an operation's files at once.
+const applyWorkers = 8
 
 // errChanged: the path is neither as planned against nor as the action
 // leaves it.

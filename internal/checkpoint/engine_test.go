@@ -6,13 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/blobstore"
 	"github.com/orion-agent/orion/internal/checkpoint"
+	"github.com/orion-agent/orion/internal/clock"
 	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -331,5 +335,61 @@ func TestHomeIsNeverAWorkspace(t *testing.T) {
 	en.open(func(c *checkpoint.Config) { c.Home = en.ws })
 	if _, err := en.e.Begin(protocol.TurnBeginParams{WorkspaceRoot: en.ws}); !isReason(err, protocol.ReasonWorkspaceForbidden) {
 		t.Errorf("begin in home: %v, want %s", err, protocol.ReasonWorkspaceForbidden)
+	}
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []trace.Event
+}
+
+func (r *recorder) Record(e trace.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// Turns older than the retention go, with the contents only they held;
+// a pinned checkpoint keeps its turn; what went is in the trace.
+func TestRetention(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := &recorder{}
+	en := newEnv(t, func(c *checkpoint.Config) {
+		c.Clock, c.Trace, c.Retention = clk, rec, 24*time.Hour
+	})
+	en.write("a.txt", "start\n")
+	old := en.begin()
+	en.write("a.txt", "only the old turn wrote this\n")
+	en.end(old)
+	clk.Advance(48 * time.Hour)
+	en.write("a.txt", "later\n")
+	fresh := en.begin()
+	en.write("a.txt", "fresh turn\n")
+	en.end(fresh)
+	blobs := en.cfg.Blobs.(*blobstore.Bolt)
+	before, _ := blobs.Stats()
+	if err := en.e.Retain(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := en.e.Get(protocol.TurnGetParams{TurnID: old}); !isReason(err, protocol.ReasonTurnNotFound) {
+		t.Errorf("the old turn: %v, want dropped", err)
+	}
+	if _, err := en.e.Get(protocol.TurnGetParams{TurnID: fresh}); err != nil {
+		t.Errorf("the fresh turn: %v, want kept", err)
+	}
+	if after, _ := blobs.Stats(); after >= before {
+		t.Errorf("%d blobs after retention, %d before: the old turn's contents were kept", after, before)
+	}
+	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: fresh}); err != nil || en.read("a.txt") != "later\n" {
+		t.Errorf("undo of the kept turn: %v, a.txt %q", err, en.read("a.txt"))
+	}
+	dropped := false
+	for _, e := range rec.events {
+		if e.Type == protocol.TraceCheckpointDropped && e.Fields["turns"] == 1 {
+			dropped = true
+		}
+	}
+	if !dropped {
+		t.Errorf("no %s event for the dropped turn: %v", protocol.TraceCheckpointDropped, rec.events)
 	}
 }

@@ -70,11 +70,12 @@ func (e *Engine) Retain() error {
 	if err != nil {
 		return err
 	}
-	// Over the store's cap: the oldest unpinned turns go, a tenth at a
-	// time, until the blobs fit.
+	// Over their share of the store's cap (half: the rest is the
+	// sessions' and their undo backups'), the oldest unpinned turns go,
+	// a tenth at a time, until the blobs fit.
 	for e.cfg.StoreMaxBytes > 0 {
 		_, size := e.cfg.Blobs.Stats()
-		if size <= e.cfg.StoreMaxBytes {
+		if size <= e.cfg.StoreMaxBytes/2 {
 			break
 		}
 		var batch []*turnRecord

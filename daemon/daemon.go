@@ -278,6 +278,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		SummaryRetention:    cfg.SummaryRetention,
 		Logger:              log,
 		Notify:              notify,
+		TurnOf:              turns.OpenTurn,
 		Trace:               rec,
 		Watcher:             watcher,
 		Validation:          cfg.Validation,

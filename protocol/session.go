@@ -278,6 +278,9 @@ type SessionInfo struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// TxID names the transaction the session belongs to.
 	TxID string `json:"tx_id,omitempty"`
+	// TurnID names the turn that was open in the session's workspace when
+	// it began (turn.begin), if any.
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 // ListResult is the result of session.list.

@@ -108,6 +108,9 @@ func TestTurnUndoRedoEveryWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if info, err := c.Get(testCtx(t), w.SessionID); err != nil || info.TurnID != b.TurnID {
+		t.Errorf("the session's turn_id %q (%v), want the open turn %s", info.TurnID, err, b.TurnID)
+	}
 	sh(t, ws, `sed -i 's/red/blue/' config.txt && rm obsolete.txt && mv old.txt new.txt &&
 		mkdir -p gen/sub && printf 'generated\n' > gen/sub/out.txt && chmod +x run.sh && ln -s main.go link.go &&
 		printf 'more\n' >> build.log`)
@@ -133,6 +136,9 @@ func TestTurnUndoRedoEveryWriter(t *testing.T) {
 	}
 	if got["main.go"].Writer != w.SessionID || got["config.txt"].Writer != protocol.WriterOutside {
 		t.Errorf("writers: main.go %q (want %s), config.txt %q (want outside)", got["main.go"].Writer, w.SessionID, got["config.txt"].Writer)
+	}
+	if len(ti.Sessions) != 1 || ti.Sessions[0] != w.SessionID {
+		t.Errorf("turn sessions %v, want [%s]", ti.Sessions, w.SessionID)
 	}
 	if got["new.txt"].From != "old.txt" {
 		t.Errorf("rename from %q, want old.txt", got["new.txt"].From)

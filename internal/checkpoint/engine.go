@@ -34,6 +34,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -132,8 +133,29 @@ type workspace struct {
 	fullReason string
 	lastScan   string
 	// writes are the Orion sessions' writes during the open turn: path ->
-	// session id and the sha256 it wrote.
-	writes map[string]sessionWrite
+	// session id and the sha256 it wrote. writesMu guards them, and open
+	// mirrors rec.OpenTurn, so a session's finalize never waits for a
+	// checkpoint holding mu.
+	writesMu sync.Mutex
+	writes   map[string]sessionWrite
+	open     atomic.Value
+}
+
+// setRec replaces the workspace's record, under mu.
+func (w *workspace) setRec(rec wsRecord) {
+	w.rec = rec
+	w.open.Store(rec.OpenTurn)
+}
+
+func (w *workspace) openTurn() string {
+	s, _ := w.open.Load().(string)
+	return s
+}
+
+func (w *workspace) resetWrites() {
+	w.writesMu.Lock()
+	w.writes = map[string]sessionWrite{}
+	w.writesMu.Unlock()
 }
 
 type sessionWrite struct {
@@ -290,6 +312,7 @@ func (e *Engine) workspace(root string) (*workspace, error) {
 	if !found {
 		w.rec = wsRecord{Root: root, ID: newID()}
 	}
+	w.setRec(w.rec)
 	e.ws[root] = w
 	return w, nil
 }
@@ -433,7 +456,7 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 		w.t = nil
 		return nil, protocol.Errorf(protocol.CodeIO, protocol.ReasonIO, "storing the checkpoint of %s: %v", w.root, err)
 	}
-	w.rec = rec
+	w.setRec(rec)
 	if cp.Stored > freeAfterBytes {
 		// Recording read that much into memory: give it back now rather
 		// than when the runtime's scavenger gets to it.

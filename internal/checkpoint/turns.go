@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -96,8 +97,8 @@ func (e *Engine) Begin(p protocol.TurnBeginParams) (protocol.TurnBeginResult, er
 	if err := e.cfg.Store.PutKVs(putJSON(bucketTurns, t.ID, t), putJSON(bucketWorkspaces, root, rec)); err != nil {
 		return protocol.TurnBeginResult{}, ioErr("storing the turn", err)
 	}
-	w.rec = rec
-	w.writes = map[string]sessionWrite{}
+	w.setRec(rec)
+	w.resetWrites()
 	res.TurnID = t.ID
 	e.cfg.Trace.Record(trace.Event{Time: t.StartedAt, Type: protocol.TraceTurn, Fields: map[string]any{
 		"workspace_root": root, "turn_id": t.ID, "agent": t.Agent, "state": t.State, "recording": res.Recording,
@@ -157,11 +158,21 @@ func (e *Engine) end(w *workspace, id string) (*turnRecord, error) {
 			t.Changes = changes
 			t.Renamed = renames(changes)
 			t.Writers = map[string]sessionWrite{}
+			w.writesMu.Lock()
 			for _, c := range changes {
 				if sw, ok := w.writes[c.Path]; ok && c.New != nil && c.New.Type == TypeFile && c.New.Hash.hex() == sw.SHA256 {
 					t.Writers[c.Path] = sw
 				}
 			}
+			seen := map[string]bool{}
+			for _, sw := range w.writes {
+				if !seen[sw.Session] {
+					seen[sw.Session] = true
+					t.Sessions = append(t.Sessions, sw.Session)
+				}
+			}
+			slices.Sort(t.Sessions)
+			w.writesMu.Unlock()
 		}
 	}
 	rec := w.rec
@@ -171,8 +182,8 @@ func (e *Engine) end(w *workspace, id string) (*turnRecord, error) {
 	if err := e.cfg.Store.PutKVs(putJSON(bucketTurns, t.ID, t), putJSON(bucketWorkspaces, w.root, rec)); err != nil {
 		return nil, ioErr("storing the turn", err)
 	}
-	w.rec = rec
-	w.writes = map[string]sessionWrite{}
+	w.setRec(rec)
+	w.resetWrites()
 	e.cfg.Trace.Record(trace.Event{Time: now, Type: protocol.TraceTurn, Fields: map[string]any{
 		"workspace_root": t.Root, "turn_id": t.ID, "agent": t.Agent, "state": t.State, "files": len(t.Changes)}})
 	return t, nil
@@ -404,8 +415,22 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 // SessionWrote tells the engine an Orion session wrote path (absolute)
 // with content sha256: within an open turn of its workspace, the file's
 // writer is that session while its content stays what the session wrote.
+// It never waits for a checkpoint in progress.
 func (e *Engine) SessionWrote(sessionID, path, sha256 string) {
+	ws := e.holding(path)
+	if ws == nil || ws.openTurn() == "" {
+		return
+	}
+	rel, _ := filepath.Rel(ws.root, path)
+	ws.writesMu.Lock()
+	ws.writes[filepath.ToSlash(rel)] = sessionWrite{Session: sessionID, SHA256: sha256}
+	ws.writesMu.Unlock()
+}
+
+// holding returns the recorded workspace that holds path, the innermost.
+func (e *Engine) holding(path string) *workspace {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	var ws *workspace
 	for root, w := range e.ws {
 		if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
@@ -414,39 +439,15 @@ func (e *Engine) SessionWrote(sessionID, path, sha256 string) {
 			}
 		}
 	}
-	e.mu.Unlock()
-	if ws == nil {
-		return
-	}
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.rec.OpenTurn == "" {
-		return
-	}
-	rel, _ := filepath.Rel(ws.root, path)
-	ws.writes[filepath.ToSlash(rel)] = sessionWrite{Session: sessionID, SHA256: sha256}
-	t, err := e.getTurn(ws.rec.OpenTurn)
-	if err != nil {
-		return
-	}
-	for _, s := range t.Sessions {
-		if s == sessionID {
-			return
-		}
-	}
-	t.Sessions = append(t.Sessions, sessionID)
-	_ = e.cfg.Store.PutKVs(putJSON(bucketTurns, t.ID, t))
+	return ws
 }
 
-// OpenTurn returns the turn open in the workspace holding path, if any.
+// OpenTurn returns the turn open in the workspace holding path, if any:
+// the session writing path belongs to it. It never waits for a
+// checkpoint in progress.
 func (e *Engine) OpenTurn(path string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	best, turn := "", ""
-	for root, w := range e.ws {
-		if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) && len(root) > len(best) {
-			best, turn = root, w.rec.OpenTurn
-		}
+	if ws := e.holding(path); ws != nil {
+		return ws.openTurn()
 	}
-	return turn
+	return ""
 }

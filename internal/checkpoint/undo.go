@@ -521,7 +521,7 @@ func (e *Engine) applyOne(root string, a action) error {
 		return fmt.Errorf("reading the recorded content: %w", err)
 	}
 	perm := fs.FileMode(a.Post.Mode) & fs.ModePerm
-	if _, err := atomicfile.Write(d, name, atomicfile.Options{Mode: atomicfile.Replace, Perm: perm, Tag: "undo"},
+	if _, err := atomicfile.Write(d, name, atomicfile.Options{Mode: atomicfile.Replace, Perm: perm, Tag: undoTempTag},
 		func(wr io.Writer) error { _, err := wr.Write(data); return err }); err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 		return err
 	}
@@ -669,6 +669,35 @@ func (e *Engine) lastUndo(root string) (*opRecord, error) {
 	return found, nil
 }
 
+// cleanTemp removes the temp files a killed operation left in the
+// directories it was writing.
+func (e *Engine) cleanTemp(op *opRecord) {
+	fsys := e.cfg.RawFS
+	if fsys == nil {
+		fsys = e.cfg.FS
+	}
+	fsys = fsys.Within(op.Root)
+	dirs := map[string]bool{}
+	for _, a := range op.Actions {
+		dirs[filepath.Dir(filepath.Join(op.Root, filepath.FromSlash(a.Path)))] = true
+	}
+	for dir := range dirs {
+		d, err := fsys.OpenDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, tag := range []string{undoTempTag, "link"} {
+			if removed, err := atomicfile.CleanTemp(d, tag); err != nil || len(removed) > 0 {
+				e.cfg.Logger.Info("checkpoints: removed an interrupted operation's temp files", "dir", dir, "files", removed, "err", err)
+			}
+		}
+		d.Close()
+	}
+}
+
+// undoTempTag marks the temp files of undos and redos.
+const undoTempTag = "undo"
+
 // recover finishes every operation a crash interrupted: each action is
 // applied where the path is still as planned against, skipped where it is
 // already done. Then the workspaces with an open turn are registered, so
@@ -690,6 +719,7 @@ func (e *Engine) recover() error {
 	}
 	for _, op := range pending {
 		e.cfg.Logger.Info("checkpoints: finishing an interrupted operation", "operation", op.ID, "kind", op.Kind, "turn", op.Turn)
+		e.cleanTemp(op)
 		e.apply(op)
 		if err := e.finish(op); err != nil {
 			return err

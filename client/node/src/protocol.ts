@@ -883,6 +883,11 @@ export interface SessionInfo {
   dry_run?: boolean;
   /** TxID names the transaction the session belongs to. */
   tx_id?: string;
+  /**
+   * TurnID names the turn that was open in the session's workspace when
+   * it began (turn.begin), if any.
+   */
+  turn_id?: string;
 }
 
 /** ListResult is the result of session.list. */

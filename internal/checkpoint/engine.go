@@ -332,11 +332,11 @@ func (e *Engine) load(w *workspace) error {
 		if len(v) == 0 {
 			return true, nil
 		}
-		var en Entry
-		if err := json.Unmarshal(v, &en); err != nil {
+		en, err := unmarshalEntry(v)
+		if err != nil {
 			return false, err
 		}
-		t.set(string(k[len(prefix):]), &en)
+		t.set(string(k[len(prefix):]), en)
 		return true, nil
 	})
 	if err != nil {
@@ -424,6 +424,19 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 		w.lastScan = "watch"
 	}
 	if len(s.changes) == 0 && !persistAlways && !first && label == "" && !pin {
+		if len(s.refreshed) > 0 {
+			// Only stat fields moved (a touch, a racy entry settled):
+			// keep them, so the next restart does not read those files.
+			idx := make([]store.KV, 0, len(s.refreshed))
+			for _, p := range s.refreshed {
+				if en := w.t.entries[p]; en != nil {
+					idx = append(idx, store.KV{Key: []byte(w.rec.ID + "\x00" + p), Value: en.marshalBinary()})
+				}
+			}
+			if err := e.cfg.Store.PutKVs(store.Put{Bucket: bucketIndex, KVs: idx}); err != nil {
+				e.cfg.Logger.Warn("checkpoints: storing the stat cache", "workspace", w.root, "err", err)
+			}
+		}
 		return &cpRecord{ID: w.rec.LastCheckpoint, Root: w.root, Files: w.t.files, Bytes: w.t.bytes, Scan: w.lastScan}, nil
 	}
 	cp := &cpRecord{ID: newID(), Root: w.root, Label: label, Pinned: pin, CreatedAt: e.cfg.Clock.Now().UTC(),
@@ -436,13 +449,18 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 	if !first {
 		cp.Changes = s.changes
 	}
-	idx := make([]store.KV, 0, len(s.changes))
+	idx := make([]store.KV, 0, len(s.changes)+len(s.refreshed))
 	for _, c := range s.changes {
 		var v []byte
 		if c.New != nil {
-			v, _ = json.Marshal(c.New)
+			v = c.New.marshalBinary()
 		}
 		idx = append(idx, store.KV{Key: []byte(w.rec.ID + "\x00" + c.Path), Value: v})
+	}
+	for _, p := range s.refreshed {
+		if en := w.t.entries[p]; en != nil {
+			idx = append(idx, store.KV{Key: []byte(w.rec.ID + "\x00" + p), Value: en.marshalBinary()})
+		}
 	}
 	rec := w.rec
 	rec.LastCheckpoint = cp.ID

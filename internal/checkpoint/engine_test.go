@@ -21,7 +21,7 @@ import (
 )
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ws    string
 	state string
 	st    *store.Store
@@ -29,7 +29,9 @@ type env struct {
 	cfg   checkpoint.Config
 }
 
-func newEnv(t *testing.T, mod ...func(*checkpoint.Config)) *env {
+func newEnvB(b *testing.B) *env { return newEnv(b) }
+
+func newEnv(t testing.TB, mod ...func(*checkpoint.Config)) *env {
 	t.Helper()
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")

@@ -206,9 +206,8 @@ func (e *Engine) sweep() (int, int64, error) {
 	}
 	err := e.cfg.Store.ScanKV(bucketIndex, nil, func(k, v []byte) (bool, error) {
 		if len(v) > 0 {
-			var en Entry
-			if err := json.Unmarshal(v, &en); err == nil {
-				mark(&en)
+			if en, err := unmarshalEntry(v); err == nil {
+				mark(en)
 			}
 		}
 		return true, nil

@@ -98,12 +98,15 @@ func join(dir, name string) string {
 // to changes, and queues new contents in blobs. A scan that finds the
 // workspace over the limits stops with errTooBig.
 type scan struct {
-	t          *tree
-	maxFile    int64
-	maxFiles   int64
-	maxBytes   int64
-	started    time.Time
-	changes    []Change
+	t        *tree
+	maxFile  int64
+	maxFiles int64
+	maxBytes int64
+	started  time.Time
+	changes  []Change
+	// refreshed are entries whose content is unchanged but whose stat
+	// (or racy mark) moved: stored with the checkpoint's index.
+	refreshed  []string
 	pending    []blobstore.Blob
 	pendingLen int64
 	flush      func([]blobstore.Blob) error
@@ -208,6 +211,7 @@ func (s *scan) dir(rel string, recursive bool) error {
 			s.record(child, old, cur)
 		} else {
 			s.t.set(child, cur) // refresh the stat cache
+			s.refreshed = append(s.refreshed, child)
 		}
 		if s.t.files > s.maxFiles || s.t.bytes > s.maxBytes {
 			return errTooBig

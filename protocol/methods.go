@@ -104,7 +104,7 @@ var MethodDocs = map[string]string{
 	MethodTxCommit:         "`tx_id`, `end_of_input`, `force`, `dry_run` → one finalize summary per file; all files or none",
 	MethodTxAbort:          "`tx_id` → `stage: aborted`, `sessions`, `error`, `files`",
 	MethodTxGet:            "`tx_id` → `stage`, `sessions`, `error`, `files`",
-	MethodDaemonStatus:     "→ version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`)",
+	MethodDaemonStatus:     "→ version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`), `checkpoints` (each recorded workspace: `recording`, the `reason` of a full scan, `watches`, `open_turn`; the blob store's size)",
 	MethodTurnBegin:        "`workspace_root`, `agent`, `label` → `turn_id`, `checkpoint_id`, `recording` (`watching`, `scanning`, `too_big` with a `warning` and no checkpoint), `ended` (the turn it ended)",
 	MethodTurnEnd:          "`turn_id` → the turn with its changed `files` (path, kind, bytes before and after, writer)",
 	MethodTurnList:         "`workspace_root`, `limit`, `cursor` → `turns` newest first (agent, times, files), `next_cursor`",

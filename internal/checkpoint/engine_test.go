@@ -55,7 +55,7 @@ func (en *env) open(mod ...func(*checkpoint.Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := pathguard.NewProtected([]string{filepath.Dir(en.ws)}, pathguard.Protection{Default: []string{".git"}})
+	g, err := pathguard.NewProtected([]string{filepath.Dir(en.ws)}, pathguard.Protection{Default: []string{".git", ".claude"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,5 +393,38 @@ func TestRetention(t *testing.T) {
 	}
 	if !dropped {
 		t.Errorf("no %s event for the dropped turn: %v", protocol.TraceCheckpointDropped, rec.events)
+	}
+}
+
+// A protected path goes back to the content recorded at the turn's
+// start, its owner's own; a merge that would write anything else there is
+// refused and the file left.
+func TestProtectedPathOnlyBackToItsStart(t *testing.T) {
+	en := newEnv(t)
+	settings := func(s string) string {
+		return "{\n  \"a\": 1,\n  \"b\": 2,\n  \"c\": 3,\n  \"d\": 4,\n  \"e\": 5,\n  \"f\": \"" + s + "\"\n}\n"
+	}
+	en.write(".claude/settings.json", settings("mine"))
+	en.write(".claude/other.json", settings("mine"))
+	id := en.begin()
+	en.write(".claude/settings.json", settings("agent"))
+	en.write(".claude/other.json", strings.Replace(settings("mine"), "\"a\": 1", "\"a\": 100", 1))
+	en.end(id)
+	// A later edit elsewhere in other.json: reverting the turn would need
+	// a merged content, which is not the recorded start.
+	en.write(".claude/other.json", strings.Replace(strings.Replace(settings("mine"), "\"a\": 1", "\"a\": 100", 1), "mine", "later", 1))
+	res, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]protocol.UndoFileResult{}
+	for _, f := range res.Files {
+		out[f.Path] = f
+	}
+	if o := out[".claude/settings.json"].Outcome; o != protocol.UndoReverted || en.read(".claude/settings.json") != settings("mine") {
+		t.Errorf("settings.json: %s, %q; want reverted to its start", o, en.read(".claude/settings.json"))
+	}
+	if o := out[".claude/other.json"]; o.Outcome != protocol.UndoLeft || !strings.Contains(o.Reason, "protected") {
+		t.Errorf("other.json: %+v, want left as protected", o)
 	}
 }

@@ -71,7 +71,7 @@ export interface MethodTypes {
   "tx.abort": { params: TxIDParams; result: TxInfo };
   /** `tx_id` → `stage`, `sessions`, `error`, `files` */
   "tx.get": { params: TxIDParams; result: TxInfo };
-  /** → version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`) */
+  /** → version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`), `checkpoints` (each recorded workspace: `recording`, the `reason` of a full scan, `watches`, `open_turn`; the blob store's size) */
   "daemon.status": { params: NoParams; result: StatusResult };
   /** → the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch */
   "tools.definitions": { params: NoParams; result: ToolsResult };

@@ -339,3 +339,41 @@ func TestTurnUndoKilledMidwayIsFinished(t *testing.T) {
 		t.Errorf("redo of the finished undo: %v", err)
 	}
 }
+
+// A turn's end checkpoint killed before it is recorded loses nothing: the
+// turn is still open after the restart, and ending it then records every
+// change, which an undo puts back.
+func TestTurnEndKilledBeforeItsCheckpointIsRecorded(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ws := d.Root
+	writeFiles(t, ws, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	before := tree(t, ws)
+	d.Stop()
+	// The first pass is the turn's start checkpoint, the second its end.
+	d.Env = []string{failpoint.EnvVar + "=" + checkpoint.FailpointCheckpointCommit + "=2"}
+	d.Restart()
+	c = dial(t, d)
+	b := beginTurn(t, c, ws)
+	sh(t, ws, "echo changed >> a.txt && rm b.txt && echo new > c.txt")
+	if _, err := c.TurnEnd(testCtx(t), b.TurnID); err == nil {
+		t.Fatal("turn.end returned although the daemon was killed in it")
+	}
+	d.Wait()
+	d.Env = nil
+	d.Restart()
+	c = dial(t, d)
+	ti, err := c.TurnEnd(testCtx(t), b.TurnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ti.Files) != 3 {
+		t.Errorf("turn files after the restart: %+v, want a.txt, b.txt, c.txt", ti.Files)
+	}
+	if _, err := c.TurnUndo(testCtx(t), protocol.TurnUndoParams{TurnID: b.TurnID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); got != before {
+		t.Errorf("after undo:\n%s\nwant:\n%s", got, before)
+	}
+}

@@ -42,6 +42,7 @@ import (
 	"github.com/orion-agent/orion/internal/blobstore"
 	"github.com/orion-agent/orion/internal/clock"
 	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
@@ -60,6 +61,10 @@ const (
 // freeAfterBytes: a checkpoint that read more returns the memory to the
 // system at once.
 const freeAfterBytes = 4 << 20
+
+// FailpointCheckpointCommit is passed after a checkpoint stored its new
+// contents and before it records them, for crash tests.
+const FailpointCheckpointCommit = "checkpoint-commit"
 
 // Defaults of the limits.
 const (
@@ -462,6 +467,7 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 			idx = append(idx, store.KV{Key: []byte(w.rec.ID + "\x00" + p), Value: en.marshalBinary()})
 		}
 	}
+	failpoint.Hit(FailpointCheckpointCommit)
 	rec := w.rec
 	rec.LastCheckpoint = cp.ID
 	rec.TooBig = false

@@ -394,6 +394,15 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 	if w.w != nil {
 		s.onDir = w.w.watch
 	}
+	if first {
+		// Count before reading anything: a workspace too big is refused
+		// at the cost of its stat calls, not of hashing 200,000 files.
+		count := &scan{t: newTree(w.root, e.cfg.GlobalExcludes), maxFile: e.cfg.MaxFileBytes,
+			maxFiles: e.cfg.MaxWorkspaceFiles, maxBytes: e.cfg.MaxWorkspaceBytes, started: start, countOnly: true}
+		if err := count.dir("", true); errors.Is(err, errTooBig) {
+			return nil, e.tooBig(w, count)
+		}
+	}
 	var err error
 	if full != "" {
 		err = s.dir("", true)
@@ -494,7 +503,7 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 
 // tooBig gives up recording w: no checkpoint, never a partial one.
 func (e *Engine) tooBig(w *workspace, s *scan) error {
-	files, size := w.t.files, w.t.bytes
+	files, size := s.t.files, s.t.bytes
 	w.t = nil
 	if w.w != nil {
 		w.w.close()

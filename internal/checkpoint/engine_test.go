@@ -325,6 +325,9 @@ func TestTooBigWorkspace(t *testing.T) {
 	if r.Recording != protocol.RecordingTooBig || r.CheckpointID != "" || r.Warning == "" {
 		t.Errorf("begin: %+v, want too_big with a warning and no checkpoint", r)
 	}
+	if n, _ := en.cfg.Blobs.Stats(); n != 0 {
+		t.Errorf("%d contents stored for a workspace too big to record, want none", n)
+	}
 	en.end(r.TurnID)
 	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: r.TurnID}); !isReason(err, protocol.ReasonTurnUnrecorded) {
 		t.Errorf("undo: %v, want %s", err, protocol.ReasonTurnUnrecorded)

@@ -117,7 +117,9 @@ type scan struct {
 	// ignoreChanged is set when an ignore file changed: the caller
 	// rescans everything.
 	ignoreChanged bool
-	buf           []byte
+	// countOnly stats without reading: a first pass that finds a
+	// workspace too big before any content is read or stored.
+	countOnly bool
 }
 
 // flushBytes bounds the new contents held before they are stored: the
@@ -190,6 +192,8 @@ func (s *scan) dir(rel string, recursive bool) error {
 			continue
 		case statEqual(old, cur):
 			continue
+		case s.countOnly:
+			// counted by set below; nothing read
 		case cur.Type == TypeSymlink:
 			if err := s.readLink(fd, name, cur); err != nil {
 				continue

@@ -11,6 +11,7 @@ package blobstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -50,8 +51,15 @@ type Store interface {
 	Stats() (count, bytes int64)
 }
 
-// Bucket is the bbolt bucket of Bolt.
-const Bucket = "checkpoint_blobs"
+// Bucket is the bbolt bucket of Bolt's contents; SizeBucket holds each
+// content's stored size under the same key. Has, ForEach and the counts
+// read SizeBucket only: in Bucket, a content's first page is the page its
+// key is found on, so walking Bucket would fault every stored content
+// into memory (the daemon's resident set grew by the store's size).
+const (
+	Bucket     = "checkpoint_blobs"
+	SizeBucket = "checkpoint_blob_sizes"
+)
 
 // Value formats.
 const (
@@ -74,9 +82,11 @@ var (
 // OpenBolt returns the blob store of st, counting what it holds.
 func OpenBolt(st *store.Store) (*Bolt, error) {
 	b := &Bolt{st: st}
-	err := st.ScanKV(Bucket, nil, func(k, v []byte) (bool, error) {
+	err := st.ScanKV(SizeBucket, nil, func(k, v []byte) (bool, error) {
 		b.count.Add(1)
-		b.bytes.Add(int64(len(v)))
+		if len(v) == 8 {
+			b.bytes.Add(int64(binary.BigEndian.Uint64(v)))
+		}
 		return true, nil
 	})
 	return b, err
@@ -112,7 +122,7 @@ func Decode(v []byte) ([]byte, error) {
 func (b *Bolt) Put(blobs []Blob) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var kvs []store.KV
+	var kvs, sizes []store.KV
 	var added int64
 	seen := map[Hash]bool{}
 	for _, bl := range blobs {
@@ -127,12 +137,13 @@ func (b *Bolt) Put(blobs []Blob) (int64, error) {
 		}
 		v := Encode(bl.Data)
 		kvs = append(kvs, store.KV{Key: bytes.Clone(bl.Hash[:]), Value: v})
+		sizes = append(sizes, store.KV{Key: bytes.Clone(bl.Hash[:]), Value: binary.BigEndian.AppendUint64(nil, uint64(len(v)))})
 		added += int64(len(v))
 	}
 	if len(kvs) == 0 {
 		return 0, nil
 	}
-	if err := b.st.PutKV(Bucket, kvs); err != nil {
+	if err := b.st.PutKVs(store.Put{Bucket: Bucket, KVs: kvs}, store.Put{Bucket: SizeBucket, KVs: sizes}); err != nil {
 		return 0, err
 	}
 	b.count.Add(int64(len(kvs)))
@@ -140,10 +151,10 @@ func (b *Bolt) Put(blobs []Blob) (int64, error) {
 	return added, nil
 }
 
-// lookup calls fn with the stored value of h, inside the read.
-func (b *Bolt) lookup(h Hash, fn func(v []byte) error) (bool, error) {
+// lookup calls fn with the stored value of h in bucket, inside the read.
+func (b *Bolt) lookup(bucket string, h Hash, fn func(v []byte) error) (bool, error) {
 	found := false
-	err := b.st.ScanKV(Bucket, h[:], func(k, v []byte) (bool, error) {
+	err := b.st.ScanKV(bucket, h[:], func(k, v []byte) (bool, error) {
 		if bytes.Equal(k, h[:]) {
 			found = true
 			return false, fn(v)
@@ -156,7 +167,7 @@ func (b *Bolt) lookup(h Hash, fn func(v []byte) error) (bool, error) {
 // Get implements Store.
 func (b *Bolt) Get(h Hash) ([]byte, error) {
 	var v []byte
-	found, err := b.lookup(h, func(val []byte) error {
+	found, err := b.lookup(Bucket, h, func(val []byte) error {
 		v = bytes.Clone(val)
 		return nil
 	})
@@ -178,7 +189,7 @@ func (b *Bolt) Get(h Hash) ([]byte, error) {
 
 // Has implements Store.
 func (b *Bolt) Has(h Hash) (bool, error) {
-	return b.lookup(h, func([]byte) error { return nil })
+	return b.lookup(SizeBucket, h, func([]byte) error { return nil })
 }
 
 // Release implements Store.
@@ -191,8 +202,10 @@ func (b *Bolt) Release(hs []Hash) error {
 	var keys [][]byte
 	var freed int64
 	for _, h := range hs {
-		found, err := b.lookup(h, func(v []byte) error {
-			freed += int64(len(v))
+		found, err := b.lookup(SizeBucket, h, func(v []byte) error {
+			if len(v) == 8 {
+				freed += int64(binary.BigEndian.Uint64(v))
+			}
 			return nil
 		})
 		if err != nil {
@@ -201,6 +214,12 @@ func (b *Bolt) Release(hs []Hash) error {
 		if found {
 			keys = append(keys, bytes.Clone(h[:]))
 		}
+	}
+	// Sizes go first: a crash between the two leaves a content no size
+	// names, which a later Put of it stores again (and a sweep never
+	// sees); never a size naming nothing.
+	if err := b.st.DeleteKV(SizeBucket, keys); err != nil {
+		return err
 	}
 	if err := b.st.DeleteKV(Bucket, keys); err != nil {
 		return err
@@ -215,7 +234,7 @@ func (b *Bolt) Stats() (int64, int64) { return b.count.Load(), b.bytes.Load() }
 
 // ForEach calls fn with every stored hash, for a sweep.
 func (b *Bolt) ForEach(fn func(h Hash) bool) error {
-	return b.st.ScanKV(Bucket, nil, func(k, v []byte) (bool, error) {
+	return b.st.ScanKV(SizeBucket, nil, func(k, v []byte) (bool, error) {
 		var h Hash
 		copy(h[:], k)
 		return fn(h), nil

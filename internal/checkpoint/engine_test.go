@@ -431,3 +431,28 @@ func TestProtectedPathOnlyBackToItsStart(t *testing.T) {
 		t.Errorf("other.json: %+v, want left as protected", o)
 	}
 }
+
+func TestListPages(t *testing.T) {
+	en := newEnv(t)
+	var ids []string
+	for i := range 3 {
+		id := en.begin()
+		en.write("f.txt", strings.Repeat("x", i+1))
+		en.end(id)
+		ids = append(ids, id)
+	}
+	p1, err := en.e.List(protocol.TurnListParams{WorkspaceRoot: en.ws, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p1.Turns) != 2 || p1.Turns[0].TurnID != ids[2] || p1.Turns[1].TurnID != ids[1] || p1.NextCursor == "" {
+		t.Fatalf("first page: %d turns, cursor %q; want the two newest and a cursor", len(p1.Turns), p1.NextCursor)
+	}
+	p2, err := en.e.List(protocol.TurnListParams{WorkspaceRoot: en.ws, Limit: 2, Cursor: p1.NextCursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p2.Turns) != 1 || p2.Turns[0].TurnID != ids[0] || p2.NextCursor != "" {
+		t.Fatalf("second page: %+v; want the oldest turn and no cursor", p2)
+	}
+}

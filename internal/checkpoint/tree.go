@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -151,13 +153,14 @@ func (s *scan) dir(rel string, recursive bool) error {
 	}
 	seen := make(map[string]bool, len(names))
 	var subdirs []string
-	for _, name := range names {
+	stats, errs := statAll(fd, names)
+	for i, name := range names {
 		if vcsDirs[name] {
 			continue
 		}
 		child := join(rel, name)
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		st := &stats[i]
+		if errs[i] != nil {
 			continue // gone since the listing
 		}
 		mode := st.Mode & unix.S_IFMT
@@ -229,6 +232,38 @@ func (s *scan) dir(rel string, recursive bool) error {
 	}
 	return nil
 }
+
+// statAll lstats names in the directory fd, a big directory split among
+// a few goroutines: the stat calls are most of a full scan, and the
+// kernel serves them in parallel.
+func statAll(fd int, names []string) ([]unix.Stat_t, []error) {
+	stats := make([]unix.Stat_t, len(names))
+	errs := make([]error, len(names))
+	part := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			errs[i] = unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(names)/statPerWorker)
+	if workers < 2 {
+		part(0, len(names))
+		return stats, errs
+	}
+	var wg sync.WaitGroup
+	per := (len(names) + workers - 1) / workers
+	for lo := 0; lo < len(names); lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			part(lo, hi)
+		}(lo, min(lo+per, len(names)))
+	}
+	wg.Wait()
+	return stats, errs
+}
+
+// statPerWorker is the fewest entries worth a goroutine of statAll.
+const statPerWorker = 32
 
 // racy reports whether e's timestamps are too close to the scan for its
 // stat to prove a later one unchanged (a write in the same tick).

@@ -462,3 +462,30 @@ func TestListPages(t *testing.T) {
 		t.Fatalf("second page: %+v; want the oldest turn and no cursor", p2)
 	}
 }
+
+// A turn that put a directory where a file was, and a file where a
+// directory was, is undone whole.
+func TestUndoTypeChanges(t *testing.T) {
+	en := newEnv(t)
+	en.write("was-file", "a file\n")
+	en.write("was-dir/inner.txt", "inner\n")
+	before := snapshot(t, en.ws)
+	id := en.begin()
+	os.Remove(filepath.Join(en.ws, "was-file"))
+	en.write("was-file/now-inside.txt", "x\n")
+	os.RemoveAll(filepath.Join(en.ws, "was-dir"))
+	en.write("was-dir", "now a file\n")
+	en.end(id)
+	res, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		if f.Outcome != protocol.UndoReverted {
+			t.Errorf("%s: %s (%s)", f.Path, f.Outcome, f.Reason)
+		}
+	}
+	if got := snapshot(t, en.ws); got != before {
+		t.Errorf("after undo:\n%s\nwant:\n%s", got, before)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/blobstore"
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
@@ -335,7 +336,8 @@ func actionRank(a action) int {
 	switch {
 	case a.Post != nil && a.Post.Type == TypeDir:
 		return 0
-	case a.Pre != nil && a.Pre.Type == TypeDir && a.Post == nil:
+	case a.Pre != nil && a.Pre.Type == TypeDir:
+		// A directory removed, or replaced by a file: once emptied.
 		return 2
 	}
 	return 1
@@ -489,18 +491,21 @@ func (e *Engine) applyOne(root string, a action) error {
 		}
 		return nil
 	case a.Post == nil:
-		d, name, err := fsys.OpenParent(abs)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		if err := d.Remove(name); err != nil {
-			return err
-		}
-		return d.Sync()
+		return removeFile(fsys, abs)
 	case a.Post.Type == TypeDir:
+		if now != nil && now.Type != TypeDir {
+			// The turn put a file where a directory was.
+			if err := removeFile(fsys, abs); err != nil {
+				return err
+			}
+		}
 		_, err := fsys.MkdirAll(abs)
 		return err
+	case now != nil && now.Type == TypeDir:
+		// The turn put a directory where a file was: it goes once empty.
+		if len(fsys.RemoveEmptyDirs([]string{abs})) == 0 {
+			return errors.New("directory not empty: files were added to it after the turn")
+		}
 	}
 	if _, err := fsys.MkdirFor(abs); err != nil {
 		return err
@@ -528,6 +533,19 @@ func (e *Engine) applyOne(root string, a action) error {
 	// An existing file keeps its bits through atomicfile: set the
 	// recorded ones.
 	return d.Chmod(name, perm)
+}
+
+// removeFile removes the file or link abs and makes that durable.
+func removeFile(fsys *confine.FS, abs string) error {
+	d, name, err := fsys.OpenParent(abs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Remove(name); err != nil {
+		return err
+	}
+	return d.Sync()
 }
 
 // readEntry describes the path now, hashing a file's content.

@@ -201,6 +201,11 @@ func New(cfg Config) (*Engine, error) {
 	cfg.MaxWorkspaceBytes = cmp.Or(cfg.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes)
 	cfg.Retention = cmp.Or(cfg.Retention, DefaultRetention)
 	cfg.MaxDirty = cmp.Or(cfg.MaxDirty, DefaultMaxDirty)
+	if cfg.StoreMaxBytes > 0 && cfg.MaxWorkspaceBytes > cfg.StoreMaxBytes/2 {
+		// A workspace's first checkpoint must fit in the checkpoints'
+		// half of the store, or it would crowd out the sessions' writes.
+		cfg.MaxWorkspaceBytes = cfg.StoreMaxBytes / 2
+	}
 	if v := os.Getenv(EnvMaxDirty); v != "" {
 		fmt.Sscan(v, &cfg.MaxDirty)
 	}
@@ -523,7 +528,8 @@ func (e *Engine) tooBig(w *workspace, s *scan) error {
 func tooBigError(root string, maxFiles, maxBytes int64) *protocol.Error {
 	pe := protocol.Errorf(protocol.CodeWorkspaceTooBig, protocol.ReasonWorkspaceTooBig,
 		"%s holds more than %d files or %d bytes that are not ignored, so it gets no checkpoints and its turns cannot be undone; "+
-			"ignore generated directories in .gitignore or .orionignore, or raise --checkpoint-max-workspace-files / --checkpoint-max-workspace-bytes",
+			"ignore generated directories in .gitignore or .orionignore, or raise --checkpoint-max-workspace-files / --checkpoint-max-workspace-bytes "+
+			"(the bytes are also held to half of --store-max-bytes)",
 		root, maxFiles, maxBytes)
 	pe.Data.WorkspaceRoot = root
 	pe.Data.Limit = maxFiles

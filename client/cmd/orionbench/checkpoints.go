@@ -125,6 +125,9 @@ func checkpointCase(ctx context.Context, cfg config, cc checkpointConfig) (*chec
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("--checkpoints compares with git, which is not installed")
 	}
+	// The store's default cap (1 GiB) holds checkpoints of half of it;
+	// the measured workspace is bigger.
+	cfg.extra = append(slices.Clone(cfg.extra), "--store-max-bytes", "17179869184")
 	d, err := startDaemon(ctx, cfg, "checkpoints", nil)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -75,7 +76,7 @@ type Bolt struct {
 }
 
 var (
-	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
 	decoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
 )
 
@@ -122,8 +123,7 @@ func Decode(v []byte) ([]byte, error) {
 func (b *Bolt) Put(blobs []Blob) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var kvs, sizes []store.KV
-	var added int64
+	var missing []Blob
 	seen := map[Hash]bool{}
 	for _, bl := range blobs {
 		if seen[bl.Hash] {
@@ -132,10 +132,28 @@ func (b *Bolt) Put(blobs []Blob) (int64, error) {
 		seen[bl.Hash] = true
 		if ok, err := b.Has(bl.Hash); err != nil {
 			return 0, err
-		} else if ok {
-			continue
+		} else if !ok {
+			missing = append(missing, bl)
 		}
-		v := Encode(bl.Data)
+	}
+	// Compressing is most of a first checkpoint's CPU: a few at once.
+	values := make([][]byte, len(missing))
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(missing))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(missing); i += workers {
+				values[i] = Encode(missing[i].Data)
+			}
+		}()
+	}
+	wg.Wait()
+	var kvs, sizes []store.KV
+	var added int64
+	for i, bl := range missing {
+		v := values[i]
 		kvs = append(kvs, store.KV{Key: bytes.Clone(bl.Hash[:]), Value: v})
 		sizes = append(sizes, store.KV{Key: bytes.Clone(bl.Hash[:]), Value: binary.BigEndian.AppendUint64(nil, uint64(len(v)))})
 		added += int64(len(v))

@@ -496,9 +496,13 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 	}
 	w.setRec(rec)
 	if cp.Stored > freeAfterBytes {
-		// Recording read that much into memory: give it back now rather
-		// than when the runtime's scavenger gets to it.
+		// Recording read that much into memory, and storing it mapped
+		// the store's pages around it: give both back now rather than
+		// when the runtime's scavenger or the kernel get to it.
 		debug.FreeOSMemory()
+		if err := e.cfg.Store.DropMappedPages(); err != nil {
+			e.cfg.Logger.Debug("checkpoints: dropping the store's mapped pages", "err", err)
+		}
 	}
 	e.cfg.Trace.Record(trace.Event{Time: cp.CreatedAt, Type: protocol.TraceCheckpoint, Fields: map[string]any{
 		"workspace_root": w.root, "checkpoint_id": cp.ID, "files": cp.Files, "changed": cp.Changed,

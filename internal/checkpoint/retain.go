@@ -258,6 +258,8 @@ func (e *Engine) sweep() (int, int64, error) {
 		return 0, 0, err
 	}
 	_, after := e.cfg.Blobs.Stats()
+	// The walk mapped every record's pages into the daemon.
+	_ = e.cfg.Store.DropMappedPages()
 	return len(dead), before - after, nil
 }
 

@@ -126,7 +126,7 @@ type scan struct {
 
 // flushBytes bounds the new contents held before they are stored: the
 // daemon's memory while it records a big workspace.
-const flushBytes = 8 << 20
+const flushBytes = 16 << 20
 
 func (s *scan) dir(rel string, recursive bool) error {
 	abs := filepath.Join(s.t.root, filepath.FromSlash(rel))

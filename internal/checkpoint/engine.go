@@ -144,6 +144,8 @@ type workspace struct {
 	writesMu sync.Mutex
 	writes   map[string]sessionWrite
 	open     atomic.Value
+	// status is what daemon.status shows, published under mu.
+	status atomic.Pointer[protocol.WorkspaceStatus]
 }
 
 // setRec replaces the workspace's record, under mu.
@@ -438,6 +440,7 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 		return nil, protocol.Errorf(protocol.CodeIO, protocol.ReasonIO, "checkpoint of %s: %v", w.root, err)
 	}
 	w.fullReason = ""
+	defer e.publish(w)
 	w.lastScan = cmp.Or(full, "watch")
 	if full == "" {
 		w.lastScan = "watch"
@@ -523,6 +526,7 @@ func (e *Engine) tooBig(w *workspace, s *scan) error {
 	if v, err := json.Marshal(w.rec); err == nil {
 		_ = e.cfg.Store.PutKV(bucketWorkspaces, []store.KV{{Key: []byte(w.root), Value: v}})
 	}
+	e.publish(w)
 	e.cfg.Trace.Record(trace.Event{Time: e.cfg.Clock.Now(), Type: protocol.TraceCheckpointRefused, Fields: map[string]any{
 		"workspace_root": w.root, "files": files, "bytes": size,
 		"max_files": e.cfg.MaxWorkspaceFiles, "max_bytes": e.cfg.MaxWorkspaceBytes}})
@@ -586,27 +590,38 @@ func (e *Engine) Status() protocol.CheckpointStatus {
 	e.mu.Unlock()
 	st := protocol.CheckpointStatus{Workspaces: []protocol.WorkspaceStatus{}, Dropped: dropped}
 	for _, w := range wss {
-		w.mu.Lock()
-		ws := protocol.WorkspaceStatus{WorkspaceRoot: w.root, Recording: e.recording(w), OpenTurn: w.rec.OpenTurn,
-			Checkpoints: w.rec.Checkpoints}
-		if w.w != nil {
-			ws.Watches, _ = w.w.state()
-			if _, limited := w.w.state(); limited {
-				ws.Reason = reasonWatchLimit
-			}
+		// The snapshot, not the lock: a first checkpoint holds that for
+		// minutes, and daemon.status must answer at once.
+		if ws := w.status.Load(); ws != nil {
+			st.Workspaces = append(st.Workspaces, *ws)
+		} else {
+			st.Workspaces = append(st.Workspaces, protocol.WorkspaceStatus{WorkspaceRoot: w.root,
+				Recording: protocol.RecordingScanning, Reason: "first", OpenTurn: w.openTurn()})
 		}
-		if w.lastScan != "watch" && w.lastScan != "" && ws.Reason == "" {
-			// The last checkpoint scanned everything: say why.
-			ws.Reason = w.lastScan
-			if ws.Recording == protocol.RecordingWatching && (w.lastScan == reasonOverflow || w.lastScan == reasonSyncLost) {
-				ws.Recording = protocol.RecordingScanning
-			}
-		}
-		w.mu.Unlock()
-		st.Workspaces = append(st.Workspaces, ws)
 	}
 	st.Blobs, st.StoredBytes = e.cfg.Blobs.Stats()
 	return st
+}
+
+// publish stores w's status for daemon.status; the caller holds w.mu.
+func (e *Engine) publish(w *workspace) {
+	ws := protocol.WorkspaceStatus{WorkspaceRoot: w.root, Recording: e.recording(w), OpenTurn: w.rec.OpenTurn,
+		Checkpoints: w.rec.Checkpoints}
+	if w.w != nil {
+		var limited bool
+		ws.Watches, limited = w.w.state()
+		if limited {
+			ws.Reason = reasonWatchLimit
+		}
+	}
+	if w.lastScan != "watch" && w.lastScan != "" && ws.Reason == "" {
+		// The last checkpoint scanned everything: say why.
+		ws.Reason = w.lastScan
+		if ws.Recording == protocol.RecordingWatching && (w.lastScan == reasonOverflow || w.lastScan == reasonSyncLost) {
+			ws.Recording = protocol.RecordingScanning
+		}
+	}
+	w.status.Store(&ws)
 }
 
 func getJSON(st *store.Store, bucket string, key []byte, v any) (bool, error) {

@@ -99,6 +99,7 @@ func (e *Engine) Begin(p protocol.TurnBeginParams) (protocol.TurnBeginResult, er
 	}
 	w.setRec(rec)
 	w.resetWrites()
+	e.publish(w)
 	res.TurnID = t.ID
 	e.cfg.Trace.Record(trace.Event{Time: t.StartedAt, Type: protocol.TraceTurn, Fields: map[string]any{
 		"workspace_root": root, "turn_id": t.ID, "agent": t.Agent, "state": t.State, "recording": res.Recording,
@@ -184,6 +185,7 @@ func (e *Engine) end(w *workspace, id string) (*turnRecord, error) {
 	}
 	w.setRec(rec)
 	w.resetWrites()
+	e.publish(w)
 	e.cfg.Trace.Record(trace.Event{Time: now, Type: protocol.TraceTurn, Fields: map[string]any{
 		"workspace_root": t.Root, "turn_id": t.ID, "agent": t.Agent, "state": t.State, "files": len(t.Changes)}})
 	return t, nil

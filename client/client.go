@@ -24,7 +24,7 @@ import (
 
 // DefaultSocket is the socket oriond listens on when neither it nor the
 // client was told otherwise: $ORION_SOCKET, $XDG_RUNTIME_DIR/orion/oriond.sock,
-// or /tmp/orion-$UID/oriond.sock.
+// or $TMPDIR/orion-$UID/oriond.sock (/tmp where TMPDIR is unset).
 func DefaultSocket() string { return paths.DefaultSocket(os.Getenv) }
 
 // StartCommand is the command that starts a daemon listening on socket:
@@ -78,6 +78,24 @@ type Client struct {
 // daemon" from a request the daemon refused.
 var ErrDaemonUnreachable = errors.New("oriond is not reachable")
 
+// UnreachableError is a failure to connect to the daemon at Socket. It
+// matches ErrDaemonUnreachable (errors.Is).
+type UnreachableError struct {
+	Socket string
+	// Err is why: no such socket, connection refused, ...
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%v at %s (start it with `%s`): %v", ErrDaemonUnreachable, e.Socket, StartCommand(e.Socket), e.Err)
+}
+
+// Is makes errors.Is(err, ErrDaemonUnreachable) true.
+func (e *UnreachableError) Is(target error) bool { return target == ErrDaemonUnreachable }
+
+// Unwrap returns the cause.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // ErrUntrustedSocket wraps a refusal to talk to a socket that is not the
 // user's: the socket or its directory belongs to another user or is
 // writable by others, or the process serving it runs as another user.
@@ -98,12 +116,12 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 		if errors.Is(err, ErrUntrustedSocket) {
 			return nil, fmt.Errorf("refusing to talk to %s: %w", socket, err)
 		}
-		return nil, fmt.Errorf("%w at %s (start it with `%s`): %v", ErrDaemonUnreachable, socket, StartCommand(socket), err)
+		return nil, &UnreachableError{Socket: socket, Err: err}
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s (start it with `%s`): %v", ErrDaemonUnreachable, socket, StartCommand(socket), err)
+		return nil, &UnreachableError{Socket: socket, Err: err}
 	}
 	if uc, ok := c.(*net.UnixConn); ok {
 		if err := paths.TrustPeer(uc, uid); err != nil {
@@ -289,6 +307,11 @@ func (c *Client) Clean(ctx context.Context, p protocol.CleanParams) (protocol.Cl
 // Status calls daemon.status.
 func (c *Client) Status(ctx context.Context) (protocol.StatusResult, error) {
 	return call(ctx, c, protocol.DaemonStatus, protocol.NoParams{})
+}
+
+// AllowRoot calls daemon.allow_root.
+func (c *Client) AllowRoot(ctx context.Context, dir string) (protocol.AllowRootResult, error) {
+	return call(ctx, c, protocol.DaemonAllowRoot, protocol.AllowRootParams{Path: dir})
 }
 
 // ToolDefinitions calls tools.definitions.

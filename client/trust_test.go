@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
 // nobody is the uid the fake daemons run as, another user than the test's.
@@ -129,8 +130,7 @@ func TestDialRefusesAnotherUsersDaemon(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("running a process as another uid needs root")
 	}
-	dir, _ := os.MkdirTemp("", "orion-trust")
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testdaemon.PublicDir(t)
 	os.Chmod(dir, 0o777)
 	sock := filepath.Join(dir, "oriond.sock")
 	// The test binary sits in a directory only we can read: nobody gets a

@@ -96,18 +96,6 @@ const (
 	DefaultHeaderTimeout = 10 * time.Second
 )
 
-// connLimits are the connection limits serve applies.
-type connLimits struct {
-	// Max is the limit of connections served (not counting the status
-	// reserve); PerClient the most one peer process may hold.
-	Max, PerClient int
-	// Reserve are connections past Max admitted for daemon.status only.
-	Reserve int
-	// IdleTimeout closes an idle connection (see DefaultConnIdleTimeout);
-	// HeaderTimeout bounds a frame's header.
-	IdleTimeout, HeaderTimeout time.Duration
-}
-
 // clientShare is the per-client limit for a configured value (0: a
 // quarter of the connection limit, at least one). A process's status
 // reserve connections count against its share too, so a share above the

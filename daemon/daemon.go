@@ -202,7 +202,11 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("creating the state directory: %w", err)
 	}
-	guard, err := pathguard.NewProtected(cfg.AllowRoots, cfg.Protection())
+	roots, added, err := startRoots(cfg, log)
+	if err != nil {
+		return err
+	}
+	guard, err := pathguard.NewProtected(roots, cfg.Protection())
 	if err != nil {
 		return fmt.Errorf("allow-root: %w", err)
 	}
@@ -353,8 +357,10 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		rejected: rejected,
 		traces:   tracer,
 		inflight: &inflight,
-		client:   tr.conns.client,
-		name:     tr.conns.name,
+		roots: &rootAdder{stateDir: cfg.StateDir, protect: cfg.Protection(), mgr: mgr, log: log,
+			given: roots, added: added},
+		client: tr.conns.client,
+		name:   tr.conns.name,
 		status: func() protocol.StatusResult {
 			var ts *protocol.TraceStats
 			if tracer != nil {
@@ -371,7 +377,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				PID:                  os.Getpid(),
 				Socket:               cfg.Socket,
 				StateDir:             cfg.StateDir,
-				AllowedRoots:         guard.Roots(),
+				AllowedRoots:         mgr.Guard().Roots(),
 				StartedAt:            started,
 				OpenSessions:         mgr.OpenCount(),
 				MaxChunkBytes:        chunkLimit,

@@ -45,6 +45,8 @@ type handler struct {
 	// inflight lets shutdown wait for requests already being handled, so
 	// an append that started is acknowledged or fails before the store closes.
 	inflight *sync.WaitGroup
+	// roots allows directories while the daemon runs.
+	roots *rootAdder
 	// params holds the params of requests read by a jsonrpc.ServerStream;
 	// nil, or a request it does not hold, means the params are in the
 	// request.

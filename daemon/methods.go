@@ -45,6 +45,7 @@ var methods = table(
 	route(protocol.TxAbort, (*handler).txAbort),
 	route(protocol.TxGet, (*handler).txGet),
 	route(protocol.DaemonStatus, (*handler).daemonStatus),
+	route(protocol.DaemonAllowRoot, (*handler).allowRoot),
 	route(protocol.ToolsDefinitions, (*handler).toolsDefinitions),
 	route(protocol.TraceList, (*handler).traceList).heavy(),
 	route(protocol.TraceFollow, (*handler).traceFollow),
@@ -136,6 +137,10 @@ func (h *handler) txAbort(_ *jsonrpc2.Conn, p *protocol.TxIDParams) (protocol.Tx
 
 func (h *handler) txGet(_ *jsonrpc2.Conn, p *protocol.TxIDParams) (protocol.TxInfo, error) {
 	return h.mgr.TxGet(p.TxID)
+}
+
+func (h *handler) allowRoot(_ *jsonrpc2.Conn, p *protocol.AllowRootParams) (protocol.AllowRootResult, error) {
+	return h.roots.allow(p.Path)
 }
 
 func (h *handler) daemonStatus(*jsonrpc2.Conn, *protocol.NoParams) (protocol.StatusResult, error) {

@@ -17,7 +17,7 @@ NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 out=${1:-dist}
 build="$out/build"
 rm -rf "$build"
-mkdir -p "$build/man" "$build/completions"
+mkdir -p "$build/man" "$build/completions" "$build/doc"
 out=$(cd "$out" && pwd)
 build="$out/build"
 
@@ -61,6 +61,11 @@ go run ./packaging/genman -bin "$hostbin/oriond" -date "$date" -extra packaging/
 	-summary "the Orion write-session daemon" | gzip -9n >"$build/man/oriond.1.gz"
 go run ./packaging/genman -bin "$hostbin/orionctl" -date "$date" -extra packaging/man/orionctl.extra \
 	-summary "control oriond, the Orion write-session daemon" | gzip -9n >"$build/man/orionctl.1.gz"
+
+# The documents, their links fixed for /usr/share/doc/oriond: to what the
+# package ships, or to the repository at this revision.
+ref=$(git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo main)
+go run ./packaging/debdocs -out "$build/doc" -repo "https://github.com/orion-agent/orion/blob/$ref"
 
 rm -f "$out"/*.deb
 go run "$NFPM" package --packager deb --config packaging/nfpm.yaml --target "$out/" >&2
@@ -114,14 +119,27 @@ dpkg-deb -x "$deb" "$x"
 if [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
 	"$x/usr/bin/oriond" --help >/dev/null
 	"$x/usr/bin/orionctl" --help >/dev/null
-	diff <("$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
+	# The unit install writes from defaults alone: install carries the
+	# environment's settings (ORION_SOCKET, ORION_ALLOW_ROOTS, ...), the
+	# config file's path and a running daemon's flags into the unit, so it
+	# runs with an empty HOME, no ORION_* variable and a runtime directory
+	# where no daemon listens, whatever runs on this machine.
+	mkdir -p "$x/defaults/home" "$x/defaults/run" "$x/defaults/tmp"
+	chmod 700 "$x/defaults/run"
+	defaults() {
+		env -i PATH="$PATH" HOME="$x/defaults/home" XDG_RUNTIME_DIR="$x/defaults/run" TMPDIR="$x/defaults/tmp" "$@"
+	}
+	diff <(defaults "$x/usr/bin/oriond" service install --print --platform systemd | sed "s#$x/usr/bin/oriond#/usr/bin/oriond#") \
 		"$x/usr/lib/systemd/user/oriond.service" || fail "the packaged unit is not what oriond service install writes"
 	# --with-proxy finds the orionctl next to oriond, and prints its unit after oriond's.
-	diff <("$x/usr/bin/oriond" service install --print --platform systemd --with-proxy | sed -n '/^# orionctl-proxy.service:/,$p' |
+	diff <(defaults "$x/usr/bin/oriond" service install --print --platform systemd --with-proxy | sed -n '/^# orionctl-proxy.service:/,$p' |
 		sed "s#$x/usr/bin/orionctl#/usr/bin/orionctl#") \
 		"$x/usr/lib/systemd/user/orionctl-proxy.service" || fail "the packaged proxy unit is not what oriond service install --with-proxy writes"
 fi
 grep -qx 'License: Expat' "$x/usr/share/doc/oriond/copyright" || fail "copyright: no Expat (MIT) license"
+# Every link of the installed documents leads to a file, and to a heading
+# of it.
+w=$(go run ./packaging/debdocs -check "$x/usr/share/doc/oriond" 2>&1) || fail "links of the installed documents: $w"
 if command -v groff >/dev/null; then
 	for page in oriond orionctl; do
 		w=$(zcat "$x/usr/share/man/man1/$page.1.gz" | groff -man -Tutf8 -ww -z 2>&1)
@@ -133,11 +151,15 @@ if command -v groff >/dev/null; then
 	done
 fi
 if command -v systemd-analyze >/dev/null && [ "$ORION_ARCH" = "$(go env GOHOSTARCH)" ]; then
+	# The user manager's other units put sockets in the runtime directory:
+	# a short name, whatever TMPDIR's length.
+	run=$(mktemp -d /tmp/sa.XXXXXX)
+	trap 'rm -rf "$x" "$run"' EXIT
 	sed "s#/usr/bin/oriond#$x/usr/bin/oriond#" "$x/usr/lib/systemd/user/oriond.service" >"$x/oriond.service"
-	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/oriond.service" 2>&1) || fail "systemd-analyze: $w"
+	w=$(XDG_RUNTIME_DIR="$run" systemd-analyze verify --user --man=no "$x/oriond.service" 2>&1) || fail "systemd-analyze: $w"
 	[ -z "$w" ] || fail "systemd-analyze: $w"
 	sed "s#/usr/bin/orionctl#$x/usr/bin/orionctl#" "$x/usr/lib/systemd/user/orionctl-proxy.service" >"$x/orionctl-proxy.service"
-	w=$(XDG_RUNTIME_DIR="$x" systemd-analyze verify --user --man=no "$x/orionctl-proxy.service" 2>&1) || fail "systemd-analyze (proxy): $w"
+	w=$(XDG_RUNTIME_DIR="$run" systemd-analyze verify --user --man=no "$x/orionctl-proxy.service" 2>&1) || fail "systemd-analyze (proxy): $w"
 	[ -z "$w" ] || fail "systemd-analyze (proxy): $w"
 fi
 bash -n "$x/usr/share/bash-completion/completions/orionctl" || fail "bash completion does not parse"

@@ -72,8 +72,8 @@ func TestDebShipsDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"docs/*.md":     "/usr/share/doc/oriond/docs/",
-		"docs/images/*": "/usr/share/doc/oriond/docs/images/",
+		"${ORION_DEB_BUILD}/doc/docs/*.md": "/usr/share/doc/oriond/docs/",
+		"docs/images/*":                    "/usr/share/doc/oriond/docs/images/",
 	}
 	for _, c := range cfg.Contents {
 		if dst, ok := want[c.Src]; ok && dst == c.Dst {
@@ -99,7 +99,7 @@ func TestDebShipsCopyrightAndPackagingREADME(t *testing.T) {
 	}
 	want := map[string]string{
 		"/usr/share/doc/oriond/copyright":           "packaging/copyright",
-		"/usr/share/doc/oriond/README.packaging.md": "packaging/README.md",
+		"/usr/share/doc/oriond/README.packaging.md": "${ORION_DEB_BUILD}/doc/README.packaging.md",
 	}
 	for _, c := range cfg.Contents {
 		if src, ok := want[c.Dst]; ok && src == c.Src {

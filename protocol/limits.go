@@ -16,7 +16,8 @@ import (
 const (
 	// MaxIntentBytes bounds intent: a sentence or two describing the write.
 	MaxIntentBytes = 4 << 10
-	// MaxPathBytes bounds target_file and workspace_root: PATH_MAX on Linux,
+	// MaxPathBytes bounds target_file, workspace_root and daemon.allow_root's
+	// path: PATH_MAX on Linux,
 	// the longest path a system call takes.
 	MaxPathBytes = 4096
 	// MaxIDBytes bounds the ids a client sends back (session_id, tx_id,
@@ -192,6 +193,13 @@ func (p *FinalizeParams) Check() error {
 }
 
 // Check reports the first field of p out of bounds, or nil.
+func (p *AllowRootParams) Check() error {
+	c := checker{}
+	c.str("path", p.Path, MaxPathBytes)
+	return c.result()
+}
+
+// Check reports the first field of p out of bounds, or nil.
 func (p *SessionIDParams) Check() error {
 	c := checker{}
 	c.str("session_id", p.SessionID, MaxIDBytes)
@@ -258,6 +266,7 @@ func (p *TraceListParams) Check() error {
 	c := checker{}
 	p.TraceFilter.check(&c)
 	c.str("after", p.After, MaxIDBytes)
+	c.str("before", p.Before, MaxIDBytes)
 	return c.result()
 }
 

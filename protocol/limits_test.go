@@ -36,6 +36,7 @@ func TestCheck(t *testing.T) {
 		{"AutoFinalizeOverADay", &protocol.BeginParams{AutoFinalizeMS: protocol.MaxSessionTimeoutMS + 1}, protocol.ReasonInvalidDuration, "auto_finalize_ms", protocol.MaxSessionTimeoutMS},
 		{"AppendSessionID", &protocol.AppendParams{SessionID: n("s", 129), Chunk: n("c", 1<<20)}, protocol.ReasonFieldTooLarge, "session_id", protocol.MaxIDBytes},
 		{"FinalizeSessionID", &protocol.FinalizeParams{SessionID: n("s", 129)}, protocol.ReasonFieldTooLarge, "session_id", protocol.MaxIDBytes},
+		{"AllowRootPath", &protocol.AllowRootParams{Path: n("p", protocol.MaxPathBytes+1)}, protocol.ReasonFieldTooLarge, "path", protocol.MaxPathBytes},
 		{"SessionID", &protocol.SessionIDParams{SessionID: n("s", 129)}, protocol.ReasonFieldTooLarge, "session_id", protocol.MaxIDBytes},
 		{"CleanNegative", &protocol.CleanParams{OlderThanMS: -5}, protocol.ReasonInvalidDuration, "older_than_ms", protocol.MaxCleanAgeMS},
 		{"CleanOverflow", &protocol.CleanParams{FinishedOlderThanMS: math.MaxInt64}, protocol.ReasonInvalidDuration, "finished_older_than_ms", protocol.MaxCleanAgeMS},

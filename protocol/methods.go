@@ -28,8 +28,11 @@ const (
 	// MethodTraceFollow subscribes the calling connection to new trace
 	// events: each is sent as a trace.event notification until the
 	// connection closes.
-	MethodTraceFollow      = "trace.follow"
-	MethodDaemonStatus     = "daemon.status"
+	MethodTraceFollow  = "trace.follow"
+	MethodDaemonStatus = "daemon.status"
+	// MethodDaemonAllowRoot adds an allowed root while the daemon runs,
+	// and keeps it across restarts.
+	MethodDaemonAllowRoot  = "daemon.allow_root"
 	MethodToolsDefinitions = "tools.definitions"
 )
 
@@ -80,6 +83,7 @@ var (
 	TxAbort          = Method[TxIDParams, TxInfo]{MethodTxAbort}
 	TxGet            = Method[TxIDParams, TxInfo]{MethodTxGet}
 	DaemonStatus     = Method[NoParams, StatusResult]{MethodDaemonStatus}
+	DaemonAllowRoot  = Method[AllowRootParams, AllowRootResult]{MethodDaemonAllowRoot}
 	ToolsDefinitions = Method[NoParams, ToolsResult]{MethodToolsDefinitions}
 	TraceList        = Method[TraceListParams, TraceListResult]{MethodTraceList}
 	TraceFollow      = Method[TraceFollowParams, TraceFollowResult]{MethodTraceFollow}
@@ -112,6 +116,7 @@ var MethodDocs = map[string]string{
 	MethodTurnUndo:         "`turn_id` or `last` with `workspace_root`, `all_or_nothing`, `dry_run` → `operation_id`, per file `outcome` (`reverted`, `merged`, `left` with `hunks`, `not_restorable`, `unchanged`); never overwrites a later change",
 	MethodTurnRedo:         "`operation_id` or `last` with `workspace_root`, `all_or_nothing`, `dry_run` → as turn.undo: takes an undo back under the same rules",
 	MethodCheckpointCreate: "`workspace_root`, `label`, `pin` → `checkpoint_id`, `files`, `changed`, `stored_bytes`",
+	MethodDaemonAllowRoot:  "`path` (an absolute directory) → `path` resolved, `added` (false when a root holds it already), `allowed_roots`, `saved_in`; refused for `/`, a protected path, or what is not an existing directory (`root_refused`, `protected_path`)",
 	MethodToolsDefinitions: "→ the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch",
 	MethodTraceList:        "`session_id`, `types`, `since`, `until`, `after`, `limit`, `newest` → `events` (oldest first), `more`, `next`, `stats`; `unknown_method` when tracing is off",
 	MethodTraceFollow:      "`session_id`, `types` → `following`; then each new matching event as a `trace.event` notification until the connection closes",
@@ -139,6 +144,7 @@ var MethodSpecs = []MethodSpec{
 	TxAbort.Spec(),
 	TxGet.Spec(),
 	DaemonStatus.Spec(),
+	DaemonAllowRoot.Spec(),
 	ToolsDefinitions.Spec(),
 	TraceList.Spec(),
 	TraceFollow.Spec(),

@@ -191,8 +191,8 @@ var RefusalAdvice = map[string]string{
 		"oriond protects it; to allow it, start oriond with --allow-protected set to the path this message names " +
 		"(or add it to allow-protected in oriond's configuration file).",
 	ReasonWorkspaceNotAllowed: "No file can be written in this workspace until the person allows it; do not retry with other paths. " +
-		"Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory " +
-		"(or add it to allow-root in oriond's configuration file).",
+		"Tell the person exactly this: oriond refused the workspace; to allow it without a restart, run orionctl allow with the workspace directory " +
+		"(or start oriond with --allow-root set to it).",
 	ReasonOutsideWorkspace: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it.",
 }
 
@@ -267,6 +267,11 @@ Chunks are the file's exact text: no code fences, no markers, no line numbers; c
 	// size, {lines} the lines a chunk.
 	PromptMCPTooLarge = "write_file takes at most {limit} of content, and this is {size}: nothing was written. " +
 		"Use write_begin, then write_append with about {lines} lines per call, then write_finalize."
+	// PromptMCPMessageTooLarge: a {tool} call of {size}, over {limit}, the
+	// most one message to the MCP server may carry; {lines} the lines a
+	// chunk.
+	PromptMCPMessageTooLarge = "This {tool} call is {size}, over the {limit} one message to this server may carry: it was not read and nothing was written. " +
+		"Write a long file with write_begin, then write_append with about {lines} lines per call, then write_finalize; split a long edit into several edit_file calls."
 
 	// Refusals in the server's terms; {last} is the last chunk stored and
 	// {next} the seq to send.

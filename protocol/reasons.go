@@ -46,6 +46,7 @@ var ErrorReasons = []ReasonDoc{
 	{CodePathNotAllowed, ReasonSymlinkEscape, "a symlink on the way leads outside the allowed roots"},
 	{CodePathNotAllowed, ReasonWorkspaceNotAllowed, "the workspace_root is outside every allowed root"},
 	{CodePathNotAllowed, ReasonProtected, "a protected path: `data.rule` names the rule (see the Security model); only the person lifts it, with --allow-protected"},
+	{CodePathNotAllowed, ReasonRootRefused, "daemon.allow_root of what may not be an allowed root: `/`, a relative path, not an existing directory (`data.path`); a protected directory is refused with `protected_path`"},
 	{CodePathNotAllowed, ReasonOutsideWorkspace, "the target, or a file an edit or a transaction names, is outside the session's workspace_root (`data.path`, `data.workspace_root`)"},
 	{CodePathNotAllowed, ReasonPathChanged, "a directory on the way was replaced or a symlink changed since the path was checked"},
 	{CodeInvalidTarget, ReasonIsDirectory, "the target is a directory"},

@@ -297,6 +297,26 @@ type AbortResult struct {
 	Stage     Stage  `json:"stage"`
 }
 
+// AllowRootParams are the params of daemon.allow_root.
+type AllowRootParams struct {
+	// Path is the directory to allow: absolute, existing.
+	Path string `json:"path"`
+}
+
+// AllowRootResult is the result of daemon.allow_root.
+type AllowRootResult struct {
+	// Path is the directory as the daemon resolved it (symlinks followed).
+	Path string `json:"path"`
+	// Added is false when an allowed root held Path already; nothing
+	// changed then.
+	Added bool `json:"added"`
+	// AllowedRoots are the roots in force now.
+	AllowedRoots []string `json:"allowed_roots"`
+	// SavedIn is the file that keeps the roots added while running, read
+	// at every start.
+	SavedIn string `json:"saved_in,omitempty"`
+}
+
 // StatusResult is the result of daemon.status.
 type StatusResult struct {
 	Version         string    `json:"version"`

@@ -122,6 +122,9 @@ type TraceListParams struct {
 	Until time.Time `json:"until,omitzero"`
 	// After continues a listing: only events whose ID sorts after it.
 	After string `json:"after,omitempty"`
+	// Before continues a Newest listing backwards: only events whose ID
+	// sorts before it.
+	Before string `json:"before,omitempty"`
 	// Limit caps the number of events (default 100, at most 10000).
 	Limit int `json:"limit,omitempty"`
 	// Newest returns the newest Limit matching events instead of the
@@ -133,7 +136,8 @@ type TraceListParams struct {
 type TraceListResult struct {
 	Events []TraceEvent `json:"events"`
 	// More is true when more events matched than were returned. For an
-	// oldest-first listing, Next is the After of the next page.
+	// oldest-first listing, Next is the After of the next page; for a
+	// Newest listing, the Before of the next, older one.
 	More bool   `json:"more,omitempty"`
 	Next string `json:"next,omitempty"`
 	// Stats describe the trace recorder since the daemon started.

@@ -1,6 +1,9 @@
 package controller
 
-import "github.com/orion-agent/orion/protocol"
+import (
+	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/protocol"
+)
 
 // Event types. Each Event says something the agent shows, sends to the
 // model, or runs.
@@ -78,9 +81,13 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 }
 
-func errorInfo(err error) *ErrorInfo {
+func (c *Controller) errorInfo(err error) *ErrorInfo {
+	info := &ErrorInfo{Message: err.Error()}
 	if pe := asProtocolError(err); pe != nil {
-		return &ErrorInfo{Code: pe.Code, Reason: pe.Data.Reason, Message: pe.Message}
+		info = &ErrorInfo{Code: pe.Code, Reason: pe.Data.Reason, Message: pe.Message}
 	}
-	return &ErrorInfo{Message: err.Error()}
+	if c.opts.WithholdFileText {
+		info.Message = edit.WithoutFileText(info.Message)
+	}
+	return info
 }

@@ -71,6 +71,13 @@ type Options struct {
 	// proxy that relays the model to an agent must not hold text back.
 	StreamText bool
 
+	// WithholdFileText leaves the file's lines out of the daemon's errors
+	// the controller passes on (to the model and in events): a failed
+	// edit then says what did not match and which lines came closest,
+	// not what they hold. A door that cannot prove its caller is the
+	// person who owns the files (a proxy with no secret) sets it.
+	WithholdFileText bool
+
 	// OnEvent receives every event, in order, on the caller's goroutine.
 	OnEvent func(Event)
 	// OnComment, if set, receives each SSE comment line (": text") as it

@@ -37,8 +37,6 @@ type session struct {
 	candidate bool
 	lineStart int
 
-	// began is set once a response after the begin was streamed to it.
-	began       bool
 	idlePrompts int
 	// truncated: the daemon ended the session without its marker; content
 	// that still comes continues it in a chained session.

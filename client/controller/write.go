@@ -63,7 +63,7 @@ func (c *Controller) sessionFailed(ctx context.Context, s *session, err error, d
 	}
 	s.failed = true
 	s.sent(len(s.pend))
-	info := errorInfo(err)
+	info := c.errorInfo(err)
 	c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
 		Text:    fmt.Sprintf("%s: %s failed: %s", s.shown, doing, info.Message),
 		Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptStopped, "target", s.shown, "message", info.Message)}})
@@ -107,9 +107,9 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 		if asProtocolError(err) == nil {
 			return fmt.Errorf("session %s: finalizing: %w", s.id, err)
 		}
-		info := errorInfo(err)
+		info := c.errorInfo(err)
 		c.emit(Event{Type: EventError, SessionID: s.id, Error: info,
-			Text:    fmt.Sprintf("%s was not written: %s", s.shown, info.Message),
+			Text:    notWritten(s.shown, asProtocolError(err), info.Message),
 			Message: &Message{Role: "user", Content: protocol.Fill(protocol.PromptNotWritten, "target", s.shown, "message", info.Message)}})
 		return nil
 	}
@@ -117,6 +117,34 @@ func (c *Controller) finalize(ctx context.Context, s *session, endOfInput bool) 
 	c.inbox.drop(protocol.NotifySessionIdle, s.id)
 	c.emit(Event{Type: EventFinalized, SessionID: s.id, Result: &res, Text: summary(res)})
 	return nil
+}
+
+// notWritten says, for the person watching, why finalize refused the
+// content: the findings that block, not the daemon's message, which is
+// written for the model (it says what to send next) and would repeat
+// "was not written". msg is the error's message as the event carries it.
+func notWritten(shown string, pe *protocol.Error, msg string) string {
+	if v := pe.Data.Validation; pe.Data.Reason == protocol.ReasonValidationFailed && v != nil {
+		var parts []string
+		for _, f := range v.Findings {
+			if f.Severity != "error" || f.Preexisting {
+				continue
+			}
+			if len(parts) == 3 {
+				parts = append(parts, "…")
+				break
+			}
+			parts = append(parts, fmt.Sprintf("line %d: %s [%s]", f.Line, strings.TrimSuffix(f.Message, "."), f.Code))
+		}
+		if len(parts) > 0 {
+			return fmt.Sprintf("%s was not written: %s", shown, strings.Join(parts, "; "))
+		}
+	}
+	msg = strings.TrimSpace(msg)
+	if pe.Data.Next != "" {
+		msg = strings.TrimSpace(strings.TrimSuffix(msg, pe.Data.Next))
+	}
+	return fmt.Sprintf("%s was not written: %s", shown, strings.TrimSuffix(msg, "."))
 }
 
 // summary says what a finalize wrote, in one line.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,27 @@ func TestWrap(t *testing.T) {
 		}
 		if kept.String() != strings.ReplaceAll(s, " ", "") {
 			t.Fatalf("%q wrapped lost text: %q", s, lines)
+		}
+	}
+}
+
+// A path too long for a line breaks after one of its slashes, never
+// inside a name, wherever the temp directory that holds it is.
+func TestWrapKeepsNamesWhole(t *testing.T) {
+	names := []string{"tmp", "TestTraceOfARealSession12345", "001", "a-directory-name", "traced.md"}
+	for depth := 0; depth < 6; depth++ {
+		parts := append(slices.Repeat([]string{"deeper-dir"}, depth), names...)
+		path := "/" + strings.Join(parts, "/")
+		s := "    Wrote: " + path + ", 30 bytes, 3 lines"
+		lines := wrap(s, 40, "    ")
+		joined := ""
+		for _, l := range lines {
+			joined += strings.TrimLeft(l, " ") + "\n"
+		}
+		for _, name := range append(parts, "Wrote:", "bytes,") {
+			if !strings.Contains(joined, name) {
+				t.Errorf("depth %d: %q was cut across lines:\n%s", depth, name, strings.Join(lines, "\n"))
+			}
 		}
 	}
 }

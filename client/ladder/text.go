@@ -81,8 +81,11 @@ func offset(d time.Duration) string {
 }
 
 // wrap cuts s into lines of at most width columns, on grapheme
-// boundaries, preferring spaces; continuation lines start with indent
-// plus the line's own leading spaces.
+// boundaries, never inside a word where it can help it: at the last space
+// when what follows fits on the next line, else after the last slash (a
+// long path breaks between its names, never inside one), else where the
+// line is full. Continuation lines start with indent plus the line's own
+// leading spaces.
 func wrap(s string, width int, indent string) []string {
 	if uniseg.StringWidth(s) <= width {
 		return []string{s}
@@ -93,28 +96,43 @@ func wrap(s string, width int, indent string) []string {
 	var cur strings.Builder
 	curW := 0
 	prefix := len(lead) // bytes of cur that are indentation
-	lastSpace := -1     // byte offset in cur just after a space
+	// Byte offsets in cur just after the last space and the last slash.
+	lastSpace, lastSlash := -1, -1
 	g := uniseg.NewGraphemes(s)
 	for g.Next() {
 		gs, gw := g.Str(), g.Width()
 		if curW+gw > width && cur.Len() > prefix {
 			line, rest := cur.String(), ""
-			// Break at the last space if what follows it fits on the
-			// next line, else right here.
-			if lastSpace > prefix && lastSpace < len(line) &&
-				uniseg.StringWidth(cont+line[lastSpace:])+gw <= width {
+			fits := func(at int) bool {
+				return at > prefix && at < len(line) && uniseg.StringWidth(cont+line[at:])+gw <= width
+			}
+			switch {
+			case lastSpace == len(line):
+				// The line ends with a space: a clean break here.
+			case fits(lastSpace):
 				line, rest = line[:lastSpace], line[lastSpace:]
+			case fits(lastSlash):
+				line, rest = line[:lastSlash], line[lastSlash:]
 			}
 			lines = append(lines, strings.TrimRight(line, " "))
 			cur.Reset()
 			cur.WriteString(cont + rest)
 			curW = uniseg.StringWidth(cont + rest)
-			prefix, lastSpace = len(cont), -1
+			prefix, lastSpace, lastSlash = len(cont), -1, -1
+			if i := strings.LastIndexByte(rest, ' '); i >= 0 {
+				lastSpace = len(cont) + i + 1
+			}
+			if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+				lastSlash = len(cont) + i + 1
+			}
 		}
 		cur.WriteString(gs)
 		curW += gw
-		if gs == " " {
+		switch gs {
+		case " ":
 			lastSpace = cur.Len()
+		case "/":
+			lastSlash = cur.Len()
 		}
 	}
 	if strings.TrimSpace(cur.String()) != "" {

@@ -58,7 +58,9 @@ func runClaude(t *testing.T, bin string, d *testdaemon.Daemon, m *fakeModel, pro
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-		"TMPDIR=" + os.TempDir(),
+		// Claude Code leaves claude-UID/… in its TMPDIR: in home, it
+		// goes with the test.
+		"TMPDIR=" + mkdir(t, filepath.Join(home, "tmp")),
 		"ANTHROPIC_BASE_URL=" + m.srv.URL,
 		"ANTHROPIC_API_KEY=sk-ant-dummy-claude-code",
 		"DISABLE_TELEMETRY=1",

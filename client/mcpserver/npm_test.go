@@ -9,10 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orion-agent/orion/internal/testcache"
 )
 
-// npmPackages installs pinned npm packages into a directory cached under
-// os.TempDir(), keyed by the packages and their versions, so that later
+// npmPackages installs pinned npm packages into a directory of the tests'
+// cache (internal/testcache), named mcp- and the packages with their
+// versions, so that later
 // runs reuse it. It installs into a temporary sibling and renames it into
 // place, so a run killed mid-install leaves no half cache. When npm or the
 // registry is not there the test is skipped, saying why; with
@@ -20,7 +23,7 @@ import (
 func npmPackages(t *testing.T, pkgs ...string) string {
 	t.Helper()
 	key := strings.NewReplacer("@", "", "/", "-").Replace(strings.Join(pkgs, "+"))
-	dir := filepath.Join(os.TempDir(), "orion-mcp-"+key)
+	dir := testcache.Path("mcp-" + key)
 	if _, err := os.Stat(filepath.Join(dir, "installed")); err == nil {
 		return dir
 	}
@@ -29,7 +32,7 @@ func npmPackages(t *testing.T, pkgs ...string) string {
 			skipOrFail(t, "%s is not installed", tool)
 		}
 	}
-	tmp, err := os.MkdirTemp(os.TempDir(), "orion-mcp-install")
+	tmp, err := testcache.Staging("mcp-" + key)
 	if err != nil {
 		t.Fatal(err)
 	}

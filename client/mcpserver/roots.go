@@ -1,5 +1,7 @@
 package mcpserver
 
+//lint:file-ignore SA1019 MCP roots are deprecated in the protocol's next version, but hosts send them today and a workspace comes from them; remove with the roots support.
+
 import (
 	"fmt"
 	"log/slog"

@@ -6,6 +6,8 @@
 // results a model can act on.
 package mcpserver
 
+//lint:file-ignore SA1019 MCP roots are deprecated in the protocol's next version, but hosts send them today and a workspace comes from them; remove with the roots support.
+
 import (
 	"context"
 	"encoding/json"
@@ -67,6 +69,8 @@ type Server struct {
 	srv    *mcp.Server
 	// stash holds the arguments Transport set aside.
 	stash *argStash
+	// maxMessage is the bound Transport was given, to name it.
+	maxMessage atomic.Int64
 
 	// noWrite is set once the daemon answered that it does not serve
 	// session.write (an older daemon): whole files go through sessions.
@@ -216,7 +220,7 @@ func (s *Server) errorResult(tool string, err error) *mcp.CallToolResult {
 // errorOut is the structured content of a failed call.
 type errorOut struct {
 	// Error is a stable reason: the daemon's, or daemon_not_running,
-	// invalid_arguments.
+	// invalid_arguments, outside_workspace, message_too_large.
 	Error     string `json:"error"`
 	Message   string `json:"message"`
 	SessionID string `json:"session_id,omitempty"`
@@ -225,8 +229,8 @@ type errorOut struct {
 }
 
 // argError is a tool call whose arguments are missing, malformed or out of
-// bounds; reason is invalid_arguments, or outside_workspace for a target
-// outside every root.
+// bounds; reason is invalid_arguments, outside_workspace for a target
+// outside every root, or message_too_large for a call too large to read.
 type argError struct{ reason, msg string }
 
 func (e *argError) Error() string { return e.msg }
@@ -238,7 +242,10 @@ func argErrorf(format string, args ...any) error {
 // decodeArgs reads a call's arguments into v, once, in one pass over them
 // (encoding/json would scan a 64 KiB content twice).
 func (s *Server) decodeArgs(tool string, req *mcp.CallToolRequest, v any) error {
-	raw := s.arguments(req.Params.Arguments)
+	raw, err := s.arguments(tool, req.Params.Arguments)
+	if err != nil {
+		return err
+	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -14,6 +16,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orion-agent/orion/internal/textfmt"
+	"github.com/orion-agent/orion/protocol"
 )
 
 // The SDK's own stdio transport reads a tool call's arguments over and
@@ -95,28 +100,37 @@ func (s *argStash) drop(key string) {
 }
 
 // arguments are a call's arguments: taken back from the transport when it
-// left a placeholder, else as the SDK passed them.
-func (s *Server) arguments(raw []byte) []byte {
+// left a placeholder, else as the SDK passed them. A call the transport
+// could not read, being too large, is an error saying so.
+func (s *Server) arguments(tool string, raw []byte) ([]byte, error) {
 	if !bytes.HasPrefix(raw, []byte(`{"`+argsKey+`":"`+s.stash.prefix)) {
-		return raw
+		return raw, nil
 	}
 	var ph struct {
 		Key string `json:"_orion_args"`
 	}
 	if jsonv2.Unmarshal(raw, &ph) != nil {
-		return raw
+		return raw, nil
+	}
+	if rest, ok := strings.CutPrefix(ph.Key, s.stash.prefix+tooLargePrefix); ok {
+		size, _, _ := strings.Cut(rest, "-")
+		n, _ := strconv.ParseInt(size, 10, 64)
+		return nil, &argError{protocol.ReasonMessageTooLarge, protocol.Fill(protocol.PromptMCPMessageTooLarge, "tool", tool,
+			"size", textfmt.Size(n), "limit", textfmt.Size(int64(s.maxMessage.Load())), "lines", fmt.Sprint(ChunkAdviceLines))}
 	}
 	if args, ok := s.stash.get(ph.Key); ok {
-		return args
+		return args, nil
 	}
-	return raw
+	return raw, nil
 }
 
 // Transport returns an MCP transport on r and w (newline-delimited JSON,
 // as the SDK's stdio transport) that sets tool arguments aside for this
-// server, so that they are parsed once. maxMessage bounds one message.
+// server, so that they are parsed once. maxMessage bounds one message: a
+// longer one is answered with an error and skipped, never held.
 func (s *Server) Transport(r io.Reader, w io.Writer, maxMessage int) mcp.Transport {
-	return &transport{r: r, w: w, max: maxMessage, stash: s.stash}
+	s.maxMessage.Store(int64(maxMessage))
+	return &transport{r: r, w: w, max: maxMessage, stash: s.stash, log: s.log}
 }
 
 type transport struct {
@@ -124,17 +138,21 @@ type transport struct {
 	w     io.Writer
 	max   int
 	stash *argStash
+	log   *slog.Logger
 }
 
 // Connect implements mcp.Transport.
 func (t *transport) Connect(context.Context) (mcp.Connection, error) {
-	c := &conn{w: t.w, stash: t.stash, incoming: make(chan lineOrErr), closed: make(chan struct{})}
+	c := &conn{w: t.w, stash: t.stash, log: t.log, max: t.max, incoming: make(chan lineOrErr), closed: make(chan struct{})}
 	go c.readLines(bufio.NewReaderSize(t.r, 64<<10), t.max)
 	return c, nil
 }
 
+// lineOrErr is what the reading goroutine passes on: a line, a message
+// it made in place of one too large, or the error that ended reading.
 type lineOrErr struct {
 	line []byte
+	msg  jsonrpc.Message
 	err  error
 }
 
@@ -142,25 +160,37 @@ type conn struct {
 	w     io.Writer
 	wmu   sync.Mutex
 	stash *argStash
+	log   *slog.Logger
+	max   int
 
 	incoming  chan lineOrErr
 	closed    chan struct{}
 	closeOnce sync.Once
 }
 
-// errMessageTooLarge is a line over the transport's bound.
-var errMessageTooLarge = errors.New("an MCP message is over the size limit")
-
 // readLines reads lines on its own goroutine, so that Close unblocks Read
 // (a read of stdin cannot be interrupted).
 func (c *conn) readLines(r *bufio.Reader, max int) {
 	for {
-		line, err := readLine(r, max)
-		if len(bytes.TrimSpace(line)) == 0 && err == nil {
+		line, over, err := readLine(r, max)
+		var v lineOrErr
+		switch {
+		case over != nil:
+			msg := c.tooLarge(over.result())
+			if msg == nil {
+				if err != nil {
+					return
+				}
+				continue
+			}
+			v.msg = msg
+		case len(bytes.TrimSpace(line)) == 0 && err == nil:
 			continue
+		default:
+			v.line, v.err = line, err
 		}
 		select {
-		case c.incoming <- lineOrErr{line, err}:
+		case c.incoming <- v:
 		case <-c.closed:
 			return
 		}
@@ -170,37 +200,113 @@ func (c *conn) readLines(r *bufio.Reader, max int) {
 	}
 }
 
-// readLine reads one line of at most max bytes.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
+// readLine reads one line of at most max bytes. A longer line is read to
+// its end through a skimmer and not kept: over is that skimmer.
+func readLine(r *bufio.Reader, max int) (line []byte, over *skimmer, err error) {
 	for {
 		frag, err := r.ReadSlice('\n')
-		if len(line)+len(frag) > max {
-			return nil, errMessageTooLarge
+		if over == nil && len(line)+len(frag) > max {
+			over = &skimmer{}
+			over.feed(line)
+			line = nil
 		}
-		line = append(line, frag...)
+		if over != nil {
+			over.feed(frag)
+		} else {
+			line = append(line, frag...)
+		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if err == io.EOF && len(line) > 0 {
-			return line, nil
+		if over != nil {
+			over.endLiteral()
+			if err == io.EOF {
+				err = nil
+			}
+			return nil, over, err
 		}
-		return line, err
+		if err == io.EOF && len(line) > 0 {
+			return line, nil, nil
+		}
+		return line, nil, err
 	}
 }
 
-// Read implements mcp.Connection.
-func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.closed:
-		return nil, io.EOF
-	case v := <-c.incoming:
-		if v.err != nil {
-			return nil, v.err
+// tooLarge answers a message over the bound. A tool call becomes a call
+// of its tool whose arguments say so, for the tool to answer as it
+// answers any other mistake (the model reads it and can send the content
+// in chunks); any other request, or a message whose method and id cannot
+// be found, gets a JSON-RPC error; a notification or a response is only
+// logged.
+func (c *conn) tooLarge(m skimmed) jsonrpc.Message {
+	c.log.Warn("skipped an MCP message over the size limit", "bytes", m.size, "limit", c.max, "method", m.method, "id", m.id)
+	if m.method == "tools/call" && m.id != "" && m.name != "" {
+		key := c.stash.prefix + tooLargePrefix + strconv.FormatInt(m.size, 10) + "-" + m.id
+		ph, _ := jsontext.AppendQuote(nil, key)
+		name, _ := jsontext.AppendQuote(nil, m.name)
+		msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + m.id + `,"method":"tools/call","params":{"name":` +
+			string(name) + `,"arguments":{"` + argsKey + `":` + string(ph) + `}}}`))
+		if err == nil {
+			return msg
 		}
-		return c.decode(v.line)
+	}
+	if m.method != "" && m.id == "" || m.method == "" && m.id != "" {
+		// A notification, or a response (JSON-RPC answers neither).
+		return nil
+	}
+	c.writeError(m.id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is %s, over the %s one message to this server may carry; it was not read",
+		textfmt.Size(m.size), textfmt.Size(int64(c.max))))
+	return nil
+}
+
+// tooLargePrefix follows the stash's prefix in the placeholder of a call
+// too large to read: the size and the id follow it.
+const tooLargePrefix = "too-large-"
+
+// writeError answers the request whose id is the JSON text id ("": one
+// whose id could not be read, answered with null as JSON-RPC asks).
+func (c *conn) writeError(id string, code int64, message string) {
+	if id == "" {
+		id = "null"
+	}
+	msg, _ := jsontext.AppendQuote(nil, message)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	fmt.Fprintf(c.w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, msg)
+}
+
+// Read implements mcp.Connection. A line that is not a message is
+// answered with a parse error and skipped: one bad line from a host does
+// not end every tool for the rest of its session.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case v := <-c.incoming:
+			if v.msg != nil {
+				return v.msg, nil
+			}
+			if v.err != nil {
+				return nil, v.err
+			}
+			msg, err := c.decode(v.line)
+			if err == nil {
+				return msg, nil
+			}
+			m := skim(v.line)
+			c.log.Warn("skipped a line that is not an MCP message", "bytes", len(v.line), "id", m.id, "err", err)
+			if m.method == "" && m.id != "" {
+				continue // a response of the host's, which JSON-RPC does not answer
+			}
+			code := int64(jsonrpc.CodeParseError)
+			if jsontext.Value(bytes.TrimSpace(v.line)).IsValid() {
+				code = jsonrpc.CodeInvalidRequest
+			}
+			c.writeError(m.id, code, err.Error())
+		}
 	}
 }
 

@@ -1,9 +1,12 @@
 package mcpserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,7 +39,7 @@ func TestTransportArguments(t *testing.T) {
 		if bytes.Contains(req.Params, []byte("content")) {
 			t.Errorf("the SDK was handed the arguments: %s", req.Params)
 		}
-		if got := s.arguments(p.Arguments); string(got) != args {
+		if got, err := s.arguments("write_file", p.Arguments); err != nil || string(got) != args {
 			t.Errorf("arguments given back: %s", got)
 		}
 		if err := c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)}); err != nil {
@@ -53,7 +56,7 @@ func TestTransportArguments(t *testing.T) {
 	}
 	// A placeholder a client makes up is not taken for one.
 	fake := []byte(`{"_orion_args":"orion-args-guess-7"}`)
-	if got := s.arguments(fake); !bytes.Equal(got, fake) {
+	if got, _ := s.arguments("write_file", fake); !bytes.Equal(got, fake) {
 		t.Errorf("a made-up placeholder resolved to %s", got)
 	}
 	for _, bad := range []string{`[{"jsonrpc":"2.0"}]`, `{"jsonrpc":"2.0","id":1,`, `"x"`} {
@@ -81,5 +84,75 @@ func TestArgStashBounds(t *testing.T) {
 	}
 	if _, ok := s.get("E"); !ok {
 		t.Error("the newest was let go")
+	}
+}
+
+// The skimmer finds the id, the method and the tool's name of a message
+// it never holds, wherever they lie and however the stream is cut, and
+// is not fooled by the same names inside the arguments or their strings.
+func TestSkimmer(t *testing.T) {
+	content := `x \"id\":9, \\ \"method\":\"ping\" \u00e9 {"name":"no"}`
+	for _, tc := range []struct {
+		name, line, id, method, tool string
+	}{
+		{"IDFirst", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file","arguments":{"content":"` + content + `"}}}`, "7", "tools/call", "write_file"},
+		{"IDLast", `{"method":"tools/call","params":{"arguments":{"name":"decoy","content":"` + content + `"},"name":"write_file"},"jsonrpc":"2.0","id":"s-1"}`, `"s-1"`, "tools/call", "write_file"},
+		{"Spaces", "{ \"params\" : { \"arguments\" : [ {\"id\":1} ] , \"name\" : \"edit_file\" } , \"id\" : 12 , \"method\" : \"tools/call\" }", "12", "tools/call", "edit_file"},
+		{"Notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"name":"x","data":"` + content + `"}}`, "", "notifications/progress", "x"},
+		{"ObjectID", `{"id":{"a":1},"method":"ping"}`, "", "ping", ""},
+		{"NullID", `{"id":null,"method":"ping"}`, "", "ping", ""},
+		{"Garbage", `{"id":5,"method":"tools/call","params":{"name":"write_file","arguments":{"content":"unterminated`, "5", "tools/call", "write_file"},
+		{"NotObject", `["id",1]`, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for cut := 0; cut <= len(tc.line); cut++ {
+				var s skimmer
+				s.feed([]byte(tc.line[:cut]))
+				s.feed([]byte(tc.line[cut:]))
+				s.endLiteral()
+				m := s.result()
+				if m.id != tc.id || m.method != tc.method || m.name != tc.tool || m.size != int64(len(tc.line)) {
+					t.Fatalf("cut at %d: id %q method %q name %q size %d, want %q %q %q %d", cut, m.id, m.method, m.name, m.size, tc.id, tc.method, tc.tool, len(tc.line))
+				}
+			}
+		})
+	}
+}
+
+// A line over the bound is read to its end and not kept, whatever the
+// size of the reader's buffer; the next line reads as usual.
+func TestReadLineOverBound(t *testing.T) {
+	big := `{"method":"tools/call","params":{"name":"write_file","arguments":{"content":"` + strings.Repeat("a\\\"", 100_000) + `"}},"id":3}`
+	r := bufio.NewReaderSize(strings.NewReader(big+"\n"+`{"id":4}`+"\n"), 16)
+	line, over, err := readLine(r, 1000)
+	if err != nil || line != nil || over == nil {
+		t.Fatalf("line %d bytes, over %v, err %v", len(line), over, err)
+	}
+	if m := over.result(); m.id != "3" || m.name != "write_file" || m.size != int64(len(big)+1) {
+		t.Fatalf("%+v", m)
+	}
+	if line, over, err := readLine(r, 1000); string(line) != `{"id":4}`+"\n" || over != nil || err != nil {
+		t.Fatalf("next line %q %v %v", line, over, err)
+	}
+}
+
+// A line that is not a message is answered with a parse error and
+// skipped, one that is a malformed response of the host only skipped
+// (JSON-RPC answers no response); Read goes on to the next message.
+func TestReadSkipsBadLines(t *testing.T) {
+	var out bytes.Buffer
+	c := &conn{w: &out, stash: newArgStash(), log: slog.New(slog.DiscardHandler), incoming: make(chan lineOrErr, 4), closed: make(chan struct{})}
+	c.incoming <- lineOrErr{line: []byte(`{"id":9,"result":`)}
+	c.incoming <- lineOrErr{line: []byte(`{"id":"a","method":"ping",`)}
+	c.incoming <- lineOrErr{line: []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)}
+	msg, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != "ping" || req.ID.Raw() != int64(2) {
+		t.Fatalf("read %#v", msg)
+	}
+	if got, want := out.String(), `{"jsonrpc":"2.0","id":"a","error":{"code":-32700,`; !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
+		t.Errorf("answered %q, want one line starting %q", got, want)
 	}
 }

@@ -1,9 +1,15 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +62,138 @@ func TestTransport(t *testing.T) {
 	defer cancel2()
 	if _, err := cs.ListTools(ctx2, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// orionctl mcp, the real binary, survives messages over its limit: a
+// tool call of 9 MiB and one of 64 MiB are each answered with a tool
+// error that tells the model to send the content in chunks, a request of
+// another method with a JSON-RPC error, a line that is not JSON with a
+// parse error; the next call works, and the server does not hold what it
+// skipped (its peak memory does not grow by the 64 MiB message).
+func TestOrionctlMCPSurvivesOversizeMessages(t *testing.T) {
+	d := testdaemon.Start(t)
+	cmd := exec.Command(testdaemon.Orionctl(t), "--socket", d.Socket, "mcp", "--workspace-root", d.Root)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	out := bufio.NewReader(stdout)
+	// answer reads lines until the answer to id, failing on EOF (the
+	// server gone).
+	answer := func(id string) map[string]any {
+		t.Helper()
+		for {
+			line, err := out.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("no answer to %s: %v; stderr:\n%s", id, err, stderr.String())
+			}
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			if raw, _ := json.Marshal(m["id"]); string(raw) == id {
+				return m
+			}
+		}
+	}
+	send := func(parts ...string) {
+		t.Helper()
+		for _, p := range parts {
+			if _, err := io.WriteString(stdin, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n",
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	if m := answer("0"); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	// bigCall sends a write_file of size MiB as the TypeScript SDK orders
+	// its members (id last), written a MiB at a time.
+	unit := `a line of a long file, with \"quotes\" and \\ backslashes\n`
+	mib := strings.Repeat(unit, (1<<20)/len(unit))
+	mib += strings.Repeat("x", 1<<20-len(mib))
+	bigCall := func(id string, size int) {
+		send(`{"method":"tools/call","params":{"name":"write_file","arguments":{"target_file":"big.txt","operation":"create","content":"`)
+		for range size {
+			send(mib)
+		}
+		send(`"}},"jsonrpc":"2.0","id":` + id + "}\n")
+	}
+	toolError := func(m map[string]any) string {
+		t.Helper()
+		res, _ := m["result"].(map[string]any)
+		if res == nil || res["isError"] != true {
+			t.Fatalf("not a tool error: %v", m)
+		}
+		sc, _ := res["structuredContent"].(map[string]any)
+		if sc["error"] != "message_too_large" {
+			t.Errorf("reason %v", sc["error"])
+		}
+		return sc["message"].(string)
+	}
+	peak := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		if err != nil {
+			return -1
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				return kb << 10
+			}
+		}
+		return -1
+	}
+
+	before := peak()
+	bigCall("1", 9)
+	if msg := toolError(answer("1")); !strings.Contains(msg, "write_begin") || !strings.Contains(msg, "9.0 MiB, over the 8.0 MiB") {
+		t.Errorf("the model is not told what to do: %q", msg)
+	}
+	after9 := peak()
+	bigCall(`"big-2"`, 64)
+	toolError(answer(`"big-2"`))
+	after64 := peak()
+	t.Logf("peak memory: %d MiB at start, %d MiB after the 9 MiB call, %d MiB after the 64 MiB call", before>>20, after9>>20, after64>>20)
+	if after9 > 0 && after64-after9 > 32<<20 {
+		t.Errorf("peak memory grew from %d MiB to %d MiB over a 64 MiB message: it was held", after9>>20, after64>>20)
+	}
+	// Another method: a JSON-RPC error.
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"`)
+	for range 9 {
+		send(strings.Repeat("c", 1<<20))
+	}
+	send(`"}}` + "\n")
+	if e, _ := answer("3")["error"].(map[string]any); e == nil || e["code"] != float64(-32600) || !strings.Contains(e["message"].(string), "over the 8.0 MiB") {
+		t.Errorf("tools/list over the limit: %v", e)
+	}
+	// Not JSON at all: a parse error with a null id.
+	send("{this is not json\n")
+	if e, _ := answer("null")["error"].(map[string]any); e == nil || e["code"] != float64(-32700) {
+		t.Errorf("a bad line: %v", e)
+	}
+	// And the server still serves.
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"target_file":"small.txt","operation":"create","content":"still here\n"}}}` + "\n")
+	if res, _ := answer("4")["result"].(map[string]any); res == nil || res["isError"] == true {
+		t.Fatalf("the call after: %v", res)
+	}
+	if got := readFile(t, filepath.Join(d.Root, "small.txt")); got != "still here\n" {
+		t.Errorf("small.txt: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root, "big.txt")); !os.IsNotExist(err) {
+		t.Errorf("big.txt: %v", err)
 	}
 }

@@ -139,6 +139,14 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 
 	ws := p.cfg.WorkspaceRoot
 	if h := r.Header.Get(HeaderWorkspace); h != "" {
+		if p.cfg.FixedWorkspace {
+			if err := below(p.cfg.WorkspaceRoot, h); err != nil {
+				p.log.Warn("request refused: workspace header outside the workspace", "path", r.URL.Path, "workspace", p.cfg.WorkspaceRoot)
+				w.Header().Set("X-Should-Retry", "false")
+				writeError(w, d, http.StatusBadRequest, "invalid_request_error", err.Error())
+				return true
+			}
+		}
 		ws = h
 	}
 	if ws == "" {
@@ -248,11 +256,14 @@ func (l *loop) startDial(ctx context.Context) {
 			Dial: func(ctx context.Context, o client.Options) (*client.Client, error) {
 				return l.p.cfg.Dial(ctx, l.p.cfg.Socket, o)
 			},
-			WorkspaceRoot:  l.ws,
-			IdleMS:         l.p.cfg.IdleMS,
-			AutoFinalizeMS: l.p.cfg.AutoFinalizeMS,
-			StreamText:     true,
-			OnEvent:        l.event,
+			WorkspaceRoot: l.ws,
+			// Without a secret, nothing proves the caller may read the
+			// files whose lines a failed edit would quote.
+			WithholdFileText: l.p.cfg.Token == "",
+			IdleMS:           l.p.cfg.IdleMS,
+			AutoFinalizeMS:   l.p.cfg.AutoFinalizeMS,
+			StreamText:       true,
+			OnEvent:          l.event,
 		})
 		ch <- dialed{ctrl, err}
 	}()
@@ -448,9 +459,11 @@ func (l *loop) event(e controller.Event) {
 			return
 		}
 		if e.Type != controller.EventTruncated {
+			// The event's text is the person's; its error message, the
+			// model's, says what to send next.
 			reason, msg := e.Type, e.Text
 			if e.Error != nil {
-				reason, msg = e.Error.Reason, e.Error.Message
+				reason = e.Error.Reason
 			}
 			l.p.log.Warn("write failed", "reason", reason, "path", l.targets[e.SessionID], "session", e.SessionID,
 				"workspace", l.ws, "detail", msg)
@@ -478,11 +491,23 @@ func (l *loop) event(e controller.Event) {
 					target = a.TargetFile
 				}
 			}
-			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "detail", r.msg)
+			l.p.log.Warn("write refused", "reason", r.reason, "path", target, "workspace", l.ws, "detail", withoutAdvice(r.msg))
 		}
 		l.refused = nil
 		rd.finish = e.FinishReason
 	}
+}
+
+// withoutAdvice drops from a refusal the advice written for the model
+// (protocol.RefusalAdvice): the log line is for the person.
+func withoutAdvice(msg string) string {
+	msg = strings.TrimSpace(msg)
+	for _, adv := range protocol.RefusalAdvice {
+		if m, ok := strings.CutSuffix(msg, adv); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	return msg
 }
 
 func (l *loop) finishReason(rd *round) string {
@@ -497,6 +522,12 @@ func (l *loop) wroteText(r *protocol.FinalizeResult) string {
 	shown := termsafe.String(displayPath(r.TargetFile, l.ws))
 	s := lineBreak(l.out) + fmt.Sprintf("Wrote %s: %s, %s.\n", shown, textfmt.CountGrouped(r.Lines, "line", "lines"), textfmt.Size(r.Bytes))
 	if l.p.cfg.Echo == EchoContent {
+		if l.p.cfg.Token == "" && r.Operation != protocol.OpCreate && r.Operation != protocol.OpOverwrite {
+			// After an edit or an append the file holds text the request
+			// did not send, which a caller without the secret may not be
+			// allowed to read.
+			return s + "(not echoed: this proxy has no secret, and the file holds text the request did not send)\n"
+		}
 		s += fence(shown, readWritten(r))
 	}
 	return s

@@ -87,6 +87,11 @@ type Config struct {
 	// overrides it per request. With neither, a chat request is refused
 	// (NoWorkspaceMessage).
 	WorkspaceRoot string
+	// FixedWorkspace keeps every request in WorkspaceRoot: HeaderWorkspace
+	// may name it or a directory below it, and a request naming any other
+	// is refused (400). For a proxy that serves one project, whose clients
+	// (and every program they start) can set headers.
+	FixedWorkspace bool
 	// Echo is EchoSummary (default: one line per file) or EchoContent (the
 	// file in a fenced block, for agents that must keep it in history).
 	Echo string
@@ -112,7 +117,10 @@ type Config struct {
 	AllowHosts   []string
 	AllowOrigins []string
 	// Token, when set, is the secret every request must carry (in the
-	// base URL's path as /t/TOKEN, or as a bearer or X-Orion-Token header).
+	// base URL's path as /t/TOKEN, or as a bearer or X-Orion-Token header);
+	// a request without it gets 401. Without one, nothing proves a request
+	// comes from the person whose files it writes, and a failed edit's
+	// errors leave out the lines of the file they would quote.
 	Token string
 	// MaxRequestBytes bounds a request body (0: DefaultMaxRequestBytes).
 	MaxRequestBytes int64
@@ -191,6 +199,9 @@ func New(cfg Config) (*Proxy, error) {
 	default:
 		return nil, fmt.Errorf("daemon-down %q: use %s or %s", cfg.DaemonDown, DaemonDownError, DaemonDownPass)
 	}
+	if cfg.FixedWorkspace && cfg.WorkspaceRoot == "" {
+		return nil, fmt.Errorf("a fixed workspace needs a workspace root")
+	}
 	guard, err := httpguard.New(httpguard.Options{AllowHosts: cfg.AllowHosts, AllowOrigins: cfg.AllowOrigins,
 		Token: cfg.Token, JSONOnly: true})
 	if err != nil {
@@ -249,6 +260,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	in, ref := p.guard.Check(r)
+	if ref != nil && ref.Check == httpguard.CheckToken {
+		// Unauthorized, not forbidden: the request may be right once it
+		// carries the secret.
+		ref.Status = http.StatusUnauthorized
+		ref.Message += "; `orionctl proxy --print-env` prints the shared proxy's base URLs with it"
+	}
 	if ref != nil {
 		p.log.Warn("request refused at the door", "check", ref.Check, "method", r.Method, "path", logPath(r.URL.Path),
 			"host", r.Host, "origin", r.Header.Get("Origin"), "status", ref.Status)

@@ -3,6 +3,8 @@ package ui
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
+	"html"
 	"net/http"
 	"path"
 	"strings"
@@ -150,4 +152,18 @@ func localPath(rest string) string {
 // refuse answers a request that lacks a secret, saying what to do.
 func refuse(w http.ResponseWriter, msg string) {
 	(&httpguard.Refusal{Status: http.StatusForbidden, Check: httpguard.CheckToken, Message: msg}).Write(w)
+}
+
+// refusePage answers a page a person opened without a secret that works
+// (a used link, no cookie) with a sentence in HTML saying what to do;
+// /api requests, which the page's script makes, get refuse's JSON. (No
+// style: the page's policy allows no inline one, and its stylesheet needs
+// the cookie.)
+func refusePage(w http.ResponseWriter, title, text string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Should-Retry", "false")
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprintf(w, "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>Orion: %s</title>"+
+		"<h1>%s</h1><p>%s</p></html>\n", html.EscapeString(title), html.EscapeString(title), html.EscapeString(text))
 }

@@ -95,8 +95,14 @@ func TestLinkIsOneTime(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
 		t.Fatalf("the link used a second time answered %d with cookies %v: want 403 and none", resp.StatusCode, resp.Header["Set-Cookie"])
 	}
-	if !strings.Contains(string(body), "new tab") {
-		t.Errorf("the refusal does not say how to open another tab: %s", body)
+	// A person followed it: a sentence in HTML saying what to do.
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("the refusal is %s, want an HTML page", ct)
+	}
+	for _, want := range []string{"already used", "Run orionctl ui again", "New tab"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the refusal does not say %q: %s", want, body)
+		}
 	}
 	// A tab of the page mints another link, itself one-time.
 	p := &pageClient{t: t, base: strings.TrimSuffix(link, "/t/"+tokenOf(link)+"/"), cookie: cookie, key: key}
@@ -208,6 +214,17 @@ func TestDiffOfATargetNoLongerARegularFile(t *testing.T) {
 	d := testdaemon.Start(t)
 	c := dial(t, d.Socket)
 	p := newPageClient(t, startInProcess(t, d.Socket))
+	// The page's server connects to the daemon on its own; until it has,
+	// every request answers 503.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var pg struct{ Connected bool }
+		if p.get("/api/sessions", &pg) == http.StatusOK && pg.Connected {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the page's server did not connect to oriond within 20s")
+		}
+	}
 	for _, kind := range []string{"fifo", "symlink"} {
 		t.Run(kind, func(t *testing.T) {
 			target := filepath.Join(d.Root, kind+".txt")
@@ -257,7 +274,7 @@ func startUIOpening(t *testing.T, socket string) (printed string, argv []string,
 		}
 	}
 	cmd := exec.Command(testdaemon.Orionctl(t), "--socket", socket, "ui")
-	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_CONFIG=/dev/null", "PATH="+bin+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_CONFIG=/dev/null", "PATH="+bin+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir(), "DISPLAY=:0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -373,13 +374,16 @@ func (s *Server) finalize(w http.ResponseWriter, r *http.Request) {
 
 // TraceLogs is the answer of GET /api/trace/logs.
 type TraceLogs struct {
+	// Events are oldest first, or newest first with newest=1.
 	Events []protocol.TraceEvent `json:"events"`
-	// More says more events matched; Next is the after= of the next page.
+	// More says more events matched; Next is the after= of the next page,
+	// or with newest=1 its before=.
 	More bool   `json:"more"`
 	Next string `json:"next,omitempty"`
 }
 
-// traceLogs answers GET /api/trace/logs?workspace=&type=&source=&session=&since=&after=&limit=.
+// traceLogs answers GET /api/trace/logs?workspace=&type=&source=&session=&since=&after=&limit=,
+// or newest first with newest=1 (and before= for the next, older page).
 func (s *Server) traceLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lim, err := intParam(r, "limit", 200, 1, 1000)
@@ -387,7 +391,9 @@ func (s *Server) traceLogs(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "%v", err)
 		return
 	}
-	p := protocol.TraceListParams{TraceFilter: protocol.TraceFilter{SessionID: q.Get("session")}, After: q.Get("after")}
+	newest := q.Get("newest") == "1"
+	p := protocol.TraceListParams{TraceFilter: protocol.TraceFilter{SessionID: q.Get("session")}, After: q.Get("after"),
+		Before: q.Get("before"), Newest: newest}
 	if t := q.Get("type"); t != "" {
 		p.Types = strings.Split(t, ",")
 		if len(p.Types) > 32 {
@@ -431,6 +437,10 @@ func (s *Server) traceLogs(w http.ResponseWriter, r *http.Request) {
 			fail(w, err)
 			return
 		}
+		if newest {
+			// The daemon gives the newest page oldest first.
+			slices.Reverse(res.Events)
+		}
 		for _, ev := range res.Events {
 			if source != "" && sourceOf(ev) != source {
 				continue
@@ -452,7 +462,11 @@ func (s *Server) traceLogs(w http.ResponseWriter, r *http.Request) {
 			out.Next = ""
 			break
 		}
-		p.After = res.Next
+		if newest {
+			p.Before = res.Next
+		} else {
+			p.After = res.Next
+		}
 		if i == 9 {
 			out.More, out.Next = true, res.Next
 			break

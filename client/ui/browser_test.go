@@ -118,8 +118,9 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	if err := chromedp.Do(tctx, actions...); err != nil {
 		hctx, c := context.WithTimeout(ctx, 2*time.Second)
 		defer c()
-		html, _ := chromedp.Run(hctx, chromedp.OuterHTML(chromedp.CSS("body")))
-		t.Fatalf("%s: %v\npage: %.4000s", what, err, html)
+		// What a person would see: the visible text, not the markup.
+		text, _ := chromedp.Run(hctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("%s: %v\nthe page shows: %.4000s", what, err, text)
 	}
 }
 
@@ -207,7 +208,12 @@ func TestPageInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		run(t, ctx, "the content grows", waitText("#d-body", "THREE\nfour"),
-			waitText(row(b.SessionID)+" td.bytes", "19"))
+			waitText(row(b.SessionID)+" td.bytes", "19 bytes"))
+		// A model's pace is bytes a second: whole bytes, in the column.
+		run(t, ctx, "the rate reads as a person reads it", waitJS(fmt.Sprintf(`(() => {
+			const td = document.querySelector(%q);
+			return !!td && /^[0-9]+ B\/s$/.test(td.textContent) && td.scrollWidth <= td.clientWidth;
+		})()`, row(b.SessionID)+" td.rate")))
 		// The daemon names the process that opened the session: this test.
 		run(t, ctx, "the client shows", waitText(row(b.SessionID)+" td.client", "ui.test"))
 		screenshot(t, ctx, "ui-streaming")
@@ -237,7 +243,13 @@ func TestPageInABrowser(t *testing.T) {
 	})
 
 	t.Run("UndoPutsTheOldFileBack", func(t *testing.T) {
-		run(t, ctx, "undo", click(`#d-actions button[data-action="undo"]`), waitText("#d-message", "restored"))
+		// Undo asks first, naming the file; Cancel leaves it.
+		run(t, ctx, "undo asks", click(`#d-actions button[data-action="undo"]`), visible("#d-ask"), waitText("#d-ask-text", target))
+		run(t, ctx, "cancel", click("#d-ask-no"), waitJS(`document.querySelector('#d-ask').hidden`))
+		if got, _ := os.ReadFile(target); string(got) == before {
+			t.Fatal("Cancel undid the write")
+		}
+		run(t, ctx, "undo", click(`#d-actions button[data-action="undo"]`), visible("#d-ask"), click("#d-ask-yes"), waitText("#d-message", "restored"))
 		got, _ := os.ReadFile(target)
 		if string(got) != before {
 			t.Fatalf("after undo from the page the file holds %q, want %q", got, before)
@@ -257,6 +269,30 @@ func TestPageInABrowser(t *testing.T) {
 		if info, err := c.Get(bg, a.SessionID); err != nil || info.Stage != protocol.StageAborted {
 			t.Fatalf("after abort from the page: %v, %v", info.Stage, err)
 		}
+	})
+
+	t.Run("DryRunIsListedAsOne", func(t *testing.T) {
+		s, err := c.Begin(bg, protocol.BeginParams{TargetFile: "dry.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Append(bg, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: "a look only\n" + s.EndMarker + "\n"})
+		// As orionctl write --dry-run does: look, then abort.
+		if _, err := c.Finalize(bg, protocol.FinalizeParams{SessionID: s.SessionID, DryRun: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Abort(bg, s.SessionID); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "listed as a dry run", visible(row(s.SessionID)),
+			waitJS(fmt.Sprintf(`document.querySelector(%q)?.dataset.state === 'dry_run'`, row(s.SessionID))),
+			waitText(row(s.SessionID)+" .state", "dry run"))
+	})
+
+	t.Run("UsedLinkSaysWhatToDo", func(t *testing.T) {
+		u, _ := neturl.Parse(url)
+		run(t, ctx, "the used link", chromedp.Navigate(url), waitText("body", "already used"), waitText("body", "Run orionctl ui again"))
+		run(t, ctx, "back to the page", chromedp.Navigate("http://"+u.Host+"/"), visible(row(b.SessionID)))
 	})
 
 	t.Run("FinalizeAnywayAfterAConflict", func(t *testing.T) {
@@ -350,10 +386,12 @@ func TestPageInABrowser(t *testing.T) {
 	t.Run("ReconnectsAfterADaemonRestart", func(t *testing.T) {
 		d.Kill()
 		run(t, ctx, "says reconnecting", waitText("#conn", "reconnecting"))
+		// Where it looks for the daemon, and what starts it there.
+		run(t, ctx, "says what to run", visible("#down"), waitText("#down", d.Socket), waitText("#down", client.StartCommand(d.Socket)))
 		screenshot(t, ctx, "ui-reconnecting")
 		d.Restart()
 		run(t, ctx, "live again", waitJS(`document.querySelector('#conn').dataset.state === 'live'`),
-			visible(row(b.SessionID)))
+			visible(row(b.SessionID)), waitJS(`document.querySelector('#down').hidden`))
 		c2 := dial(t, d.Socket)
 		n, err := c2.Begin(bg, protocol.BeginParams{TargetFile: "after.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate})
 		if err != nil {
@@ -363,9 +401,34 @@ func TestPageInABrowser(t *testing.T) {
 	})
 
 	t.Run("Traces", func(t *testing.T) {
-		run(t, ctx, "the traces tab", click("#tab-traces"),
-			chromedp.SetValue(chromedp.CSS("#t-session"), b.SessionID), chromedp.SetValue(chromedp.CSS("#t-type"), "session.write"),
-			click(`#t-filters button[type="submit"]`), waitText("#traces tbody", "session.write"))
+		// More events than a page (each request is one): the newest
+		// first, then the older ones.
+		c3 := dial(t, d.Socket)
+		for range 150 {
+			if _, err := c3.Get(bg, b.SessionID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		times := `[...document.querySelectorAll('#traces tbody td.time')].map(td => Date.parse(td.dataset.time))`
+		run(t, ctx, "the newest page", click("#tab-traces"), waitText("#t-message", "events 1–100, newest first"),
+			waitJS(`!document.querySelector('#t-older').disabled`),
+			waitJS(`(() => { const t = `+times+`; return t.length === 100 && t.every((x, i) => i === 0 || t[i-1] >= x); })()`))
+		first, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`Math.min(...`+times+`)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Types on one line; fields as names and values, not JSON.
+		run(t, ctx, "readable cells", waitJS(`[...document.querySelectorAll('#traces td.type')].every(td => getComputedStyle(td).whiteSpace === 'nowrap')`),
+			waitJS(`[...document.querySelectorAll('#traces td.fields')].every(td => !td.textContent.trim().startsWith('{'))`),
+			waitJS(`[...document.querySelectorAll('#traces .field[data-field="duration_ms"]')].some(f => / ms$/.test(f.textContent))`))
+		run(t, ctx, "the next, older page", click("#t-older"), waitText("#t-message", "events 101–"),
+			waitJS(fmt.Sprintf(`(() => { const t = %s; return t.length > 0 && Math.max(...t) <= %f; })()`, times, first)),
+			waitJS(`!document.querySelector('#t-newest').disabled`))
+		run(t, ctx, "back to the newest", click("#t-newest"), waitText("#t-message", "events 1–100"),
+			waitJS(`document.querySelector('#t-newest').disabled`))
+		run(t, ctx, "filtered", chromedp.SetValue(chromedp.CSS("#t-session"), b.SessionID), chromedp.SetValue(chromedp.CSS("#t-type"), "session.write"),
+			click(`#t-filters button[type="submit"]`), waitText("#t-message", "events 1–1,"),
+			waitJS(`[...document.querySelectorAll('#traces tbody tr')].every(tr => tr.dataset.type === 'session.write')`))
 		screenshot(t, ctx, "ui-traces")
 		run(t, ctx, "back", click("#tab-sessions"))
 	})

@@ -33,7 +33,9 @@ const maxRefresh = 200
 type Row struct {
 	protocol.SessionInfo
 	// State is the stage, or "conflict" for an open session whose target
-	// changed on disk, or "undone" for a completed session taken back.
+	// changed on disk, "undone" for a completed session taken back, or
+	// "dry_run" for one that ended after a dry run (the daemon records it
+	// aborted; orionctl sessions list says "dry run").
 	State string `json:"state"`
 	// Rate is bytes per second while streaming, measured between two
 	// refreshes; 0 otherwise.
@@ -49,6 +51,8 @@ func stateOf(s protocol.SessionInfo) string {
 		return "undone"
 	case s.Conflict != "" && s.Stage.Open():
 		return "conflict"
+	case s.DryRun && s.Stage == protocol.StageAborted:
+		return "dry_run"
 	}
 	return string(s.Stage)
 }
@@ -150,7 +154,7 @@ func (h *hub) setDown(err error) {
 	was := h.connected
 	h.c, h.connected, h.lastErr = nil, false, err.Error()
 	if was {
-		h.log.Warn("lost oriond; reconnecting", "err", err)
+		h.log.Warn("lost oriond; reconnecting", "socket", h.socket, "err", err, "start_with", client.StartCommand(h.socket))
 		h.bumpLocked(nil)
 	}
 }
@@ -281,7 +285,11 @@ func (h *hub) client() *client.Client {
 type State struct {
 	Connected bool   `json:"connected"`
 	Error     string `json:"error,omitempty"`
-	Version   uint64 `json:"version"`
+	// Socket is the daemon's socket and Start the command that starts a
+	// daemon on it, for the page to say what to run while it is away.
+	Socket  string `json:"socket"`
+	Start   string `json:"start"`
+	Version uint64 `json:"version"`
 	// Changed names the sessions of the last change; empty means any.
 	Changed []string `json:"changed,omitempty"`
 }
@@ -289,7 +297,7 @@ type State struct {
 func (h *hub) state() State {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return State{Connected: h.connected, Error: h.lastErr, Version: h.version, Changed: h.changed}
+	return State{Connected: h.connected, Error: h.lastErr, Socket: h.socket, Start: client.StartCommand(h.socket), Version: h.version, Changed: h.changed}
 }
 
 // Query selects and pages sessions.
@@ -329,7 +337,7 @@ type TxFile struct {
 func (h *hub) page(q Query) Page {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := Page{State: State{Connected: h.connected, Error: h.lastErr, Version: h.version}, Offset: q.Offset,
+	p := Page{State: State{Connected: h.connected, Error: h.lastErr, Socket: h.socket, Start: client.StartCommand(h.socket), Version: h.version}, Offset: q.Offset,
 		States: map[string]int{}, Sessions: []Row{}, Txs: []Tx{}, Workspaces: []string{}}
 	text := strings.ToLower(q.Text)
 	ws := map[string]bool{}

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/httpguard"
 )
 
@@ -69,6 +70,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Socket == "" {
+		cfg.Socket = client.DefaultSocket()
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -114,6 +118,9 @@ func (s *Server) link(tok string) string {
 
 // Addr is the address the page is served on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Socket is the daemon's socket the page follows.
+func (s *Server) Socket() string { return s.cfg.Socket }
 
 // Serve serves until ctx ends.
 func (s *Server) Serve(ctx context.Context) error {
@@ -192,6 +199,11 @@ func (s *Server) Handler() http.Handler {
 		}
 		if !s.acc.hasCookie(r) {
 			s.log.Warn("refused a request", "check", "cookie", "method", r.Method, "path", r.URL.Path)
+			if !strings.HasPrefix(r.URL.Path, "/api/") {
+				refusePage(w, "This page needs a link of orionctl ui",
+					"Open the address orionctl ui printed (each address opens one tab, once), or use New tab on a tab of the page that is still open. To get a new address, run orionctl ui again.")
+				return
+			}
 			refuse(w, "this page needs a link from orionctl ui: open the URL it printed (each link opens one tab), or use \"new tab\" on a tab of the page that is open")
 			return
 		}
@@ -213,7 +225,10 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, after string) 
 	tok, rest, _ := strings.Cut(after, "/")
 	if !s.acc.useLink(tok) {
 		s.log.Warn("refused a request", "check", "link", "method", r.Method, "path", redact(r.URL.Path))
-		refuse(w, "this link is not valid: each link of orionctl ui opens one tab, once. Use \"new tab\" on a tab of the page that is open, or restart orionctl ui for a new link")
+		// A person followed it: a sentence, not a JSON body.
+		refusePage(w, "This link was already used",
+			"Each address orionctl ui prints opens one tab, once, so that a copy left in a terminal or in the browser's history opens nothing. "+
+				"Run orionctl ui again for a new address, or use New tab on a tab of the page that is still open.")
 		return
 	}
 	s.acc.setCookie(w)

@@ -4,20 +4,14 @@
 package vscode_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -100,11 +94,7 @@ func TestExtensionInCodeServer(t *testing.T) {
 		t.Skip("the end-to-end test is skipped in -short mode")
 	}
 	began := time.Now()
-	pkg := buildExtension(t)
-	nodeBin, _ := installNode(t)
-	codeServer := installCodeServer(t)
-	mods := installDriver(t)
-	t.Logf("build and installs: %s", time.Since(began).Round(100*time.Millisecond))
+	installAll(t)
 	if os.Getenv("ORION_VSCODE_INSTALL_ONLY") == "1" {
 		// .ci/run fills the caches before the test run, under a timeout of
 		// its own: a first code-server install on a loaded machine can
@@ -123,133 +113,17 @@ func TestExtensionInCodeServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// code-server with a home, settings and extensions of its own.
-	home := t.TempDir()
-	userData := filepath.Join(home, "data")
-	exts := filepath.Join(home, "extensions")
-	settings := map[string]any{
-		"orion.socket":                                 d.Socket,
-		"security.workspace.trust.enabled":             false,
-		"workbench.startupEditor":                      "none",
-		"workbench.tips.enabled":                       false,
-		"telemetry.telemetryLevel":                     "off",
-		"extensions.autoCheckUpdates":                  false,
-		"extensions.autoUpdate":                        false,
-		"update.mode":                                  "none",
-		"chat.disableAIFeatures":                       true,
-		"workbench.secondarySideBar.defaultVisibility": "hidden",
-		"window.commandCenter":                         false,
-		// The person's edit must stay unsaved.
-		"files.autoSave": "off",
-	}
-	b, _ := json.MarshalIndent(settings, "", "  ")
-	if err := os.MkdirAll(filepath.Join(userData, "User"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(userData, "User", "settings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
-		"PATH="+nodeBin+string(os.PathListSeparator)+os.Getenv("PATH"), "ORION_SOCKET="+d.Socket)
-	codeCmd := func(ctx context.Context, args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, filepath.Join(nodeBin, "node"), append([]string{codeServer,
-			"--user-data-dir", userData, "--extensions-dir", exts}, args...)...)
-		cmd.Env = env
-		return cmd
-	}
+	// The workspace's own settings try to name the programs the extension
+	// runs and the socket it trusts: a cloned repository can carry them.
+	// They are ignored: the extension connects to the person's socket and
+	// runs the person's orionctl (a recorder here).
+	repo := hostileWorkspaceSettings(t, ws)
+	wb := startWorkbench(t, d, ws, true)
+	w := wb.drive(t, d, "", target)
+	await, send := w.await, w.send
+	ctx := w.ctx
+
 	start := time.Now()
-	if out, err := codeCmd(context.Background(), "--install-extension", pkg).CombinedOutput(); err != nil ||
-		!strings.Contains(string(out), "successfully installed") {
-		t.Fatalf("code-server --install-extension %s: %v\n%s", pkg, err, out)
-	}
-	t.Logf("code-server --install-extension: %s", time.Since(start).Round(100*time.Millisecond))
-
-	port := freePort(t)
-	srv := codeCmd(context.Background(), "--auth", "none", "--bind-addr", "127.0.0.1:"+port,
-		"--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", ws)
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var srvLog lockedBuffer
-	srv.Stdout, srv.Stderr = &srvLog, &srvLog
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// code-server runs its extension host and file watcher as children.
-		syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
-		srv.Wait()
-	})
-	base := "http://127.0.0.1:" + port
-	waitHTTP(t, base+"/healthz", &srvLog)
-
-	shots := t.TempDir()
-	var screenshot string
-	if os.Getenv("ORION_UPDATE_SCREENSHOTS") == "1" {
-		screenshot, _ = filepath.Abs(filepath.Join("..", "..", "docs", "images", "vscode.png"))
-		os.MkdirAll(filepath.Dir(screenshot), 0o755)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	drv := exec.CommandContext(ctx, filepath.Join(nodeBin, "node"), "e2e/drive.mjs")
-	drv.Env = append(os.Environ(), "ORION_E2E_MODULES="+mods, "ORION_E2E_URL="+base+"/?folder="+ws,
-		"ORION_E2E_SHOTS="+shots, "ORION_E2E_TARGET="+target, "ORION_E2E_SCREENSHOT="+screenshot)
-	stdin, _ := drv.StdinPipe()
-	stdout, _ := drv.StdoutPipe()
-	var drvErr lockedBuffer
-	drv.Stderr = &drvErr
-	// The driver and its Chromium in a process group of their own, ended
-	// together when the test ends, failed or not (a driver waiting for the
-	// test's next line would otherwise wait for the timeout).
-	drv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := drv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var chromePID atomic.Int64
-	defer func() {
-		syscall.Kill(-drv.Process.Pid, syscall.SIGKILL)
-		if pid := chromePID.Load(); pid > 0 {
-			syscall.Kill(-int(pid), syscall.SIGKILL)
-		}
-		drv.Wait()
-	}()
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	// await reads the driver's lines until "step name", logging the rest.
-	await := func(name string) {
-		t.Helper()
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the driver ended before %q\nstderr: %s\ncode-server: %s\nscreenshots in %s", name, drvErr.String(), tail([]byte(srvLog.String()), 3000), shots)
-				}
-				t.Logf("driver: %s", l)
-				if pid, ok := strings.CutPrefix(l, "chromium-pid "); ok {
-					n, _ := strconv.ParseInt(pid, 10, 64)
-					chromePID.Store(n)
-				}
-				if strings.HasPrefix(l, "fail ") {
-					saveFailure(t, shots)
-					t.Fatalf("in the browser: %s\ndaemon: %s", strings.TrimPrefix(l, "fail "), tail([]byte(d.Logs()), 2000))
-				}
-				if l == "step "+name {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatalf("timed out waiting for the driver's %q", name)
-			}
-		}
-	}
-	send := func(name string) { io.WriteString(stdin, "go "+name+"\n") }
-
-	start = time.Now()
 	await("ready")
 	t.Logf("workbench loaded with the extension connected: %s", time.Since(start).Round(100*time.Millisecond))
 
@@ -337,18 +211,54 @@ func TestExtensionInCodeServer(t *testing.T) {
 	if got, _ := os.ReadFile(other); string(got) != agentPlan {
 		t.Fatalf("after Finalize Anyway plan.md holds %q, want the agent's %q", got, agentPlan)
 	}
-	// The driver closes the browser and exits.
-	for drained := false; !drained; {
-		select {
-		case _, ok := <-lines:
-			drained = !ok
-		case <-time.After(30 * time.Second):
-			t.Log("the driver did not exit within 30s of its last step; ending it")
-			drained = true
-		}
-	}
+	w.wait(t)
 	t.Logf("browser steps: %s", time.Since(start).Round(100*time.Millisecond))
 	t.Logf("whole test: %s", time.Since(began).Round(100*time.Millisecond))
+	repo.check(t, wb, d.Socket, true)
+}
+
+// TestExtensionInRestrictedMode opens a workspace in Restricted Mode, VS
+// Code's default for a folder not yet trusted, whose settings name
+// programs of its own: the extension still shows what an agent wrote (the
+// status bar, the sessions view, the diff, the trace) and runs nothing,
+// neither the workspace's programs nor the person's.
+func TestExtensionInRestrictedMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the end-to-end test is skipped in -short mode")
+	}
+	installAll(t)
+	if os.Getenv("ORION_VSCODE_INSTALL_ONLY") == "1" {
+		return
+	}
+	d := testdaemon.Start(t)
+	ws := filepath.Join(d.Root, "project")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(ws, "notes.txt")
+	if err := os.WriteFile(target, []byte("the first version\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := hostileWorkspaceSettings(t, ws)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, d.Socket, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{Intent: "rewrite the notes", TargetFile: "notes.txt",
+		Operation: protocol.OpOverwrite, WorkspaceRoot: ws}, Content: "the second version\n"}); err != nil {
+		t.Fatal(err)
+	}
+	wb := startWorkbench(t, d, ws, false)
+	w := wb.drive(t, d, "restricted", target)
+	w.await("shown")
+	d.Kill()
+	w.send("killed")
+	w.await("down")
+	w.wait(t)
+	repo.check(t, wb, d.Socket, false)
 }
 
 func freePort(t *testing.T) string {

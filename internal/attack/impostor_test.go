@@ -31,11 +31,7 @@ func TestImpostorDaemon(t *testing.T) {
 		t.Skip("running a process as another uid needs root")
 	}
 	// A shared temp directory like /tmp: world-writable and sticky.
-	tmp, err := os.MkdirTemp("", "orion-shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	tmp := testdaemon.PublicDir(t)
 	if err := os.Chmod(tmp, 0o777|fs.ModeSticky); err != nil {
 		t.Fatal(err)
 	}

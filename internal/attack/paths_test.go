@@ -66,6 +66,50 @@ var shapeTargets = []struct{ path, rule string }{
 	{"proj/.windsurf/rules.md", "agent-config"},
 	{"proj/.devcontainer/devcontainer.json", "agent-config"},
 	{"proj/.VSCode/tasks.json", "agent-config"},
+	// Other agents, hook managers, editors and environment loaders.
+	{"proj/.aider.conf.yml", "agent-config"},
+	{"proj/.roo/mcp.json", "agent-config"},
+	{"proj/.roomodes", "agent-config"},
+	{"proj/.kilocode/mcp.json", "agent-config"},
+	{"proj/.kiro/settings/mcp.json", "agent-config"},
+	{"proj/.amazonq/mcp.json", "agent-config"},
+	{"proj/.opencode/plugin/x.ts", "agent-config"},
+	{"proj/opencode.json", "agent-config"},
+	{"proj/opencode.jsonc", "agent-config"},
+	{"proj/.qwen/settings.json", "agent-config"},
+	{"proj/.clinerules/hooks/PreToolUse", "agent-config"},
+	{"proj/.junie/mcp/mcp.json", "agent-config"},
+	{"proj/.openhands/setup.sh", "agent-config"},
+	{"proj/.amp/settings.json", "agent-config"},
+	{"proj/crush.json", "agent-config"},
+	{"proj/.continuerc.json", "agent-config"},
+	{"proj/.github/hooks/hooks.json", "agent-config"},
+	{"proj/lefthook.yml", "agent-config"},
+	{"proj/.lefthook.yml", "agent-config"},
+	{"proj/lefthook-local.yml", "agent-config"},
+	{"proj/.pre-commit-config.yaml", "agent-config"},
+	{"proj/.overcommit.yml", "agent-config"},
+	{"proj/.simple-git-hooks.json", "agent-config"},
+	{"proj/.theia/tasks.json", "agent-config"},
+	{"proj/.fleet/run.json", "agent-config"},
+	{"proj/proj.code-workspace", "agent-config"},
+	{"proj/.run/dev.run.xml", "agent-config"},
+	{"proj/.helix/languages.toml", "agent-config"},
+	{"proj/.vimrc", "agent-config"},
+	{"proj/.gvimrc", "agent-config"},
+	{"proj/.lvimrc", "agent-config"},
+	{"proj/.dir-locals.el", "agent-config"},
+	{"proj/.devcontainer.json", "agent-config"},
+	{"proj/mise.toml", "agent-config"},
+	{"proj/.mise.toml", "agent-config"},
+	{"proj/.autoenv.zsh", "agent-config"},
+	{"proj/.env.leave", "agent-config"},
+	{"proj/.project", "agent-config"},
+	// Other version control systems' internals.
+	{"proj/.hg/hgrc", "vcs-name"},
+	{"proj/.sl/config", "vcs-name"},
+	{"proj/.jj/repo/config.toml", "vcs-name"},
+	{"proj/_darcs/prefs/defaults", "vcs-name"},
 	// .git, in every case.
 	{"proj/.git/hooks/pre-commit", "git-name"},
 	{"proj/.git/config", "git-name"},
@@ -117,7 +161,7 @@ func gitRepos(t *testing.T, home string) {
 // contentFor is content that passes validation for the path's type.
 func contentFor(path string) string {
 	switch filepath.Ext(path) {
-	case ".json":
+	case ".json", ".jsonc", ".code-workspace":
 		return "{}"
 	case ".toml":
 		return "a = 1"
@@ -173,7 +217,7 @@ func TestShapeProtectedRefusedThenAllowed(t *testing.T) {
 			t.Errorf("daemon.status rule %s has no reason or pattern", pr.Rule)
 		}
 	}
-	if got, want := strings.Join(rules, ","), "oriond-files,listed,git-name,git-link,git-dir,agent-config,path-dir,home-hidden"; got != want {
+	if got, want := strings.Join(rules, ","), "oriond-files,listed,git-name,vcs-name,git-link,git-dir,git-partial,agent-config,path-dir,home-hidden"; got != want {
 		t.Errorf("daemon.status protected_rules %s, want %s", got, want)
 	}
 	if !contains(st.ProtectedPaths, filepath.Join(home, "sdk/bin")) || !contains(st.ProtectedPaths, filepath.Join(home, ".*")) {

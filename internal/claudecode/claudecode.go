@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orion-agent/orion/internal/testcache"
 )
 
 // Version is the Claude Code release the tests install. It is pinned
@@ -30,10 +32,10 @@ var (
 
 // Install installs @anthropic-ai/claude-code from the npm registry, or
 // skips the test saying why it could not. The install (a 240 MB native
-// binary) is kept under os.TempDir(), keyed by version, so that later runs
-// reuse it instead of downloading it again; it is installed into a
-// temporary sibling and renamed into place, so a run that is killed
-// mid-install leaves no half cache behind. It returns the binary's path
+// binary) is kept in the tests' cache (internal/testcache) as
+// claude-code-VERSION, so that later runs reuse it instead of downloading
+// it again; it is installed into a staging directory and renamed into
+// place, so a run that is killed mid-install leaves no half cache behind. It returns the binary's path
 // and the version.
 func Install(t testing.TB) (string, string) {
 	t.Helper()
@@ -42,7 +44,7 @@ func Install(t testing.TB) (string, string) {
 		if v := os.Getenv("ORION_CLAUDE_CODE_VERSION"); v != "" {
 			version = v
 		}
-		dir := filepath.Join(os.TempDir(), "orion-proxy-claude-code-"+version)
+		dir := testcache.Path("claude-code-" + version)
 		b := filepath.Join(dir, "node_modules", ".bin", "claude")
 		if runs(b) == nil {
 			bin = b
@@ -54,7 +56,7 @@ func Install(t testing.TB) (string, string) {
 				return
 			}
 		}
-		tmp, err := os.MkdirTemp(os.TempDir(), "orion-proxy-claude-code-install")
+		tmp, err := testcache.Staging("claude-code-" + version)
 		if err != nil {
 			skip = err.Error()
 			return
@@ -114,13 +116,17 @@ func runs(bin string) error {
 // non-essential traffic off, and any request that would still leave the
 // machine sent to a proxy that refuses it. It is built from scratch, so
 // that the runner's own ANTHROPIC_* or CLAUDE_* settings do not leak in;
-// baseURL, when not empty, is ANTHROPIC_BASE_URL.
+// baseURL, when not empty, is ANTHROPIC_BASE_URL. Its TMPDIR is inside
+// home too: Claude Code leaves a directory per working directory and
+// session in it (claude-UID/…), which goes with the test's home.
 func Env(home, baseURL string) []string {
+	tmp := filepath.Join(home, "tmp")
+	os.MkdirAll(tmp, 0o700)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-		"TMPDIR=" + os.TempDir(),
+		"TMPDIR=" + tmp,
 		"ANTHROPIC_API_KEY=sk-ant-dummy-claude-code",
 		"DISABLE_TELEMETRY=1",
 		"DISABLE_ERROR_REPORTING=1",

@@ -18,10 +18,12 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/orion-agent/orion/internal/pathguard"
 )
@@ -41,6 +43,11 @@ type root struct {
 	path string // real, clean, absolute
 	r    *os.Root
 }
+
+// openDirFlags open a directory and nothing else: O_DIRECTORY fails at
+// once on a FIFO swapped in where a directory was, which a plain open would
+// wait on for a writer, holding the request (and the session) forever.
+const openDirFlags = os.O_RDONLY | syscall.O_DIRECTORY
 
 // errEscapes is os.Root's (unexported) error for a path that leaves the
 // root, captured once so it can be told from a missing directory.
@@ -86,6 +93,44 @@ func (f *FS) Within(workspace string) *FS {
 		return f
 	}
 	return &FS{roots: f.roots, guard: f.guard, workspace: filepath.Clean(workspace)}
+}
+
+// Extend returns an FS for g, whose roots include every root of f: the
+// descriptors f holds are shared, and only g's new roots are opened. From
+// then on the returned FS owns them all; f must not be closed.
+func (f *FS) Extend(g *pathguard.Guard) (*FS, error) {
+	if f.workspace != "" {
+		return nil, errors.New("confine: Extend of a workspace view")
+	}
+	held := make(map[string]root, len(f.roots))
+	for _, r := range f.roots {
+		held[r.path] = r
+	}
+	n := &FS{guard: g}
+	var opened []root
+	for _, p := range g.Roots() {
+		if r, ok := held[p]; ok {
+			n.roots = append(n.roots, r)
+			delete(held, p)
+			continue
+		}
+		r, err := os.OpenRoot(p)
+		if err != nil {
+			for _, o := range opened {
+				o.r.Close()
+			}
+			return nil, fmt.Errorf("opening allowed root %s: %w", p, err)
+		}
+		opened = append(opened, root{path: p, r: r})
+		n.roots = append(n.roots, root{path: p, r: r})
+	}
+	if len(held) > 0 {
+		for _, o := range opened {
+			o.r.Close()
+		}
+		return nil, errors.New("confine: Extend would drop an allowed root")
+	}
+	return n, nil
 }
 
 // Close releases the roots' descriptors.
@@ -144,7 +189,7 @@ func (f *FS) OpenDir(dir string) (*Dir, error) {
 	if f.workspace != "" {
 		file, err = f.openInWorkspace(r, dir)
 	} else {
-		file, err = r.r.Open(rel)
+		file, err = r.r.OpenFile(rel, openDirFlags, 0)
 	}
 	if err != nil {
 		return nil, openDirError(dir, err)
@@ -181,7 +226,7 @@ func (f *FS) OpenParent(path string) (*Dir, string, error) {
 	// The directory is the one checked (OpenDir compared the kernel's
 	// name of it with the path), so the file's path here is its real path:
 	// a protected file reached through a swapped symlink is caught too.
-	if err := f.guard.CheckProtected(path); err != nil {
+	if err := f.checkProtected(path); err != nil {
 		d.Close()
 		return nil, "", err
 	}
@@ -225,7 +270,7 @@ func (f *FS) openInWorkspace(r root, dir string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	file, err := ws.Open(rel)
+	file, err := ws.OpenFile(rel, openDirFlags, 0)
 	var pe *os.PathError
 	if err != nil && errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
 		return nil, &pathguard.Error{Reason: pathguard.ReasonOutsideWorkspace, Path: dir, Workspace: f.workspace,
@@ -264,4 +309,41 @@ func moved(dir, real string, inside bool) error {
 	}
 	return &pathguard.Error{Reason: pathguard.ReasonPathChanged, Path: dir,
 		Msg: fmt.Sprintf("%s now leads to %s: a directory on the way was replaced or a symlink changed since the path was checked; nothing was written. Check the path and begin a new session", dir, real)}
+}
+
+// checkProtected refuses path when it is protected, reading the
+// directories the git-partial rule looks at through descriptors of the
+// roots (as every other operation here), not by a path checked earlier.
+// The directories are read through the roots even in a workspace view: a
+// repository's pieces above the workspace count as much as those in it.
+func (f *FS) checkProtected(path string) error {
+	whole := &FS{roots: f.roots, guard: f.guard}
+	return f.guard.CheckProtectedIn(path, func(dir string) (pathguard.DirReader, error) {
+		d, err := whole.OpenDir(dir)
+		var pe *pathguard.Error
+		if IsMissingDir(err) || (errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing) {
+			return nil, nil // nothing there, or a file where the directory would be: it holds nothing
+		}
+		if err != nil {
+			return nil, err
+		}
+		return gitDir{d}, nil
+	})
+}
+
+// gitDir is a Dir as the git-partial rule reads it.
+type gitDir struct{ *Dir }
+
+func (d gitDir) Lstat(name string) (fs.FileMode, error) {
+	info, err := d.Dir.Lstat(name)
+	return info.Mode, err
+}
+
+func (d gitDir) ReadHead(name string, n int) ([]byte, error) {
+	f, err := d.OpenRegular(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(n)))
 }

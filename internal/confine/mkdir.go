@@ -25,7 +25,7 @@ const dirPerm = 0o755
 // refused before anything is made.
 func (f *FS) MkdirAll(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
-	if err := f.guard.CheckProtected(dir); err != nil {
+	if err := f.checkProtected(dir); err != nil {
 		return nil, err
 	}
 	return f.mkdirAll(dir)
@@ -37,7 +37,7 @@ func (f *FS) MkdirAll(dir string) ([]string, error) {
 // (--allow-protected ~/.config/app/app.toml).
 func (f *FS) MkdirFor(path string) ([]string, error) {
 	path = filepath.Clean(path)
-	if err := f.guard.CheckProtected(path); err != nil {
+	if err := f.checkProtected(path); err != nil {
 		return nil, err
 	}
 	return f.mkdirAll(filepath.Dir(path))
@@ -93,17 +93,30 @@ func (f *FS) mkdirAll(dir string) ([]string, error) {
 
 // RemoveEmptyDirs removes the directories dirs (as MkdirAll returned them)
 // that are empty, innermost first, and returns those it removed. One that
-// is not empty, or no longer a directory, is left alone.
+// is not empty (another session wrote into it meanwhile), or no longer a
+// directory, is left alone: rmdir itself refuses a directory with entries,
+// so nothing anyone put there is lost.
+//
+// Protection is not checked: removing an empty directory a failed write
+// made is how a refusal leaves nothing behind, and a directory it made
+// may be protected now for the very reason the write was refused (its
+// making completed the shape of a repository's internals). Each one is
+// still reached through its root, by name in its opened parent.
 func (f *FS) RemoveEmptyDirs(dirs []string) []string {
 	var removed []string
 	for i := len(dirs) - 1; i >= 0; i-- {
-		d, name, err := f.OpenParent(dirs[i])
+		dir := filepath.Clean(dirs[i])
+		name := filepath.Base(dir)
+		if checkName(name) != nil {
+			continue
+		}
+		d, err := f.OpenDir(filepath.Dir(dir))
 		if err != nil {
 			continue
 		}
 		if info, err := d.Lstat(name); err == nil && info.Mode.IsDir() {
 			if unix.Unlinkat(d.fd(), name, unix.AT_REMOVEDIR) == nil {
-				removed = append(removed, dirs[i])
+				removed = append(removed, dir)
 				d.Sync()
 			}
 		}

@@ -12,6 +12,16 @@
 //
 // Any other word is an error, so that a typo cannot turn a block off. Other
 // fences (output, config files) are not shell blocks.
+//
+// A rendered page shows the info string to its reader, so a document may
+// give the mode in an HTML comment, which renders as nothing, on the line
+// right before a plain ```sh fence instead:
+//
+//	<!-- doctest: background -->
+//	```sh
+//
+// Such a comment anywhere else, with an unknown mode, or before a fence
+// that names a mode too, is an error.
 package doctest
 
 import (
@@ -47,6 +57,7 @@ var (
 	shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true}
 	modes      = map[Mode]bool{Run: true, Background: true, CI: true, NoRun: true}
 	fenceOpen  = regexp.MustCompile("^( {0,3})(`{3,}|~{3,})[ \t]*([^`]*)$")
+	modeNote   = regexp.MustCompile(`^ {0,3}<!--[ \t]*doctest:[ \t]*(.*?)[ \t]*-->[ \t]*$`)
 )
 
 // Extract returns the shell blocks of the document src, named file in the
@@ -60,6 +71,10 @@ func Extract(file string, src []byte) ([]Block, error) {
 		indent int
 		body   strings.Builder
 		lineNo int
+		// note is the mode of a doctest comment on the line before, and
+		// noteLine its line (0: none).
+		note     Mode
+		noteLine int
 	)
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -67,19 +82,38 @@ func Extract(file string, src []byte) ([]Block, error) {
 		lineNo++
 		line := sc.Text()
 		if fence == "" {
+			noted, notedLine := note, noteLine
+			note, noteLine = "", 0
+			if n := modeNote.FindStringSubmatch(line); n != nil {
+				if mode := Mode(n[1]); mode == Run || !modes[mode] {
+					return nil, fmt.Errorf("%s:%d: doctest comment: unknown mode %q (want background, ci or no-run)", file, lineNo, n[1])
+				}
+				note, noteLine = Mode(n[1]), lineNo
+				continue
+			}
 			m := fenceOpen.FindStringSubmatch(line)
+			isShell := m != nil && len(strings.Fields(m[3])) > 0 && shellLangs[strings.Fields(m[3])[0]]
+			if notedLine != 0 && !isShell {
+				return nil, fmt.Errorf("%s:%d: doctest comment is not right before a shell block's fence", file, notedLine)
+			}
 			if m == nil {
 				continue
 			}
 			fence, indent = m[2], len(m[1])
 			fields := strings.Fields(m[3])
 			cur = nil
-			if len(fields) == 0 || !shellLangs[fields[0]] {
+			if !isShell {
 				continue // a fence, but not a shell block: skip to its end
 			}
 			mode := Mode(strings.Join(fields[1:], " "))
 			if !modes[mode] {
 				return nil, fmt.Errorf("%s:%d: shell block %q: unknown mode %q (want none, background, ci or no-run)", file, lineNo, m[3], mode)
+			}
+			if notedLine != 0 {
+				if mode != Run {
+					return nil, fmt.Errorf("%s:%d: shell block %q: mode given twice, here and in the doctest comment above", file, lineNo, m[3])
+				}
+				mode = noted
 			}
 			cur = &Block{File: file, Line: lineNo, Mode: mode}
 			body.Reset()

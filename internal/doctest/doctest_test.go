@@ -90,7 +90,7 @@ func TestREADMECommands(t *testing.T) {
 	if !slices.ContainsFunc(ciBlocks, func(b doctest.Block) bool {
 		return b.File == "README.md" && strings.TrimSpace(b.Text) == "go test -race ./..."
 	}) {
-		t.Errorf("the README does not give `go test -race ./...` as its test command (a ```sh ci block)")
+		t.Errorf("the README does not give `go test -race ./...` as its test command (a shell block marked <!-- doctest: ci -->)")
 	}
 }
 
@@ -140,12 +140,18 @@ func TestDocuments(t *testing.T) {
 	tmp := t.TempDir()
 	clone := filepath.Join(tmp, "orion")
 	home := filepath.Join(tmp, "home")
-	runtime := filepath.Join(tmp, "run")
-	for _, d := range []string{home, runtime} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
 	}
+	// The socket lives in the runtime directory, and socket paths are
+	// limited to 103 bytes: t.TempDir() carries the test's name, which
+	// leaves too little of that in a long TMPDIR (macOS's, a private
+	// mktemp -d), so the runtime directory gets a short name of its own.
+	runtime, err := os.MkdirTemp("", "od")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runtime) })
 	copyRepository(t, clone)
 	env := blockEnv(t, home, runtime)
 	socket := filepath.Join(runtime, "orion", "oriond.sock")

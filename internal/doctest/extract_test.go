@@ -23,6 +23,12 @@ func TestExtract(t *testing.T) {
 		{name: "HeredocWithBackticksInside", doc: "```sh\ncat <<'EOF'\n`x`\nEOF\n```\n", want: []doctest.Block{{Line: 1, Text: "cat <<'EOF'\n`x`\nEOF\n"}}},
 		{name: "ErrUnknownMode", doc: "```sh norun\nx\n```\n", err: `d.md:1: shell block "sh norun": unknown mode "norun"`},
 		{name: "ErrUnclosed", doc: "```sh\nx\n", err: "d.md: a fenced block is never closed"},
+		{name: "ModeInComment", doc: "<!-- doctest: background -->\n```sh\nd\n```\n\n<!--doctest:no-run-->\n```bash\nn\n```\n```sh\na\n```\n",
+			want: []doctest.Block{{Line: 2, Mode: doctest.Background, Text: "d\n"}, {Line: 7, Mode: doctest.NoRun, Text: "n\n"}, {Line: 10, Mode: doctest.Run, Text: "a\n"}}},
+		{name: "ErrCommentUnknownMode", doc: "<!-- doctest: norun -->\n```sh\nx\n```\n", err: `d.md:1: doctest comment: unknown mode "norun"`},
+		{name: "ErrCommentNotBeforeShell", doc: "<!-- doctest: no-run -->\n\n```sh\nx\n```\n", err: "d.md:1: doctest comment is not right before"},
+		{name: "ErrCommentBeforeOtherFence", doc: "<!-- doctest: ci -->\n```text\nx\n```\n", err: "d.md:1: doctest comment is not right before"},
+		{name: "ErrModeTwice", doc: "<!-- doctest: ci -->\n```sh no-run\nx\n```\n", err: "d.md:2: shell block \"sh no-run\": mode given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := doctest.Extract("d.md", []byte(tc.doc))

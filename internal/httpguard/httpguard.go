@@ -359,8 +359,14 @@ func hasBody(r *http.Request) bool { return r.ContentLength != 0 }
 // Body is the JSON a refusal is answered with: Anthropic's error shape,
 // whose "error.message" the OpenAI SDKs read too.
 func (r *Refusal) Body() []byte {
+	typ := "permission_error"
+	if r.Status == http.StatusUnauthorized {
+		// A door that answers a missing secret with 401 (the proxy) says
+		// so the way the APIs do.
+		typ = "authentication_error"
+	}
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{
-		"type": "permission_error", "check": r.Check, "code": "refused_" + r.Check, "message": r.Message}})
+		"type": typ, "check": r.Check, "code": "refused_" + r.Check, "message": r.Message}})
 	return b
 }
 

@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +54,7 @@ func TestTotalBudgetAcrossConnections(t *testing.T) {
 					t.Fatal(err)
 				}
 			case <-time.After(5 * time.Second):
-				t.Fatal(fmt.Sprintf("%s did not free the budget", free))
+				t.Fatalf("%s did not free the budget", free)
 			}
 			if free == "Close" {
 				// A reply written after the close gives nothing back twice.

@@ -104,7 +104,7 @@ func readReplies(t testing.TB, out []byte) []reply {
 // drive reads every request from input as jsonrpc2 would, answers each
 // through the stream as the handler would, and returns the replies and the
 // error that ended reading.
-func drive(t testing.TB, input string, maxMessage int64) (replies []reply, methods []string, err error, c *pipeConn) {
+func drive(t testing.TB, input string, maxMessage int64) (replies []reply, methods []string, c *pipeConn, err error) {
 	t.Helper()
 	c = &pipeConn{in: strings.NewReader(input)}
 	s := NewServerStream(c, Limits{MaxMessage: maxMessage, MaxInflight: 4}, NewParams(), nil)
@@ -123,7 +123,7 @@ func drive(t testing.TB, input string, maxMessage int64) (replies []reply, metho
 			t.Fatal(werr)
 		}
 	}
-	return readReplies(t, c.written()), methods, err, c
+	return readReplies(t, c.written()), methods, c, err
 }
 
 func TestFrameStream(t *testing.T) {
@@ -180,7 +180,7 @@ func TestFrameStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			replies, _, err, _ := drive(t, tt.in, 1024)
+			replies, _, _, err := drive(t, tt.in, 1024)
 			var got []string
 			for _, r := range replies {
 				got = append(got, r.String())

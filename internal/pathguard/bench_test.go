@@ -33,3 +33,29 @@ func BenchmarkResolve(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResolveConfigDir is BenchmarkResolve for a target below a
+// directory named config, one of a repository's pieces: the git-partial
+// rule then reads that directory's parent for the other pieces.
+func BenchmarkResolveConfigDir(b *testing.B) {
+	home, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(home, "src", "proj", "internal", "pkg", "config", "b", "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	g, err := pathguard.NewProtected([]string{home}, pathguard.Protection{Default: pathguard.DefaultProtected(home), Home: home,
+		PathDirs: pathguard.PathDirs(os.Getenv("PATH"), home)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(dir, "file.go")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Resolve(target, filepath.Join(home, "src", "proj")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

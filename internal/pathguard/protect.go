@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,6 +66,9 @@ const (
 	// RuleGitName: a directory or file named .git, in any case and with
 	// the characters macOS ignores in names (".GIT", ".Git", ".g\u200cit").
 	RuleGitName = "git-name"
+	// RuleVCSName: a directory named as another version control system's
+	// internals (.hg, .sl, .jj, _darcs), in any case.
+	RuleVCSName = "vcs-name"
 	// RuleGitLink: the directory a .git file points to (gitdir:), as
 	// worktrees and submodules have.
 	RuleGitLink = "git-link"
@@ -72,9 +76,17 @@ const (
 	// objects/ and refs/, or HEAD and commondir), whatever its name: a bare
 	// repository, a --separate-git-dir target, a dotfiles repository.
 	RuleGitDir = "git-dir"
-	// RuleAgentConfig: the configuration of an agent or an editor in a
-	// project (DefaultNames but .git), which can run commands or grant
-	// permissions when the folder is next opened.
+	// RuleGitPartial: a piece of a repository's internals (HEAD, objects/,
+	// refs/, packed-refs, commondir, config, hooks/, info/) written into a
+	// directory that already holds another that marks one (HEAD, objects/,
+	// refs/, packed-refs, commondir, or a config with a [core] section).
+	// RuleGitDir sees a repository once it is whole; this one refuses the
+	// pieces that would make it whole, in whatever order they come.
+	RuleGitPartial = "git-partial"
+	// RuleAgentConfig: the configuration of an agent, an editor, a hook
+	// manager or an environment loader in a project (agentNames), which
+	// can run commands or grant permissions when the folder is next
+	// opened, entered or committed in.
 	RuleAgentConfig = "agent-config"
 )
 
@@ -87,22 +99,72 @@ var ruleWhy = map[string]string{
 	RuleGitName:     "git runs hooks and config (core.fsmonitor, aliases) from a repository's .git at the next git command; case variants are the same directory on macOS and Windows",
 	RuleGitLink:     "a .git file points there (gitdir:), so it is a repository's .git whose hooks and config run at the next git command",
 	RuleGitDir:      "it holds a repository's internals (HEAD, objects/, refs/), whose hooks and config run at the next git command",
-	RuleAgentConfig: "it is an agent's or an editor's configuration, which can run commands (tasks, hooks, MCP servers) or widen an agent's permissions when the folder is next opened",
+	RuleGitPartial:  "its directory already holds part of a repository's internals (HEAD, objects/, refs/, packed-refs, commondir or a git config); adding another piece would make it a repository whose hooks and config (core.pager, core.fsmonitor) run at the next git command there",
+	RuleVCSName:     "it holds a version control system's internals (Mercurial, Sapling, Jujutsu, Darcs), whose configuration runs hooks, aliases or a pager at the next command",
+	RuleAgentConfig: "it is the configuration of an agent, an editor, a hook manager or an environment loader, which can run commands (tasks, hooks at the next commit, MCP and language servers, scripts on entering the folder) or widen an agent's permissions when the folder is next opened",
 }
 
-// agentNames are the project entries of agents and editors. Each is read
-// when a tool opens the folder and can run a command or grant a
-// permission: tasks and launch configurations, hooks, MCP servers, allowed
-// tools, direnv's .envrc, vim's exrc files.
-var agentNames = []string{
+// agentNames are the project entries of agents, editors, hook managers and
+// environment loaders. Each is read when a tool opens the folder, enters
+// it or commits in it, and can run a command or grant a permission: tasks
+// and launch configurations, hooks, MCP servers, language servers, allowed
+// tools, setup scripts, direnv's .envrc, vim's exrc files. A name may be a
+// pattern (*.code-workspace) or span components (.github/hooks).
+var agentNames = append([]string{
 	".claude", ".codex", ".cursor", ".gemini", ".continue", ".windsurf", ".mcp.json",
 	".vscode", ".idea", ".devcontainer", ".envrc", ".husky", ".githooks",
 	".zed", ".exrc", ".nvim.lua", ".nvimrc",
+	// Agents: MCP servers, hooks, modes that allow commands, setup
+	// scripts, lint and test commands (Aider's).
+	".aider*", ".roo", ".roomodes", ".kilocode", ".kilocodemodes", ".kiro", ".amazonq",
+	".opencode", "opencode.json", "opencode.jsonc", ".qwen", ".clinerules", ".junie",
+	".openhands", ".amp", ".crush", "crush.json", ".crush.json", ".continuerc.json",
+	".github/hooks",
+	// Hook managers: run at the next commit or push. Lefthook's configs
+	// (and its script directories), pre-commit's, overcommit's (and its
+	// hook directory), simple-git-hooks'.
+	".lefthook", ".lefthook-local", ".pre-commit-config.yaml", ".pre-commit-config.yml",
+	".overcommit.yml", ".git-hooks",
+	// Editors: tasks, run configurations started with the project,
+	// language servers, start-up files read from the current directory.
+	".theia", ".fleet", "*.code-workspace", ".run", "*.ipr", "*.iws", ".helix",
+	".vimrc", ".gvimrc", ".lvimrc", ".dir-locals.el", ".dir-locals-2.el", ".devcontainer.json",
+	".project", ".externalToolBuilders",
+	// Environment loaders: run on entering (or leaving) the directory.
+	"mise.toml", ".mise.toml", "mise.*.toml", ".mise.*.toml", ".mise", ".config/mise",
+	".autoenv.zsh", ".autoenv_leave.zsh", ".env.leave",
+}, configNames(
+	[]string{"lefthook", ".lefthook", "lefthook-local", ".lefthook-local"}, []string{"yml", "yaml", "toml", "json", "jsonc"},
+	[]string{"simple-git-hooks", ".simple-git-hooks"}, []string{"json", "js", "cjs", "mjs"},
+)...)
+
+// configNames returns every base.ext of each pair of (bases, exts): the
+// names a tool looks its configuration up by, and no others (lefthook.md
+// is a document about it, not its configuration).
+func configNames(pairs ...[]string) []string {
+	var out []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		for _, b := range pairs[i] {
+			for _, e := range pairs[i+1] {
+				out = append(out, b+"."+e)
+			}
+		}
+	}
+	return out
 }
 
+// vcsNames are the internals of version control systems other than git
+// whose repository configuration runs commands at their next command:
+// Mercurial's and Sapling's hooks and aliases, Jujutsu's aliases and
+// pager, Darcs' pre- and post-hooks.
+var vcsNames = []string{".hg", ".sl", ".jj", "_darcs"}
+
 // DefaultNames are the names protected wherever they appear in a path:
-// .git, and the configuration of agents and editors.
-func DefaultNames() []string { return append([]string{".git"}, agentNames...) }
+// .git, other version control systems' internals, and the configuration
+// of agents, editors, hook managers and environment loaders.
+func DefaultNames() []string {
+	return slices.Concat([]string{".git"}, vcsNames, agentNames)
+}
 
 // DefaultProtected lists the entries refused by default: under home, the
 // files and directories that run code or hold credentials, each named
@@ -180,6 +242,15 @@ func PathDirs(pathEnv, home string) []string {
 // protection is a Protection cleaned and resolved for matching.
 type protection struct {
 	always, listed, names, allowed []string
+	// explicit are the allowed paths the person named, without the roots.
+	explicit []string
+	// plainNames are the names of one component that are no pattern, by
+	// nameKey, for a lookup per component; otherNames the patterns and
+	// the names of several components, tried in turn, and otherParts
+	// each of those split into components.
+	plainNames map[string]string
+	otherNames []string
+	otherParts [][]string
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -193,9 +264,23 @@ func newProtection(p Protection, roots []string) protection {
 	for _, d := range p.Default {
 		if isName(d) {
 			q.names = appendResolved(q.names, d)
+			if isPattern(d) || strings.ContainsRune(d, filepath.Separator) {
+				if !slices.Contains(q.otherNames, d) {
+					q.otherNames = append(q.otherNames, d)
+					q.otherParts = append(q.otherParts, strings.Split(d, string(filepath.Separator)))
+				}
+			} else if _, ok := q.plainNames[nameKey(d)]; !ok {
+				if q.plainNames == nil {
+					q.plainNames = map[string]string{}
+				}
+				q.plainNames[nameKey(d)] = d
+			}
 		} else {
 			q.listed = appendResolved(q.listed, d)
 		}
+	}
+	for _, a := range p.Allowed {
+		q.explicit = appendResolved(q.explicit, a)
 	}
 	for _, a := range append(slices.Clone(p.Allowed), roots...) {
 		q.allowed = appendResolved(q.allowed, a)
@@ -225,9 +310,11 @@ func newProtection(p Protection, roots []string) protection {
 	return q
 }
 
-// isName reports whether a protected or allowed entry is a bare name,
-// matched against path components, rather than a path.
-func isName(p string) bool { return !strings.ContainsRune(p, filepath.Separator) }
+// isName reports whether a protected or allowed entry is a name, matched
+// against path components (one, or several in a row such as
+// .github/hooks), rather than an absolute path. The daemon makes relative
+// paths given to --allow-protected absolute before they get here.
+func isName(p string) bool { return !filepath.IsAbs(p) }
 
 // appendResolved adds p both as given (cleaned) and, when it differs, with
 // its existing part resolved through symlinks, since targets are compared
@@ -283,20 +370,31 @@ type Match struct {
 
 // Protected reports whether the clean absolute path is protected, and by
 // which rule. A path protected by several rules is reported by the first
-// one not lifted, in the order: oriond's files, the list, git, agents'
+// one not lifted, in the order: oriond's files, the list, git (a .git
+// name, a linked or whole repository, then a partial one), agents'
 // configuration, $PATH directories, hidden entries of home.
 func (g *Guard) Protected(path string) (Match, bool) {
+	// Read by path: an early answer for a session's begin. A directory
+	// that cannot be read here is read again, failing closed, through
+	// descriptors at the write (CheckProtectedIn).
+	m, ok, _ := g.protected(path, openByPath)
+	return m, ok
+}
+
+// protected is Protected with the git-partial rule's directories read
+// through open.
+func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
 	if e := matchPaths(g.protect.always, path); len(e) > 0 {
-		return Match{Rule: RuleOriond, At: e[0]}, true
+		return Match{Rule: RuleOriond, At: e[0]}, true, nil
 	}
 	for _, e := range matchPaths(g.protect.listed, path) {
 		if !g.lifted(path, e, "") {
-			return Match{Rule: RuleListed, At: e}, true
+			return Match{Rule: RuleListed, At: e}, true, nil
 		}
 	}
-	for _, m := range matchNames(g.protect.names, path) {
+	for _, m := range g.protect.matchNames(path) {
 		if !g.lifted(path, m.At, m.Name) {
-			return m, true
+			return m, true, nil
 		}
 	}
 	for _, m := range gitDirs(path) {
@@ -306,12 +404,18 @@ func (g *Guard) Protected(path string) (Match, bool) {
 			name = ".git"
 		}
 		if !g.lifted(path, m.At, name) {
-			return m, true
+			return m, true, nil
 		}
+	}
+	// A directory that cannot be read does not stop the rules below: one
+	// of them may refuse the path anyway.
+	m, ok, readErr := g.gitPartial(path, open)
+	if ok {
+		return m, true, nil
 	}
 	for _, e := range matchPaths(g.protect.pathDirs, path) {
 		if !g.lifted(path, e, "") {
-			return Match{Rule: RulePathDir, At: e}, true
+			return Match{Rule: RulePathDir, At: e}, true, nil
 		}
 	}
 	sep := string(filepath.Separator)
@@ -322,11 +426,11 @@ func (g *Guard) Protected(path string) (Match, bool) {
 		first, _, _ := strings.Cut(strings.TrimPrefix(path[len(h):], sep), sep)
 		if strings.HasPrefix(first, ".") {
 			if at := filepath.Join(h, first); !g.lifted(path, at, "") {
-				return Match{Rule: RuleHomeHidden, At: at}, true
+				return Match{Rule: RuleHomeHidden, At: at}, true, nil
 			}
 		}
 	}
-	return Match{}, false
+	return Match{}, false, readErr
 }
 
 // lifted reports whether an allowed path or name lifts a rule that matched
@@ -334,7 +438,7 @@ func (g *Guard) Protected(path string) (Match, bool) {
 func (g *Guard) lifted(path, at, name string) bool {
 	for _, a := range g.protect.allowed {
 		if isName(a) {
-			if name != "" && sameName(a, name) {
+			if name != "" && (sameName(a, name) || nameMatches(a, name)) {
 				return true
 			}
 			continue
@@ -361,31 +465,64 @@ func matchPaths(list []string, path string) []string {
 	return out
 }
 
-// matchNames returns a match for every component of path that is one of
-// the protected names, outermost first.
-func matchNames(names []string, path string) []Match {
+// matchNames returns a match for every component of path (or run of
+// components) that is one of the protected names, outermost first.
+func (q protection) matchNames(path string) []Match {
 	var out []Match
-	prefix := ""
-	for _, c := range strings.Split(path, string(filepath.Separator)) {
+	sep := string(filepath.Separator)
+	comps := strings.Split(strings.Trim(path, sep), sep)
+	for i, c := range comps {
 		if c == "" {
 			continue
 		}
-		prefix += string(filepath.Separator) + c
-		for _, n := range names {
-			if sameName(n, c) {
-				rule := RuleListed
-				switch {
-				case sameName(n, ".git"):
-					rule = RuleGitName
-				case slices.ContainsFunc(agentNames, func(a string) bool { return sameName(a, n) }):
-					rule = RuleAgentConfig
-				}
-				out = append(out, Match{Rule: rule, At: prefix, Name: n})
+		n, ok := q.plainNames[nameKey(c)]
+		width := 1 // the components the name spans
+		for j, parts := range q.otherParts {
+			if ok {
 				break
 			}
+			width = len(parts)
+			ok = i+width <= len(comps) && slices.EqualFunc(parts, comps[i:i+width], nameMatches)
+			n = q.otherNames[j]
 		}
+		if !ok {
+			continue
+		}
+		rule := RuleListed
+		switch {
+		case sameName(n, ".git"):
+			rule = RuleGitName
+		case slices.ContainsFunc(vcsNames, func(a string) bool { return sameName(a, n) }):
+			rule = RuleVCSName
+		case slices.Contains(agentNames, n):
+			rule = RuleAgentConfig
+		}
+		// A pattern's match is named by the entry it matched, so that
+		// allowing that one name lifts it and no other.
+		name := n
+		if isPattern(n) && width == 1 {
+			name = c
+		}
+		out = append(out, Match{Rule: rule, At: sep + filepath.Join(comps[:i+width]...), Name: name})
 	}
 	return out
+}
+
+// nameKey is a name as sameName compares it, for an exact lookup.
+func nameKey(n string) string { return strings.ToLower(foldName(n)) }
+
+// isPattern reports whether a protected name is a pattern (path.Match
+// syntax) rather than a name.
+func isPattern(n string) bool { return strings.ContainsAny(n, "*?[") }
+
+// nameMatches reports whether the component c is the protected name (or
+// pattern) n, compared as sameName does.
+func nameMatches(n, c string) bool {
+	if !isPattern(n) {
+		return sameName(n, c)
+	}
+	ok, err := path.Match(strings.ToLower(foldName(n)), strings.ToLower(foldName(c)))
+	return ok && err == nil
 }
 
 // sameName compares two names as a case-insensitive file system would:
@@ -508,7 +645,9 @@ func (g *Guard) ProtectedError(path string, m Match) error {
 
 // nameHint is how to lift a name rule everywhere, for the message.
 func nameHint(m Match) string {
-	if m.Name == "" {
+	if m.Name == "" || strings.ContainsRune(m.Name, filepath.Separator) {
+		// --allow-protected reads a relative path with a slash as a path
+		// from the current directory, not as a name.
 		return ""
 	}
 	return fmt.Sprintf(", or with --allow-protected %s for every %s", m.Name, m.Name)
@@ -549,17 +688,22 @@ func (q protection) rules() []RuleInfo {
 	}
 	add(RuleOriond, q.always...)
 	add(RuleListed, q.listed...)
-	var git, agents []string
+	var git, vcs, agents []string
 	for _, n := range q.names {
-		if sameName(n, ".git") {
+		switch {
+		case sameName(n, ".git"):
 			git = append(git, n+" (any case)")
-		} else {
+		case slices.ContainsFunc(vcsNames, func(a string) bool { return sameName(a, n) }):
+			vcs = append(vcs, n+" (any case)")
+		default:
 			agents = append(agents, n+" (any case)")
 		}
 	}
 	add(RuleGitName, git...)
+	add(RuleVCSName, vcs...)
 	add(RuleGitLink, "the directory named by any .git file (gitdir: <dir>)")
 	add(RuleGitDir, "any directory holding HEAD and objects/ and refs/ (or HEAD and commondir)")
+	add(RuleGitPartial, "HEAD, objects/, refs/, packed-refs, commondir, config, hooks/ or info/ (any case) in a directory holding another of HEAD, objects/, refs/, packed-refs, commondir or a config with [core]")
 	add(RuleAgentConfig, agents...)
 	add(RulePathDir, q.pathDirs...)
 	var hidden []string

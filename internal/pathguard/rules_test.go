@@ -255,8 +255,8 @@ func TestRulesListed(t *testing.T) {
 		}
 		got = append(got, r.Rule)
 	}
-	want := []string{pathguard.RuleOriond, pathguard.RuleListed, pathguard.RuleGitName, pathguard.RuleGitLink, pathguard.RuleGitDir,
-		pathguard.RuleAgentConfig, pathguard.RulePathDir, pathguard.RuleHomeHidden}
+	want := []string{pathguard.RuleOriond, pathguard.RuleListed, pathguard.RuleGitName, pathguard.RuleVCSName, pathguard.RuleGitLink, pathguard.RuleGitDir,
+		pathguard.RuleGitPartial, pathguard.RuleAgentConfig, pathguard.RulePathDir, pathguard.RuleHomeHidden}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("rules %v, want %v", got, want)
 	}

@@ -21,10 +21,11 @@ const MaxSocketPath = 103
 type Env func(string) string
 
 // DefaultSocket is $ORION_SOCKET, else $XDG_RUNTIME_DIR/orion/oriond.sock,
-// else /tmp/orion-$UID/oriond.sock: the runtime directory is per user and
-// cleared at logout, which is what a socket wants; /tmp is the documented
-// fallback where no session manager sets XDG_RUNTIME_DIR (containers, ssh
-// without systemd-logind).
+// else $TMPDIR/orion-$UID/oriond.sock (/tmp where TMPDIR is unset): the
+// runtime directory is per user and cleared at logout, which is what a
+// socket wants; the temp directory is the documented fallback where no
+// session manager sets XDG_RUNTIME_DIR (containers, ssh without
+// systemd-logind).
 func DefaultSocket(env Env) string {
 	if s := env("ORION_SOCKET"); s != "" {
 		return s

@@ -141,7 +141,7 @@ func ProxyStatus(s ks.Service, path string) (string, bool) {
 		return fmt.Sprintf("%s: not running (%v); see `systemctl --user status %s` and `journalctl --user -u %s`",
 			ProxyDescription, err, ProxyUnitName, ProxyUnitName), true
 	case st == ks.StatusRunning:
-		return fmt.Sprintf("%s: running (%s), agents point at http://%s", ProxyDescription, path, ProxyListen), false
+		return fmt.Sprintf("%s: running (%s), agents point at http://%s with its secret (orionctl proxy --print-env prints the base URLs)", ProxyDescription, path, ProxyListen), false
 	}
 	return fmt.Sprintf("%s: installed (%s) but not running; start it with `oriond service start`", ProxyDescription, path), true
 }

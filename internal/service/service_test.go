@@ -175,8 +175,14 @@ func verifyUnitText(t *testing.T, sa, dir, name, text string, system bool) {
 		args = append(args, "--user")
 	}
 	cmd := exec.Command(sa, append(args, path)...)
-	runtimeDir := filepath.Join(dir, "run")
-	os.Mkdir(runtimeDir, 0o700)
+	// systemd-analyze loads the user manager's other units, whose sockets
+	// (gpg-agent's) live in the runtime directory: it needs a name short
+	// enough for a socket, which t.TempDir() in a long TMPDIR is not.
+	runtimeDir, err := os.MkdirTemp("", "sa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(runtimeDir)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+runtimeDir)
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {

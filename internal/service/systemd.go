@@ -33,6 +33,14 @@ func systemdUnit(s Spec) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		// No package installs a system unit: this one is install's.
+		text, err = replaceOnce(text, systemdFile, "# The oriond package installs it for every user (enable it: systemctl --user enable --now oriond);\n"+
+			"# `oriond service install` writes a copy with your settings on its ExecStart line,\n"+
+			"# and `oriond service uninstall` removes that copy.\n",
+			"# Written by `oriond service install --system`; `oriond service uninstall --system` removes it.\n")
+		if err != nil {
+			return "", err
+		}
 		text, err = replaceOnce(text, systemdFile, "\nWantedBy=default.target\n", "\nWantedBy=multi-user.target\n")
 		if err != nil {
 			return "", err

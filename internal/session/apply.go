@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -217,7 +218,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 	}
 	removeMade := func() {
 		for i := len(changes) - 1; i >= 0; i-- {
-			m.files.RemoveEmptyDirs(changes[i].CreatedDirs)
+			m.fs().RemoveEmptyDirs(changes[i].CreatedDirs)
 			changes[i].CreatedDirs = nil
 		}
 	}
@@ -226,7 +227,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		var name string
 		var err error
 		if changes[i].Kind == changeDelete {
-			d, name, err = m.files.Within(changes[i].Workspace).OpenParent(changes[i].Path)
+			d, name, err = m.fs().Within(changes[i].Workspace).OpenParent(changes[i].Path)
 		} else {
 			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Workspace, changes[i].Path)
 		}
@@ -241,6 +242,17 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 			return txIOError(tx, "opening the directory of "+changes[i].Path, err)
 		}
 		dirs[i], names[i] = d, name
+	}
+	if slices.ContainsFunc(changes, func(c fileChange) bool { return len(c.CreatedDirs) > 0 }) {
+		// The record names the directories made, so that a crash before
+		// the commit record leaves none of them behind (unprepare).
+		if err := m.putTx(tx); err != nil {
+			removeMade()
+			dropBackups()
+			m.unprepare(tx)
+			return err
+		}
+		failpoint.Hit("tx.dirsmade")
 	}
 	for i := range changes {
 		c := &changes[i]
@@ -324,10 +336,14 @@ var testHookRenamed func(i int) error
 const txPreparing protocol.TxStage = "preparing"
 
 // unprepare returns a transaction whose staging failed (or was cut short by
-// a crash) to where it was: its temp files removed, its files untouched, and
-// committable again.
+// a crash) to where it was: its temp files and the directories it made
+// removed, its files untouched, and committable again.
 func (m *Manager) unprepare(tx *txRecord) {
 	m.cleanTxTemps(tx)
+	for i := len(tx.Files) - 1; i >= 0; i-- {
+		m.fs().RemoveEmptyDirs(tx.Files[i].CreatedDirs)
+		tx.Files[i].CreatedDirs = nil
+	}
 	tx.Stage = protocol.TxOpen
 	if err := m.putTx(tx); err != nil {
 		m.cfg.Logger.Error("recording an unprepared transaction", "tx", tx.ID, "err", err)
@@ -381,7 +397,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 	m.cleanTxTemps(tx)
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		if restored[i] {
-			m.files.RemoveEmptyDirs(tx.Files[i].CreatedDirs)
+			m.fs().RemoveEmptyDirs(tx.Files[i].CreatedDirs)
 		}
 	}
 	tx.Stage, tx.Error = protocol.TxRolledBack, why

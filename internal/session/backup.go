@@ -153,6 +153,18 @@ func (m *Manager) dropBackup(id string, pieces uint64) {
 // every other file of its transaction, all or none, as the transaction
 // wrote them (see undoTx).
 func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
+	res, err := m.undo(id)
+	switch {
+	case err != nil:
+		m.logRefused("undo refused", "", err)
+	case res.TxID == "": // a transaction's undo logs its own line
+		m.cfg.Logger.Info("session undone", "session", res.SessionID, "target", res.TargetFile,
+			"removed", res.Removed, "restored_bytes", res.RestoredBytes, "files", max(1, len(res.Files)))
+	}
+	return res, err
+}
+
+func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	e, err := m.lookup(id)
 	if err != nil {
 		return protocol.UndoResult{}, err
@@ -219,7 +231,7 @@ func (m *Manager) Undo(id string) (protocol.UndoResult, error) {
 			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
 		}
 		res.Removed = true
-		res.RemovedDirs = m.files.RemoveEmptyDirs(r.Result.CreatedDirs)
+		res.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
 	} else {
 		fill := m.backupFill(id, r.BackupPieces)
 		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
@@ -326,7 +338,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if !f.Removed {
 			f.RestoredBytes, f.SHA256 = u.NewBytes, u.NewSHA256
 		}
-		f.RemovedDirs = m.files.RemoveEmptyDirs(r.Result.CreatedDirs)
+		f.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
 		r.Undone = true
 		r.UpdatedAt = m.cfg.Clock.Now()
 		if err := m.put(r); err != nil && firstErr == nil {

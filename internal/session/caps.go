@@ -42,7 +42,9 @@ type sessionCaps struct {
 // BeginAs is Begin for a session driven by owner (the daemon names the
 // client's process), counted against MaxClientSessions.
 func (m *Manager) BeginAs(owner string, p protocol.BeginParams) (protocol.BeginResult, error) {
-	return m.beginAs(owner, p, m.cfg.NewID, time.Time{}, "")
+	res, err := m.beginAs(owner, p, m.cfg.NewID, time.Time{}, "")
+	m.logRefused("begin refused", owner, err)
+	return res, err
 }
 
 // ContinueAs is Continue for a client, counted as BeginAs is.
@@ -54,9 +56,12 @@ func (m *Manager) ContinueAs(owner, id string) (protocol.BeginResult, error) {
 // transaction must fit.
 func (m *Manager) TxBeginAs(owner string, p protocol.TxBeginParams) (protocol.TxBeginResult, error) {
 	if err := m.fits(owner, len(p.Files)); err != nil {
+		m.logRefused("transaction refused", owner, err)
 		return protocol.TxBeginResult{}, err
 	}
-	return m.txBeginAs(owner, p)
+	res, err := m.txBeginAs(owner, p)
+	m.logRefused("transaction refused", owner, err)
+	return res, err
 }
 
 // countLocked drops entries that finished from live and counts the rest,

@@ -104,7 +104,7 @@ func (m *Manager) editRoot(r *record, named []string) string {
 		// An implied root the guard refuses (outside the allowed roots)
 		// would refuse every path; the target's directory is then the
 		// better guess.
-		if abs, err := m.cfg.Guard.ResolveFrom(rel, root); err == nil && abs == r.Target {
+		if abs, err := m.guard().ResolveFrom(rel, root); err == nil && abs == r.Target {
 			return root
 		}
 	}
@@ -117,9 +117,9 @@ func (m *Manager) editRoot(r *record, named []string) string {
 // the session).
 func (m *Manager) resolveEdit(r *record, p, root string) (string, error) {
 	if r.WorkspaceRoot == "" {
-		return m.cfg.Guard.ResolveFrom(p, root)
+		return m.guard().ResolveFrom(p, root)
 	}
-	abs, err := m.cfg.Guard.Resolve(p, r.WorkspaceRoot)
+	abs, err := m.guard().Resolve(p, r.WorkspaceRoot)
 	if err == nil && r.Workspace != "" && !pathguard.Within(r.Workspace, abs) {
 		return "", pathguard.OutsideWorkspace(p, abs, r.Workspace)
 	}
@@ -374,7 +374,7 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 		return res, err
 	}
 	for i := len(r.Changes) - 1; i >= 0; i-- {
-		res.RemovedDirs = append(res.RemovedDirs, m.files.RemoveEmptyDirs(r.Changes[i].CreatedDirs)...)
+		res.RemovedDirs = append(res.RemovedDirs, m.fs().RemoveEmptyDirs(r.Changes[i].CreatedDirs)...)
 	}
 	for _, u := range undo {
 		m.dropBackup(u.BackupID, u.BackupPieces)

@@ -26,7 +26,7 @@ import (
 // directory) is missing. A FIFO or device planted there is refused without
 // blocking.
 func (m *Manager) openRegular(path string) (*os.File, error) {
-	d, name, err := m.files.OpenParent(path)
+	d, name, err := m.fs().OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
 		if errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing {
@@ -107,7 +107,7 @@ func (m *Manager) workspaceOf(r *record) string {
 	if r.Workspace != "" || r.WorkspaceRoot == "" {
 		return r.Workspace
 	}
-	if ws, err := m.cfg.Guard.Workspace(r.WorkspaceRoot); err == nil {
+	if ws, err := m.guard().Workspace(r.WorkspaceRoot); err == nil {
 		return ws
 	}
 	return r.WorkspaceRoot
@@ -120,7 +120,7 @@ func (m *Manager) workspaceOf(r *record) string {
 //
 // A non-empty workspace confines every step to it (confine.FS.Within).
 func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
-	files := m.files.Within(workspace)
+	files := m.fs().Within(workspace)
 	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
 		return d, name, nil, err
@@ -130,7 +130,7 @@ func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string
 		d, name, err = files.OpenParent(path)
 	}
 	if err != nil {
-		m.files.RemoveEmptyDirs(made)
+		m.fs().RemoveEmptyDirs(made)
 		return nil, "", nil, err
 	}
 	return d, name, made, nil
@@ -151,7 +151,7 @@ func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, f
 	defer d.Close()
 	res, err := atomicfile.Write(d, name, opts, fill)
 	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-		m.files.RemoveEmptyDirs(made)
+		m.fs().RemoveEmptyDirs(made)
 		return res, nil, err
 	}
 	return res, made, err
@@ -159,7 +159,7 @@ func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, f
 
 // removeFile removes path and makes the removal durable.
 func (m *Manager) removeFile(path string) error {
-	d, name, err := m.files.OpenParent(path)
+	d, name, err := m.fs().OpenParent(path)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (m *Manager) removeFile(path string) error {
 
 // cleanTemp removes the temp files tag left in the directory of path.
 func (m *Manager) cleanTemp(path, tag string) ([]string, error) {
-	d, _, err := m.files.OpenParent(path)
+	d, _, err := m.fs().OpenParent(path)
 	if err != nil {
 		return nil, err
 	}

@@ -210,7 +210,7 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 // recheckPath resolves the target again: it was checked at begin, but a
 // directory on the way may have been swapped for a symlink since.
 func (m *Manager) recheckPath(r *record) error {
-	target, err := m.cfg.Guard.Resolve(r.Target, m.workspaceOf(r))
+	target, err := m.guard().Resolve(r.Target, m.workspaceOf(r))
 	if err != nil {
 		return pathError(err)
 	}

@@ -94,8 +94,10 @@ type Config struct {
 // serialized by that session's lock.
 type Manager struct {
 	cfg Config
-	// files reaches targets only through descriptors of the allowed roots.
-	files *confine.FS
+	// roots is the guard and the descriptors of its roots, swapped as one
+	// when a root is allowed while the daemon runs (SetGuard).
+	roots   atomic.Pointer[access]
+	rootsMu sync.Mutex
 
 	mu       sync.Mutex
 	sessions map[string]*entry
@@ -185,8 +187,9 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, files: files, sessions: make(map[string]*entry), txs: make(map[string]*txEntry),
+	m := &Manager{cfg: cfg, sessions: make(map[string]*entry), txs: make(map[string]*txEntry),
 		caps: sessionCaps{live: make(map[*entry]struct{}), pendingByOwner: make(map[string]int)}}
+	m.roots.Store(&access{guard: cfg.Guard, files: files})
 	err = cfg.Store.ForEachMeta(func(id string, meta []byte) error {
 		var r record
 		if err := json.Unmarshal(meta, &r); err != nil {
@@ -230,7 +233,9 @@ func (m *Manager) Close() {
 		m.unwatch(e)
 		e.mu.Unlock()
 	}
-	m.files.Close()
+	m.rootsMu.Lock()
+	m.fs().Close()
+	m.rootsMu.Unlock()
 }
 
 // entries returns every entry; m.mu must be held.
@@ -334,13 +339,13 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 			return record{}, e
 		}
 	}
-	target, err := m.cfg.Guard.Resolve(p.TargetFile, p.WorkspaceRoot)
+	target, err := m.guard().Resolve(p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
 		return record{}, pathError(err)
 	}
 	workspace := ""
 	if p.WorkspaceRoot != "" {
-		if workspace, err = m.cfg.Guard.Workspace(p.WorkspaceRoot); err != nil {
+		if workspace, err = m.guard().Workspace(p.WorkspaceRoot); err != nil {
 			return record{}, pathError(err)
 		}
 	}

@@ -2,10 +2,13 @@ package session_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -80,5 +83,30 @@ func TestTxRollBackRemovesMadeDirectories(t *testing.T) {
 	}
 	if h.read("new/deeper/b.txt") != "b\n" || len(res.Files[0].CreatedDirs) != 1 || len(res.Files[1].CreatedDirs) != 1 {
 		t.Fatalf("second commit: %+v", res.Files)
+	}
+}
+
+// A transaction one of whose files became protected after begin (a
+// repository's piece was put beside it) is refused as a whole at commit,
+// and leaves no directory of any of its files behind.
+func TestTxRefusedAtCommitLeavesNoDirectories(t *testing.T) {
+	h := newHarness(t)
+	if err := os.MkdirAll(filepath.Join(h.root, "vendor", "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tx := h.txBegin([]protocol.BeginParams{
+		{TargetFile: "new/deep/a.txt", Operation: protocol.OpCreate},
+		{TargetFile: "vendor/tool/objects/info/packs", Operation: protocol.OpCreate},
+	}, []string{"a\n", "P pack-0.pack\n"})
+	h.put("vendor/tool/HEAD", "ref: refs/heads/main\n")
+	_, err := h.mgr.TxCommit(protocol.TxCommitParams{TxID: tx.TxID})
+	pe := asProtocolError(t, err)
+	if len(pe.Data.Files) != 1 || pe.Data.Files[0].Reason != protocol.ReasonProtected || !strings.Contains(pe.Data.Files[0].Message, "rule "+pathguard.RuleGitPartial) {
+		t.Fatalf("commit = %v, want the second file refused as %s by rule %s", err, protocol.ReasonProtected, pathguard.RuleGitPartial)
+	}
+	for _, left := range []string{"new", "vendor/tool/objects"} {
+		if h.exists(left) {
+			t.Errorf("%s is there after the refused commit", left)
+		}
 	}
 }

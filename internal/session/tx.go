@@ -65,7 +65,7 @@ func (m *Manager) txBeginAs(owner string, p protocol.TxBeginParams) (protocol.Tx
 			pe.Data.Field = fmt.Sprintf("files[%d].supersedes", i)
 			return protocol.TxBeginResult{}, pe
 		}
-		target, err := m.cfg.Guard.Resolve(f.TargetFile, f.WorkspaceRoot)
+		target, err := m.guard().Resolve(f.TargetFile, f.WorkspaceRoot)
 		if err != nil {
 			err = pathError(err)
 			if pe, ok := err.(*protocol.Error); ok {

@@ -36,6 +36,12 @@ func (m *Manager) Write(p protocol.WriteParams) (protocol.FinalizeResult, error)
 // WriteAs is Write for a client, counted against the caps on sessions as
 // BeginAs is.
 func (m *Manager) WriteAs(owner string, p protocol.WriteParams) (protocol.FinalizeResult, error) {
+	res, err := m.writeAs(owner, p)
+	m.logRefused("write refused", owner, err)
+	return res, err
+}
+
+func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	if int64(len(p.Content)) > m.cfg.MaxChunkBytes {
 		return protocol.FinalizeResult{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
 			fmt.Sprintf("content of %d bytes (write larger content with session.begin, session.append and session.finalize)", len(p.Content)))

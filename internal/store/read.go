@@ -126,7 +126,7 @@ func readChunk(c *bolt.Cursor, seq uint64) ([]byte, bool) {
 		return append([]byte{}, v...), true
 	}
 	var chunk []byte
-	for ; k != nil && len(k) == partKeyLen && decodeSeq(k) == seq; k, v = c.Next() {
+	for ; len(k) == partKeyLen && decodeSeq(k) == seq; k, v = c.Next() {
 		chunk = append(chunk, v...)
 	}
 	return chunk, true

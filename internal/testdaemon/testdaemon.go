@@ -110,6 +110,24 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// MainOwnConfig is Main for packages whose tests run binaries that write
+// to the user's configuration directory (orionctl proxy makes its secret
+// file there): XDG_CONFIG_HOME points at a temporary directory for the
+// whole run, removed at its end, so that nothing lands in the real one. A
+// test that needs another sets its own in the command's environment.
+func MainOwnConfig(m *testing.M) {
+	dir, err := os.MkdirTemp("", "orion-test-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	Cleanup()
+	os.Exit(code)
+}
+
 // Cleanup removes the binary Binary built, if any: for a TestMain that
 // does more than Main.
 func Cleanup() {
@@ -219,6 +237,18 @@ func StartEnv(t *testing.T, env []string, extraArgs ...string) *Daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	return startIn(t, sockDir, env, extraArgs)
+}
+
+// StartPublic is Start with the socket's directory in a PublicDir, for
+// tests of what a process of another uid meets there.
+func StartPublic(t *testing.T, extraArgs ...string) *Daemon {
+	t.Helper()
+	return startIn(t, PublicDir(t), nil, extraArgs)
+}
+
+func startIn(t *testing.T, sockDir string, env, extraArgs []string) *Daemon {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -37,8 +37,11 @@ func (t *Tracer) List(p protocol.TraceListParams) (protocol.TraceListResult, err
 	if res.Events == nil {
 		res.Events = []protocol.TraceEvent{}
 	}
-	if more && !p.Newest && len(events) > 0 {
+	if more && len(events) > 0 {
 		res.Next = events[len(events)-1].ID
+		if p.Newest {
+			res.Next = events[0].ID
+		}
 	}
 	return res, nil
 }
@@ -75,6 +78,15 @@ func newQuery(p protocol.TraceListParams) (*query, error) {
 	}
 	if !p.Until.IsZero() {
 		q.hi = eventKey(p.Until, 0)
+	}
+	if p.Before != "" {
+		k, err := parseID(p.Before)
+		if err != nil {
+			return nil, invalidParams("before", "before: %v; pass the id of an event, as a previous trace.list returned it", err)
+		}
+		if q.hi == nil || bytes.Compare(k, q.hi) < 0 {
+			q.hi = k
+		}
 	}
 	return q, nil
 }

@@ -152,13 +152,28 @@ func TestListPages(t *testing.T) {
 			if got, want := describe(paged), describe(all.Events); !slices.Equal(got, want) {
 				t.Fatalf("paged %v\nwant  %v", got, want)
 			}
+			// Newest first, a page at a time back to the oldest: each
+			// page's Next is the Before of the next.
+			var back []protocol.TraceEvent
+			p = protocol.TraceListParams{TraceFilter: protocol.TraceFilter{SessionID: sess}, Limit: 2, Newest: true}
+			for {
+				res := list(t, tr, p)
+				back = append(res.Events, back...)
+				if !res.More {
+					break
+				}
+				p.Before = res.Next
+			}
+			if got, want := describe(back), describe(all.Events); !slices.Equal(got, want) {
+				t.Fatalf("paged back %v\nwant       %v", got, want)
+			}
 		})
 	}
 }
 
 func TestListBadParams(t *testing.T) {
 	tr, _, _ := newTracer(t, trace.Options{})
-	for _, p := range []protocol.TraceListParams{{Limit: -1}, {After: "xyz"}, {After: "00"}} {
+	for _, p := range []protocol.TraceListParams{{Limit: -1}, {After: "xyz"}, {After: "00"}, {Before: "xyz", Newest: true}} {
 		_, err := tr.List(p)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidParams {

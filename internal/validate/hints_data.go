@@ -188,7 +188,7 @@ func tomlEmptyTable(ls *lines) (issue, bool) {
 		return issue{}, false
 	}
 	l := strings.TrimSpace(ls.text(n))
-	if i := strings.Index(l, "#"); i > 0 && strings.IndexAny(l[:i], "\"'") < 0 {
+	if i := strings.Index(l, "#"); i > 0 && !strings.ContainsAny(l[:i], "\"'") {
 		l = strings.TrimSpace(l[:i])
 	}
 	if !strings.HasPrefix(l, "[") || !strings.HasSuffix(l, "]") || strings.ContainsAny(l, "=\"'") {

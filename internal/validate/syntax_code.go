@@ -102,10 +102,6 @@ func esbuildTransform(src []byte, path string, loader api.Loader) api.TransformR
 	})
 }
 
-func esbuildProblems(src []byte, path string, loader api.Loader) []problem {
-	return esbuildResultProblems(src, esbuildTransform(src, path, loader), loader)
-}
-
 func esbuildResultProblems(src []byte, res api.TransformResult, loader api.Loader) []problem {
 	msgs := res.Errors
 	if loader == api.LoaderCSS {

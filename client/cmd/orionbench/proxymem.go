@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/orion-agent/orion/internal/httpguard"
 	"github.com/orion-agent/orion/internal/proxyload"
 )
 
@@ -60,9 +61,13 @@ func proxyMemoryCase(ctx context.Context, cfg config) ([]proxyMemRow, error) {
 var proxyListenRE = regexp.MustCompile(`msg="orionctl proxy listening" addr=(\S+)`)
 
 // startProxyProc runs `orionctl proxy` on a free loopback port in front
-// of d and upstream, and waits until it listens.
+// of d and upstream, and waits until it listens. addr is where requests
+// go: the address with the secret's path, given with --token (which every
+// build takes) so that no secret file is made in the person's own
+// configuration directory.
 func startProxyProc(ctx context.Context, bin string, d *daemonProc, upstream string) (addr string, pid int, stop func(), err error) {
-	cmd := exec.CommandContext(ctx, bin, "--socket", d.socket, "proxy", "--listen", "127.0.0.1:0",
+	token := httpguard.NewToken()
+	cmd := exec.CommandContext(ctx, bin, "--socket", d.socket, "proxy", "--listen", "127.0.0.1:0", "--token", token,
 		"--workspace-root", d.root, "--openai-upstream", upstream+"/v1", "--anthropic-upstream", upstream, "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -90,7 +95,7 @@ func startProxyProc(ctx context.Context, bin string, d *daemonProc, upstream str
 	select {
 	case a, ok := <-found:
 		if ok {
-			return a, cmd.Process.Pid, stop, nil
+			return a + httpguard.TokenPathPrefix + token, cmd.Process.Pid, stop, nil
 		}
 	case <-time.After(30 * time.Second):
 	}

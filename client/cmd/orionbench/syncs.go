@@ -47,6 +47,9 @@ func (l syncLog) counts() (fsync, fdatasync int, err error) {
 // apart mean the log caught up.
 func (l syncLog) settled() (fsync, fdatasync int, err error) {
 	pf, pd, err := l.counts()
+	if err != nil {
+		return 0, 0, err
+	}
 	for range 40 {
 		time.Sleep(50 * time.Millisecond)
 		f, d, err := l.counts()

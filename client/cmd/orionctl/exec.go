@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/proxy"
 	"github.com/orion-agent/orion/internal/httpguard"
 )
@@ -34,7 +33,9 @@ func newExecCmd(g *globals) *cobra.Command {
 		Long: `Run CMD (an agent such as claude or codex) with a proxy of its own: the
 proxy listens on a free loopback port, only for this one process (a secret
 of its own is part of its base URL), and its workspace is the current
-directory (or --workspace-root). CMD gets ANTHROPIC_BASE_URL and
+directory (or --workspace-root): a request's X-Orion-Workspace header may
+name it or a directory below it, and any other is refused (400). CMD gets
+ANTHROPIC_BASE_URL and
 OPENAI_BASE_URL pointing at it, so any client that takes a base URL writes
 its files through oriond with no other setting. A base URL already in the
 environment becomes the proxy's upstream.
@@ -83,6 +84,11 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 		fmt.Fprintf(stderr, "orionctl exec: %v\n", err)
 		return childExit{127}
 	}
+	// Before the agent spends a turn: a workspace oriond may not write
+	// would have every write refused.
+	if err := checkWorkspace(cmd, g, ws); err != nil {
+		return err
+	}
 	// The agent's own provider stays its provider: a base URL it was
 	// given becomes the upstream, unless a flag names one.
 	flags := cmd.Flags()
@@ -95,6 +101,7 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	token := httpguard.NewToken()
 	cfg := pf.config(g.socket, ws, log)
 	cfg.Token = token
+	cfg.FixedWorkspace = true
 	p, err := proxy.New(cfg)
 	if err != nil {
 		return usageError{err}
@@ -107,17 +114,11 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	// this ends, and its last requests still need answers.
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(cmd.Context()))
 	served := make(chan error, 1)
-	go func() { served <- serveProxy(serveCtx, ln, p) }()
+	go func() { served <- serveProxy(serveCtx, pf.limit(ln, log), p) }()
 	defer func() {
 		stopServing()
 		<-served
 	}()
-
-	if c, err := client.Dial(cmd.Context(), g.socket, client.Options{}); err != nil {
-		fmt.Fprintf(stderr, "orionctl exec: warning: oriond is not reachable (%v); the agent's requests will fail until it runs (oriond run)\n", err)
-	} else {
-		c.Close()
-	}
 
 	base := baseURL(ln.Addr(), token)
 	child := exec.Command(path, args[1:]...)

@@ -197,18 +197,22 @@ func TestExecEnvSignalsAndStatus(t *testing.T) {
 }
 
 // A write oriond refuses is printed on exec's stderr with its reason and
-// path, and the model is told that only the person can lift it.
+// path, and the model is told that only the person can lift it. (A
+// workspace outside the allowed roots is refused before the agent starts:
+// TestExecRefusesWorkspaceBeforeStarting.)
 func TestExecRefusedWriteOnStderr(t *testing.T) {
 	bin := testdaemon.Orionctl(t)
 	d := testdaemon.Start(t)
-	outside := t.TempDir() // not inside the daemon's allowed root
+	if err := os.MkdirAll(filepath.Join(d.Root, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var toModel string
 	var mu sync.Mutex
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		if !strings.Contains(string(body), `"role":"tool"`) {
-			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"WritePlanTool_begin","arguments":"{\"intent\":\"n\",\"target_file\":\"notes.md\",\"operation\":\"create\"}"}}]}}]}`+"\n\n")
+			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"WritePlanTool_begin","arguments":"{\"intent\":\"n\",\"target_file\":\".git/hooks/pre-commit\",\"operation\":\"create\"}"}}]}}]}`+"\n\n")
 			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`+"\n\ndata: [DONE]\n\n")
 			return
 		}
@@ -221,7 +225,7 @@ func TestExecRefusedWriteOnStderr(t *testing.T) {
 	cmd := exec.Command(bin, "--socket", d.Socket, "exec", "--openai-upstream", up.URL+"/v1", "--", "sh", "-c",
 		`curl -sS -H 'Content-Type: application/json' -H 'Authorization: Bearer sk-x' "$OPENAI_BASE_URL/chat/completions" `+
 			`-d '{"model":"m","messages":[{"role":"user","content":"write notes.md"}]}'`)
-	cmd.Dir = outside
+	cmd.Dir = d.Root
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -229,16 +233,16 @@ func TestExecRefusedWriteOnStderr(t *testing.T) {
 	}
 	t.Logf("orionctl exec's stderr:\n%s", errb.String())
 	if !strings.Contains(errb.String(), "level=WARN") || !strings.Contains(errb.String(), `msg="write refused"`) ||
-		!strings.Contains(errb.String(), "path=notes.md") || !strings.Contains(errb.String(), "workspace_root_not_allowed") &&
+		!strings.Contains(errb.String(), "path=.git/hooks/pre-commit") || !strings.Contains(errb.String(), "protected_path") &&
 		!strings.Contains(errb.String(), "begin_refused") {
 		t.Errorf("stderr does not show the refusal with its reason and path:\n%s", errb.String())
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !strings.Contains(toModel, "Tell the person") || !strings.Contains(toModel, "--allow-root") {
+	if !strings.Contains(toModel, "tell the person") || !strings.Contains(toModel, "--allow-protected") {
 		t.Errorf("the model was not told to tell the person the setting to change:\n%s", toModel)
 	}
-	if _, err := os.Stat(filepath.Join(outside, "notes.md")); err == nil {
-		t.Error("notes.md was written outside the allowed roots")
+	if _, err := os.Stat(filepath.Join(d.Root, ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("a protected file was written")
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -131,24 +133,89 @@ func resolveUndo(ctx context.Context, c *client.Client, arg string) (string, err
 	return arg, nil
 }
 
-// lastWritten is the session that most recently wrote a file and can be
-// undone: completed, not a dry run, not undone yet.
-func lastWritten(ctx context.Context, c *client.Client) (string, error) {
+// newestWrite is the completed session that wrote most recently and can
+// be undone; with a workspace, the newest whose files are all inside it
+// (a transaction counts with every file it wrote).
+func newestWrite(ctx context.Context, c *client.Client, workspace string) (protocol.SessionInfo, error) {
 	sessions, err := c.List(ctx, true)
 	if err != nil {
-		return "", err
+		return protocol.SessionInfo{}, err
+	}
+	outside := map[string]bool{} // transactions with a file outside the workspace
+	if workspace != "" {
+		for _, s := range sessions {
+			if s.TxID != "" && !allInside(workspace, s) {
+				outside[s.TxID] = true
+			}
+		}
 	}
 	var last *protocol.SessionInfo
 	for i, s := range sessions {
 		if s.Stage != protocol.StageCompleted || s.Undone || s.Result == nil || s.Result.DryRun || alreadyApplied(*s.Result) {
 			continue
 		}
+		if workspace != "" && (!allInside(workspace, s) || outside[s.TxID]) {
+			continue
+		}
 		if last == nil || s.UpdatedAt.After(last.UpdatedAt) {
 			last = &sessions[i]
 		}
 	}
-	if last == nil {
-		return "", fmt.Errorf("no completed session to undo: `orionctl sessions list --all` shows what the daemon keeps")
+	if last == nil && workspace != "" {
+		return protocol.SessionInfo{}, fmt.Errorf("no write to undo in %s (the workspace of the current directory); "+
+			"`orionctl undo --last --any` undoes the newest write anywhere", workspace)
 	}
-	return last.SessionID, nil
+	if last == nil {
+		return protocol.SessionInfo{}, fmt.Errorf("no completed session to undo: `orionctl sessions list --all` shows what the daemon keeps")
+	}
+	return *last, nil
+}
+
+// allInside reports whether every file session s wrote is inside dir.
+func allInside(dir string, s protocol.SessionInfo) bool {
+	if !within(dir, s.TargetFile) {
+		return false
+	}
+	if s.Result != nil {
+		for _, f := range s.Result.Files {
+			if !within(dir, f.TargetFile) || f.MovedTo != "" && !within(dir, f.MovedTo) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// undoWorkspace is where undo --last looks: the innermost of the allowed
+// roots and the project (the nearest directory with a .git) that hold the
+// current directory. It is an error when neither holds it.
+func undoWorkspace(roots []string) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = r
+	}
+	best := ""
+	for _, r := range roots {
+		if within(r, wd) && len(r) > len(best) {
+			best = r
+		}
+	}
+	if p := projectOf(wd); p != wd || hasGit(wd) {
+		if len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return "", usageError{fmt.Errorf("the current directory, %s, is in no allowed root and no project (a directory with .git); "+
+			"run this in a project, or give --any to undo the newest write anywhere", wd)}
+	}
+	return best, nil
+}
+
+func hasGit(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, ".git"))
+	return err == nil
 }

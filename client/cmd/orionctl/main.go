@@ -15,9 +15,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/termsafe"
@@ -56,6 +58,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// orionctl exec: the command's own status, its own messages.
 		return ce.code
 	}
+	g.socketFlag = root.PersistentFlags().Changed("socket")
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own error, with its "did you mean" lines: a usage error.
+		if !strings.Contains(err.Error(), "Did you mean") {
+			err = fmt.Errorf("%w; `orionctl --help` lists the commands", err)
+		}
+		err = usageError{err}
+	}
+	err = forPerson(ctx, g, err)
 	code := exitCode(err)
 	// A flag error stops parsing before --json is read.
 	if g.json || slices.Contains(args, "--json") {
@@ -89,6 +100,11 @@ func (e usageError) Unwrap() error { return e.error }
 type globals struct {
 	socket string
 	json   bool
+	// socketFlag is true when --socket was given.
+	socketFlag bool
+	// implicit is the current directory a command sent as the workspace
+	// root of a relative TARGET.
+	implicit implicitWorkspace
 }
 
 func newRootCmd(g *globals) *cobra.Command {
@@ -103,12 +119,13 @@ func newRootCmd(g *globals) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{suggestFlag(cmd, err)} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.socket, "socket", client.DefaultSocket(), "oriond's Unix socket [ORION_SOCKET]")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON instead of text")
 	root.AddCommand(
 		newStatusCmd(g),
+		newAllowCmd(g),
 		newWriteCmd(g),
 		newBeginCmd(g),
 		newAppendCmd(g),
@@ -146,14 +163,75 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// exactArgs is cobra.ExactArgs with a usage error, for exit code 2.
+// exactArgs is cobra.ExactArgs with a usage error (exit code 2) that
+// names the arguments as the command's usage line does.
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
+		if len(args) == n {
+			return nil
 		}
-		return nil
+		names := strings.Fields(cmd.Use)[1:]
+		for len(names) < n {
+			names = append(names, "ARG")
+		}
+		usage := "usage: " + cmd.UseLine()
+		what := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		switch {
+		case n == 0:
+			return usageError{fmt.Errorf("%s takes no arguments, got %q (%s)", what, args, usage)}
+		case len(args) < n:
+			return usageError{fmt.Errorf("%s is missing %s (%s)", what, strings.Join(names[len(args):n], " "), usage)}
+		default:
+			return usageError{fmt.Errorf("%s takes %s, got %d arguments: %q (%s)", what, strings.Join(names[:n], " "), len(args), args, usage)}
+		}
 	}
+}
+
+// suggestFlag adds "did you mean" to an unknown flag error, with the
+// flag of cmd whose name is closest.
+func suggestFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	best, bestD := "", 3
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(name, f.Name) || strings.HasPrefix(f.Name, name) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean --%s?)", err, best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func parseOp(op string) (protocol.Operation, error) {
@@ -167,9 +245,13 @@ func parseOp(op string) (protocol.Operation, error) {
 
 // workspaceFor is the workspace root sent with a relative TARGET: the one
 // given, else the current directory. An absolute TARGET needs none.
-func workspaceFor(target, given string) (string, error) {
+func (g *globals) workspaceFor(target, given string) (string, error) {
 	if given != "" || filepath.IsAbs(target) {
 		return given, nil
 	}
-	return os.Getwd()
+	wd, err := os.Getwd()
+	if err == nil {
+		g.implicit = implicitWorkspace{target: target, dir: wd}
+	}
+	return wd, err
 }

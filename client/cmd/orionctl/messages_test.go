@@ -8,18 +8,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
 // A message case is one orionctl invocation; its exit code, stdout and
 // stderr are compared with testdata/messages/<name>.txt, exactly, once the
 // daemon's root, session ids and their 8-character prefixes are replaced by
-// placeholders.
+// placeholders ($PARENT is the root's parent, $DEFAULT_SOCKET the socket
+// orionctl uses without --socket).
 type messageCase struct {
 	name  string
 	files map[string]string // under the root, written before the run
 	stdin string
 	args  []string // $ROOT is replaced by the daemon's root
+	// inRoot runs orionctl in the daemon's root (undo --last looks in the
+	// current directory's workspace).
+	inRoot bool
 	// before runs orionctl first (its output is not compared), e.g. to
 	// apply an edit that the case then applies again.
 	before [][]string
@@ -52,9 +57,23 @@ var messageCases = []messageCase{
 	{name: "unreachable_custom_socket", args: []string{"--socket", "/nonexistent/orion.sock", "status"}},
 	{name: "undo_last", files: map[string]string{"undo.txt": "old\n"}, stdin: "new\n",
 		before: [][]string{{"write", "--op", "overwrite", "$ROOT/undo.txt"}},
-		args:   []string{"undo", "--last"}},
-	{name: "undo_nothing", args: []string{"undo", "--last"}},
+		args:   []string{"undo", "--last"}, inRoot: true},
+	{name: "undo_nothing", args: []string{"undo", "--last"}, inRoot: true},
+	{name: "write_protected", files: map[string]string{"repo/.git/HEAD": "ref: refs/heads/main\n"}, stdin: "x\n",
+		args: []string{"write", "$ROOT/repo/.git/config"}},
+	{name: "write_outside_roots", stdin: "x\n", args: []string{"write", "$PARENT/elsewhere/x.txt"}},
+	{name: "write_dry_run_absolute", files: map[string]string{"dry.txt": "old\n"}, stdin: "new\n",
+		args: []string{"write", "--op", "overwrite", "--dry-run", "$ROOT/dry.txt"}},
+	{name: "tx_write_new_file", files: map[string]string{"src/n.txt": "n\n", "txold.txt": "old\n"},
+		args: []string{"tx", "write", "$ROOT/txnew.txt=$ROOT/src/n.txt", "$ROOT/txold.txt=$ROOT/src/n.txt"}},
+	{name: "unknown_command", args: []string{"frobnicate"}},
+	{name: "unknown_flag", args: []string{"write", "--operation", "edit", "x.go"}},
+	{name: "missing_target", args: []string{"write"}},
+	{name: "sessions_list_json_none", args: []string{"sessions", "list", "--json"}},
 }
+
+// onFresh are the cases that need a daemon of their own, with no session.
+var onFresh = map[string]bool{"undo_nothing": true, "sessions_list_json_none": true}
 
 var (
 	uuidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -62,20 +81,31 @@ var (
 )
 
 func normalize(s, root string) string {
+	s = strings.ReplaceAll(s, client.DefaultSocket(), "$DEFAULT_SOCKET")
 	s = strings.ReplaceAll(s, root, "$ROOT")
+	s = strings.ReplaceAll(s, filepath.Dir(root), "$PARENT")
 	s = uuidRE.ReplaceAllString(s, "<id>")
 	return shortRE.ReplaceAllString(s, "<short>")
 }
 
 func TestMessages(t *testing.T) {
-	// undo_nothing needs a daemon of its own, with nothing to undo.
+	// The socket orionctl uses without --socket: none answers there.
+	t.Setenv("ORION_SOCKET", filepath.Join(t.TempDir(), "default.sock"))
 	fresh := testdaemon.Start(t)
+	// Cases that run in the daemon's root still read their golden files here.
+	pkgDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := testdaemon.Start(t)
 	for _, tc := range messageCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dd := d
-			if tc.name == "undo_nothing" {
+			if onFresh[tc.name] {
 				dd = fresh
+			}
+			if tc.inRoot {
+				t.Chdir(dd.Root)
 			}
 			for name, content := range tc.files {
 				p := filepath.Join(dd.Root, name)
@@ -87,7 +117,7 @@ func TestMessages(t *testing.T) {
 			expand := func(args []string) []string {
 				out := make([]string, len(args))
 				for i, a := range args {
-					out[i] = strings.ReplaceAll(a, "$ROOT", dd.Root)
+					out[i] = strings.ReplaceAll(strings.ReplaceAll(a, "$ROOT", dd.Root), "$PARENT", filepath.Dir(dd.Root))
 				}
 				return out
 			}
@@ -98,7 +128,7 @@ func TestMessages(t *testing.T) {
 			}
 			code, out, errOut := orionctl(t, dd.Socket, tc.stdin, expand(tc.args)...)
 			got := normalize(fmt.Sprintf("exit %d\n-- stdout --\n%s-- stderr --\n%s", code, out, errOut), dd.Root)
-			golden := filepath.Join("testdata", "messages", tc.name+".txt")
+			golden := filepath.Join(pkgDir, "testdata", "messages", tc.name+".txt")
 			if *update {
 				os.MkdirAll(filepath.Dir(golden), 0o755)
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

@@ -143,7 +143,7 @@ func TestExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"Refused", d.Socket, []string{"write", existing}, exitFailure, "target_exists"},
-		{"Usage", d.Socket, []string{"write"}, exitUsage, "accepts 1 arg"},
+		{"Usage", d.Socket, []string{"write"}, exitUsage, "missing TARGET"},
 		{"BadOp", d.Socket, []string{"write", "--op", "delete", "x"}, exitUsage, "--op"},
 		{"Unreachable", filepath.Join(t.TempDir(), "none.sock"), []string{"status"}, exitUnreachable, "not reachable"},
 		{"UnknownSession", d.Socket, []string{"sessions", "show", "nope"}, exitFailure, "session_not_found"},

@@ -39,6 +39,10 @@ func newSessionsListCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if g.json {
+				if sessions == nil {
+					// A script reads an empty list, not null.
+					sessions = []protocol.SessionInfo{}
+				}
 				return printJSON(out, protocol.ListResult{Sessions: sessions})
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

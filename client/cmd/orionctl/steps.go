@@ -27,7 +27,7 @@ func newBeginCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if workspace, err = workspaceFor(args[0], workspace); err != nil {
+			if workspace, err = g.workspaceFor(args[0], workspace); err != nil {
 				return err
 			}
 			c, err := g.dial(cmd)
@@ -184,22 +184,32 @@ func newAbortCmd(g *globals) *cobra.Command {
 }
 
 func newUndoCmd(g *globals) *cobra.Command {
-	var last bool
+	var last, anywhere bool
 	var turn turnUndoFlags
 	cmd := &cobra.Command{
-		Use:   "undo SESSION | TX | --last | --turn TURN|last",
+		Use:   "undo SESSION | TX | --last [--any] | --turn TURN|last",
 		Short: "Restore what a completed session or transaction replaced",
 		Long: `Put back the content a completed session replaced (kept in the store as a
 backup), or remove the file if the session created it. Refused if the file
 changed since the session wrote it. A transaction is undone as a unit: give
 its id (or the id of any of its sessions), and every file it wrote is put
-back, all or none. --last undoes the session that wrote most recently, and
-with it the rest of its transaction if it belonged to one.`,
+back, all or none.
+
+--last undoes the newest write in the current directory's workspace: the
+innermost of the allowed roots and the project (the nearest directory with a
+.git) that hold the current directory. It names the file before it acts, and
+undoes the rest of a transaction with it (one with a file outside the
+workspace is left to "orionctl undo TX"). --any undoes the newest write
+anywhere.`,
 		Example: `  orionctl undo 1b4e28ba
-  orionctl undo --last`,
+  orionctl undo --last
+  orionctl undo --last --any`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if turn.id != "" || turn.workspace != "" || turn.dryRun || turn.allOrNothing {
-				return turn.check(last, args)
+				return turn.check(last || anywhere, args)
+			}
+			if anywhere {
+				last = true
 			}
 			if last && len(args) != 0 || !last && len(args) != 1 {
 				return usageError{fmt.Errorf("give a SESSION, a TX or --last, not both")}
@@ -217,7 +227,9 @@ with it the rest of its transaction if it belonged to one.`,
 			defer c.Close()
 			var id string
 			if last {
-				id, err = lastWritten(cmd.Context(), c)
+				if id, err = announceLast(cmd, g, c, anywhere); err != nil {
+					return err
+				}
 			} else {
 				id, err = resolveUndo(cmd.Context(), c, args[0])
 			}
@@ -243,9 +255,42 @@ with it the rest of its transaction if it belonged to one.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&last, "last", false, "undo the session that wrote most recently (with its whole transaction)")
+	cmd.Flags().BoolVar(&last, "last", false, "undo the newest write in the current directory's workspace (with its whole transaction)")
+	cmd.Flags().BoolVar(&anywhere, "any", false, "with --last: the newest write anywhere, not only in the current directory's workspace")
 	turn.add(cmd)
 	return cmd
+}
+
+// announceLast finds the write undo --last undoes and names it before
+// anything changes.
+func announceLast(cmd *cobra.Command, g *globals, c *client.Client, anywhere bool) (string, error) {
+	ctx := cmd.Context()
+	ws := ""
+	if !anywhere {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return "", err
+		}
+		if ws, err = undoWorkspace(st.AllowedRoots); err != nil {
+			return "", err
+		}
+	}
+	s, err := newestWrite(ctx, c, ws)
+	if err != nil {
+		return "", err
+	}
+	if !g.json {
+		what := shown(s.TargetFile)
+		if s.TxID != "" {
+			what += " and the rest of transaction " + termsafe.String(shortID(s.TxID))
+		}
+		where := "the newest write anywhere"
+		if ws != "" {
+			where = "the newest write in " + termsafe.String(ws)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "undoing %s (session %s), %s\n", what, termsafe.String(shortID(s.SessionID)), where)
+	}
+	return s.SessionID, nil
 }
 
 // printUndone says what undoing one session's file did.

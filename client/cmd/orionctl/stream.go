@@ -44,8 +44,8 @@ is waited for until the daemon's auto-finalize ends it as truncated.`,
   curl -sN https://api.example.com/v1/chat/completions -d @req.json | orionctl stream
   orionctl stream --replay client/testdata/streams/args_fragments.sse`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
-				return usageError{err}
+			if len(args) > 1 {
+				return usageError{fmt.Errorf("stream takes at most one FILE, got %d arguments (usage: %s)", len(args), cmd.UseLine())}
 			}
 			return nil
 		},

@@ -184,7 +184,7 @@ func TestStreamUsage(t *testing.T) {
 		stderr string
 	}{
 		{"BadPolicy", "/nonexistent.sock", []string{"stream", "--truncation-policy", "drop"}, exitUsage, "--truncation-policy"},
-		{"TwoFiles", "/nonexistent.sock", []string{"stream", "a", "b"}, exitUsage, "at most 1 arg"},
+		{"TwoFiles", "/nonexistent.sock", []string{"stream", "a", "b"}, exitUsage, "at most one FILE"},
 		{"Unreachable", filepath.Join(t.TempDir(), "none.sock"), []string{"stream"}, exitUnreachable, "not reachable"},
 		{"MissingFile", "/nonexistent.sock", []string{"stream", "/nonexistent.sse"}, exitFailure, "no such file"},
 	}

@@ -48,7 +48,7 @@ session.stage, session.write, session.conflict, validation, error) or a
 prefix ending in * (session.*).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageError{fmt.Errorf("accepts at most one SESSION, received %d", len(args))}
+				return usageError{fmt.Errorf("trace takes at most one SESSION, got %d arguments (usage: %s)", len(args), cmd.UseLine())}
 			}
 			return nil
 		},
@@ -356,21 +356,37 @@ func eventValue(v any) string {
 	return termsafe.String(string(b))
 }
 
-// clip cuts s to at most n display columns, marking the cut.
+// clip cuts s to at most n display columns in the middle, marking the
+// cut: the end of a path is its file name, the part a person looks for,
+// so the end is kept, from the last slash when that part fits.
 func clip(s string, n int) string {
 	if uniseg.StringWidth(s) <= n {
 		return s
 	}
-	var b strings.Builder
-	w := 0
+	var gs []string
+	var ws []int
 	g := uniseg.NewGraphemes(s)
 	for g.Next() {
-		cw := g.Width()
-		if w+cw > n-1 {
-			break
-		}
-		b.WriteString(g.Str())
-		w += cw
+		gs, ws = append(gs, g.Str()), append(ws, g.Width())
 	}
-	return b.String() + "…"
+	budget := n - 1 // the mark takes one column
+	tailW := budget / 2
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		if w := uniseg.StringWidth(s[i:]); w <= budget*2/3 {
+			tailW = max(tailW, w)
+		}
+	}
+	// The tail: whole graphemes from the end within tailW.
+	start, w := len(gs), 0
+	for start > 0 && w+ws[start-1] <= tailW {
+		start--
+		w += ws[start]
+	}
+	var b strings.Builder
+	hw := 0
+	for i := 0; i < start && hw+ws[i] <= budget-w; i++ {
+		b.WriteString(gs[i])
+		hw += ws[i]
+	}
+	return b.String() + "…" + strings.Join(gs[start:], "")
 }

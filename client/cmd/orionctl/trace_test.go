@@ -1,11 +1,14 @@
 package main
 
 import (
+	"github.com/rivo/uniseg"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,19 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
+
+// unwrapLadder joins what the ladder wrapped to fit its box: each line
+// without its frame and indentation, glued to the next, so that a long
+// value reads in one piece (and no assertion depends on where it wrapped).
+func unwrapLadder(out string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(strings.TrimRight(l, "\r"))
+		l = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, "│"), "│"))
+		b.WriteString(l)
+	}
+	return b.String()
+}
 
 func TestEventLine(t *testing.T) {
 	ev := protocol.TraceEvent{
@@ -75,10 +91,15 @@ func TestTraceOfARealSession(t *testing.T) {
 		t.Fatalf("trace: exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"WRITE SESSION TRACE: " + res.SessionID, "BEGIN: ✅", "APPEND: ✅", "FINALIZE: ✅",
-		"Wrote: " + target, "SHA256: " + res.SHA256, "finalizing → completed"} {
+		"SHA256: " + res.SHA256, "finalizing → completed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the ladder lacks %q:\n%s", want, out)
 		}
+	}
+	// The target is the temp directory's path, of any length: the ladder
+	// may wrap it or cut its middle, never its file name.
+	if !regexp.MustCompile(`Wrote:[^,]*/` + regexp.QuoteMeta(filepath.Base(target)) + `,`).MatchString(unwrapLadder(out)) {
+		t.Errorf("the ladder does not say it wrote %s:\n%s", filepath.Base(target), out)
 	}
 
 	code, out, errOut = orionctl(t, d.Socket, "", "trace", "--export", res.SessionID)
@@ -187,7 +208,10 @@ func TestTraceFollow(t *testing.T) {
 		}
 		select {
 		case line := <-out.ch:
-			if !strings.Contains(line, "session.write") || !strings.Contains(line, "target="+target) {
+			// The line cuts a long target (the temp directory's path,
+			// of any length); the content's hash tells it is this write.
+			if !strings.Contains(line, "session.write") || !strings.Contains(line, " target=") ||
+				!strings.Contains(line, "sha256=73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac") {
 				t.Fatalf("followed %q", line)
 			}
 			cancel()
@@ -199,5 +223,26 @@ func TestTraceFollow(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no session.write followed")
 		}
+	}
+}
+
+// A value too long for the event line is cut in the middle: a long
+// target keeps its file name, however long the directories before it.
+func TestClipKeepsTheFileName(t *testing.T) {
+	for _, dirs := range []int{1, 5, 20} {
+		path := "/" + strings.Repeat("a-long-directory-name/", dirs) + "the-file.md"
+		got := clip(path, 80)
+		if w := uniseg.StringWidth(got); w > 80 {
+			t.Errorf("%d dirs: %q is %d columns, over 80", dirs, got, w)
+		}
+		if !strings.HasSuffix(got, "/the-file.md") || !strings.HasPrefix(got, "/a-long") {
+			t.Errorf("%d dirs: %q lost the start or the file name", dirs, got)
+		}
+		if uniseg.StringWidth(path) > 80 && !strings.Contains(got, "…") {
+			t.Errorf("%d dirs: %q is cut without a mark", dirs, got)
+		}
+	}
+	if got := clip(strings.Repeat("🎉", 100), 80); uniseg.StringWidth(got) > 80 || !strings.Contains(got, "…") {
+		t.Errorf("wide graphemes: %q", got)
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -52,7 +54,7 @@ func newTxWriteCmd(g *globals) *cobra.Command {
 				if !ok || target == "" || source == "" {
 					return usageError{fmt.Errorf("%q: want TARGET=SOURCE", a)}
 				}
-				root, err := workspaceFor(target, workspace)
+				root, err := g.workspaceFor(target, workspace)
 				if err != nil {
 					return err
 				}
@@ -205,7 +207,7 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 		fmt.Fprintf(out, "transaction %s %s: %s\n", termsafe.String(res.TxID), termsafe.String(string(res.Stage)), textfmt.Count(len(res.Files), "file", "files"))
 	}
 	for _, f := range res.Files {
-		name, op := shown(f.TargetFile), termsafe.String(string(f.Operation))
+		name, op := shown(f.TargetFile), termsafe.String(txOpLabel(f, res.DryRun))
 		switch {
 		case res.DryRun && contentRefusal(name, f.Validation, editWarning(f)) != "":
 			fmt.Fprintf(out, "  %s (%s): would be refused\n", name, op)
@@ -220,10 +222,30 @@ func printTx(cmd *cobra.Command, g *globals, res protocol.TxCommitResult) error 
 		}
 		printChecks(out, f)
 		if res.DryRun {
-			fmt.Fprint(out, termsafe.Text(f.Diff))
+			fmt.Fprint(out, termsafe.Text(diffForPerson(f.Diff)))
 		}
 	}
 	return nil
+}
+
+// txOpLabel is the operation a file of a transaction went through as the
+// person sees it: an overwrite or an append of a file that did not exist
+// created it. A commit keeps a backup exactly of the files that existed;
+// a dry run wrote nothing, so the file is looked at.
+func txOpLabel(f protocol.FinalizeResult, dryRun bool) string {
+	op := f.Operation
+	if op != protocol.OpOverwrite && op != protocol.OpAppend {
+		return string(op)
+	}
+	created := f.BackupID == ""
+	if dryRun {
+		_, err := os.Lstat(f.TargetFile)
+		created = errors.Is(err, fs.ErrNotExist)
+	}
+	if created {
+		return "new file"
+	}
+	return string(op)
 }
 
 func printTxInfo(cmd *cobra.Command, g *globals, info protocol.TxInfo) error {

@@ -43,6 +43,7 @@ func readRoot(t *testing.T, d *testdaemon.Daemon, name string) string {
 // transaction, and sessions list and show say "undone".
 func TestUndoTransaction(t *testing.T) {
 	d := testdaemon.Start(t)
+	t.Chdir(d.Root) // undo --last looks in the current directory's workspace
 	for _, name := range []string{"a.txt", "b.txt"} {
 		if err := os.WriteFile(filepath.Join(d.Root, name), []byte("old "+name+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -120,4 +121,95 @@ func showField(out, name string) string {
 		}
 	}
 	return ""
+}
+
+// undo --last in one project undoes that project's newest write, never
+// the newer one of another project, and names the file before it acts;
+// --any undoes the newest anywhere.
+func TestUndoLastStaysInItsProject(t *testing.T) {
+	d := testdaemon.Start(t)
+	for _, p := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(d.Root, p, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(d.Root, p, "src"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name, content string) {
+		t.Helper()
+		if code, _, errOut := orionctl(t, d.Socket, content, "write", "--op", "overwrite", filepath.Join(d.Root, name)); code != 0 {
+			t.Fatalf("write %s: exit %d: %s", name, code, errOut)
+		}
+	}
+	write("a/notes.md", "a1\n")
+	write("b/notes.md", "b1\n") // the newest write of all
+
+	t.Chdir(filepath.Join(d.Root, "a", "src"))
+	code, out, errOut := orionctl(t, d.Socket, "", "undo", "--last")
+	if code != 0 {
+		t.Fatalf("undo --last in project a: exit %d: %s%s", code, out, errOut)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	if !strings.HasPrefix(first, "undoing ") || !strings.Contains(first, filepath.Join("a", "notes.md")) {
+		t.Errorf("undo --last did not name a/notes.md before acting; it printed:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root, "a", "notes.md")); err == nil {
+		t.Error("a/notes.md, which the undone write created, is still there")
+	}
+	if b := readRoot(t, d, "b/notes.md"); b != "b1\n" {
+		t.Fatalf("undo --last in project a changed b/notes.md: %q", b)
+	}
+	if code, _, errOut := orionctl(t, d.Socket, "", "undo", "--last"); code != exitFailure || !strings.Contains(errOut, "no write to undo in "+filepath.Join(d.Root, "a")) {
+		t.Errorf("a second undo --last in project a: exit %d, %q; want nothing to undo there", code, errOut)
+	}
+	if b := readRoot(t, d, "b/notes.md"); b != "b1\n" {
+		t.Fatalf("a second undo --last in project a changed b/notes.md: %q", b)
+	}
+	if code, out, errOut := orionctl(t, d.Socket, "", "undo", "--last", "--any"); code != 0 || !strings.Contains(out, filepath.Join("b", "notes.md")) {
+		t.Fatalf("undo --last --any: exit %d: %s%s; want b/notes.md undone", code, out, errOut)
+	}
+}
+
+// oriond's log has a line for a refused begin, with its reason and the
+// resolved path but not the client's intent, and one for a session undone.
+func TestDaemonLogsRefusedBeginAndUndo(t *testing.T) {
+	d := testdaemon.Start(t)
+	if err := os.MkdirAll(filepath.Join(d.Root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const intent = "INTENT-NOT-FOR-THE-LOG"
+	if code, _, _ := orionctl(t, d.Socket, "x\n", "write", "--chunk-size", "100", "--intent", intent,
+		filepath.Join(d.Root, ".git", "config")); code != exitFailure {
+		t.Fatalf("a write to .git/config: exit %d, want 1", code)
+	}
+	target := filepath.Join(d.Root, "undone.txt")
+	code, out, errOut := orionctl(t, d.Socket, "x\n", "write", "--json", target)
+	var res protocol.FinalizeResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("write: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := orionctl(t, d.Socket, "", "undo", res.SessionID); code != 0 {
+		t.Fatalf("undo: exit %d: %s", code, errOut)
+	}
+	logs := d.Logs()
+	var begin, undone string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `msg="begin refused"`) {
+			begin = l
+		}
+		if strings.Contains(l, `msg="session undone"`) {
+			undone = l
+		}
+	}
+	if !strings.Contains(begin, "reason=protected_path") || !strings.Contains(begin, "rule=git-name") ||
+		!strings.Contains(begin, "path="+filepath.Join(d.Root, ".git", "config")) {
+		t.Errorf("no begin refused line with its reason, rule and path; the log:\n%s", logs)
+	}
+	if !strings.Contains(undone, "session="+res.SessionID) || !strings.Contains(undone, "removed=true") {
+		t.Errorf("no session undone line naming the session; the log:\n%s", logs)
+	}
+	if strings.Contains(logs, intent) {
+		t.Errorf("the log carries the client's intent:\n%s", logs)
+	}
 }

@@ -55,7 +55,7 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 			if err != nil {
 				return err
 			}
-			if workspace, err = workspaceFor(args[0], workspace); err != nil {
+			if workspace, err = g.workspaceFor(args[0], workspace); err != nil {
 				return err
 			}
 			c, err := g.dial(cmd)
@@ -192,7 +192,7 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 				textfmt.Count(res.Bytes, "byte", "bytes"), textfmt.Count(res.Lines, "line", "lines"))
 		}
 		printChecks(out, res)
-		fmt.Fprint(out, termsafe.Text(res.Diff))
+		fmt.Fprint(out, termsafe.Text(diffForPerson(res.Diff)))
 		return nil
 	}
 	if alreadyApplied(res) {

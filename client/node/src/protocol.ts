@@ -25,6 +25,7 @@ export const Methods = {
   txAbort: "tx.abort",
   txGet: "tx.get",
   daemonStatus: "daemon.status",
+  daemonAllowRoot: "daemon.allow_root",
   toolsDefinitions: "tools.definitions",
   traceList: "trace.list",
   traceFollow: "trace.follow",
@@ -73,6 +74,8 @@ export interface MethodTypes {
   "tx.get": { params: TxIDParams; result: TxInfo };
   /** → version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`), `checkpoints` (each recorded workspace: `recording`, the `reason` of a full scan, `watches`, `open_turn`; the blob store's size) */
   "daemon.status": { params: NoParams; result: StatusResult };
+  /** `path` (an absolute directory) → `path` resolved, `added` (false when a root holds it already), `allowed_roots`, `saved_in`; refused for `/`, a protected path, or what is not an existing directory (`root_refused`, `protected_path`) */
+  "daemon.allow_root": { params: AllowRootParams; result: AllowRootResult };
   /** → the OpenAI-style `WritePlanTool_begin` definition (no content parameter): `intent`, `target_file`, `operation` (create, overwrite, append, patch, edit), `patch_spec` for patch */
   "tools.definitions": { params: NoParams; result: ToolsResult };
   /** `session_id`, `types`, `since`, `until`, `after`, `limit`, `newest` → `events` (oldest first), `more`, `next`, `stats`; `unknown_method` when tracing is off */
@@ -189,6 +192,7 @@ export const Reasons = {
   specialFile: "target_is_special_file",
   parentMissing: "parent_directory_missing",
   protected: "protected_path",
+  rootRefused: "root_refused",
   pathChanged: "path_changed",
   chunkTooLarge: "chunk_too_large",
   sessionTooLarge: "session_too_large",
@@ -276,8 +280,9 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32005, reason: "target_exists", doc: "create of a file that exists", advice: "Use \"operation\": \"overwrite\" to replace it or \"append\" to add to it, or choose another target_file." },
   { code: -32006, reason: "outside_allowed_roots", doc: "the target is outside every allowed root (`data.allowed_roots`)", advice: "Choose a target_file inside the workspace." },
   { code: -32006, reason: "symlink_escape", doc: "a symlink on the way leads outside the allowed roots", advice: "Choose a target_file inside the workspace." },
-  { code: -32006, reason: "workspace_root_not_allowed", doc: "the workspace_root is outside every allowed root", advice: "No file can be written in this workspace until the person allows it; do not retry with other paths. Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory (or add it to allow-root in oriond's configuration file)." },
+  { code: -32006, reason: "workspace_root_not_allowed", doc: "the workspace_root is outside every allowed root", advice: "No file can be written in this workspace until the person allows it; do not retry with other paths. Tell the person exactly this: oriond refused the workspace; to allow it without a restart, run orionctl allow with the workspace directory (or start oriond with --allow-root set to it)." },
   { code: -32006, reason: "protected_path", doc: "a protected path: `data.rule` names the rule (see the Security model); only the person lifts it, with --allow-protected", advice: "That file is protected because it can run code or change how tools behave later (dotfiles of the home directory, .git internals, editors' and agents' own configuration), and only the person can lift that. Do not try another path to the same file. If it must be written, tell the person exactly this: oriond protects it; to allow it, start oriond with --allow-protected set to the path this message names (or add it to allow-protected in oriond's configuration file)." },
+  { code: -32006, reason: "root_refused", doc: "daemon.allow_root of what may not be an allowed root: `/`, a relative path, not an existing directory (`data.path`); a protected directory is refused with `protected_path`", advice: "" },
   { code: -32006, reason: "outside_workspace", doc: "the target, or a file an edit or a transaction names, is outside the session's workspace_root (`data.path`, `data.workspace_root`)", advice: "Choose a target_file inside the workspace: a path relative to it, without .. leading out of it." },
   { code: -32006, reason: "path_changed", doc: "a directory on the way was replaced or a symlink changed since the path was checked", advice: "" },
   { code: -32007, reason: "target_is_directory", doc: "the target is a directory", advice: "Choose a target_file that is a regular file." },
@@ -326,7 +331,7 @@ export const RefusalAdvice: Readonly<Record<string, string>> = {
   target_is_directory: "Choose a target_file that is a regular file.",
   target_is_special_file: "Choose a target_file that is a regular file.",
   target_missing: "patch and edit change an existing file: use \"operation\": \"create\" to write a new one, or choose a target_file that exists.",
-  workspace_root_not_allowed: "No file can be written in this workspace until the person allows it; do not retry with other paths. Tell the person exactly this: oriond refused the workspace; to allow it, start oriond with --allow-root set to the workspace directory (or add it to allow-root in oriond's configuration file).",
+  workspace_root_not_allowed: "No file can be written in this workspace until the person allows it; do not retry with other paths. Tell the person exactly this: oriond refused the workspace; to allow it without a restart, run orionctl allow with the workspace directory (or start oriond with --allow-root set to it).",
 };
 
 /** The kinds of patch a patch_spec names. */
@@ -906,6 +911,30 @@ export interface AbortResult {
   stage: Stage;
 }
 
+/** AllowRootParams are the params of daemon.allow_root. */
+export interface AllowRootParams {
+  /** Path is the directory to allow: absolute, existing. */
+  path: string;
+}
+
+/** AllowRootResult is the result of daemon.allow_root. */
+export interface AllowRootResult {
+  /** Path is the directory as the daemon resolved it (symlinks followed). */
+  path: string;
+  /**
+   * Added is false when an allowed root held Path already; nothing
+   * changed then.
+   */
+  added: boolean;
+  /** AllowedRoots are the roots in force now. */
+  allowed_roots: string[];
+  /**
+   * SavedIn is the file that keeps the roots added while running, read
+   * at every start.
+   */
+  saved_in?: string;
+}
+
 /** StatusResult is the result of daemon.status. */
 export interface StatusResult {
   version: string;
@@ -1081,6 +1110,11 @@ export interface TraceListParams {
   until?: string;
   /** After continues a listing: only events whose ID sorts after it. */
   after?: string;
+  /**
+   * Before continues a Newest listing backwards: only events whose ID
+   * sorts before it.
+   */
+  before?: string;
   /** Limit caps the number of events (default 100, at most 10000). */
   limit?: number;
   /**
@@ -1095,7 +1129,8 @@ export interface TraceListResult {
   events: TraceEvent[];
   /**
    * More is true when more events matched than were returned. For an
-   * oldest-first listing, Next is the After of the next page.
+   * oldest-first listing, Next is the After of the next page; for a
+   * Newest listing, the Before of the next, older one.
    */
   more?: boolean;
   next?: string;
@@ -1786,6 +1821,12 @@ export const Prompts = {
    * size, {lines} the lines a chunk.
    */
   mcpTooLarge: "write_file takes at most {limit} of content, and this is {size}: nothing was written. Use write_begin, then write_append with about {lines} lines per call, then write_finalize.",
+  /**
+   * PromptMCPMessageTooLarge: a {tool} call of {size}, over {limit}, the
+   * most one message to the MCP server may carry; {lines} the lines a
+   * chunk.
+   */
+  mcpMessageTooLarge: "This {tool} call is {size}, over the {limit} one message to this server may carry: it was not read and nothing was written. Write a long file with write_begin, then write_append with about {lines} lines per call, then write_finalize; split a long edit into several edit_file calls.",
   /**
    * Refusals in the server's terms; {last} is the last chunk stored and
    * {next} the seq to send.

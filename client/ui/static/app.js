@@ -41,10 +41,20 @@ async function api(path, body) {
   return data;
 }
 
-function fmtBytes(n) {
-  if (n < 1024) return `${n} B`;
-  if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
+// fmtSize writes a size as orionctl and the VS Code extension do:
+// bytes below 1 KiB, whole KiB below 1 MiB, then MiB with one decimal.
+function fmtSize(n) {
+  if (n < 1024) return `${n.toLocaleString('en-US')} ${n === 1 ? 'byte' : 'bytes'}`;
+  if (n < 1 << 20) return `${Math.floor((n + 512) / 1024).toLocaleString('en-US')} KiB`;
   return `${(n / (1 << 20)).toFixed(1)} MiB`;
+}
+
+// fmtRate is a streaming speed: whole bytes a second below 1 KiB/s (a
+// model's usual pace), else one decimal.
+function fmtRate(r) {
+  if (r < 1024) return `${Math.round(r)} B/s`;
+  if (r < 1 << 20) return `${(r / 1024).toFixed(1)} KiB/s`;
+  return `${(r / (1 << 20)).toFixed(1)} MiB/s`;
 }
 
 function fmtAge(t) {
@@ -66,8 +76,21 @@ function setConn(state, text) {
 function onState(st) {
   if (st.connected) setConn('live', 'live');
   else setConn('reconnecting', 'reconnecting… (oriond is not reachable)');
+  showDown(st);
   scheduleList();
   if (view.selected && (!st.changed || st.changed.includes(view.selected))) refreshDetail();
+}
+
+// showDown says, while the daemon does not answer, where the page looks
+// for it and what starts it.
+function showDown(st) {
+  const box = $('#down');
+  box.hidden = st.connected || !st.error;
+  if (box.hidden) return;
+  box.replaceChildren(
+    el('strong', { text: 'oriond does not answer' }), ' at ', el('code', { text: st.socket || '' }), ` (${st.error}).`,
+    el('br'), 'If it is not running, start it in a terminal with ', el('code', { text: st.start || 'oriond run' }),
+    ' (or ', el('code', { text: 'oriond service start' }), ' if you installed it as a service). This page connects by itself once it answers.');
 }
 
 // connect reads the server-sent events with fetch, not EventSource, which
@@ -130,17 +153,17 @@ async function loadList() {
   try { page = await api(`/api/sessions?${q}`); } catch { return; }
   view.total = page.total;
   fillSelect($('#f-workspace'), page.workspaces, (w) => w);
-  fillSelect($('#f-state'), Object.keys(page.states).sort(), (s) => `${s} (${page.states[s]})`);
+  fillSelect($('#f-state'), Object.keys(page.states).sort(), (s) => `${s.replace(/_/g, ' ')} (${page.states[s]})`);
   const tbody = $('#sessions tbody');
   const rows = page.sessions.map((s) => {
     const tr = el('tr', { 'data-id': s.session_id, 'data-state': s.state },
-      el('td', {}, el('span', { class: `state ${s.state}`, text: s.state.replace('_', ' ') })),
+      el('td', {}, el('span', { class: `state ${s.state}`, text: s.state.replace(/_/g, ' ') })),
       el('td', { class: 'target', text: shortTarget(s), title: s.target_file + (s.intent ? `\n${s.intent}` : '') }),
       el('td', { text: (s.workspace_root || '').split('/').filter(Boolean).pop() || '', title: s.workspace_root || '' }),
       el('td', { text: s.operation }),
-      el('td', { class: 'bytes', text: String(s.bytes) }),
+      el('td', { class: 'bytes', text: fmtSize(s.bytes), title: `${s.bytes.toLocaleString('en-US')} bytes` }),
       el('td', { text: String(s.lines) }),
-      el('td', { text: s.rate ? `${fmtBytes(s.rate)}/s` : '' }),
+      el('td', { class: 'rate', text: s.rate ? fmtRate(s.rate) : '' }),
       el('td', { text: fmtAge(s.created_at) }),
       el('td', { class: 'client', text: s.client || '' }));
     if (s.session_id === view.selected) tr.classList.add('selected');
@@ -155,7 +178,7 @@ async function loadList() {
   $('#txs-title').hidden = page.txs.length === 0;
   $('#txs').replaceChildren(...page.txs.map((tx) => el('li', { 'data-tx': tx.tx_id },
     el('span', { text: `transaction ${tx.tx_id.slice(0, 8)} ` }),
-    el('button', { type: 'button', text: 'undo transaction', onclick: () => act('undo', { session_id: tx.files[0].session_id }) }),
+    el('button', { type: 'button', 'data-action': 'undo-tx', text: 'undo transaction', onclick: () => askUndoTx(tx) }),
     el('ul', {}, ...tx.files.map((f) => el('li', {},
       el('span', { class: `state ${f.state}`, text: f.state }), ' ',
       el('a', { href: '#', text: f.target_file, onclick: (e) => { e.preventDefault(); select(f.session_id); } })))))));
@@ -183,6 +206,7 @@ function select(id) {
   $('#detail').hidden = false;
   $('#d-message').textContent = '';
   $('#d-confirm').hidden = true;
+  $('#d-ask').hidden = true;
   refreshDetail();
 }
 
@@ -202,7 +226,8 @@ async function loadDetail(id) {
   $('#d-title').textContent = s.target_file;
   const info = [['state', s.state], ['session', s.session_id], ['operation', s.operation],
     ['workspace', s.workspace_root || '—'], ['client', s.client || '—'], ['intent', s.intent || '—'],
-    ['bytes', String(s.bytes)], ['lines', String(s.lines)], ['started', new Date(s.created_at).toLocaleString()]];
+    ['size', s.bytes < 1024 ? fmtSize(s.bytes) : `${fmtSize(s.bytes)} (${s.bytes.toLocaleString('en-US')} bytes)`],
+    ['lines', String(s.lines)], ['started', new Date(s.created_at).toLocaleString()]];
   if (s.tx_id) info.push(['transaction', s.tx_id]);
   if (s.conflict) info.push(['conflict', s.conflict]);
   if (s.result && s.result.sha256) info.push(['sha256', s.result.sha256]);
@@ -218,7 +243,7 @@ async function loadDetail(id) {
 function renderActions(s) {
   const b = [];
   const button = (name, text, fn) => b.push(el('button', { type: 'button', 'data-action': name, text, onclick: fn }));
-  if (s.state === 'completed') button('undo', s.tx_id ? 'Undo (whole transaction)' : 'Undo', () => act('undo', { session_id: s.session_id }));
+  if (s.state === 'completed') button('undo', s.tx_id ? 'Undo (whole transaction)…' : 'Undo…', () => askUndo(s));
   if (['awaiting_content', 'streaming', 'conflict', 'truncated', 'needs_corrections'].includes(s.state)) {
     button('abort', 'Abort', () => act('abort', { session_id: s.session_id }));
   }
@@ -253,7 +278,7 @@ async function loadContent(id, state) {
   try { c = await api(`/api/session/content?id=${encodeURIComponent(id)}`); } catch (e) { showMessage(e.message, true); return; }
   if (id !== view.selected) return;
   $('#d-body-title').textContent = state === 'streaming' || state === 'awaiting_content'
-    ? `Content as it arrives (${c.total} bytes)` : `Content received (${c.total} bytes)`;
+    ? `Content as it arrives (${fmtSize(c.total)})` : `Content received (${fmtSize(c.total)})`;
   const pre = $('#d-body');
   pre.className = 'body';
   pre.textContent = c.available ? c.content + (c.truncated ? '\n… (cut)' : '') : '(the store no longer holds this content)';
@@ -305,6 +330,33 @@ async function confirmForce(s) {
   $('#d-confirm-no').onclick = () => { $('#d-confirm').hidden = true; };
 }
 
+// ask shows a question in the session's panel; yes runs on its first
+// button.
+function ask(text, yesLabel, yes) {
+  $('#d-ask-text').textContent = text;
+  $('#d-ask-yes').textContent = yesLabel;
+  $('#d-ask').hidden = false;
+  $('#d-ask-yes').onclick = async () => { $('#d-ask').hidden = true; await yes(); };
+  $('#d-ask-no').onclick = () => { $('#d-ask').hidden = true; };
+}
+
+// Undo acts on the file on disk: the page names it and asks first, as
+// finalize anyway does.
+function askUndo(s) {
+  const what = s.tx_id
+    ? `It undoes the whole transaction ${s.tx_id.slice(0, 8)}: every file it wrote goes back together.`
+    : s.operation === 'create'
+      ? 'The agent created this file: undo removes it.'
+      : 'The version this write replaced is put back; changes made since are kept where they do not overlap, or the undo is refused.';
+  ask(`Undo the write of ${s.target_file}? ${what}`, 'Undo it', () => act('undo', { session_id: s.session_id }));
+}
+
+function askUndoTx(tx) {
+  select(tx.files[0].session_id);
+  ask(`Undo transaction ${tx.tx_id.slice(0, 8)}? Its ${tx.files.length} files go back together: ${tx.files.map((f) => f.target_file).join(', ')}.`,
+    'Undo them', () => act('undo', { session_id: tx.files[0].session_id }));
+}
+
 async function act(name, body) {
   try {
     const r = await api(`/api/${name}`, body);
@@ -325,19 +377,59 @@ function showMessage(text, isError) {
 
 // --- traces ----------------------------------------------------------------------
 
-async function loadTraces() {
-  const q = new URLSearchParams();
+// The Traces tab shows the newest events first, a page at a time: older
+// pages continue before the oldest event shown.
+const TRACE_PAGE = 100;
+const traces = { before: '', pages: 0, next: '' };
+
+async function loadTraces(before = '') {
+  const q = new URLSearchParams({ newest: '1', limit: TRACE_PAGE });
   for (const k of ['workspace', 'type', 'source', 'session', 'since']) {
     const v = $(`#t-${k}`).value.trim();
     if (v) q.set(k, v);
   }
+  if (before) q.set('before', before);
   let r;
   try { r = await api(`/api/trace/logs?${q}`); } catch (e) { $('#t-message').textContent = e.message; return; }
-  $('#t-message').textContent = `${r.events.length} events${r.more ? ' (more: narrow the filters)' : ''}`;
-  $('#traces tbody').replaceChildren(...r.events.map((ev) => el('tr', {},
-    el('td', { text: new Date(ev.time).toLocaleTimeString() }), el('td', { text: ev.type }),
-    el('td', { text: ev.method || '' }), el('td', { text: (ev.session_id || '').slice(0, 8) }),
-    el('td', { text: ev.fields ? JSON.stringify(ev.fields) : '' }))));
+  traces.before = before;
+  traces.pages = before ? traces.pages + 1 : 0;
+  traces.next = r.more ? r.next : '';
+  const first = traces.pages * TRACE_PAGE + 1;
+  $('#t-message').textContent = r.events.length
+    ? `events ${first}–${first + r.events.length - 1}, newest first${r.more ? '' : ' (no older events)'}`
+    : 'no events';
+  $('#t-newest').disabled = !before;
+  $('#t-older').disabled = !traces.next;
+  $('#traces tbody').replaceChildren(...r.events.map((ev) => el('tr', { 'data-type': ev.type },
+    el('td', { class: 'time', 'data-time': ev.time, text: new Date(ev.time).toLocaleTimeString(), title: new Date(ev.time).toLocaleString() }),
+    el('td', { class: 'type', text: ev.type }),
+    el('td', { class: 'type', text: ev.method || '' }),
+    el('td', { class: 'sid', text: (ev.session_id || '').slice(0, 8), title: ev.session_id || '' }),
+    el('td', { class: 'fields' }, ...renderFields(ev.fields)))));
+}
+
+// renderFields shows an event's fields as name and value, values as a
+// person reads them (sizes, yes/no, milliseconds), never as JSON text.
+function renderFields(fields) {
+  if (!fields || typeof fields !== 'object') return [];
+  // An empty field (null, no items) says nothing: left out.
+  return Object.entries(fields).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0)).map(([k, v]) => el('span', { class: 'field', 'data-field': k },
+    el('span', { class: 'k', text: k.replace(/_/g, ' ') }), ' ', fieldValue(k, v)));
+}
+
+function fieldValue(k, v) {
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v === 'number') {
+    if (k === 'bytes' || k.endsWith('_bytes')) return fmtSize(v);
+    if (k.endsWith('_ms')) return `${v.toLocaleString('en-US')} ms`;
+    return v.toLocaleString('en-US');
+  }
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.every((x) => typeof x !== 'object' || x === null)) return v.join(', ');
+  if (v && typeof v === 'object') {
+    return Object.entries(v).map(([k2, v2]) => `${k2.replace(/_/g, ' ')} ${fieldValue(k2, v2)}`).join('; ');
+  }
+  return String(v);
 }
 
 function showTab(name) {
@@ -362,5 +454,7 @@ $('#f-text').oninput = () => { view.offset = 0; clearTimeout(typing); typing = s
 $('#prev').onclick = () => { view.offset = Math.max(0, view.offset - PAGE); loadList(); };
 $('#next').onclick = () => { view.offset += PAGE; loadList(); };
 $('#t-filters').onsubmit = (e) => { e.preventDefault(); loadTraces(); };
+$('#t-newest').onclick = () => loadTraces();
+$('#t-older').onclick = () => { if (traces.next) loadTraces(traces.next); };
 connect();
 loadList();

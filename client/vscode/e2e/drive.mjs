@@ -146,8 +146,84 @@ async function quickOpen(name) {
 function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
+// openDiffOf clicks the session row of the file named name, which opens
+// the diff editor on it, and returns both sides' text.
+async function openDiffOf(name) {
+  await page.evaluate((n) => {
+    const view = document.querySelector('[id="workbench.view.extension.orion"]');
+    const row = [...view.querySelectorAll(".monaco-list-row")].find((r) => r.textContent.includes(n) && !r.textContent.startsWith("Written"));
+    row.click();
+  }, name);
+  await page.waitForFunction(() => !!document.querySelector(".monaco-diff-editor .editor.original .view-lines"), { timeout: 30_000 });
+  await page.waitForFunction(
+    () => {
+      const o = document.querySelector(".monaco-diff-editor .editor.original .view-lines")?.textContent ?? "";
+      const m = document.querySelector(".monaco-diff-editor .editor.modified .view-lines")?.textContent ?? "";
+      return o.length > 0 && m.length > 0;
+    },
+    { timeout: 30_000 },
+  );
+  // The editor renders spaces as no-break spaces.
+  return page.evaluate(() => ({
+    original: document.querySelector(".monaco-diff-editor .editor.original .view-lines").textContent.replace(/\u00a0/g, " "),
+    modified: document.querySelector(".monaco-diff-editor .editor.modified .view-lines").textContent.replace(/\u00a0/g, " "),
+    tab: document.querySelector(".tab.active")?.textContent ?? "",
+  }));
+}
+// showTraceOf runs Orion: Show Trace… and picks the session of name.
+async function showTraceOf(name, text) {
+  await palette("Orion: Show Trace");
+  await page.waitForFunction(
+    (n) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => (r.getAttribute("aria-label") ?? r.textContent).includes(n)),
+    { timeout: 30_000 },
+    name,
+  );
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("trace-"), { timeout: 30_000 });
+  await page.waitForFunction(
+    (text) => [...document.querySelectorAll(".monaco-editor .view-lines")].some((v) => v.textContent.replace(/\u00a0/g, " ").includes(text)),
+    { timeout: 30_000 },
+    text,
+  );
+}
+
+// restrictedFlow: the workspace opens in Restricted Mode with a write
+// already done. Orion shows it (status bar, view, diff, trace) and starts
+// no program: Open Dashboard and, with oriond down, the status bar's
+// Start Daemon say why instead.
+async function restrictedFlow() {
+  const name = path.basename(target);
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
+  console.log(`status ${await waitStatus((t) => t.includes("Orion: 1 written"), '"Orion: 1 written"', 60_000)}`);
+  await page.waitForFunction(() => document.body.innerText.includes("Restricted Mode"), { timeout: 30_000 });
+  await palette("Orion: Show Sessions");
+  console.log(`rows ${JSON.stringify(await waitRows((r) => r.some((x) => x.startsWith("Written")) && r.some((x) => x.includes(name)), "the written session"))}`);
+  const diff = await openDiffOf(name);
+  console.log(`diff ${JSON.stringify(diff)}`);
+  if (!diff.original.includes("the first version") || !diff.modified.includes("the second version")) {
+    throw new Error(`the diff editor does not show the replaced version against the file now: ${JSON.stringify(diff)}`);
+  }
+  await palette("Orion: Open Dashboard");
+  console.log(`toast ${await waitToast((t) => t.includes("Open Dashboard starts a program") && t.includes("Restricted Mode"), "saying Restricted Mode runs no program")}`);
+  await showTraceOf(name, "wrote ");
+  step("shown");
+  await expect("killed");
+  console.log(`status ${await waitStatus((t) => t.includes("Orion: not running"), '"Orion: not running"')}`);
+  await page.evaluate(() => {
+    const el = [...document.querySelectorAll(".statusbar-item")].find((e) => e.id.endsWith("orion.status"));
+    (el.querySelector("a") ?? el).click();
+  });
+  console.log(`toast ${await waitToast((t) => t.includes("Start Daemon starts a program"), "saying Start Daemon runs nothing in Restricted Mode")}`);
+  step("down");
+}
 
 try {
+  if (process.env.ORION_E2E_FLOW === "restricted") {
+    await restrictedFlow();
+    await browser.close();
+    process.exit(0);
+  }
   await page.goto(url, { waitUntil: "domcontentloaded" });
   await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
   // Connected: the item says something other than "not running".
@@ -171,26 +247,7 @@ try {
   const writtenRows = await waitRows((r) => r.some((x) => x.startsWith("Written")) && !r.some((x) => x.startsWith("Writing")), "the written session");
   console.log(`rows ${JSON.stringify(writtenRows)}`);
   // Selecting the written session opens the diff editor on it.
-  await page.evaluate((n) => {
-    const view = document.querySelector('[id="workbench.view.extension.orion"]');
-    const row = [...view.querySelectorAll(".monaco-list-row")].find((r) => r.textContent.includes(n) && !r.textContent.startsWith("Written"));
-    row.click();
-  }, path.basename(target));
-  await page.waitForFunction(() => !!document.querySelector(".monaco-diff-editor .editor.original .view-lines"), { timeout: 30_000 });
-  await page.waitForFunction(
-    () => {
-      const o = document.querySelector(".monaco-diff-editor .editor.original .view-lines")?.textContent ?? "";
-      const m = document.querySelector(".monaco-diff-editor .editor.modified .view-lines")?.textContent ?? "";
-      return o.length > 0 && m.length > 0;
-    },
-    { timeout: 30_000 },
-  );
-  // The editor renders spaces as no-break spaces.
-  const diff = await page.evaluate(() => ({
-    original: document.querySelector(".monaco-diff-editor .editor.original .view-lines").textContent.replace(/\u00a0/g, " "),
-    modified: document.querySelector(".monaco-diff-editor .editor.modified .view-lines").textContent.replace(/\u00a0/g, " "),
-    tab: document.querySelector(".tab.active")?.textContent ?? "",
-  }));
+  const diff = await openDiffOf(path.basename(target));
   console.log(`diff ${JSON.stringify(diff)}`);
   // Left: the version the write replaced; right: the file now.
   if (!diff.original.includes("the first version") || !diff.modified.includes("the second version")) {
@@ -248,18 +305,11 @@ try {
   step("up");
 
   // Show Trace… from the palette: pick the session, read its trace.
-  await palette("Orion: Show Trace");
-  await page.waitForFunction(
-    (n) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => (r.getAttribute("aria-label") ?? r.textContent).includes(n)),
-    { timeout: 30_000 },
-    path.basename(target),
-  );
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(() => (document.querySelector(".tab.active")?.textContent ?? "").includes("trace-"), { timeout: 30_000 });
-  await page.waitForFunction(
-    () => [...document.querySelectorAll(".monaco-editor .view-lines")].some((v) => v.textContent.replace(/\u00a0/g, " ").includes("session.write")),
-    { timeout: 30_000 },
-  );
+  await showTraceOf(path.basename(target), "session.write");
+  // Open Dashboard runs the person's orionctl (a recorder here, with no
+  // dashboard), not the one the workspace's settings name.
+  await palette("Orion: Open Dashboard");
+  console.log(`toast ${await waitToast((t) => t.includes(`this orionctl (${process.env.ORION_E2E_ORIONCTL}) has no dashboard`), "about the person's orionctl")}`);
   step("trace");
 
   // The file changes on disk under a streaming session: the conflict's

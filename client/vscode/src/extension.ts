@@ -11,8 +11,9 @@ import * as vscode from "vscode";
 import { SessionEvent, SessionInfo, SessionWatcher, defaultSocket } from "@orion-agent/oriond-client";
 
 import { ladder } from "./ladder";
-import { Action, Notice, conflictNotice, correctionsNotice, dirtyNotice, refusalConcerns, refusalNotice, truncatedNotice } from "./messages";
-import { Node, SessionNode, displayPath, inWorkspace, lastUndoable, openStages, plural, sessionNode, statusBar, tree, undoable } from "./model";
+import { Action, Notice, conflictNotice, correctionsNotice, dirtyNotice, refusalConcerns, refusalNotice, restrictedNotice, truncatedNotice } from "./messages";
+import { Node, SessionNode, displayPath, groupOf, inWorkspace, lastUndoable, openStages, plural, sessionNode, stageTitles, statusBar, tree, undoable } from "./model";
+import { MachineSetting, machineString } from "./settings";
 
 const backupScheme = "orion-backup";
 const traceScheme = "orion-trace";
@@ -39,8 +40,20 @@ function config(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration("orion");
 }
 
+// machine reads a setting that names a program or the socket from the
+// person's user settings only (see settings.ts).
+function machine(key: MachineSetting, fallback: string): string {
+  return machineString(config().inspect<string>(key), fallback);
+}
+
 function socketPath(): string {
-  return config().get<string>("socket")?.trim() || defaultSocket();
+  return machine("socket", "") || defaultSocket();
+}
+
+// trusted reports whether the workspace is trusted: in Restricted Mode
+// Orion shows what agents write and starts no program.
+function trusted(): boolean {
+  return vscode.workspace.isTrusted;
 }
 
 function run(file: string, args: string[], timeoutMs = 10_000): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -109,6 +122,7 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
       vscode.workspace.registerTextDocumentContentProvider(traceScheme, this),
       vscode.workspace.onDidChangeWorkspaceFolders(() => this.render()),
       vscode.window.onDidChangeVisibleTextEditors(() => this.render()),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.render()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration("orion.socket")) {
           this.watcher.stop();
@@ -154,13 +168,19 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
   // render brings the status bar and the view up to date.
   private render(): void {
     const open = vscode.workspace.textDocuments.filter((d) => d.uri.scheme === "file").map((d) => d.uri.fsPath);
-    const sb = statusBar(this.connected, this.watcher.sessions, folders(), open);
+    const sb = statusBar(this.connected, this.watcher.sessions, folders(), open, trusted());
     this.status.text = sb.text;
     this.status.tooltip = sb.tooltip;
     this.status.command = sb.command;
     const writing = inWorkspace(this.watcher.sessions, folders()).filter((s) => openStages.has(s.stage)).length;
     this.view.badge = writing > 0 ? { value: writing, tooltip: `${writing} writing` } : undefined;
-    this.view.message = this.connected ? undefined : this.everConnected ? "oriond stopped; reconnecting…" : "oriond is not running. Run Orion: Start Daemon.";
+    this.view.message = this.connected
+      ? undefined
+      : this.everConnected
+        ? "oriond stopped; reconnecting…"
+        : trusted()
+          ? "oriond is not running. Run Orion: Start Daemon."
+          : "oriond is not running. Start it in a terminal with `oriond run`: in Restricted Mode Orion starts no program.";
     this.changed.fire(undefined);
   }
 
@@ -260,6 +280,9 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
           return;
         case "undo":
           return await this.undo(a.sessionId);
+        case "manageTrust":
+          await vscode.commands.executeCommand("workbench.trust.manage");
+          return;
       }
     } catch (err) {
       void vscode.window.showErrorMessage(`Orion: ${err instanceof Error ? err.message : String(err)}`);
@@ -287,7 +310,10 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
     item.tooltip = n.tooltip;
     item.contextValue = n.contextValue;
     item.resourceUri = vscode.Uri.file(s.target_file);
-    item.iconPath = new vscode.ThemeIcon(openStages.has(s.stage) ? "sync~spin" : s.stage === "completed" ? (s.undone ? "discard" : "check") : s.stage === "aborted" ? "circle-slash" : "warning");
+    const group = groupOf(s);
+    item.iconPath = new vscode.ThemeIcon(
+      openStages.has(s.stage) ? "sync~spin" : group === "completed" ? "check" : group === "undone" ? "discard" : group === "dry_run" ? "eye" : s.stage === "aborted" ? "circle-slash" : "warning",
+    );
     item.command = n.contextValue.split(" ").includes("written")
       ? { command: "orion.openDiff", title: "Show Diff", arguments: [s.session_id] }
       : { command: "vscode.open", title: "Open", arguments: [vscode.Uri.file(s.target_file)] };
@@ -352,12 +378,14 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
     await this.openDoc(vscode.Uri.from({ scheme: traceScheme, path: `/trace-${id.slice(0, 8)}.txt`, query: `session=${id}` }));
   }
 
-  // traceText is orionctl's ladder when orionctl runs here, else the
-  // events from trace.list one per line.
+  // traceText is orionctl's ladder when orionctl runs here, else (and in
+  // Restricted Mode, which runs no program) the ladder drawn from
+  // trace.list.
   private async traceText(id: string): Promise<string> {
-    const ctl = config().get<string>("orionctlPath") || "orionctl";
-    const r = await run(ctl, ["--socket", socketPath(), "trace", id]);
-    if (r.code === 0 && r.stdout.trim()) return r.stdout;
+    if (trusted()) {
+      const r = await run(machine("orionctlPath", "orionctl"), ["--socket", socketPath(), "trace", id]);
+      if (r.code === 0 && r.stdout.trim()) return r.stdout;
+    }
     const c = this.client();
     const events = await c.traceList({ session_id: id, limit: 1000 });
     let s: SessionInfo | undefined;
@@ -436,7 +464,7 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
       .filter(keep)
       .map((s) => {
         const n = sessionNode(s, ws, now);
-        return { label: n.label, description: `${s.stage} · ${n.description}`, detail: s.intent, s };
+        return { label: n.label, description: `${stageTitles[groupOf(s)] ?? s.stage} · ${n.description}`, detail: s.intent, s };
       });
     if (items.length === 0) {
       void vscode.window.showInformationMessage("Orion: no session of this workspace fits.");
@@ -451,7 +479,8 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
       void vscode.window.showInformationMessage(`Orion: oriond is running at ${this.watcher.socket}.`);
       return;
     }
-    const oriond = config().get<string>("oriondPath") || "oriond";
+    if (!trusted()) return this.show(restrictedNotice("Start Daemon"));
+    const oriond = machine("oriondPath", "oriond");
     // A service installed for this login is started through its manager;
     // otherwise oriond runs in a terminal the person can see and stop.
     const st = await run(oriond, ["service", "status"]);
@@ -461,7 +490,7 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
       void vscode.window.showInformationMessage("Orion: started the oriond service.");
     } else {
       const args = ["run"];
-      const sock = config().get<string>("socket")?.trim();
+      const sock = machine("socket", "");
       if (sock) args.push("--socket", sock);
       for (const f of folders()) args.push("--allow-root", f);
       const term = vscode.window.createTerminal({ name: "oriond" });
@@ -472,7 +501,8 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
   }
 
   private async openDashboard(): Promise<void> {
-    const ctl = config().get<string>("orionctlPath") || "orionctl";
+    if (!trusted()) return this.show(restrictedNotice("Open Dashboard"));
+    const ctl = machine("orionctlPath", "orionctl");
     const help = await run(ctl, ["ui", "--help"]);
     if (help.code !== 0 || !/\bui\b/.test(help.stdout)) {
       void vscode.window.showWarningMessage(`Orion: this orionctl (${ctl}) has no dashboard (orionctl ui).`);

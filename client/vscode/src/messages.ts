@@ -15,7 +15,8 @@ export type ActionKind =
   | "openFile"
   | "copy"
   | "compare"
-  | "undo";
+  | "undo"
+  | "manageTrust";
 
 /** Action is one button of a notification. */
 export interface Action {
@@ -39,6 +40,20 @@ export interface Notice {
 export function clip(s: string, max = 400): string {
   const one = s.replace(/\s+/g, " ").trim();
   return one.length <= max ? one : one.slice(0, max - 1) + "…";
+}
+
+/**
+ * restrictedNotice: a command that starts a program (oriond, orionctl)
+ * was run in Restricted Mode, where Orion starts none.
+ */
+export function restrictedNotice(command: string): Notice {
+  return {
+    level: "info",
+    text:
+      `Orion: ${command} starts a program, and this workspace is in Restricted Mode, where Orion starts none ` +
+      `(it still shows what agents write). Trust the workspace to use it, or run the program in a terminal yourself: \`oriond run\`, \`orionctl ui\`.`,
+    actions: [{ title: "Manage Workspace Trust", kind: "manageTrust" }],
+  };
 }
 
 /** conflictNotice: the target changed on disk while the agent wrote it. */

@@ -18,8 +18,25 @@ export const stageOrder: readonly Stage[] = [
   "superseded",
 ];
 
-/** The title of a stage's group in the view. */
-export const stageTitles: Readonly<Record<Stage, string>> = {
+/**
+ * A group of the view: a stage, or "undone" (a completed write since
+ * undone) and "dry_run" (a session that ended after a dry run, which the
+ * daemon records as aborted), as orionctl sessions list names them.
+ */
+export type Group = Stage | "undone" | "dry_run";
+
+/** groupOf is the group a session is listed under. */
+export function groupOf(s: SessionInfo): Group {
+  if (s.stage === "completed" && s.undone) return "undone";
+  if (s.stage === "aborted" && (s.dry_run || s.result?.dry_run)) return "dry_run";
+  return s.stage;
+}
+
+/** Groups in the order they appear: what needs the person first. */
+export const groupOrder: readonly Group[] = [...stageOrder.slice(0, stageOrder.indexOf("completed") + 1), "undone", "dry_run", ...stageOrder.slice(stageOrder.indexOf("completed") + 1)];
+
+/** The title of a group in the view. */
+export const stageTitles: Readonly<Record<Group, string>> = {
   streaming: "Writing",
   awaiting_content: "Waiting for content",
   finalizing: "Finalizing",
@@ -29,6 +46,8 @@ export const stageTitles: Readonly<Record<Stage, string>> = {
   aborted: "Aborted",
   expired: "Expired",
   superseded: "Superseded",
+  undone: "Undone",
+  dry_run: "Dry run",
 };
 
 /** Stages of a session still being written. */
@@ -60,11 +79,15 @@ export function displayPath(file: string, folders: readonly string[]): string {
   return file;
 }
 
-/** size is a byte count for people: 812 B, 4.1 KB, 2.3 MB. */
+/**
+ * size is a byte count as every Orion door writes it (orionctl, the
+ * page): bytes below 1 KiB, whole KiB below 1 MiB, then MiB with one
+ * decimal: "812 bytes", "1,204 KiB", "3.5 MiB".
+ */
 export function size(bytes: number): string {
-  if (bytes < 1000) return `${bytes} B`;
-  if (bytes < 1_000_000) return `${(bytes / 1000).toFixed(1)} KB`;
-  return `${(bytes / 1_000_000).toFixed(1)} MB`;
+  if (bytes < 1024) return `${bytes.toLocaleString("en-US")} ${bytes === 1 ? "byte" : "bytes"}`;
+  if (bytes < 1 << 20) return `${Math.floor((bytes + 512) / 1024).toLocaleString("en-US")} KiB`;
+  return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
 }
 
 /** age is how long ago, in the largest whole unit: now, 12s, 5m, 3h, 2d. */
@@ -110,7 +133,7 @@ export interface TxNode {
 /** StageNode is one group of the view. */
 export interface StageNode {
   kind: "stage";
-  stage: Stage;
+  stage: Group;
   label: string;
   description: string;
   children: (SessionNode | TxNode)[];
@@ -133,7 +156,7 @@ export function sessionNode(s: SessionInfo, folders: readonly string[], now: Dat
   const tip = [
     s.intent ? s.intent : undefined,
     `${s.target_file} (${s.operation})`,
-    `${stageTitles[s.stage] ?? s.stage} · session ${s.session_id}`,
+    `${stageTitles[groupOf(s)] ?? s.stage} · session ${s.session_id}`,
     s.tx_id ? `transaction ${s.tx_id}` : undefined,
     s.validation?.summary,
   ].filter((x): x is string => !!x);
@@ -159,10 +182,10 @@ function newestFirst(a: SessionInfo, b: SessionInfo): number {
 export function tree(sessions: readonly SessionInfo[], folders: readonly string[], now: Date): StageNode[] {
   const mine = inWorkspace(sessions, folders).sort(newestFirst);
   const groups: StageNode[] = [];
-  const known = new Set<string>(stageOrder);
-  const stages = [...stageOrder, ...new Set(mine.map((s) => s.stage).filter((st) => !known.has(st)))];
+  const known = new Set<string>(groupOrder);
+  const stages = [...groupOrder, ...new Set(mine.map(groupOf).filter((g) => !known.has(g)))];
   for (const stage of stages) {
-    const of = mine.filter((s) => s.stage === stage);
+    const of = mine.filter((s) => groupOf(s) === stage);
     if (of.length === 0) continue;
     const children: (SessionNode | TxNode)[] = [];
     const txs = new Map<string, TxNode>();
@@ -205,9 +228,11 @@ export function statusBar(
   sessions: readonly SessionInfo[],
   folders: readonly string[],
   openFiles: readonly string[] = [],
+  trusted = true,
 ): StatusBar {
   if (!connected) {
-    return { text: "$(circle-slash) Orion: not running", tooltip: "oriond is not running: click to start it", command: "orion.startDaemon" };
+    const tooltip = trusted ? "oriond is not running: click to start it" : "oriond is not running. Start it in a terminal with `oriond run`: in Restricted Mode Orion starts no program.";
+    return { text: "$(circle-slash) Orion: not running", tooltip, command: "orion.startDaemon" };
   }
   const mine = inWorkspace(sessions, folders);
   const writing = mine.filter((s) => openStages.has(s.stage)).sort(newestFirst);
@@ -222,7 +247,8 @@ export function statusBar(
   if (attention > 0) {
     return { text: `$(warning) Orion: ${attention} to look at`, tooltip: "writes that need corrections or ended truncated", command: "orion.showSessions" };
   }
-  const written = mine.filter((s) => s.stage === "completed" && !s.undone).length;
+  // The same sessions as the view's Written group.
+  const written = mine.filter((s) => groupOf(s) === "completed").length;
   const text = written > 0 ? `$(check) Orion: ${written} written` : "$(check) Orion";
   return { text, tooltip: "oriond is running; click to show the write sessions", command: "orion.showSessions" };
 }

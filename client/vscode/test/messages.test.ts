@@ -37,7 +37,7 @@ test("truncated: how far it got, that the file is untouched, where the part went
   const s = { ...base, target_file: "/home/ann/proj/big.go", stage: "truncated", bytes: 5000, lines: 120 } as SessionInfo;
   assert.equal(
     truncatedNotice(s, ws).text,
-    "Orion: the agent's write of big.go stopped after 120 lines (5.0 KB) without its end marker, so big.go was not replaced. Ask the agent to continue the file, or abort the session.",
+    "Orion: the agent's write of big.go stopped after 120 lines (5 KiB) without its end marker, so big.go was not replaced. Ask the agent to continue the file, or abort the session.",
   );
   s.truncation = { session_id: s.session_id, target_file: s.target_file, lines: 120, bytes: 5000, tail: "", continue_prompt: "", incomplete_file: "/home/ann/proj/big.go.incomplete" };
   const n = truncatedNotice(s, ws);

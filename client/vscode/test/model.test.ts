@@ -54,7 +54,7 @@ test("the tree groups the workspace's sessions by stage, writing first, newest f
   );
   assert.deepEqual(groups[2].children.map((c) => c.label), ["new.txt", "old.txt"]);
   const a = groups[0].children[1];
-  assert.equal(a.kind === "session" && a.description, "80 lines · 2.0 KB · 49m ago");
+  assert.equal(a.kind === "session" && a.description, "80 lines · 2 KiB · 49m ago");
   assert.equal(a.kind === "session" && a.contextValue, "session open");
   const w = groups[2].children[0];
   assert.equal(w.kind === "session" && w.contextValue, "session written undoable");
@@ -94,12 +94,35 @@ test("the status bar: not running, how many write, the open file's progress, wha
   const s1 = session({ target_file: "/w/a.ts", stage: "streaming", bytes: 4100, lines: 120 });
   const s2 = session({ target_file: "/w/b.ts", stage: "awaiting_content", bytes: 0, lines: 0 });
   assert.equal(statusBar(true, [s1, s2], ["/w"]).text, "$(sync~spin) Orion: 2 writing");
-  assert.equal(statusBar(true, [s1, s2], ["/w"], ["/w/a.ts"]).text, "$(sync~spin) Orion: 2 writing · a.ts 120 lines, 4.1 KB");
+  assert.equal(statusBar(true, [s1, s2], ["/w"], ["/w/a.ts"]).text, "$(sync~spin) Orion: 2 writing · a.ts 120 lines, 4 KiB");
   assert.equal(statusBar(true, [s1, s2], ["/elsewhere"]).text, "$(check) Orion", "sessions of other folders do not count");
   const t = session({ target_file: "/w/c.ts", stage: "truncated" });
   assert.equal(statusBar(true, [t, written({ target_file: "/w/d" })], ["/w"]).text, "$(warning) Orion: 1 to look at");
   assert.equal(statusBar(true, [written({ target_file: "/w/d" }), written({ target_file: "/w/e" })], ["/w"]).text, "$(check) Orion: 2 written");
   assert.equal(statusBar(true, [], ["/w"]).command, "orion.showSessions");
+  assert.match(statusBar(false, [], ["/w"], [], false).tooltip, /oriond run.*Restricted Mode/, "in Restricted Mode a click starts nothing: the tooltip says what to run");
+});
+
+test("the status bar and the view count the same written files; undone writes and dry runs have groups of their own", () => {
+  const ws = ["/w"];
+  const w1 = written({ target_file: "/w/a" });
+  const w2 = written({ target_file: "/w/b" });
+  const undone = written({ target_file: "/w/c", undone: true });
+  const dry = session({ target_file: "/w/d", stage: "aborted", dry_run: true });
+  const aborted = session({ target_file: "/w/e", stage: "aborted" });
+  const all = [w1, w2, undone, dry, aborted];
+  const groups = tree(all, ws, now);
+  assert.deepEqual(
+    groups.map((g) => [g.label, g.description]),
+    [
+      ["Written", "2"],
+      ["Undone", "1"],
+      ["Dry run", "1"],
+      ["Aborted", "1"],
+    ],
+  );
+  assert.equal(statusBar(true, all, ws).text, "$(check) Orion: 2 written");
+  assert.match(sessionNode(dry, ws, now).tooltip, /^Dry run · session/m);
 });
 
 test("paths, sizes and ages read as a person expects", () => {
@@ -108,7 +131,11 @@ test("paths, sizes and ages read as a person expects", () => {
   assert.equal(displayPath("/wx/a.ts", ["/w"]), "/wx/a.ts", "a sibling with the same prefix is not inside");
   assert.deepEqual(inWorkspace([session({ target_file: "/wx/a" }), session({ target_file: "/w/a" })], ["/w"]).map((s) => s.target_file), ["/w/a"]);
   assert.equal(inWorkspace([session({ target_file: "/x/a" })], []).length, 1, "no folder open: every session");
-  assert.deepEqual([size(999), size(1000), size(2_345_678)], ["999 B", "1.0 KB", "2.3 MB"]);
+  // As internal/textfmt.Size writes them, for orionctl and the page.
+  assert.deepEqual(
+    [1, 812, 1023, 1024, 1535, 1536, 4463, 1023 << 10, 1 << 20, 3670016].map(size),
+    ["1 byte", "812 bytes", "1,023 bytes", "1 KiB", "1 KiB", "2 KiB", "4 KiB", "1,023 KiB", "1.0 MiB", "3.5 MiB"],
+  );
   assert.deepEqual(
     ["2026-11-25T12:00:00Z", "2026-11-25T11:59:48Z", "2026-11-25T11:55:00Z", "2026-11-25T09:00:00Z", "2026-11-23T12:00:00Z", "garbage"].map((t) => age(t, now)),
     ["now", "12s ago", "5m ago", "3h ago", "2d ago", "now"],
@@ -129,11 +156,11 @@ test("without orionctl, a trace reads one event a line", () => {
       `Write session ${s.session_id}`,
       "Target: /w/a.txt (overwrite)",
       "Intent: say hi",
-      "Stage:  completed, 100 B, 4 lines",
+      "Stage:  completed, 100 bytes, 4 lines",
       "",
       "[1] +0ms  session.begin ok 1.5 ms",
-      "[2] +4ms  session.append ×2: up to seq 2, 10 B received, end marker seen",
-      "[3] +6ms  wrote /w/a.txt: 10 B, 2 lines, sha256 725b7eda4534",
+      "[2] +4ms  session.append ×2: up to seq 2, 10 bytes received, end marker seen",
+      "[3] +6ms  wrote /w/a.txt: 10 bytes, 2 lines, sha256 725b7eda4534",
       "[4] +7ms  session.undo refused (nothing_to_undo): no completed write",
       "",
     ].join("\n"),

@@ -107,11 +107,6 @@ func applyConfig(cmd *cobra.Command, getenv func(string) string) (*config.Resolv
 	return r, nil
 }
 
-// locateConfig finds the config file for cmd.
-func locateConfig(cmd *cobra.Command, getenv func(string) string) (config.File, error) {
-	return schema.Locate(cmd.Flag("config"), getenv)
-}
-
 // defaultConfigPath is the config file read when neither --config nor
 // $ORION_CONFIG names one, as help shows it.
 func defaultConfigPath(getenv func(string) string) string {

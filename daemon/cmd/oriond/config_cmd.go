@@ -1,7 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
+
+	"github.com/orion-agent/orion/internal/config"
 )
 
 // addConfigFlag defines --config on the root command, for every
@@ -50,6 +56,9 @@ trace-postgres is masked.`,
 			if err := schema.Print(cmd.OutOrStdout(), r); err != nil {
 				return err
 			}
+			if err := printAddedRoots(cmd); err != nil {
+				return err
+			}
 			return printProtected(cmd, r, getenv)
 		},
 	}
@@ -67,4 +76,29 @@ func exactArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// printAddedRoots appends, as comments, the roots orionctl allow added
+// while oriond ran: they are not a setting of their own but widen
+// allow-root at every start.
+func printAddedRoots(cmd *cobra.Command) error {
+	stateDir, err := filepath.Abs(cmd.Flags().Lookup("state-dir").Value.String())
+	if err != nil {
+		return err
+	}
+	roots, err := config.ReadAddedRoots(stateDir)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n# Allowed while oriond ran (orionctl allow), added to allow-root at every start;\n")
+	fmt.Fprintf(&b, "# kept in %s (delete a line there, then restart oriond, to drop one):\n", config.AddedRootsPath(stateDir))
+	if len(roots) == 0 {
+		b.WriteString("#   (none)\n")
+	}
+	for _, r := range roots {
+		fmt.Fprintf(&b, "#   %s\n", r)
+	}
+	_, err = fmt.Fprint(cmd.OutOrStdout(), b.String())
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,10 @@ func main() {
 	defer stop()
 	root := newRootCmd(os.Getenv)
 	if err := root.ExecuteContext(ctx); err != nil {
+		if strings.HasPrefix(err.Error(), "unknown command ") {
+			// cobra's own error, with its "did you mean" lines.
+			err = usageError{err}
+		}
 		fmt.Fprintln(os.Stderr, "oriond:", err)
 		var ue usageError
 		var sue service.UsageError

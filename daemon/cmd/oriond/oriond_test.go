@@ -108,7 +108,7 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to connect as another uid")
 	}
-	d := testdaemon.Start(t)
+	d := testdaemon.StartPublic(t)
 	// The socket answers as soon as it listens, a moment before the
 	// daemon sets its mode to 0600: opening it before that would be undone.
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -134,12 +134,7 @@ func TestPeerWithAnotherUIDIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binDir, err := os.MkdirTemp("", "orion-peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(binDir)
-	os.Chmod(binDir, 0o755)
+	binDir := testdaemon.PublicDir(t)
 	helper := filepath.Join(binDir, "helper.test")
 	if err := os.WriteFile(helper, exe, 0o755); err != nil {
 		t.Fatal(err)
@@ -182,4 +177,14 @@ func TestHelperClient(t *testing.T) {
 	buf := make([]byte, 4096)
 	n, _ := c.Read(buf)
 	os.Stdout.WriteString("REPLY-BYTES " + strconv.Itoa(n) + "\n")
+}
+
+// A mistyped command or flag is a usage error: exit 2, as for orionctl.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{"rnu"}, {"run", "--allowroot", "x"}} {
+		code, out := runToExit(t, exec.Command(testdaemon.Binary(t), args...))
+		if code != 2 {
+			t.Errorf("oriond %q: exit %d, want 2:\n%s", args, code, out)
+		}
+	}
 }

@@ -73,7 +73,11 @@ func adoptRunning(ctx context.Context, w io.Writer, r *config.Resolved) []string
 	samePaths := func(a, b []string) bool {
 		return slices.Equal(resolved(a), resolved(b))
 	}
-	adopt("allow-root", st.AllowedRoots, samePaths)
+	// Roots orionctl allow added are read from the state directory at
+	// every start: a flag would keep one its file no longer lists.
+	kept, _ := config.ReadAddedRoots(st.StateDir)
+	started := slices.DeleteFunc(slices.Clone(st.AllowedRoots), func(r string) bool { return slices.Contains(resolved(kept), r) })
+	adopt("allow-root", started, samePaths)
 	adopt("allow-protected", st.AllowedProtected, samePaths)
 	adopt("state-dir", []string{st.StateDir}, samePaths)
 	number := func(n int64) []string {

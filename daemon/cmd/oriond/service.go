@@ -148,7 +148,9 @@ them not given here.
 
 --with-proxy also installs and enables orionctl proxy (the model-API proxy
 for agents, on ` + service.ProxyListen + `) as the systemd user unit ` + service.ProxyUnitName + `.service. It runs
-the orionctl next to this oriond, or else the first on PATH.`,
+the orionctl next to this oriond, or else the first on PATH, and serves only
+requests that carry its secret (kept in ~/.config/orion/proxy-token; agents
+get the base URLs with it from orionctl proxy --print-env).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var p service.Platform
 			var err error

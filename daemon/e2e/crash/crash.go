@@ -92,7 +92,6 @@ type runner struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	report   Report
 	failures []string
 	// finalized are the sessions whose finalize returned, for the check
 	// at the end; edited, the text a client wrote over some of their

@@ -86,9 +86,11 @@ type Config struct {
 	Blobs blobstore.Store
 	Guard *pathguard.Guard
 	// FS writes what an undo restores, refusing protected paths; RawFS,
-	// over the same roots without protection, is used only to put a
-	// protected path back to the content recorded at a turn's start.
+	// over the same roots with only the Always protections, is used only
+	// to put a protected path back to the content recorded at a turn's
+	// start. The engine owns both.
 	FS, RawFS *confine.FS
+	Always    []string
 	// StateDir holds the watchers' sync directories.
 	StateDir string
 	// Home is never a workspace itself.
@@ -118,11 +120,59 @@ type Engine struct {
 	retaining  bool
 	lastRetain time.Time
 	wg         sync.WaitGroup
+	// rootsMu guards roots: the guard in force and the FS and RawFS for
+	// it, extended when the daemon allows a root while it runs.
+	rootsMu sync.Mutex
+	roots   access
+	follow  func() *pathguard.Guard
 	// sweepMu: checkpoints and operations hold it shared from storing
 	// blobs to recording what refers to them; a sweep holds it alone.
 	sweepMu sync.RWMutex
 	// resultMu guards an operation's results while its files are written.
 	resultMu sync.Mutex
+}
+
+// access is a guard and the confined views of its roots.
+type access struct {
+	guard   *pathguard.Guard
+	fs, raw *confine.FS
+}
+
+// FollowRoots makes the engine use the guard guard returns, extending its
+// views of the roots when a root is added while the daemon runs.
+func (e *Engine) FollowRoots(guard func() *pathguard.Guard) {
+	e.rootsMu.Lock()
+	e.follow = guard
+	e.rootsMu.Unlock()
+}
+
+// access returns the guard in force, FS and RawFS.
+func (e *Engine) access() access {
+	e.rootsMu.Lock()
+	defer e.rootsMu.Unlock()
+	if e.follow == nil {
+		return e.roots
+	}
+	g := e.follow()
+	if g == nil || g == e.roots.guard {
+		return e.roots
+	}
+	fs, err := e.roots.fs.Extend(g)
+	if err != nil {
+		e.cfg.Logger.Warn("checkpoints: opening a new allowed root", "err", err)
+		return e.roots
+	}
+	next := access{guard: g, fs: fs, raw: e.roots.raw}
+	if e.roots.raw != nil {
+		rg, err := pathguard.NewProtected(g.Roots(), pathguard.Protection{Always: e.cfg.Always})
+		if err == nil {
+			if raw, err := e.roots.raw.Extend(rg); err == nil {
+				next.raw = raw
+			}
+		}
+	}
+	e.roots = next
+	return next
 }
 
 // workspace is one recorded workspace. Its mutex serializes checkpoints,
@@ -226,7 +276,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GlobalExcludes == "" {
 		cfg.GlobalExcludes = globalExcludes(cfg.Home)
 	}
-	e := &Engine{cfg: cfg, ws: map[string]*workspace{}}
+	e := &Engine{cfg: cfg, ws: map[string]*workspace{}, roots: access{guard: cfg.Guard, fs: cfg.FS, raw: cfg.RawFS}}
 	if err := e.recover(); err != nil {
 		return nil, err
 	}
@@ -271,10 +321,12 @@ func (e *Engine) Close() {
 		}
 		w.mu.Unlock()
 	}
-	e.cfg.FS.Close()
-	if e.cfg.RawFS != nil {
-		e.cfg.RawFS.Close()
+	e.rootsMu.Lock()
+	e.roots.fs.Close()
+	if e.roots.raw != nil {
+		e.roots.raw.Close()
 	}
+	e.rootsMu.Unlock()
 }
 
 func newID() string {
@@ -291,7 +343,7 @@ func (e *Engine) resolve(root string) (string, error) {
 	if root == "" {
 		return "", missingField("workspace_root")
 	}
-	real, err := e.cfg.Guard.Workspace(root)
+	real, err := e.access().guard.Workspace(root)
 	if err != nil {
 		return "", pathError(err)
 	}

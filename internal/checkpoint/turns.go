@@ -376,7 +376,7 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 	if p.WorkspaceRoot == "" {
 		return protocol.TurnListResult{}, missingField("workspace_root")
 	}
-	root, err := e.cfg.Guard.Workspace(p.WorkspaceRoot)
+	root, err := e.access().guard.Workspace(p.WorkspaceRoot)
 	if err != nil {
 		return protocol.TurnListResult{}, pathError(err)
 	}

@@ -8,8 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aymanbagabas/go-udiff"
-
+	"github.com/orion-agent/orion/internal/linediff"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
@@ -322,6 +321,9 @@ func (e *Engine) info(t *turnRecord, diffs bool, maxDiff int) protocol.TurnInfo 
 	return ti
 }
 
+// diffContext is the lines of context around each hunk.
+const diffContext = 3
+
 // diff fills f's unified diff from old to cur, bounded.
 func (e *Engine) diff(f *protocol.TurnFile, old, cur *Entry, maxDiff int) {
 	content := func(en *Entry) ([]byte, bool) {
@@ -349,7 +351,8 @@ func (e *Engine) diff(f *protocol.TurnFile, old, cur *Entry, maxDiff int) {
 	if f.From != "" {
 		from = "a/" + f.From
 	}
-	d := udiff.Unified(from, to, string(a), string(b))
+	// The project's minimal line diff, as dry runs and the page show.
+	d := linediff.Unified(from, to, a, b, diffContext)
 	if len(d) > maxDiff {
 		d = string(bytes.ToValidUTF8([]byte(d[:maxDiff]), nil))
 		f.DiffTruncated = true

@@ -74,6 +74,8 @@ type config struct {
 	memory      bool
 	checkpoints bool
 	cp          checkpointConfig
+	// appendCases runs the timed append cases (--appends, true).
+	appendCases bool
 	appends     bool
 }
 
@@ -126,6 +128,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.fileMB, "file-mb", 0, "also write a file of this many MB as `orionctl write` does, next to cp + sync (0: skip)")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp, --mcp and --file-mb comparisons")
 	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp and --mcp comparisons")
+	fs.BoolVar(&cfg.appends, "append-rounds", false, "also compare 4 KiB appends (1 and 64 sessions) and 64 KiB appends with write+fdatasync on 1 and 8 files, in --rounds interleaved rounds")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	fs.BoolVar(&cfg.checkpoints, "checkpoints", false, "also measure workspace checkpoints against git on the same tree: the first checkpoint, a scan, watched checkpoints, storage after many turns, an undo of 100 files, RSS while watching")
@@ -133,7 +136,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.cp.mb, "checkpoint-mb", 1024, "MiB of --checkpoints' workspace")
 	fs.IntVar(&cfg.cp.turns, "checkpoint-turns", 100, "turns of 10 changed files for --checkpoints' storage figure")
 	fs.IntVar(&cfg.cp.repeats, "checkpoint-repeats", 5, "repeats of --checkpoints' scan and watched cases (medians)")
-	fs.BoolVar(&cfg.appends, "appends", true, "run the append cases (false: only the comparisons asked for)")
+	fs.BoolVar(&cfg.appendCases, "appends", true, "run the append cases (false: only the comparisons asked for)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -157,7 +160,7 @@ func run(args []string, out io.Writer) error {
 	defer cancel()
 
 	var rep fullReport
-	if !cfg.appends {
+	if !cfg.appendCases {
 		cfg.baselines, cfg.sessions, cfg.syncs = nil, nil, false
 	}
 	for _, n := range cfg.baselines {
@@ -179,6 +182,13 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 		rep.Results = append(rep.Results, r)
+	}
+	if cfg.appends {
+		rs, err := appendRounds(ctx, cfg, d)
+		if err != nil {
+			return err
+		}
+		rep.Compare = append(rep.Compare, rs...)
 	}
 	if cfg.peerMCP {
 		r, err := wholeFileCase(ctx, cfg, d)
@@ -231,7 +241,7 @@ func run(args []string, out io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	if cfg.appends {
+	if cfg.appendCases {
 		report(out, cfg, rep.Results)
 	}
 	fmt.Fprintf(out, "\ndaemon RSS idle (after start): %.1f MiB\n", rep.IdleRSS)

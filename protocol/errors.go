@@ -77,6 +77,19 @@ const (
 	CodeTooManySessions = -32021
 )
 
+// Application error codes of checkpoints and turns.
+const (
+	// CodeTurnNotFound: no turn, checkpoint or undo operation has the
+	// given id (never existed, or dropped by retention).
+	CodeTurnNotFound = -32030
+	// CodeTurnState: the turn's state does not allow the call (still
+	// open, already undone, not recorded).
+	CodeTurnState = -32031
+	// CodeWorkspaceTooBig: the workspace is over the checkpoint limits
+	// after the ignores; it gets no checkpoints.
+	CodeWorkspaceTooBig = -32032
+)
+
 // Reasons carried in ErrorData.Reason. They are stable strings a client or a
 // model can act on.
 const (
@@ -200,6 +213,33 @@ const (
 	// MaxFollowsPerConnection times already (code CodeTooLarge,
 	// data.limit); a follow lasts as long as its connection.
 	ReasonTooManyFollows = "too_many_follows"
+)
+
+// Reasons of checkpoints and turns.
+const (
+	// ReasonTurnNotFound: no turn has the turn_id (or no turn of the
+	// workspace is left to undo, with last).
+	ReasonTurnNotFound = "turn_not_found"
+	// ReasonOperationNotFound: no undo has the operation_id (or none is
+	// left to redo, with last).
+	ReasonOperationNotFound = "operation_not_found"
+	// ReasonCheckpointNotFound: a checkpoint the call needs was dropped by
+	// retention.
+	ReasonCheckpointNotFound = "checkpoint_not_found"
+	// ReasonTurnOpen: undo of a turn that has not ended.
+	ReasonTurnOpen = "turn_open"
+	// ReasonTurnUndone: undo of a turn whose last operation is an undo
+	// (redo it first), or redo of an undo already redone.
+	ReasonTurnUndone = "turn_already_undone"
+	// ReasonTurnUnrecorded: undo of a turn that had no checkpoints (its
+	// workspace was too big to record).
+	ReasonTurnUnrecorded = "turn_not_recorded"
+	// ReasonWorkspaceTooBig: the workspace is over
+	// --checkpoint-max-workspace-files or --checkpoint-max-workspace-bytes.
+	ReasonWorkspaceTooBig = "workspace_too_big"
+	// ReasonWorkspaceForbidden: the home directory itself or / named as a
+	// turn's workspace.
+	ReasonWorkspaceForbidden = "workspace_forbidden"
 )
 
 // MaxFollowsPerConnection bounds the trace.follow subscriptions of one

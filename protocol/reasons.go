@@ -72,5 +72,13 @@ var ErrorReasons = []ReasonDoc{
 	{CodeTooManyConnections, ReasonTooManyConnections, "the daemon serves `--max-connections` clients already, or this process its `--max-client-connections` share (id null; the connection closes); also a connection of the status reserve asking anything but daemon.status"},
 	{CodeTooManySessions, ReasonTooManySessions, "the daemon holds `--max-sessions` unfinished sessions, or this client `--max-client-sessions` (`data.limit`): finish or abort some"},
 	{CodeTooLarge, ReasonStoreFull, "the store is at `--store-max-bytes` with no undo backup left to drop (`data.limit`); nothing acknowledged is dropped"},
+	{CodeTurnNotFound, ReasonTurnNotFound, "no turn has this `turn_id` (or, with `last`, the workspace has no ended turn left to undo)"},
+	{CodeTurnNotFound, ReasonOperationNotFound, "no undo has this `operation_id` (or, with `last`, none is left to redo)"},
+	{CodeTurnNotFound, ReasonCheckpointNotFound, "a checkpoint the call needs was dropped by `--checkpoint-retention` or `--store-max-bytes`"},
+	{CodeTurnState, ReasonTurnOpen, "undo of a turn that has not ended: call turn.end first"},
+	{CodeTurnState, ReasonTurnUndone, "undo of a turn already undone (redo it first), or redo of an undo already redone"},
+	{CodeTurnState, ReasonTurnUnrecorded, "the turn has no checkpoints: its workspace was too big to record"},
+	{CodeWorkspaceTooBig, ReasonWorkspaceTooBig, "the workspace is over `--checkpoint-max-workspace-files` or `--checkpoint-max-workspace-bytes` after the ignores (`data.limit`): no checkpoint, never a partial one"},
+	{CodePathNotAllowed, ReasonWorkspaceForbidden, "the home directory itself or `/` named as a turn's workspace: name a project directory"},
 	{CodeSessionState, ReasonBackupDropped, "undo of a write whose backup was dropped to keep the store under `--store-max-bytes`"},
 }

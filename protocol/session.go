@@ -278,6 +278,9 @@ type SessionInfo struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// TxID names the transaction the session belongs to.
 	TxID string `json:"tx_id,omitempty"`
+	// TurnID names the turn that was open in the session's workspace when
+	// it began (turn.begin), if any.
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 // ListResult is the result of session.list.
@@ -362,6 +365,9 @@ type StatusResult struct {
 	// Trace describes the trace store (retention, size and its cap, what
 	// was dropped); absent when tracing is off.
 	Trace *TraceStats `json:"trace,omitempty"`
+	// Checkpoints describes the recorded workspaces (watching or
+	// scanning, and why) and the blob store.
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
 }
 
 // StoreStats describes the store in daemon.status.

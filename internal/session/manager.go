@@ -63,6 +63,9 @@ type Config struct {
 	Logger           *slog.Logger
 	Notify           Notifier
 	Watcher          TargetWatcher
+	// TurnOf names the turn open in the workspace holding a target, if
+	// any: the session belongs to it. Nil: no turns.
+	TurnOf func(target string) string
 	// Trace receives an event for every stage change, write and conflict.
 	Trace trace.Recorder
 	// Validation is the daemon's validation policy; sessions may override
@@ -393,10 +396,18 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 		Attempt:          attempt,
 		Supersedes:       p.Supersedes,
 		TxID:             txID,
+		TurnID:           m.turnOf(target),
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
 	return r, nil
+}
+
+func (m *Manager) turnOf(target string) string {
+	if m.cfg.TurnOf == nil {
+		return ""
+	}
+	return m.cfg.TurnOf(target)
 }
 
 // open journals a new session record of owner, if it fits the caps on

@@ -94,7 +94,9 @@ type record struct {
 	// TxID names the tx.begin transaction the session belongs to; such a
 	// session is written only by tx.commit. Changes are the files a
 	// multi-file edit changed, with their backups, for undo.
-	TxID    string       `json:"tx_id,omitempty"`
+	TxID string `json:"tx_id,omitempty"`
+	// TurnID is the turn open in the target's workspace at begin.
+	TurnID  string       `json:"turn_id,omitempty"`
 	Changes []fileChange `json:"changes,omitempty"`
 
 	Conflict string `json:"conflict,omitempty"`
@@ -187,5 +189,6 @@ func (r *record) info() protocol.SessionInfo {
 		Undone:           r.Undone,
 		DryRun:           r.DryRun && r.Stage == protocol.StageAborted,
 		TxID:             r.TxID,
+		TurnID:           r.TurnID,
 	}
 }

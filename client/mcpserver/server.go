@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/client/turnmark"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -47,6 +48,10 @@ type Options struct {
 	// answer (being restarted) before it reports it down; 0 means
 	// DefaultRestartWait.
 	RestartWait time.Duration
+	// TurnQuiet is the quiet period that bounds the turns this server
+	// marks (0: turnmark.DefaultQuiet); NoTurns marks none.
+	TurnQuiet time.Duration
+	NoTurns   bool
 }
 
 // DefaultRestartWait is how long a call waits for oriond to come back: a
@@ -66,6 +71,7 @@ type Server struct {
 	log    *slog.Logger
 	daemon *daemonConn
 	roots  *rootSet
+	turns  *turnmark.Marker
 	srv    *mcp.Server
 	// stash holds the arguments Transport set aside.
 	stash *argStash
@@ -125,6 +131,7 @@ func New(opts Options) (*Server, error) {
 		refused:  map[string]string{},
 		stash:    newArgStash(),
 	}
+	s.turns = newMarker(opts, log)
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -146,6 +153,9 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // Run serves one host on t until it disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	defer s.daemon.close()
+	if s.turns != nil {
+		defer s.turns.Close()
+	}
 	return s.srv.Run(ctx, t)
 }
 
@@ -168,6 +178,9 @@ func (s *Server) addTools() {
 				roots, ask := s.roots.forCall(req)
 				if ask {
 					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsRequestID: &mcp.ListRootsParams{}}}, nil
+				}
+				if !ann.ReadOnlyHint {
+					s.markTurn(ctx, req, roots)
 				}
 				res, err := fn(withRoots(ctx, roots), req)
 				if err != nil {

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client/mcpserver"
+	"github.com/orion-agent/orion/client/turnmark"
 	"github.com/orion-agent/orion/internal/termsafe"
 )
 
@@ -22,6 +24,8 @@ func newMCPCmd(g *globals) *cobra.Command {
 	var (
 		workspace string
 		logLevel  string
+		turnQuiet time.Duration
+		noTurns   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -59,6 +63,8 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 				WorkspaceRoot: workspace,
 				Version:       moduleVersion(),
 				Logger:        slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+				TurnQuiet:     turnQuiet,
+				NoTurns:       noTurns,
 			})
 			if err != nil {
 				return usageError{err}
@@ -83,6 +89,8 @@ directory this command started in, or --workspace-root. Logs go to stderr.`,
 	f := cmd.Flags()
 	f.StringVar(&workspace, "workspace-root", "", "workspace root when the host gives no MCP roots (default: the current directory)")
 	f.StringVar(&logLevel, "log-level", "warn", "stderr log level: debug, info, warn or error")
+	f.DurationVar(&turnQuiet, "turn-quiet", turnmark.DefaultQuiet, "a turn begins at the first tool call after this long without one, and ends once this long passes with none")
+	f.BoolVar(&noTurns, "no-turns", false, "do not mark turns in oriond")
 	return cmd
 }
 

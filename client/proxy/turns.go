@@ -45,9 +45,11 @@ func (p *Proxy) turnStart(ctx context.Context, r *http.Request, d dialect, ws st
 		return false
 	}
 	if !offersTools(body) {
+		p.log.Debug("turns: a side request (no tools)", "path", r.URL.Path)
 		return false
 	}
 	if !personSpeaks(d, body) {
+		p.log.Debug("turns: the agent goes on (a tool result)", "path", r.URL.Path)
 		p.turns.Active(ws)
 		return true
 	}
@@ -142,8 +144,10 @@ func member(body []byte, name string) json.RawMessage {
 	return nil
 }
 
-// lastMessage is the raw last element of the body's "messages", stepping
-// over the others without decoding them.
+// lastMessage is the raw last message of the body's "messages" that is
+// not the agent's own instruction: Claude Code puts a "system" message
+// (its environment) after the person's, and OpenAI's "developer" role is
+// the same. The others are stepped over, their roles alone decoded.
 func lastMessage(body []byte) json.RawMessage {
 	msgs := member(body, "messages")
 	if msgs == nil {
@@ -158,6 +162,12 @@ func lastMessage(body []byte) json.RawMessage {
 		var m json.RawMessage
 		if dec.Decode(&m) != nil {
 			return nil
+		}
+		var r struct {
+			Role string `json:"role"`
+		}
+		if json.Unmarshal(m, &r) == nil && (r.Role == "system" || r.Role == "developer") {
+			continue
 		}
 		last = m
 	}

@@ -76,6 +76,10 @@ func TestTurnMarkedByProxyAnthropic(t *testing.T) {
 	}
 	ua := map[string]string{"User-Agent": "claude-cli/2.0.0 (external, cli)"}
 	first := messagesRequest(true, "write a.txt")
+	// Claude Code puts its environment in a system message after the
+	// person's.
+	first["messages"] = []any{map[string]any{"role": "user", "content": "write a.txt"},
+		map[string]any{"role": "system", "content": "Environment: linux"}}
 	if status, body := h.post(t, "/v1/messages", first, ua); status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, body)
 	}

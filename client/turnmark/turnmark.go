@@ -106,6 +106,7 @@ func (m *Marker) Begin(ctx context.Context, ws, agent string) {
 		m.log.Warn("turn begun without a checkpoint", "workspace", ws, "turn", res.TurnID, "warning", res.Warning)
 	}
 	t.id, t.agent = res.TurnID, agent
+	m.log.Debug("turn begun", "workspace", ws, "turn", res.TurnID, "agent", agent, "ended", res.Ended)
 	m.arm(ws, t)
 }
 

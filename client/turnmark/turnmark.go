@@ -81,6 +81,12 @@ func New(cfg Config) *Marker {
 // the start checkpoint is taken, so nothing the agent does next is missed.
 // agent overrides Config.Agent when not empty.
 func (m *Marker) Begin(ctx context.Context, ws, agent string) {
+	m.begin(ctx, ws, agent, false)
+}
+
+// begin is Begin; with ifNone, a turn another call opened meanwhile is
+// kept (two tool calls at once begin one turn, not two).
+func (m *Marker) begin(ctx context.Context, ws, agent string, ifNone bool) {
 	if agent == "" {
 		agent = m.cfg.Agent
 	}
@@ -90,6 +96,10 @@ func (m *Marker) Begin(ctx context.Context, ws, agent string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if ifNone && t.id != "" {
+		m.Active(ws)
+		return
+	}
 	c := m.client(ctx)
 	if c == nil {
 		return
@@ -132,7 +142,7 @@ func (m *Marker) Call(ctx context.Context, ws, agent string) {
 		m.Active(ws)
 		return
 	}
-	m.Begin(ctx, ws, agent)
+	m.begin(ctx, ws, agent, true)
 }
 
 // End ends the turn open in ws, if any, without waiting for the daemon.

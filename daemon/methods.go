@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -71,7 +72,7 @@ func txOwner(r protocol.TxBeginResult) []string {
 }
 
 func (h *handler) begin(conn *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
-	p.Client = h.nameOf(conn)
+	p.Client = withAgent(h.nameOf(conn), p.Agent)
 	return h.mgr.BeginAs(h.clientOf(conn), *p)
 }
 
@@ -286,4 +287,30 @@ func table(routes ...erasable) map[string]method {
 		t[m.name] = m
 	}
 	return t
+}
+
+// maxAgentName bounds the agent's name a caller gives for listings.
+const maxAgentName = 32
+
+// withAgent is a session's client as listings show it: the peer process's
+// name, and the agent a proxy writes for after it. The agent's name is
+// the caller's word: only letters, digits and "._-" of it are kept, and
+// at most maxAgentName bytes, so it cannot forge a listing's layout.
+func withAgent(client, agent string) string {
+	var b strings.Builder
+	for _, r := range agent {
+		if b.Len() >= maxAgentName {
+			break
+		}
+		if r < 128 && (r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		}
+	}
+	switch {
+	case b.Len() == 0:
+		return client
+	case client == "":
+		return "(" + b.String() + ")"
+	}
+	return client + " (" + b.String() + ")"
 }

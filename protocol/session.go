@@ -64,6 +64,11 @@ type BeginParams struct {
 	// BackupRequired (default true) refuses to replace content unless a
 	// backup of it was kept for session.undo; false skips the backup.
 	BackupRequired *bool `json:"backup_required,omitempty"`
+	// Agent names the agent the caller writes for, when the caller is a
+	// proxy or a host in front of it (orionctl's proxy sends "codex",
+	// "gemini", "claude"): listings show it after the process's own name,
+	// as "orionctl (codex)". It is the caller's word, for display only.
+	Agent string `json:"agent,omitempty"`
 	// Client is set by the daemon, never read from the wire: the name of
 	// the process that opened the session (from the socket's peer
 	// credentials), for listings.

@@ -19,6 +19,7 @@ func (c *Controller) begin(ctx context.Context, call ToolCall) error {
 	}
 	p := a.params
 	p.WorkspaceRoot = c.opts.WorkspaceRoot
+	p.Agent = c.opts.Agent
 	p.IdleMS = c.opts.IdleMS
 	p.AutoFinalizeMS = c.opts.AutoFinalizeMS
 	p.TruncationPolicy = c.opts.TruncationPolicy

@@ -22,6 +22,9 @@ const (
 // Options configure a Controller. The zero value works against the default
 // socket with the daemon's default timers.
 type Options struct {
+	// Agent names the agent the controller writes for ("codex"), sent
+	// with each session.begin for listings.
+	Agent string
 	// Socket is oriond's socket ("" means client.DefaultSocket()).
 	Socket string
 	// Dial connects to the daemon; nil means client.Dial on Socket. Tests

@@ -233,7 +233,7 @@ func (s *Server) errorResult(tool string, err error) *mcp.CallToolResult {
 // errorOut is the structured content of a failed call.
 type errorOut struct {
 	// Error is a stable reason: the daemon's, or daemon_not_running,
-	// invalid_arguments.
+	// invalid_arguments, outside_workspace, message_too_large.
 	Error     string `json:"error"`
 	Message   string `json:"message"`
 	SessionID string `json:"session_id,omitempty"`
@@ -242,8 +242,8 @@ type errorOut struct {
 }
 
 // argError is a tool call whose arguments are missing, malformed or out of
-// bounds; reason is invalid_arguments, or outside_workspace for a target
-// outside every root.
+// bounds; reason is invalid_arguments, outside_workspace for a target
+// outside every root, or message_too_large for a call too large to read.
 type argError struct{ reason, msg string }
 
 func (e *argError) Error() string { return e.msg }

@@ -115,7 +115,7 @@ func (s *Server) arguments(tool string, raw []byte) ([]byte, error) {
 	if rest, ok := strings.CutPrefix(ph.Key, s.stash.prefix+tooLargePrefix); ok {
 		size, _, _ := strings.Cut(rest, "-")
 		n, _ := strconv.ParseInt(size, 10, 64)
-		return nil, &argError{"message_too_large", protocol.Fill(protocol.PromptMCPMessageTooLarge, "tool", tool,
+		return nil, &argError{protocol.ReasonMessageTooLarge, protocol.Fill(protocol.PromptMCPMessageTooLarge, "tool", tool,
 			"size", textfmt.Size(n), "limit", textfmt.Size(int64(s.maxMessage.Load())), "lines", fmt.Sprint(ChunkAdviceLines))}
 	}
 	if args, ok := s.stash.get(ph.Key); ok {

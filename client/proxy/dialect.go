@@ -122,6 +122,12 @@ func decodeRequest(body []byte, toolName func(json.RawMessage) string) (*agentRe
 // not nil) after the leading ones that lead says belong before it. The
 // messages are copied one at a time, never decoded as a whole.
 func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead func(json.RawMessage) bool) ([]byte, int, error) {
+	return encodePrefixAt(fields, "messages", instr, lead)
+}
+
+// encodePrefixAt is encodePrefix for an API whose conversation is the
+// array under key (the Responses API's "input", Gemini's "contents").
+func encodePrefixAt(fields map[string]json.RawMessage, key string, instr json.RawMessage, lead func(json.RawMessage) bool) ([]byte, int, error) {
 	size := 64
 	for k, v := range fields {
 		size += len(k) + len(v) + 4
@@ -130,7 +136,7 @@ func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead
 	b.WriteByte('{')
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
-		if k != "messages" {
+		if k != key {
 			keys = append(keys, k)
 		}
 	}
@@ -141,7 +147,8 @@ func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead
 		b.Write(fields[k])
 		b.WriteByte(',')
 	}
-	b.WriteString(`"messages":[`)
+	b.Write(mustJSON(key))
+	b.WriteString(`:[`)
 	n := 0
 	add := func(m json.RawMessage) {
 		if n > 0 {
@@ -151,7 +158,7 @@ func encodePrefix(fields map[string]json.RawMessage, instr json.RawMessage, lead
 		n++
 	}
 	placed := instr == nil
-	if raw := fields["messages"]; len(raw) > 0 && string(raw) != "null" {
+	if raw := fields[key]; len(raw) > 0 && string(raw) != "null" {
 		_, elems := splitJSON(raw)
 		for _, m := range elems {
 			if !placed && !lead(m) {

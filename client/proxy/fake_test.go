@@ -324,6 +324,7 @@ func newHarness(t *testing.T, cfg proxy.Config, script ...reply) *harness {
 	h.up = newFakeUpstream(t, script...)
 	cfg.OpenAIUpstream = h.up.srv.URL + "/v1"
 	cfg.AnthropicUpstream = h.up.srv.URL
+	cfg.GeminiUpstream = h.up.srv.URL
 	if cfg.Socket == "" {
 		cfg.Socket = h.d.Socket
 	}

@@ -165,7 +165,7 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 	// oriond is dialled while the request is read and encoded; the first
 	// upstream request waits for it, so that no model request is paid
 	// for when the daemon is down (a dial costs ~20 µs).
-	l.startDial(r.Context())
+	l.startDial(r.Context(), agentName(r.Header.Get("User-Agent")))
 	defer l.close()
 
 	body, err := readBody(r.Body, r.ContentLength, p.cfg.MaxRequestBytes)
@@ -200,6 +200,10 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 	req.header = r.Header
 	req.path = r.URL.Path
 	req.query = r.URL.RawQuery
+	if g, ok := d.(gemini); ok {
+		// The model and the method are in the path, not the body.
+		req.path, req.query, req.stream = g.streamPath(req.path, req.query)
+	}
 	l.req = req
 	l.w = w
 	l.out = d.newWriter(w, req)
@@ -253,7 +257,7 @@ func readBody(body io.Reader, length, limit int64) ([]byte, error) {
 }
 
 // startDial connects the controller in the background; ctrl waits for it.
-func (l *loop) startDial(ctx context.Context) {
+func (l *loop) startDial(ctx context.Context, agent string) {
 	ch := make(chan dialed, 1)
 	go func() {
 		ctrl, err := controller.New(ctx, controller.Options{
@@ -262,6 +266,7 @@ func (l *loop) startDial(ctx context.Context) {
 				return l.p.cfg.Dial(ctx, l.p.cfg.Socket, o)
 			},
 			WorkspaceRoot: l.ws,
+			Agent:         agent,
 			// Without a secret, nothing proves the caller may read the
 			// files whose lines a failed edit would quote.
 			WithholdFileText: l.p.cfg.Token == "",
@@ -600,4 +605,18 @@ func copyHeaders(dst, src http.Header) {
 	dropOrionHeaders(dst)
 	dst.Set("Content-Type", "application/json")
 	dst.Set("Accept", "text/event-stream")
+}
+
+// agentName is the agent a request comes from, by its User-Agent, for
+// session listings: the agents that say who they are in it.
+func agentName(ua string) string {
+	ua = strings.ToLower(ua)
+	for _, a := range []struct{ prefix, name string }{
+		{"codex", "codex"}, {"geminicli", "gemini"}, {"claude-cli", "claude"}, {"qwen", "qwen"},
+	} {
+		if strings.HasPrefix(ua, a.prefix) {
+			return a.name
+		}
+	}
+	return ""
 }

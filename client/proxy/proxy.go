@@ -82,6 +82,10 @@ type Config struct {
 	// AnthropicUpstream is the base URL the Anthropic SDKs would use
 	// (without /v1): /v1/messages goes to AnthropicUpstream + "/v1/messages".
 	AnthropicUpstream string
+	// GeminiUpstream is the Gemini API's base URL (without /v1beta):
+	// /v1beta/models/M:streamGenerateContent goes to GeminiUpstream +
+	// that path.
+	GeminiUpstream string
 	// Socket is oriond's socket ("" means the default).
 	Socket string
 	// WorkspaceRoot is the default workspace root; HeaderWorkspace
@@ -152,6 +156,7 @@ type Proxy struct {
 	cfg       Config
 	openai    *url.URL
 	anthropic *url.URL
+	gemini    *url.URL
 	pass      map[string]*httputil.ReverseProxy
 	log       *slog.Logger
 	guard     *httpguard.Guard
@@ -167,6 +172,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.AnthropicUpstream == "" {
 		cfg.AnthropicUpstream = DefaultAnthropicUpstream
+	}
+	if cfg.GeminiUpstream == "" {
+		cfg.GeminiUpstream = DefaultGeminiUpstream
 	}
 	switch cfg.Echo {
 	case "":
@@ -226,7 +234,10 @@ func New(cfg Config) (*Proxy, error) {
 	if p.anthropic, err = parseUpstream("anthropic upstream", cfg.AnthropicUpstream); err != nil {
 		return nil, err
 	}
-	for _, d := range []dialect{openAI{}, anthropic{}} {
+	if p.gemini, err = parseUpstream("gemini upstream", cfg.GeminiUpstream); err != nil {
+		return nil, err
+	}
+	for _, d := range []dialect{openAI{}, anthropic{}, responses{}, gemini{}} {
 		p.pass[d.name()] = p.reverseProxy(d)
 	}
 	p.turns = newMarker(cfg)
@@ -253,7 +264,10 @@ func parseUpstream(what, raw string) (*url.URL, error) {
 // carry /v1 themselves, Anthropic's do not.
 func (p *Proxy) upstreamURL(d dialect, path string) *url.URL {
 	base := p.anthropic
-	if d.name() == dialectOpenAI {
+	if d.name() == dialectGemini {
+		base = p.gemini
+	}
+	if d.name() == dialectOpenAI || d.name() == dialectResponses {
 		base = p.openai
 		path = strings.TrimPrefix(path, "/v1")
 	}
@@ -298,7 +312,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mode = "local"
 		return
 	}
-	if !strings.HasPrefix(r.URL.Path, "/v1/") {
+	if !strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1beta/") {
 		writeError(rec, d, http.StatusNotFound, "not_found",
 			fmt.Sprintf("orionctl proxy serves /v1/ only, not %s: point your client's base URL at http://%s/v1 (OpenAI) or http://%s (Anthropic)", r.URL.Path, r.Host, r.Host))
 		return
@@ -309,7 +323,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	loop := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/messages")
+	loop := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/messages" ||
+		r.URL.Path == "/v1/responses" || isGeminiChat(r.URL.Path))
 	if !loop || r.Header.Get(HeaderBypass) == "1" {
 		p.pass[d.name()].ServeHTTP(rec, r)
 		return
@@ -361,6 +376,12 @@ func dialectOf(r *http.Request) dialect {
 	if p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") || p == "/v1/complete" ||
 		r.Header.Get("Anthropic-Version") != "" {
 		return anthropic{}
+	}
+	if strings.HasPrefix(p, "/v1beta/") {
+		return gemini{}
+	}
+	if p == "/v1/responses" {
+		return responses{}
 	}
 	return openAI{}
 }

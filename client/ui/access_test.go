@@ -214,6 +214,17 @@ func TestDiffOfATargetNoLongerARegularFile(t *testing.T) {
 	d := testdaemon.Start(t)
 	c := dial(t, d.Socket)
 	p := newPageClient(t, startInProcess(t, d.Socket))
+	// The page's server connects to the daemon on its own; until it has,
+	// every request answers 503.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var pg struct{ Connected bool }
+		if p.get("/api/sessions", &pg) == http.StatusOK && pg.Connected {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the page's server did not connect to oriond within 20s")
+		}
+	}
 	for _, kind := range []string{"fifo", "symlink"} {
 		t.Run(kind, func(t *testing.T) {
 			target := filepath.Join(d.Root, kind+".txt")

@@ -154,7 +154,7 @@ func (h *hub) setDown(err error) {
 	was := h.connected
 	h.c, h.connected, h.lastErr = nil, false, err.Error()
 	if was {
-		h.log.Warn("lost oriond; reconnecting", "err", err)
+		h.log.Warn("lost oriond; reconnecting", "socket", h.socket, "err", err, "start_with", client.StartCommand(h.socket))
 		h.bumpLocked(nil)
 	}
 }

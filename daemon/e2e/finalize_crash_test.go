@@ -260,7 +260,19 @@ func TestKilledBeforeRenameIsFinalizedAgain(t *testing.T) {
 	}
 	assertNoTempFiles(t, d.Root)
 	c = dial(t, d)
-	if info, err := c.Get(testCtx(t), b.SessionID); err != nil || info.Stage != protocol.StageCompleted {
+	// The file lands with its rename; the session's stage says so a
+	// moment later, once the write has returned.
+	var (
+		info protocol.SessionInfo
+		err  error
+	)
+	for time.Now().Before(deadline) {
+		if info, err = c.Get(testCtx(t), b.SessionID); err != nil || info.Stage == protocol.StageCompleted {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || info.Stage != protocol.StageCompleted {
 		t.Fatalf("after the auto-finalize: %+v, %v", info, err)
 	}
 }

@@ -234,8 +234,16 @@ func TestStoreFullRefusesNewContent(t *testing.T) {
 		c.StoreMaxBytes = 1 << 20
 		c.MaxSessionBytes = 1 << 20
 	})
-	b := h.begin(protocol.BeginParams{TargetFile: "a.txt", Operation: protocol.OpCreate})
+	// Another session's content takes most of the store, so that the
+	// store fills before the session reaches its own limit.
+	other := h.begin(protocol.BeginParams{TargetFile: "other.txt", Operation: protocol.OpCreate})
 	chunk := strings.Repeat("x", 200<<10)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if _, err := h.mgr.Append(protocol.AppendParams{SessionID: other.SessionID, Seq: seq, Chunk: chunk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := h.begin(protocol.BeginParams{TargetFile: "a.txt", Operation: protocol.OpCreate})
 	var err error
 	acked := 0
 	for seq := uint64(1); seq <= 8 && err == nil; seq++ {

@@ -117,8 +117,8 @@ func TestCopyRangeParts(t *testing.T) {
 }
 
 // A store written by a version 2 build, whose chunks are all stored whole
-// whatever their size, reads the same after the upgrade to version 3, and
-// takes chunks in parts next to the old ones.
+// whatever their size, reads the same after the upgrade, and takes new
+// chunks next to the old ones.
 func TestSchemaMigrationFrom2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	big := pattern(64<<10, 9)
@@ -195,7 +195,7 @@ func TestSchemaMigrationFrom2(t *testing.T) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		if got, want := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))), uint64(3); got != want {
+		if got, want := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))), uint64(4); got != want {
 			return fmt.Errorf("schema version after Open: got %d, want %d", got, want)
 		}
 		return nil

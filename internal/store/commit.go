@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/orion-agent/orion/internal/contentlog"
 	"github.com/orion-agent/orion/internal/failpoint"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,10 +23,19 @@ var errNothingChanged = errors.New("nothing changed")
 // failing the batch. Any other error aborts the transaction it runs in.
 type request struct {
 	apply func(tx *bolt.Tx) error
+	// index, on a deferred index entry, says which chunk it indexes.
+	index *pendingIndex
 	done  chan error // buffered, so the committer never waits on a caller
 	// notify, when set instead of done, receives the outcome of a
 	// deferred write (see writeLater).
 	notify func(error)
+}
+
+// pendingIndex names the chunk a deferred index entry is for.
+type pendingIndex struct {
+	key []byte
+	seq uint64
+	ref chunkRef
 }
 
 // finish hands the request its outcome.
@@ -215,6 +226,142 @@ func (s *Store) writeLater(apply func(tx *bolt.Tx) error, notify func(error)) {
 	s.deferMu.Unlock()
 }
 
+// Deferred index entries are committed without waiting for DeferDelay once
+// this many wait, or their metadata takes this many bytes: they hold memory,
+// and a commit of thousands of entries is long for the writes queued behind
+// it.
+const (
+	maxDeferredEntries = 2048
+	maxDeferredBytes   = 4 << 20
+)
+
+// deferIndex queues the index entry of a chunk whose record the log has
+// synced, to ride the next commit. The log calls it in log order, so the
+// entries queue in that order, and a commit that takes them indexes a prefix
+// of the log: it records the end of its last entry as meta/logpos.
+func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
+	end := contentlog.Pos{Seg: ref.rec.Seg, Off: ref.rec.End()}
+	key := []byte(id)
+	r := &request{}
+	r0 := r
+	*r = request{
+		index: &pendingIndex{key: key, seq: seq, ref: ref},
+		apply: func(tx *bolt.Tx) error {
+			if err := s.putIndex(tx, key, seq, ref, meta); err != nil {
+				return err
+			}
+			return setLogPos(tx, end)
+		},
+		notify: func(err error) {
+			s.indexDone.Add(1)
+			s.unpend(id, r0)
+			if err != nil {
+				// The record is durable: the next Open indexes it.
+				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
+				return
+			}
+			s.advanceIndexed(end)
+		},
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return // replayed at the next Open
+	}
+	s.deferMu.Lock()
+	s.deferred = append(s.deferred, r)
+	if s.pending == nil {
+		s.pending = map[string][]*request{}
+	}
+	s.pending[id] = append(s.pending[id], r)
+	s.indexQueued.Add(1)
+	s.deferredN++
+	s.deferredBytes += len(meta)
+	full := s.deferredN >= maxDeferredEntries || s.deferredBytes >= maxDeferredBytes
+	if s.deferTimer == nil && !full {
+		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
+	}
+	s.deferMu.Unlock()
+	if full && s.flushKicked.CompareAndSwap(false, true) {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.flushKicked.Store(false)
+			s.flushDeferred()
+		}()
+	}
+}
+
+// pendingIndex returns the chunks whose index entries wait for a commit.
+func (s *Store) pendingIndex() []*pendingIndex {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	var out []*pendingIndex
+	for _, r := range s.deferred {
+		if r.index != nil {
+			out = append(out, r.index)
+		}
+	}
+	return out
+}
+
+// unpend forgets r, an index entry of session id whose commit has ended.
+func (s *Store) unpend(id string, r *request) {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	list := s.pending[id]
+	for i, p := range list {
+		if p == r {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.pending, id)
+	} else {
+		s.pending[id] = list
+	}
+}
+
+// pendingOf returns the index entries of session id that no commit has
+// ended yet, in the order they were queued.
+func (s *Store) pendingOf(id string) []pendingIndex {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	list := s.pending[id]
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]pendingIndex, len(list))
+	for i, r := range list {
+		out[i] = *r.index
+	}
+	return out
+}
+
+// advanceIndexed records that every record before p is indexed.
+func (s *Store) advanceIndexed(p contentlog.Pos) {
+	for {
+		cur := s.indexed.Load()
+		if cur != nil && !cur.Less(p) {
+			return
+		}
+		if s.indexed.CompareAndSwap(cur, &p) {
+			return
+		}
+	}
+}
+
+// flushIfDeferred commits the deferred writes, if there are any, so that a
+// read sees every acknowledged Append's index entry. An entry may also be in
+// a commit under way, taken from the queue but not committed yet: Flush
+// waits for that commit too.
+func (s *Store) flushIfDeferred() {
+	if s.indexDone.Load() < s.indexQueued.Load() || s.hasDeferred() {
+		s.Flush()
+	}
+}
+
 // hasDeferred reports whether deferred writes wait for a commit.
 func (s *Store) hasDeferred() bool {
 	s.deferMu.Lock()
@@ -228,13 +375,26 @@ func (s *Store) takeDeferred() []*request {
 	s.deferMu.Lock()
 	later := s.deferred
 	s.deferred = nil
+	s.deferredN, s.deferredBytes = 0, 0
 	if s.deferTimer != nil {
 		s.deferTimer.Stop()
 		s.deferTimer = nil
 	}
 	s.deferMu.Unlock()
-	if len(later) > 0 {
-		// Crash tests die here: deferred writes taken, not yet durable.
+	index, other := false, false
+	for _, r := range later {
+		if r.index != nil {
+			index = true
+		} else {
+			other = true
+		}
+	}
+	// Crash tests die here: deferred writes taken, not yet durable; the
+	// index entries of appends apart from the rest.
+	if index {
+		failpoint.Hit("store.commit-index")
+	}
+	if other {
 		failpoint.Hit("store.commit-deferred")
 	}
 	return later

@@ -21,3 +21,10 @@ func PageAllocBytes(s *Store) int64 {
 	st := s.db.Stats()
 	return st.TxStats.GetPageAlloc()
 }
+
+// WaitReclaim waits until no reclaim pass runs.
+func WaitReclaim(s *Store) { s.reclaimDone.Wait() }
+
+// AfterCompactCopy makes fn run where a compaction has copied live chunks
+// to the end of the log and not yet pointed the index at the copies.
+func AfterCompactCopy(s *Store, fn func()) { s.afterCompactCopy = fn }

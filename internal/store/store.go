@@ -1,45 +1,63 @@
-// Package store is oriond's durable journal: a bbolt file holding, per
-// session, an opaque metadata value and the session's content as numbered
-// chunks.
+// Package store is oriond's durable journal: per session, an opaque
+// metadata value and the session's content as numbered chunks.
 //
-// Every write returns only after its transaction is on disk, so a caller may
-// acknowledge data to its client as soon as a write returns. Writes from many
-// goroutines are group-committed: whatever is queued while one commit is
-// syncing goes into the next, so concurrent writers share the cost of the
-// fsyncs instead of queueing behind each other.
+// Every write returns only after it is on disk, so a caller may acknowledge
+// data to its client as soon as a write returns. Writes from many goroutines
+// are group-committed: whatever is queued while one commit is syncing goes
+// into the next, so concurrent writers share the cost of the syncs instead
+// of queueing behind each other.
 //
 // The package knows nothing about what sessions mean; ids, metadata and
 // chunks are bytes to it.
 //
-// Layout of the file:
+// Two files hold a store: a bbolt file with the sessions, their metadata and
+// an index of their chunks, and a content log (package contentlog, in the
+// directory next to it named like it with ".segments" added) with the chunks'
+// bytes, the way WiscKey-style stores keep keys in a tree and values in a
+// log. A bbolt commit syncs twice (pages, then meta) and rewrites every page
+// on the path to what it changed, 32 KB for a 4 KiB chunk; the log appends
+// the chunk once and syncs once per group of appends.
+//
+// An Append is durable once its record is in the log: the record carries
+// the session id, the seq, the chunk and the session's metadata, everything
+// the Append wrote. Its index entry rides the next bbolt commit, which
+// happens when any other write commits, when enough entries wait, or after
+// Options.DeferDelay: an append costs one fdatasync of the log, shared with
+// concurrent appends, and the index's two syncs are spread over hundreds of
+// appends. The log calls back in log order as each group is synced, and the
+// entries queue in that order, so each bbolt commit indexes every record up
+// to some position of the log and records that position (meta/logpos). At
+// Open, the records past it are replayed into the index (replay): they are
+// the Appends whose entries a crash kept from being committed. Every other
+// write (PutMeta, Finish, Delete...) commits the queued entries first, so no
+// record past meta/logpos is older than a later write of its session. Until
+// its commit has ended, an entry is also kept by session in memory (pending),
+// where CopyRange finds the chunks of a session's last appends without
+// making a commit of its own.
+//
+// Layout of the bbolt file:
 //
 //	meta/schema       -> schema version, 8 bytes big-endian
+//	meta/logpos       -> segment and offset (8 bytes each, big-endian): every
+//	                     record of the log before it is indexed
 //	sessions/<id>     -> metadata
-//	chunks/<id>/<seq> -> chunk of up to partSize bytes; seq is 8 bytes
-//	                     big-endian so that cursor order is sequence order
-//	chunks/<id>/<seq><part>
-//	                  -> part number part (4 bytes big-endian, from 0) of a
-//	                     larger chunk (version 3): partSize bytes each but
-//	                     the last; the chunk is their concatenation
-//	chunks/<id>/ff*9  -> metadata written by Append (version 2); where
-//	                     present it supersedes sessions/<id>
+//	chunks/<id>/<seq> -> where chunk seq is in the log: the record's segment,
+//	                     offset and length, and the chunk's offset and length
+//	                     in the record; seq is 8 bytes big-endian so that
+//	                     cursor order is sequence order
+//	chunks/<id>/ff*9  -> metadata written by Append; where present it
+//	                     supersedes sessions/<id>
 //
 // Append keeps the metadata it rewrites with every chunk next to the
 // chunks, in the leaf page the chunk dirties anyway, rather than in the
-// sessions bucket: a commit of 32 appends from as many sessions then writes
-// one leaf per session instead of also rewriting most of the sessions
-// bucket (BenchmarkAppend, 64 writers, 500-byte metadata: median of 3 runs
-// 8,300 -> 9,448 appends/s). The key is nine bytes, so it sorts after every
-// eight-byte seq and every part key (no chunk has 0xff000000 parts) and is
-// never taken for a chunk.
+// sessions bucket: a commit of appends from many sessions then writes one
+// leaf per session instead of also rewriting most of the sessions bucket.
+// The key is nine bytes, so it sorts after every eight-byte seq and is never
+// taken for a chunk.
 //
-// A chunk larger than partSize is stored as parts so that the leaf holding
-// that metadata, which every Append rewrites, stays small. bbolt keeps at
-// least two keys in a leaf and rewrites a dirty leaf whole, overflow pages
-// included: with 64 KiB chunks stored whole, the last leaf held two or three
-// chunks and the metadata, and each 64 KiB append wrote 248 KiB of pages.
-// Parts fill leaves of their own, two to a page, and the last leaf holds a
-// part or two and the metadata (BenchmarkAppend64K).
+// Segments of the log are reclaimed once no index entry points into them
+// (reclaim.go); a segment that is mostly dead has its live chunks copied to
+// the end of the log first.
 package store
 
 import (
@@ -50,6 +68,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/orion-agent/orion/internal/contentlog"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -79,30 +99,22 @@ var ErrClosed = errors.New("store: closed")
 // Version 3 added chunks stored as parts (partSize). A version 1 or 2 file
 // is a valid version 3 file without any, migrated the same way; a version 2
 // build refuses a version 3 file, in which it would miss every large chunk.
-const schemaVersion = 3
+//
+// Version 4 moved the chunks' bytes to the content log, leaving index
+// entries in their place (see the package comment). Open migrates versions 1
+// to 3 by moving their chunks (migrate); a version 3 build refuses a
+// version 4 file, whose index entries it would serve as content.
+const schemaVersion = 4
 
 var (
 	bucketMeta     = []byte("meta")
 	bucketSessions = []byte("sessions")
 	bucketChunks   = []byte("chunks")
 	keySchema      = []byte("schema")
+	keyLogPos      = []byte("logpos")
 	// keyChunkMeta holds, in a session's chunk bucket, the metadata of its
 	// last Append; see the package comment.
 	keyChunkMeta = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-)
-
-const (
-	// seqLen is the length of the key of a chunk stored whole.
-	seqLen = 8
-	// partKeyLen is the length of the key of a part: seq, then the part's
-	// index.
-	partKeyLen = seqLen + 4
-	// partSize is the largest chunk stored whole and the size of a part.
-	// Two parts and their keys fill a 4 KiB page exactly at fill percent 1
-	// (16-byte page header, 16 bytes per element, 12-byte key: 2012 bytes
-	// at most); 2048 would not fit two, and each page would spill into an
-	// overflow page, doubling what a chunk writes.
-	partSize = 2000
 )
 
 const (
@@ -122,9 +134,14 @@ type Options struct {
 	// it. 0 means 256.
 	MaxBatch int
 
-	// DeferDelay is the longest a deferred write (FinishLater) waits for
-	// another commit to ride before it commits by itself. 0 means 1s.
+	// DeferDelay is the longest a deferred write (FinishLater, an Append's
+	// index entry) waits for another commit to ride before it commits by
+	// itself. 0 means 1s.
 	DeferDelay time.Duration
+
+	// SegmentSize is the size of the content log's segments. 0 means
+	// contentlog.DefaultSegmentSize.
+	SegmentSize int64
 }
 
 // Store is an open journal file. Its methods are safe for concurrent use.
@@ -157,6 +174,46 @@ type Store struct {
 
 	commits atomic.Uint64
 	writes  atomic.Uint64
+
+	// log holds the chunks' bytes; indexed is the position up to which
+	// its records are indexed by committed bbolt transactions.
+	log     *contentlog.Log
+	indexed atomic.Pointer[contentlog.Pos]
+	// live is the bytes of the log's records that the index points to,
+	// or will once their entries commit: what --store-max-bytes counts.
+	live atomic.Int64
+	// deferredN and deferredBytes count the index entries among deferred
+	// and their metadata, under deferMu; flushKicked is set while a commit
+	// they asked for is on its way; bg counts those commits.
+	deferredN     int
+	deferredBytes int
+	flushKicked   atomic.Bool
+	// pending holds, by session, the index entries queued and not yet
+	// through a commit, under deferMu: reads find the chunks of the last
+	// appends there without making a commit of their own.
+	pending map[string][]*request
+	// indexQueued and indexDone count the index entries queued and those
+	// whose commit has ended, so that a read knows whether to wait.
+	indexQueued atomic.Uint64
+	indexDone   atomic.Uint64
+	bg          sync.WaitGroup
+
+	// readMu is held for reading by whoever reads chunks through refs
+	// copied out of a transaction, and for writing by reclaim while it
+	// deletes segments, so that no read finds its segment gone.
+	readMu sync.RWMutex
+	// indexMu is held for reading by writes that index a record in a
+	// commit of their own, from the log append to that commit, and for
+	// writing by reclaim while it finds and deletes dead segments.
+	indexMu sync.RWMutex
+	// reclaiming is set while a reclaim pass runs; reclaimAgain asks it
+	// for another pass.
+	reclaiming   atomic.Bool
+	reclaimAgain atomic.Bool
+	reclaimDone  sync.WaitGroup
+	// afterCompactCopy, set by tests, runs where a compaction has copied
+	// chunks to the end of the log and not yet indexed the copies.
+	afterCompactCopy func()
 }
 
 // Open opens or creates the journal at path (mode 0600) and starts its
@@ -202,11 +259,25 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := initSchema(db); err != nil {
+	version, err := readSchema(db)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-
+	logDir := LogDir(path)
+	if version > 0 && version < schemaVersion {
+		// An old file has no log: one there is what a migration that
+		// did not finish left behind.
+		if err := os.RemoveAll(logDir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
+	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	deferDelay := opts.DeferDelay
 	if deferDelay <= 0 {
 		deferDelay = defaultDeferDelay
@@ -218,69 +289,71 @@ func Open(path string, opts Options) (*Store, error) {
 		deferDelay: deferDelay,
 		reqs:       make(chan *request, maxBatch),
 		done:       make(chan struct{}),
+		log:        log,
+	}
+	switch {
+	case version == 0:
+		err = db.Update(func(tx *bolt.Tx) error {
+			if err := createBuckets(tx); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
+		})
+		s.indexed.Store(new(contentlog.Pos))
+	case version < schemaVersion:
+		err = s.migrate(version)
+	default:
+		err = s.replay()
+	}
+	if err == nil {
+		err = s.countLive()
+	}
+	if err != nil {
+		log.Close()
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.commitLoop()
+	s.reclaimSoon()
 	return s, nil
 }
+
+// LogDir returns the directory of the content log of the store at path.
+func LogDir(path string) string { return path + ".segments" }
 
 // initialMmapSize is the address space bbolt maps at Open. See Open.
 const initialMmapSize = 1 << 30
 
-// initSchema creates the buckets of a new file, migrates a version 1 or 2
-// file and refuses a file written by an incompatible version. It writes only
-// when something is missing or old, so reopening a current file costs no
-// commit.
-func initSchema(db *bolt.DB) error {
-	var ok bool
+// readSchema returns the schema version of the file: 0 for a new file (no
+// complete layout yet), 1 to schemaVersion for a file this build reads. A
+// later version is an error.
+func readSchema(db *bolt.DB) (uint64, error) {
+	var version uint64
 	err := db.View(func(tx *bolt.Tx) error {
-		var err error
-		ok, err = checkSchema(tx)
-		return err
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return nil
+		}
+		v := meta.Get(keySchema)
+		if v == nil {
+			return nil
+		}
+		if len(v) != 8 {
+			return fmt.Errorf("schema version is %d bytes, want 8: not an oriond store", len(v))
+		}
+		got := binary.BigEndian.Uint64(v)
+		if got < 1 || got > schemaVersion {
+			return fmt.Errorf("schema version %d, this build reads versions up to %d: use a matching oriond or move the file aside", got, schemaVersion)
+		}
+		if tx.Bucket(bucketSessions) == nil || tx.Bucket(bucketChunks) == nil {
+			if got == schemaVersion {
+				return nil // a layout whose creation did not finish
+			}
+		}
+		version = got
+		return nil
 	})
-	if err != nil || ok {
-		return err
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		if ok, err := checkSchema(tx); err != nil || ok {
-			return err
-		}
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(keySchema, encodeSeq(schemaVersion)); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucketIfNotExists(bucketSessions); err != nil {
-			return err
-		}
-		_, err = tx.CreateBucketIfNotExists(bucketChunks)
-		return err
-	})
-}
-
-// checkSchema reports whether tx holds a complete layout of the current
-// version. A missing or partial layout is not an error: it is a new file;
-// nor are versions 1 and 2, which initSchema migrates.
-func checkSchema(tx *bolt.Tx) (bool, error) {
-	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
-		return false, nil
-	}
-	v := meta.Get(keySchema)
-	if v == nil {
-		return false, nil
-	}
-	if len(v) != 8 {
-		return false, fmt.Errorf("schema version is %d bytes, want 8: not an oriond store", len(v))
-	}
-	if got := binary.BigEndian.Uint64(v); got != schemaVersion {
-		if got == 1 || got == 2 {
-			return false, nil
-		}
-		return false, fmt.Errorf("schema version %d, this build reads version %d: use a matching oriond or move the file aside", got, schemaVersion)
-	}
-	return tx.Bucket(bucketSessions) != nil && tx.Bucket(bucketChunks) != nil, nil
+	return version, err
 }
 
 // Path returns the file the store was opened on.
@@ -302,7 +375,13 @@ func (s *Store) Close() error {
 	<-s.done
 	// Deferred writes are not given up at a graceful stop.
 	s.flushDeferred()
-	return s.db.Close()
+	s.bg.Wait()
+	s.reclaimDone.Wait()
+	err := s.db.Close()
+	if lerr := s.log.Close(); err == nil {
+		err = lerr
+	}
+	return err
 }
 
 // Stats describes the store for status reports and tests.
@@ -315,25 +394,50 @@ type Stats struct {
 	// the store grows without bound where FileSize's 16 MiB steps cannot.
 	HighWater int64
 
-	// Commits and Writes count, since Open, the write transactions
-	// committed and the writes they acknowledged. Writes/Commits is the
-	// average group-commit size.
+	// Commits and Writes count, since Open, the bbolt transactions
+	// committed and the writes they carried (index entries included).
+	// Writes/Commits is the average group-commit size.
 	Commits uint64
 	Writes  uint64
+
+	// Log is the content log's: records appended and the groups and
+	// fdatasyncs that wrote them, and the bytes its segments hold.
+	Log contentlog.Stats
+	// LiveLogBytes is the bytes of the log's records that chunks use.
+	LiveLogBytes int64
 }
 
 // Stats counts sessions and chunks. It reads every session's chunk index, so
 // it is for status reports, not hot paths.
 func (s *Store) Stats() (Stats, error) {
-	st := Stats{Commits: s.commits.Load(), Writes: s.writes.Load()}
+	st := Stats{Commits: s.commits.Load(), Writes: s.writes.Load(), Log: s.log.Stats(), LiveLogBytes: s.live.Load()}
+	// Stats commits nothing, so that tests can count commits with it:
+	// chunks whose index entries wait for a commit are counted apart.
+	pending := s.pendingIndex()
 	err := s.view(func(tx *bolt.Tx) error {
 		st.HighWater = tx.Size()
 		st.Sessions = tx.Bucket(bucketSessions).Stats().KeyN
 		chunks := tx.Bucket(bucketChunks)
+		seen := map[string]bool{}
+		for _, p := range pending {
+			k := string(p.key) + string(encodeSeq(p.seq))
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if b := chunks.Bucket(p.key); b == nil || b.Get(encodeSeq(p.seq)) == nil {
+				st.Chunks++
+				if b == nil {
+					if _, ok := lookup(tx.Bucket(bucketSessions), p.key); !ok && !seen[string(p.key)] {
+						seen[string(p.key)] = true
+						st.Sessions++
+					}
+				}
+			}
+		}
 		return chunks.ForEachBucket(func(id []byte) error {
-			// A chunk is a whole key or a part 0.
 			return chunks.Bucket(id).ForEach(func(k, _ []byte) error {
-				if len(k) == seqLen || (len(k) == partKeyLen && partIndex(k) == 0) {
+				if isChunkKey(k) {
 					st.Chunks++
 				}
 				return nil
@@ -365,22 +469,12 @@ func encodeSeq(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
 }
 
-// decodeSeq returns the seq of a chunk or part key.
+// decodeSeq returns the seq of a chunk key.
 func decodeSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k) }
 
-// partKey returns the key of part i of chunk seq. Each call allocates: bbolt
-// keeps the key until the transaction commits.
-func partKey(seq uint64, i uint32) []byte {
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, partKeyLen), seq)
-	return binary.BigEndian.AppendUint32(k, i)
-}
-
-// partIndex returns the index of a part key.
-func partIndex(k []byte) uint32 { return binary.BigEndian.Uint32(k[seqLen:]) }
-
-// isChunkKey reports whether k, a key of a session's chunk bucket, holds
-// chunk data: a whole chunk or a part, not the metadata.
-func isChunkKey(k []byte) bool { return len(k) == seqLen || len(k) == partKeyLen }
+// isChunkKey reports whether k, a key of a session's chunk bucket, is a
+// chunk's index entry, not the metadata.
+func isChunkKey(k []byte) bool { return len(k) == seqLen }
 
 // validate rejects what bbolt would reject inside the transaction, so that a
 // bad request fails alone instead of failing the batch it was queued with.
@@ -399,8 +493,8 @@ func validate(id string, values ...[]byte) error {
 	return nil
 }
 
-// Usage returns the bytes of the file's pages in use (the high-water mark
-// less the pages free for reuse) and the file's size. The file never
+// Usage returns the bytes in use (see Used) and the size of the files: the
+// bbolt file's, plus the bytes of the log's records. The bbolt file never
 // shrinks; what is deleted frees pages the next writes reuse, so a cap on
 // used bytes also bounds the file, to within what one commit adds.
 func (s *Store) Usage() (used, file int64, err error) {
@@ -411,11 +505,13 @@ func (s *Store) Usage() (used, file int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("store usage: %w", err)
 	}
-	return used, fi.Size(), nil
+	return used, fi.Size() + s.log.Stats().Bytes, nil
 }
 
 // Used is Usage's bytes in use alone, cheap enough for every append: no
-// system call, and bbolt's counts of free pages as of the last commit.
+// system call, bbolt's counts of free pages as of the last commit, and the
+// bytes of the log's records that chunks use. Dead records still take disk
+// until their segment is reclaimed (Usage's file size counts them).
 func (s *Store) Used() (int64, error) {
 	var high int64
 	if err := s.view(func(tx *bolt.Tx) error {
@@ -426,5 +522,5 @@ func (s *Store) Used() (int64, error) {
 	}
 	st := s.db.Stats()
 	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
-	return max(high-free, 0), nil
+	return max(high-free, 0) + s.live.Load(), nil
 }

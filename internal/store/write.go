@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 
+	"github.com/orion-agent/orion/internal/contentlog"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -40,83 +42,74 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 }
 
 // Append stores chunk as number seq of session id and replaces the session's
-// metadata with meta, both in one transaction, and returns once that
-// transaction is durable. Concurrent calls share commits.
+// metadata with meta, and returns once both are durable. Concurrent calls
+// share syncs.
+//
+// Without puts, the chunk and meta are durable once their record is synced
+// to the content log, and its index entry rides a later bbolt commit (see
+// the package comment). With puts, the keys and values of puts are stored
+// (as PutKVs would) in the bbolt commit that indexes the chunk, and Append
+// returns after that commit: a session written in one request journals its
+// backup with its content.
 //
 // Appending a seq that exists replaces that chunk, so retrying an Append
 // whose outcome is unknown is safe. chunk and meta must not be modified until
-// Append returns. The keys and values of puts, if any, are stored in the
-// same transaction (as PutKVs would): a session written in one request
-// journals its backup with its content.
+// Append returns.
 func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) error {
-	if err := validate(id, chunk, meta); err != nil {
+	if err := validate(id, meta); err != nil {
 		return err
+	}
+	if len(chunk) > maxChunk {
+		return fmt.Errorf("store: chunk is %d bytes, limit is %d", len(chunk), maxChunk)
 	}
 	if err := checkPuts(puts); err != nil {
 		return err
 	}
-	key := []byte(id)
-	seqKey := encodeSeq(seq)
-	return s.write(func(tx *bolt.Tx) error {
-		if err := applyPuts(tx, puts); err != nil {
-			return err
-		}
-		chunks, err := tx.Bucket(bucketChunks).CreateBucketIfNotExists(key)
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	var flags byte
+	if len(puts) > 0 {
+		flags = flagIndexed
+	}
+	rec, at := encodeChunkRecord(id, seq, meta, chunk, flags)
+	ref := chunkRef{at: uint32(at), len: uint32(len(chunk))}
+	if len(puts) > 0 {
+		s.indexMu.RLock()
+		defer s.indexMu.RUnlock()
+		refs, err := s.log.Append([][]byte{rec}, nil)
 		if err != nil {
-			return fmt.Errorf("store: session %q: %w", id, err)
-		}
-		chunks.FillPercent = appendFillPercent
-		if err := putChunk(chunks, seq, seqKey, chunk); err != nil {
 			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 		}
-		// The metadata goes next to the chunk (see the package comment);
-		// the sessions bucket is written only to list a session that had
-		// no PutMeta yet.
-		if err := chunks.Put(keyChunkMeta, meta); err != nil {
-			return fmt.Errorf("store: session %q: %w", id, err)
-		}
-		sessions := tx.Bucket(bucketSessions)
-		if _, ok := lookup(sessions, key); ok {
-			return nil
-		}
-		return sessions.Put(key, meta)
+		ref.rec = refs[0]
+		key := []byte(id)
+		return s.write(func(tx *bolt.Tx) error {
+			if err := applyPuts(tx, puts); err != nil {
+				return err
+			}
+			s.liveOnCommit(tx, ref.rec.Size())
+			return s.putIndex(tx, key, seq, ref, meta)
+		})
+	}
+	// The entry keeps its own copy of meta, so that rec, chunk and all,
+	// is garbage once it is written.
+	meta = append([]byte(nil), meta...)
+	_, err := s.log.Append([][]byte{rec}, func(refs []contentlog.Ref) {
+		ref.rec = refs[0]
+		s.live.Add(ref.rec.Size())
+		s.deferIndex(id, seq, ref, meta)
 	})
-}
-
-// putChunk stores chunk as number seq in b, whole or as parts (see the
-// package comment), replacing whatever chunk seq was before in either form.
-func putChunk(b *bolt.Bucket, seq uint64, seqKey, chunk []byte) error {
-	if err := deleteChunk(b, seq, seqKey); err != nil {
-		return err
-	}
-	if len(chunk) <= partSize {
-		return b.Put(seqKey, chunk)
-	}
-	for i := uint32(0); len(chunk) > 0; i++ {
-		n := min(len(chunk), partSize)
-		if err := b.Put(partKey(seq, i), chunk[:n]); err != nil {
-			return err
-		}
-		chunk = chunk[n:]
+	if err != nil {
+		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	return nil
 }
 
-// deleteChunk deletes chunk seq from b, whole or in parts, if it is there.
-// The keys are collected first: deleting under a bbolt cursor skips keys.
-func deleteChunk(b *bolt.Bucket, seq uint64, seqKey []byte) error {
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(seqKey); k != nil && isChunkKey(k) && decodeSeq(k) == seq; k, _ = c.Next() {
-		keys = append(keys, append([]byte(nil), k...))
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// maxChunk bounds one chunk: a record of the log holds it whole.
+const maxChunk = contentlog.MaxRecord - 1<<20
 
 // Finish stores meta as the metadata of session id and drops its chunks, in
 // one transaction: a session that ended keeps only its summary, and doing
@@ -126,7 +119,7 @@ func (s *Store) Finish(id string, meta []byte) error {
 	if err := validate(id, meta); err != nil {
 		return err
 	}
-	return s.write(finish(id, meta))
+	return s.reclaimAfter(s.write(s.finish(id, meta)))
 }
 
 // FinishLater is Finish without the wait: the write rides the next commit
@@ -139,19 +132,24 @@ func (s *Store) FinishLater(id string, meta []byte, notify func(error)) {
 		notify(err)
 		return
 	}
-	s.writeLater(finish(id, meta), notify)
+	s.writeLater(s.finish(id, meta), func(err error) {
+		notify(err)
+		s.reclaimAfter(err)
+	})
 }
 
-func finish(id string, meta []byte) func(tx *bolt.Tx) error {
+func (s *Store) finish(id string, meta []byte) func(tx *bolt.Tx) error {
 	key := []byte(id)
 	return func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketSessions).Put(key, meta); err != nil {
 			return err
 		}
 		chunks := tx.Bucket(bucketChunks)
-		if chunks.Bucket(key) == nil {
+		b := chunks.Bucket(key)
+		if b == nil {
 			return nil
 		}
+		s.dropChunksOnCommit(tx, b)
 		return chunks.DeleteBucket(key)
 	}
 }
@@ -164,7 +162,7 @@ func (s *Store) DeleteChunks(id string) error {
 		return err
 	}
 	key := []byte(id)
-	return s.write(func(tx *bolt.Tx) error {
+	return s.reclaimAfter(s.write(func(tx *bolt.Tx) error {
 		sessions, chunks := tx.Bucket(bucketSessions), tx.Bucket(bucketChunks)
 		b := chunks.Bucket(key)
 		if b == nil {
@@ -180,8 +178,9 @@ func (s *Store) DeleteChunks(id string) error {
 				return err
 			}
 		}
+		s.dropChunksOnCommit(tx, b)
 		return chunks.DeleteBucket(key)
-	})
+	}))
 }
 
 // Delete drops session id, metadata and chunks. An unknown session is
@@ -191,7 +190,7 @@ func (s *Store) Delete(id string) error {
 		return err
 	}
 	key := []byte(id)
-	return s.write(func(tx *bolt.Tx) error {
+	return s.reclaimAfter(s.write(func(tx *bolt.Tx) error {
 		sessions, chunks := tx.Bucket(bucketSessions), tx.Bucket(bucketChunks)
 		_, hasMeta := lookup(sessions, key)
 		hasChunks := chunks.Bucket(key) != nil
@@ -199,6 +198,7 @@ func (s *Store) Delete(id string) error {
 			return notFound(id)
 		}
 		if hasChunks {
+			s.dropChunksOnCommit(tx, chunks.Bucket(key))
 			if err := chunks.DeleteBucket(key); err != nil {
 				return err
 			}
@@ -207,7 +207,7 @@ func (s *Store) Delete(id string) error {
 			return sessions.Delete(key)
 		}
 		return nil
-	})
+	}))
 }
 
 func notFound(id string) error {

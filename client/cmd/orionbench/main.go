@@ -126,6 +126,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.fileMB, "file-mb", 0, "also write a file of this many MB as `orionctl write` does, next to cp + sync (0: skip)")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp, --mcp and --file-mb comparisons")
 	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp and --mcp comparisons")
+	fs.BoolVar(&cfg.appends, "append-rounds", false, "also compare 4 KiB appends (1 and 64 sessions) and 64 KiB appends with write+fdatasync on 1 and 8 files, in --rounds interleaved rounds")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	fs.BoolVar(&cfg.checkpoints, "checkpoints", false, "also measure workspace checkpoints against git on the same tree: the first checkpoint, a scan, watched checkpoints, storage after many turns, an undo of 100 files, RSS while watching")
@@ -179,6 +180,13 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 		rep.Results = append(rep.Results, r)
+	}
+	if cfg.appends {
+		rs, err := appendRounds(ctx, cfg, d)
+		if err != nil {
+			return err
+		}
+		rep.Compare = append(rep.Compare, rs...)
 	}
 	if cfg.peerMCP {
 		r, err := wholeFileCase(ctx, cfg, d)

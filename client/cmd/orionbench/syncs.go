@@ -137,6 +137,66 @@ func countSyncs(ctx context.Context, cfg config, mcp *mcpBench) ([]syncRow, stri
 		}
 		c.Abort(ctx, begun.SessionID)
 	}
+	// Streams of appends, counting what they cost in all: the trailing
+	// commit of the last appends' bookkeeping (after the defer delay) is
+	// part of the count, spread over the stream.
+	stream := func(name string, sessions, each int) error {
+		chunk := string(chunkOf(4 << 10))
+		clients := make([]*client.Client, sessions)
+		ids := make([]string, sessions)
+		for i := range sessions {
+			cc, err := client.Dial(ctx, d.socket, client.Options{})
+			if err != nil {
+				return err
+			}
+			defer cc.Close()
+			b, err := cc.Begin(ctx, protocol.BeginParams{Intent: "benchmark", Operation: protocol.OpOverwrite,
+				TargetFile: filepath.Join(d.root, fmt.Sprintf("stream-%d-%d.txt", sessions, i))})
+			if err != nil {
+				return err
+			}
+			clients[i], ids[i] = cc, b.SessionID
+		}
+		time.Sleep(deferDelay)
+		f0, d0, err := log.settled()
+		if err != nil {
+			return err
+		}
+		errs := make(chan error, sessions)
+		for i := range sessions {
+			go func() {
+				for seq := range each {
+					if _, err := clients[i].Append(ctx, protocol.AppendParams{SessionID: ids[i], Seq: uint64(seq + 1), Chunk: chunk}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range sessions {
+			if err := <-errs; err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		time.Sleep(deferDelay)
+		f1, d1, err := log.settled()
+		if err != nil {
+			return err
+		}
+		n := float64(sessions * each)
+		rows = append(rows, syncRow{Op: name, Fdatasync: float64(d1-d0) / n, Fsync: float64(f1-f0) / n})
+		for i := range sessions {
+			clients[i].Abort(ctx, ids[i])
+		}
+		return nil
+	}
+	if err := stream("session.append 4 KiB, 1 session, 1000 appends", 1, 1000); err != nil {
+		return nil, "", err
+	}
+	if err := stream("session.append 4 KiB, 64 sessions, 64x50 appends", 64, 50); err != nil {
+		return nil, "", err
+	}
 	// A whole file, step by step and then as one operation.
 	const files = 10
 	content := string(chunkOf(64 << 10))

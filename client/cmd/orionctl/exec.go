@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -35,10 +36,12 @@ proxy listens on a free loopback port, only for this one process (a secret
 of its own is part of its base URL), and its workspace is the current
 directory (or --workspace-root): a request's X-Orion-Workspace header may
 name it or a directory below it, and any other is refused (400). CMD gets
-ANTHROPIC_BASE_URL and
-OPENAI_BASE_URL pointing at it, so any client that takes a base URL writes
-its files through oriond with no other setting. A base URL already in the
-environment becomes the proxy's upstream.
+ANTHROPIC_BASE_URL, OPENAI_BASE_URL and
+GOOGLE_GEMINI_BASE_URL pointing at it, so any client that takes a base URL writes
+its files through oriond with no other setting; Codex CLI (which reads no
+base URL from the environment) also gets -c overrides that make the proxy
+its model provider. A base URL already in the environment becomes the
+proxy's upstream.
 
 Signals sent to orionctl are passed on to CMD (Ctrl-C from the terminal
 reaches CMD directly), and orionctl exits with CMD's status. Refused and
@@ -98,6 +101,9 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	if v := os.Getenv("ANTHROPIC_BASE_URL"); v != "" && !flags.Changed("anthropic-upstream") {
 		pf.anthURL = v
 	}
+	if v := os.Getenv("GOOGLE_GEMINI_BASE_URL"); v != "" && !flags.Changed("gemini-upstream") {
+		pf.geminiURL = v
+	}
 	token := httpguard.NewToken()
 	cfg := pf.config(g.socket, ws, log)
 	cfg.Token = token
@@ -123,10 +129,11 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	}()
 
 	base := baseURL(ln.Addr(), token)
-	child := exec.Command(path, args[1:]...)
+	child := exec.Command(path, agentArgs(args, base)[1:]...)
 	child.Args[0] = args[0]
 	child.Stdin, child.Stdout, child.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), stderr
-	child.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1")
+	child.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1",
+		"GOOGLE_GEMINI_BASE_URL="+base)
 	log.Debug("orionctl exec", "cmd", args[0], "workspace_root", ws, "listen", ln.Addr().String())
 
 	sigs := make(chan os.Signal, 8)
@@ -173,4 +180,20 @@ func exitOf(err error) error {
 func stdinIsTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// agentArgs is CMD's command line, with what an agent that reads no base
+// URL from the environment needs to use the proxy. Codex CLI takes its
+// model provider from its configuration: -c overrides (documented for
+// every config.toml key, and applied to all its subcommands when given
+// first) name a provider that is the proxy, speaking the Responses API
+// with the key from OPENAI_API_KEY, without touching ~/.codex.
+func agentArgs(args []string, base string) []string {
+	if strings.TrimSuffix(filepath.Base(args[0]), ".exe") != "codex" {
+		return args
+	}
+	provider := fmt.Sprintf(`model_providers.orion={ name = "orion (orionctl exec)", base_url = %q, env_key = "OPENAI_API_KEY", wire_api = "responses" }`,
+		base+"/v1")
+	out := []string{args[0], "-c", provider, "-c", `model_provider="orion"`}
+	return append(out, args[1:]...)
 }

@@ -26,6 +26,7 @@ import (
 type proxyFlags struct {
 	openaiURL     string
 	anthURL       string
+	geminiURL     string
 	workspace     string
 	echo          string
 	logLevel      string
@@ -41,6 +42,7 @@ type proxyFlags struct {
 func (pf *proxyFlags) bind(f *pflag.FlagSet, defaultLog string) {
 	f.StringVar(&pf.openaiURL, "openai-upstream", proxy.DefaultOpenAIUpstream, "OpenAI-compatible base URL (with /v1) for /v1/chat/completions and other OpenAI paths")
 	f.StringVar(&pf.anthURL, "anthropic-upstream", proxy.DefaultAnthropicUpstream, "Anthropic base URL (without /v1) for /v1/messages")
+	f.StringVar(&pf.geminiURL, "gemini-upstream", proxy.DefaultGeminiUpstream, "Gemini API base URL (without /v1beta) for /v1beta/models/...")
 	f.StringVar(&pf.echo, "echo", proxy.EchoSummary, "what the agent sees of a written file: summary (one line) or content (the file in a fenced block)")
 	f.StringVar(&pf.logLevel, "log-level", defaultLog, "debug, info, warn or error")
 	f.Int64Var(&pf.maxBody, "max-request-bytes", proxy.DefaultMaxRequestBytes, "largest request body accepted (the APIs' own limit is 32 MB)")
@@ -69,6 +71,7 @@ func (pf *proxyFlags) config(socket, workspace string, log *slog.Logger) proxy.C
 	return proxy.Config{
 		OpenAIUpstream:    pf.openaiURL,
 		AnthropicUpstream: pf.anthURL,
+		GeminiUpstream:    pf.geminiURL,
 		Socket:            socket,
 		WorkspaceRoot:     workspace,
 		Echo:              pf.echo,

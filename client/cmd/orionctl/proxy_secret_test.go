@@ -219,7 +219,9 @@ func TestProxySecret(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var e struct{ Error struct{ Type, Check, Message string } }
+			var e struct {
+				Error struct{ Type, Check, Message string }
+			}
 			err = json.NewDecoder(resp.Body).Decode(&e)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("X-Should-Retry") != "false" {

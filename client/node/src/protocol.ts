@@ -662,6 +662,13 @@ export interface BeginParams {
    * backup of it was kept for session.undo; false skips the backup.
    */
   backup_required?: boolean;
+  /**
+   * Agent names the agent the caller writes for, when the caller is a
+   * proxy or a host in front of it (orionctl's proxy sends "codex",
+   * "gemini", "claude"): listings show it after the process's own name,
+   * as "orionctl (codex)". It is the caller's word, for display only.
+   */
+  agent?: string;
 }
 
 /** Warning is something a finalize noticed that did not stop the write. */
@@ -1650,6 +1657,13 @@ export interface WriteParams {
    * backup of it was kept for session.undo; false skips the backup.
    */
   backup_required?: boolean;
+  /**
+   * Agent names the agent the caller writes for, when the caller is a
+   * proxy or a host in front of it (orionctl's proxy sends "codex",
+   * "gemini", "claude"): listings show it after the process's own name,
+   * as "orionctl (codex)". It is the caller's word, for display only.
+   */
+  agent?: string;
   /**
    * Content is the whole content (the text to add, for append), at most
    * the daemon's max_chunk_bytes; larger content takes begin, appends

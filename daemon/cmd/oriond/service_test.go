@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/service"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
@@ -302,5 +303,32 @@ func TestInstallCarriesTheRunningDaemonsConfiguration(t *testing.T) {
 	want = "ExecStart=/usr/bin/oriond run --config /dev/null --socket=" + d.Socket + " --allow-root=" + other + " --max-chunk-bytes=4096 --state-dir=" + d.StateDir + "\n"
 	if !strings.Contains(out, want) || strings.Contains(out, d.Root) {
 		t.Fatalf("want %q, and not %s, in\n%s", want, d.Root, out)
+	}
+}
+
+// A root orionctl allow added to the running daemon is read from its state
+// directory at every start: the unit does not carry it as a flag, which
+// would keep it after the person dropped it from that file.
+func TestInstallLeavesOutRootsAllowedWhileRunning(t *testing.T) {
+	d := testdaemon.Start(t)
+	added := t.TempDir()
+	c, err := client.Dial(context.Background(), d.Socket, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.AllowRoot(context.Background(), added)
+	c.Close()
+	if err != nil || !res.Added {
+		t.Fatalf("allow_root: %+v, %v", res, err)
+	}
+	vars := map[string]string{"HOME": t.TempDir(), "ORION_CONFIG": os.DevNull, "ORION_SOCKET": d.Socket}
+	env := noSystemdEnv()
+	env.Getenv = func(k string) string { return vars[k] }
+	out, err := runService(t, env, "install", "--print")
+	if err != nil {
+		t.Fatalf("install --print: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "--allow-root="+d.Root) || strings.Contains(out, res.Path) {
+		t.Fatalf("want the started root %s and not the added %s in\n%s", d.Root, res.Path, out)
 	}
 }

@@ -1,0 +1,686 @@
+// Package contentlog is an append-only log of opaque records in numbered,
+// preallocated segment files, for bytes too many and too short-lived to
+// rewrite in a B+tree: oriond's session content, and whatever else wants to
+// be written once, read a few times and dropped in bulk.
+//
+// An appended record is addressed by a Ref (segment, offset, length), which
+// the caller keeps in its own index. Records are never changed in place; a
+// caller that no longer needs any record of a segment reclaims it whole,
+// after copying the few it still needs elsewhere (compaction is the
+// caller's, since only its index knows which records are live).
+//
+// Writes are group-committed: every record queued while one batch is being
+// written and synced goes into the next batch, which costs one pwrite and one
+// fdatasync whatever its size. Append returns once its records are durable.
+// Segments are preallocated so that fdatasync has no file size to update.
+//
+// Each record on disk is a 16-byte header and its payload:
+//
+//	magic   uint32  recordMagic
+//	length  uint32  payload bytes
+//	crc     uint32  CRC-32C of the payload
+//	hcrc    uint32  CRC-32C of segment id, offset, magic, length and crc
+//
+// The header's checksum binds a record to the place it was written, so a
+// stale record left in a region being overwritten, or bytes copied from
+// elsewhere, are never taken for a record there. A preallocated segment
+// reads as zeros past its last record, which no header matches: the end of
+// a segment is the first position without a valid header. A record whose
+// header is valid but whose payload is not is damage: at the end of the log
+// it is a torn write that was never acknowledged (Open drops it); anywhere
+// else it is reported as ErrDamaged when read or scanned, never returned as
+// data.
+package contentlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/orion-agent/orion/internal/failpoint"
+)
+
+// ErrDamaged reports a record whose bytes do not match its checksums. Errors
+// wrapping it name the segment and offset.
+var ErrDamaged = errors.New("content log: record damaged")
+
+// ErrClosed reports a call on a Log after Close.
+var ErrClosed = errors.New("content log: closed")
+
+const (
+	headerSize  = 16
+	recordMagic = 0x4f524c47 // "ORLG"
+
+	// DefaultSegmentSize is the size segments are preallocated to. A record
+	// larger than a segment gets a segment of its own, sized to fit.
+	DefaultSegmentSize = 64 << 20
+
+	// MaxRecord bounds one record's payload.
+	MaxRecord = 1 << 30
+
+	segSuffix = ".seg"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Ref addresses one record: its segment, the offset of its header in that
+// segment and the length of its payload.
+type Ref struct {
+	Seg uint64
+	Off int64
+	Len uint32
+}
+
+// End is the offset just past the record in its segment.
+func (r Ref) End() int64 { return r.Off + headerSize + int64(r.Len) }
+
+// Pos is the record's position in the log.
+func (r Ref) Pos() Pos { return Pos{Seg: r.Seg, Off: r.Off} }
+
+// Size is the number of bytes the record takes in its segment.
+func (r Ref) Size() int64 { return headerSize + int64(r.Len) }
+
+// Pos is a position in the log: a segment and an offset in it. Positions
+// order as the log was written.
+type Pos struct {
+	Seg uint64
+	Off int64
+}
+
+// Less reports whether p comes before q in the log.
+func (p Pos) Less(q Pos) bool { return p.Seg < q.Seg || (p.Seg == q.Seg && p.Off < q.Off) }
+
+// Options tunes Open. The zero value is ready to use.
+type Options struct {
+	// SegmentSize is the size new segments are preallocated to. 0 means
+	// DefaultSegmentSize.
+	SegmentSize int64
+
+	// file opens segment files; tests replace it to inject failures.
+	file func(path string, flag int) (segFile, error)
+}
+
+// segFile is what the log needs of a segment file.
+type segFile interface {
+	io.ReaderAt
+	io.WriterAt
+	Sync() error // fdatasync where the system has it
+	Allocate(size int64) error
+	Close() error
+}
+
+// Stats are the log's counters since Open.
+type Stats struct {
+	Records uint64 // records appended
+	Batches uint64 // group commits: one pwrite each
+	Syncs   uint64 // fdatasyncs of segment data
+	Bytes   int64  // bytes the segments' records take on disk, all segments
+}
+
+// Log is an open content log. Its methods are safe for concurrent use.
+type Log struct {
+	dir     string
+	segSize int64
+	open    func(path string, flag int) (segFile, error)
+
+	// mu guards the queue and the leader flag (see Append).
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when no one leads
+	queue   []*pending
+	leading bool
+	closed  bool
+
+	// segMu guards segs. The leader holds it only to rotate; readers hold
+	// it to find a segment's file.
+	segMu sync.RWMutex
+	segs  map[uint64]*segment
+	// active and tail are touched only by the leader (and Open/Close).
+	active *segment
+	tail   int64
+
+	bytes   atomic.Int64
+	records atomic.Uint64
+	batches atomic.Uint64
+	syncs   atomic.Uint64
+
+	buf []byte // the leader's batch buffer, reused
+}
+
+type segment struct {
+	id   uint64
+	f    segFile
+	size int64 // preallocated size
+	end  atomic.Int64
+}
+
+// pending is one Append waiting for its batch.
+type pending struct {
+	recs    [][]byte
+	durable func([]Ref)
+	refs    []Ref
+	err     error
+	// done receives true when this Append is to lead the next batch, false
+	// when its records are durable (or failed).
+	done chan bool
+}
+
+// Open opens the log in dir, creating dir (0700) if needed, and finds the end
+// of its last segment: the first position without a valid record, dropping a
+// torn record there. Appends go after it. The other segments are not read:
+// their size counts as their records' (Stats, Segments).
+func Open(dir string, opts Options) (*Log, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.file == nil {
+		opts.file = openOSFile
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open content log: %w", err)
+	}
+	l := &Log{dir: dir, segSize: opts.SegmentSize, open: opts.file, segs: map[uint64]*segment{}}
+	l.idle = sync.NewCond(&l.mu)
+	ids, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		f, err := l.open(l.segPath(id), os.O_RDWR)
+		if err != nil {
+			l.closeFiles()
+			return nil, fmt.Errorf("open content log: %w", err)
+		}
+		s := &segment{id: id, f: f}
+		if fi, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
+			if st, err := fi.Stat(); err == nil {
+				s.size = st.Size()
+			}
+		}
+		l.segs[id] = s
+		// Only the last segment can end in a torn write, and only its
+		// end is where appends go: the others count whole, which
+		// spares a read of the whole log at every start.
+		end := s.size
+		if i == len(ids)-1 {
+			if end, err = l.scanEnd(s); err != nil {
+				l.closeFiles()
+				return nil, err
+			}
+			l.active, l.tail = s, end
+		}
+		s.end.Store(end)
+		l.bytes.Add(end)
+	}
+	return l, nil
+}
+
+// listSegments returns the ids of the segment files in dir, ascending.
+func listSegments(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open content log: %w", err)
+	}
+	var ids []uint64
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), segSuffix)
+		if !ok || len(name) != 16 {
+			continue
+		}
+		id, err := strconv.ParseUint(name, 16, 64)
+		if err != nil {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func (l *Log) segPath(id uint64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%016x%s", id, segSuffix))
+}
+
+// scanEnd returns the end of the valid records of s: the offset of the first
+// invalid header, or of a damaged record not followed by a valid one (a
+// torn write).
+func (l *Log) scanEnd(s *segment) (int64, error) {
+	var end int64
+	err := l.scanSegment(s, 0, func(ref Ref, _ []byte, err error) error {
+		end = ref.End()
+		return nil
+	})
+	return end, err
+}
+
+// scanSegment calls fn for each record of s from off on, with ErrDamaged for
+// a record whose payload does not match its checksum when a valid record
+// follows it. It stops at the end of the segment's records; a damaged record
+// with nothing valid after it is that end.
+func (l *Log) scanSegment(s *segment, off int64, fn func(Ref, []byte, error) error) error {
+	var hdr [headerSize]byte
+	var payload []byte
+	for {
+		ref, ok, err := readHeader(s, off, hdr[:])
+		if err != nil || !ok {
+			return err
+		}
+		payload = slices.Grow(payload[:0], int(ref.Len))[:ref.Len]
+		if _, err := s.f.ReadAt(payload, off+headerSize); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil // header of a record cut short by the file's end
+			}
+			return fmt.Errorf("content log: read segment %d at %d: %w", s.id, off, err)
+		}
+		var recErr error
+		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(hdr[8:]) {
+			// Damaged: the tail of the log if nothing valid follows.
+			_, next, err := readHeader(s, ref.End(), hdr[:])
+			if err != nil {
+				return err
+			}
+			if !next {
+				return nil
+			}
+			recErr = fmt.Errorf("segment %d offset %d: %w", s.id, off, ErrDamaged)
+			payload = nil
+		}
+		if err := fn(ref, payload, recErr); err != nil {
+			return err
+		}
+		off = ref.End()
+	}
+}
+
+// readHeader reads the header at off in s into hdr and reports whether it is
+// a valid record header there.
+func readHeader(s *segment, off int64, hdr []byte) (Ref, bool, error) {
+	n, err := s.f.ReadAt(hdr, off)
+	if n < headerSize {
+		if err == nil || errors.Is(err, io.EOF) {
+			return Ref{}, false, nil
+		}
+		return Ref{}, false, fmt.Errorf("content log: read segment %d at %d: %w", s.id, off, err)
+	}
+	if binary.BigEndian.Uint32(hdr) != recordMagic {
+		return Ref{}, false, nil
+	}
+	length := binary.BigEndian.Uint32(hdr[4:])
+	if length > MaxRecord || binary.BigEndian.Uint32(hdr[12:]) != headerCRC(s.id, off, hdr) {
+		return Ref{}, false, nil
+	}
+	return Ref{Seg: s.id, Off: off, Len: length}, true, nil
+}
+
+// headerCRC is the checksum of a header's first 12 bytes and its place.
+func headerCRC(seg uint64, off int64, hdr []byte) uint32 {
+	var place [16]byte
+	binary.BigEndian.PutUint64(place[:], seg)
+	binary.BigEndian.PutUint64(place[8:], uint64(off))
+	return crc32.Update(crc32.Checksum(place[:], castagnoli), castagnoli, hdr[:12])
+}
+
+// Append writes recs as consecutive records and returns their refs once they
+// are durable. Concurrent calls share a write and a sync. If durable is not
+// nil it is called with the refs after the sync and before any later batch
+// is written: callers that index records see them in log order. It must be
+// quick and must not call the Log. On an error none of recs is acknowledged;
+// they may or may not be found in the log after a crash.
+func (l *Log) Append(recs [][]byte, durable func([]Ref)) ([]Ref, error) {
+	for _, r := range recs {
+		if len(r) > MaxRecord {
+			return nil, fmt.Errorf("content log: record of %d bytes, limit %d", len(r), MaxRecord)
+		}
+	}
+	p := &pending{recs: recs, durable: durable, done: make(chan bool, 1)}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	l.queue = append(l.queue, p)
+	if l.leading {
+		l.mu.Unlock()
+		if lead := <-p.done; !lead {
+			return p.refs, p.err
+		}
+		l.mu.Lock()
+	} else {
+		l.leading = true
+	}
+	// Lead: write what has queued up, in one batch. p is in it.
+	batch := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	l.commit(batch)
+	l.mu.Lock()
+	if len(l.queue) > 0 {
+		// Hand the lead to the first writer that queued meanwhile, so
+		// that this one can return.
+		l.queue[0].done <- true
+	} else {
+		l.leading = false
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+	return p.refs, p.err
+}
+
+// commit writes batch with one pwrite and one fdatasync and finishes every
+// pending in it but the leader's own, which it fills in.
+func (l *Log) commit(batch []*pending) {
+	var need int64
+	for _, p := range batch {
+		for _, r := range p.recs {
+			need += headerSize + int64(len(r))
+		}
+	}
+	err := l.reserve(need)
+	var start int64
+	if err == nil {
+		start = l.tail
+		buf := l.buf[:0]
+		off := start
+		for _, p := range batch {
+			p.refs = make([]Ref, len(p.recs))
+			for i, r := range p.recs {
+				p.refs[i] = Ref{Seg: l.active.id, Off: off, Len: uint32(len(r))}
+				buf = appendRecord(buf, l.active.id, off, r)
+				off += headerSize + int64(len(r))
+			}
+		}
+		l.buf = buf
+		err = l.writeSync(buf, start)
+		if cap(l.buf) > 4<<20 {
+			l.buf = nil // a huge record's buffer is not kept
+		}
+	}
+	if err == nil {
+		l.tail = start + need
+		l.active.end.Store(l.tail)
+		l.bytes.Add(need)
+		l.batches.Add(1)
+		for _, p := range batch {
+			l.records.Add(uint64(len(p.recs)))
+			if p.durable != nil {
+				p.durable(p.refs)
+			}
+		}
+	} else {
+		// What was written may be on disk or not: nothing in this batch
+		// is acknowledged, and the next batch starts a new segment so
+		// that nothing is written after bytes of unknown state.
+		l.active = nil
+	}
+	// The leader is batch[0]: it queued itself before taking the queue,
+	// and a handed-off lead goes to the head of the queue.
+	for i, p := range batch {
+		if err != nil {
+			p.refs, p.err = nil, err
+		}
+		if i > 0 {
+			p.done <- false
+		}
+	}
+}
+
+// writeSync writes buf at off in the active segment and syncs it.
+func (l *Log) writeSync(buf []byte, off int64) error {
+	failpoint.Hit("contentlog.write")
+	if _, err := l.active.f.WriteAt(buf, off); err != nil {
+		return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
+	}
+	failpoint.Hit("contentlog.sync")
+	if err := l.active.f.Sync(); err != nil {
+		return fmt.Errorf("content log: sync segment %d: %w", l.active.id, err)
+	}
+	l.syncs.Add(1)
+	return nil
+}
+
+// appendRecord appends the record payload encoded at off in segment seg.
+func appendRecord(buf []byte, seg uint64, off int64, payload []byte) []byte {
+	var hdr [headerSize]byte
+	binary.BigEndian.PutUint32(hdr[0:], recordMagic)
+	binary.BigEndian.PutUint32(hdr[4:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(hdr[8:], crc32.Checksum(payload, castagnoli))
+	binary.BigEndian.PutUint32(hdr[12:], headerCRC(seg, off, hdr[:]))
+	buf = append(buf, hdr[:]...)
+	return append(buf, payload...)
+}
+
+// reserve makes room for need bytes at the tail, starting a new segment when
+// the active one is full (or failed). Only the leader calls it.
+func (l *Log) reserve(need int64) error {
+	if l.active != nil && l.tail+need <= l.active.size {
+		return nil
+	}
+	var id uint64 = 1
+	l.segMu.RLock()
+	for sid := range l.segs {
+		id = max(id, sid+1)
+	}
+	l.segMu.RUnlock()
+	size := max(l.segSize, need)
+	path := l.segPath(id)
+	f, err := l.open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return fmt.Errorf("content log: new segment: %w", err)
+	}
+	if err := f.Allocate(size); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("content log: new segment of %d bytes: %w", size, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("content log: new segment: %w", err)
+	}
+	failpoint.Hit("contentlog.rotate")
+	s := &segment{id: id, f: f, size: size}
+	l.segMu.Lock()
+	l.segs[id] = s
+	l.segMu.Unlock()
+	l.active, l.tail = s, 0
+	return nil
+}
+
+// StartNewSegment makes the next append start a new segment, leaving the
+// rest of the current one as it is. A caller whose index points past the end
+// Open found (damage in the middle of the last segment, not a torn write)
+// calls it so that appends do not overwrite the records it still needs.
+func (l *Log) StartNewSegment() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.leading {
+		l.idle.Wait()
+	}
+	l.active = nil
+}
+
+// Read returns the payload of the record at ref, checked against its
+// checksums: a mismatch is ErrDamaged, and none of its bytes are returned.
+func (l *Log) Read(ref Ref) ([]byte, error) {
+	return l.ReadAppend(nil, ref)
+}
+
+// ReadAppend is Read appending the payload to buf.
+func (l *Log) ReadAppend(buf []byte, ref Ref) ([]byte, error) {
+	l.segMu.RLock()
+	s := l.segs[ref.Seg]
+	l.segMu.RUnlock()
+	if s == nil {
+		return buf, fmt.Errorf("content log: segment %d offset %d: segment missing: %w", ref.Seg, ref.Off, ErrDamaged)
+	}
+	n := len(buf)
+	buf = slices.Grow(buf, int(ref.Size()))[:n+int(ref.Size())]
+	rec := buf[n:]
+	if _, err := s.f.ReadAt(rec, ref.Off); err != nil {
+		if errors.Is(err, io.EOF) {
+			return buf[:n], fmt.Errorf("content log: segment %d offset %d: past the end: %w", ref.Seg, ref.Off, ErrDamaged)
+		}
+		return buf[:n], fmt.Errorf("content log: read segment %d offset %d: %w", ref.Seg, ref.Off, err)
+	}
+	if binary.BigEndian.Uint32(rec) != recordMagic ||
+		binary.BigEndian.Uint32(rec[4:]) != ref.Len ||
+		binary.BigEndian.Uint32(rec[12:]) != headerCRC(ref.Seg, ref.Off, rec) ||
+		crc32.Checksum(rec[headerSize:], castagnoli) != binary.BigEndian.Uint32(rec[8:]) {
+		return buf[:n], fmt.Errorf("segment %d offset %d: %w", ref.Seg, ref.Off, ErrDamaged)
+	}
+	copy(rec, rec[headerSize:])
+	return buf[:n+int(ref.Len)], nil
+}
+
+// Scan calls fn for every record from position from to the end of the log,
+// in log order, until fn returns an error, which Scan returns. A damaged
+// record that valid ones follow is passed with a nil payload and an error
+// wrapping ErrDamaged; payload is valid only until fn returns. A position
+// past a segment's records, or in a segment reclaimed since, starts at the
+// next segment. Scan is for recovery: it must not run concurrently with
+// Append.
+func (l *Log) Scan(from Pos, fn func(ref Ref, payload []byte, err error) error) error {
+	l.segMu.RLock()
+	var segs []*segment
+	for _, s := range l.segs {
+		if s.id >= from.Seg {
+			segs = append(segs, s)
+		}
+	}
+	l.segMu.RUnlock()
+	slices.SortFunc(segs, func(a, b *segment) int { return cmpUint(a.id, b.id) })
+	for _, s := range segs {
+		off := int64(0)
+		if s.id == from.Seg {
+			off = from.Off
+		}
+		if err := l.scanSegment(s, off, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// End is the position where the next record will be written, as far as is
+// known now.
+func (l *Log) End() Pos {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var last *segment
+	for _, s := range l.segs {
+		if last == nil || s.id > last.id {
+			last = s
+		}
+	}
+	if last == nil {
+		return Pos{}
+	}
+	return Pos{Seg: last.id, Off: last.end.Load()}
+}
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	ID     uint64
+	End    int64 // bytes of records in it (of a segment sealed before Open: its size)
+	Active bool  // appends go to it
+}
+
+// Segments lists the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var last uint64
+	for id := range l.segs {
+		last = max(last, id)
+	}
+	out := make([]SegmentInfo, 0, len(l.segs))
+	for id, s := range l.segs {
+		out = append(out, SegmentInfo{ID: id, End: s.end.Load(), Active: id == last})
+	}
+	slices.SortFunc(out, func(a, b SegmentInfo) int { return cmpUint(a.ID, b.ID) })
+	return out
+}
+
+// Reclaim deletes segment id, whose records no one needs any more. The
+// segment appends go to (the last one) is never reclaimed: reclaiming it is
+// an error. Reads of its records fail afterwards with ErrDamaged.
+func (l *Log) Reclaim(id uint64) error {
+	l.segMu.Lock()
+	s := l.segs[id]
+	last := true
+	for sid := range l.segs {
+		if sid > id {
+			last = false
+		}
+	}
+	if s == nil {
+		l.segMu.Unlock()
+		return nil
+	}
+	if last {
+		l.segMu.Unlock()
+		return fmt.Errorf("content log: segment %d is the one being appended to", id)
+	}
+	delete(l.segs, id)
+	l.segMu.Unlock()
+	l.bytes.Add(-s.end.Load())
+	failpoint.Hit("contentlog.reclaim")
+	s.f.Close()
+	if err := os.Remove(l.segPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("content log: reclaim segment %d: %w", id, err)
+	}
+	return syncDir(l.dir)
+}
+
+// Stats returns the log's counters.
+func (l *Log) Stats() Stats {
+	return Stats{
+		Records: l.records.Load(),
+		Batches: l.batches.Load(),
+		Syncs:   l.syncs.Load(),
+		Bytes:   l.bytes.Load(),
+	}
+}
+
+// Close waits for the batch being written and closes the segment files.
+// Appends after Close fail with ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	for l.leading {
+		l.idle.Wait()
+	}
+	l.mu.Unlock()
+	return l.closeFiles()
+}
+
+func (l *Log) closeFiles() error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	var first error
+	for id, s := range l.segs {
+		if err := s.f.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(l.segs, id)
+	}
+	return first
+}

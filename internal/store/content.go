@@ -1,0 +1,349 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/orion-agent/orion/internal/contentlog"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrDamaged reports content whose bytes on disk no longer match their
+// checksums. It is never served as data.
+var ErrDamaged = contentlog.ErrDamaged
+
+// A chunk record in the content log is
+//
+//	kind   uint8   recChunk
+//	flags  uint8   flagIndexed when a commit of its own indexed it
+//	idLen  uint16
+//	id     [idLen]byte
+//	seq    uint64
+//	metaLen uint32
+//	meta   [metaLen]byte
+//	chunk  (the rest)
+//
+// It carries the session's metadata so that recovery can redo an Append
+// whose index entry had not been committed: the record alone is the
+// Append.
+const (
+	recChunk = 1
+
+	// flagIndexed marks a record indexed by the same bbolt commit that made
+	// its Append (or a migration, or a compaction) durable: recovery never
+	// replays it, since that commit either happened, or the write it
+	// belongs to was never acknowledged.
+	flagIndexed = 1
+
+	recFixed = 1 + 1 + 2 + 8 + 4
+)
+
+// encodeChunkRecord returns the record of an Append, and where its chunk
+// starts in it.
+func encodeChunkRecord(id string, seq uint64, meta, chunk []byte, flags byte) ([]byte, int) {
+	rec := make([]byte, 0, recFixed+len(id)+len(meta)+len(chunk))
+	rec = append(rec, recChunk, flags)
+	rec = binary.BigEndian.AppendUint16(rec, uint16(len(id)))
+	rec = append(rec, id...)
+	rec = binary.BigEndian.AppendUint64(rec, seq)
+	rec = binary.BigEndian.AppendUint32(rec, uint32(len(meta)))
+	rec = append(rec, meta...)
+	at := len(rec)
+	return append(rec, chunk...), at
+}
+
+// chunkRecord is a decoded chunk record; its slices point into the record.
+type chunkRecord struct {
+	flags   byte
+	id      []byte
+	seq     uint64
+	meta    []byte
+	chunkAt int // offset of the chunk in the record
+	chunk   []byte
+}
+
+var errBadRecord = errors.New("not a chunk record")
+
+func decodeChunkRecord(rec []byte) (chunkRecord, error) {
+	var r chunkRecord
+	if len(rec) < recFixed-8-4 || rec[0] != recChunk {
+		return r, errBadRecord
+	}
+	r.flags = rec[1]
+	n := int(binary.BigEndian.Uint16(rec[2:]))
+	rest := rec[4:]
+	if len(rest) < n+8+4 {
+		return r, errBadRecord
+	}
+	r.id, rest = rest[:n], rest[n:]
+	r.seq, rest = binary.BigEndian.Uint64(rest), rest[8:]
+	m := binary.BigEndian.Uint32(rest)
+	rest = rest[4:]
+	if uint64(len(rest)) < uint64(m) {
+		return r, errBadRecord
+	}
+	r.meta, r.chunk = rest[:m], rest[m:]
+	r.chunkAt = len(rec) - len(r.chunk)
+	return r, nil
+}
+
+// A chunk's index entry, the value of chunks/<id>/<seq>, is where its bytes
+// are in the log: the record's ref, then the chunk's offset and length in
+// the record's payload.
+const indexLen = 8 + 8 + 4 + 4 + 4
+
+type chunkRef struct {
+	rec     contentlog.Ref
+	at, len uint32 // the chunk's place in the record's payload
+}
+
+func (c chunkRef) encode() []byte {
+	b := make([]byte, 0, indexLen)
+	b = binary.BigEndian.AppendUint64(b, c.rec.Seg)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.rec.Off))
+	b = binary.BigEndian.AppendUint32(b, c.rec.Len)
+	b = binary.BigEndian.AppendUint32(b, c.at)
+	return binary.BigEndian.AppendUint32(b, c.len)
+}
+
+func decodeChunkRef(v []byte) (chunkRef, bool) {
+	if len(v) != indexLen {
+		return chunkRef{}, false
+	}
+	return chunkRef{
+		rec: contentlog.Ref{
+			Seg: binary.BigEndian.Uint64(v),
+			Off: int64(binary.BigEndian.Uint64(v[8:])),
+			Len: binary.BigEndian.Uint32(v[16:]),
+		},
+		at:  binary.BigEndian.Uint32(v[20:]),
+		len: binary.BigEndian.Uint32(v[24:]),
+	}, true
+}
+
+// readChunkRef reads the chunk c points to from the log, appending it to
+// buf.
+func (s *Store) readChunkRef(buf []byte, c chunkRef) ([]byte, error) {
+	n := len(buf)
+	buf, err := s.log.ReadAppend(buf, c.rec)
+	if err != nil {
+		return buf[:n], err
+	}
+	if uint64(c.at)+uint64(c.len) > uint64(len(buf)-n) {
+		return buf[:n], fmt.Errorf("store: index entry past its record: %w", ErrDamaged)
+	}
+	copy(buf[n:], buf[n+int(c.at):n+int(c.at+c.len)])
+	return buf[:n+int(c.len)], nil
+}
+
+// encodePos and decodePos store the log position up to which every record is
+// indexed (meta/logpos).
+func encodePos(p contentlog.Pos) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), p.Seg)
+	return binary.BigEndian.AppendUint64(b, uint64(p.Off))
+}
+
+func decodePos(v []byte) contentlog.Pos {
+	if len(v) != 16 {
+		return contentlog.Pos{}
+	}
+	return contentlog.Pos{Seg: binary.BigEndian.Uint64(v), Off: int64(binary.BigEndian.Uint64(v[8:]))}
+}
+
+// putIndex stores the index entry of a chunk and the session's metadata, as
+// Append does, in tx. The record of a chunk it replaces stops counting as
+// live once tx commits.
+func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []byte) error {
+	chunks, err := tx.Bucket(bucketChunks).CreateBucketIfNotExists(id)
+	if err != nil {
+		return fmt.Errorf("store: session %q: %w", id, err)
+	}
+	chunks.FillPercent = appendFillPercent
+	key := encodeSeq(seq)
+	if old, ok := decodeChunkRef(chunks.Get(key)); ok {
+		s.liveOnCommit(tx, -old.rec.Size())
+	}
+	if err := chunks.Put(key, c.encode()); err != nil {
+		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+	}
+	// The metadata goes next to the chunk (see the package comment); the
+	// sessions bucket is written only to list a session that had no
+	// PutMeta yet.
+	if err := chunks.Put(keyChunkMeta, meta); err != nil {
+		return fmt.Errorf("store: session %q: %w", id, err)
+	}
+	sessions := tx.Bucket(bucketSessions)
+	if _, ok := lookup(sessions, id); ok {
+		return nil
+	}
+	return sessions.Put(id, meta)
+}
+
+// setLogPos records in tx that every record before p is indexed, unless a
+// later position is recorded already.
+func setLogPos(tx *bolt.Tx, p contentlog.Pos) error {
+	meta := tx.Bucket(bucketMeta)
+	if cur := decodePos(meta.Get(keyLogPos)); !cur.Less(p) {
+		return nil
+	}
+	return meta.Put(keyLogPos, encodePos(p))
+}
+
+// replay indexes the records the log holds past the last indexed position:
+// Appends acknowledged after their record was synced, whose index entries
+// rode a bbolt commit that never happened. Records are replayed in log
+// order, the order their entries would have been committed in. A damaged
+// record is reported and skipped: which session it belonged to cannot be
+// trusted.
+func (s *Store) replay() error {
+	var (
+		from    contentlog.Pos
+		entries []replayed
+	)
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		from = decodePos(tx.Bucket(bucketMeta).Get(keyLogPos))
+		return nil
+	}); err != nil {
+		return err
+	}
+	if logEnd := s.log.End(); logEnd.Less(from) {
+		// The log ends before records the index points to: not a torn
+		// write (those are never indexed) but damage in the middle of
+		// the last segment. Appends must not overwrite what follows it.
+		slog.Error("store: the content log ends before the last indexed record: it is damaged; new content goes to a new segment",
+			"log_end_segment", logEnd.Seg, "log_end_offset", logEnd.Off, "indexed_segment", from.Seg, "indexed_offset", from.Off)
+		s.log.StartNewSegment()
+	}
+	end := from
+	damaged := false
+	err := s.log.Scan(from, func(ref contentlog.Ref, payload []byte, err error) error {
+		end = contentlog.Pos{Seg: ref.Seg, Off: ref.End()}
+		if err != nil {
+			slog.Error("store: a record of the content log is damaged; an append it held is lost", "err", err)
+			damaged = true
+			return nil
+		}
+		r, err := decodeChunkRecord(payload)
+		if err != nil {
+			slog.Error("store: the content log holds a record this build cannot read; skipped", "segment", ref.Seg, "offset", ref.Off)
+			return nil
+		}
+		if r.flags&flagIndexed != 0 {
+			return nil
+		}
+		entries = append(entries, replayed{
+			id: string(r.id), seq: r.seq, meta: append([]byte(nil), r.meta...),
+			ref: chunkRef{rec: ref, at: uint32(r.chunkAt), len: uint32(len(r.chunk))},
+		})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("replay content log: %w", err)
+	}
+	if damaged {
+		if entries, err = s.stopAtGaps(entries); err != nil {
+			return fmt.Errorf("replay content log: %w", err)
+		}
+	}
+	if len(entries) == 0 && !from.Less(end) {
+		s.indexed.Store(&end)
+		return nil
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, e := range entries {
+			if err := s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta); err != nil {
+				return err
+			}
+		}
+		return setLogPos(tx, end)
+	})
+	if err != nil {
+		return fmt.Errorf("replay content log: %w", err)
+	}
+	if len(entries) > 0 {
+		slog.Info("store: indexed appends found in the content log after a stop", "appends", len(entries))
+	}
+	s.indexed.Store(&end)
+	return nil
+}
+
+// stopAtGaps drops, for each session, the replayed entries from the first
+// missing seq on: with a damaged record among them, a session's chunks after
+// the one it held cannot be served (its content would have a hole), so the
+// session resumes at the chunk that was lost, whose sender resends it and
+// what followed. Seqs follow on from the session's last indexed chunk, or
+// from its first replayed one when it has none.
+func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
+	next := map[string]uint64{}
+	stopped := map[string]bool{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, e := range entries {
+			if _, ok := next[e.id]; ok {
+				continue
+			}
+			next[e.id] = e.seq
+			if b := tx.Bucket(bucketChunks).Bucket([]byte(e.id)); b != nil {
+				if lk := lastSeq(b.Cursor()); lk != nil {
+					next[e.id] = decodeSeq(lk) + 1
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		switch {
+		case stopped[e.id]:
+		case e.seq > next[e.id]:
+			stopped[e.id] = true
+			slog.Error("store: a session's content has a hole where the damaged record was; it resumes there", "session", e.id, "seq", next[e.id])
+		default:
+			next[e.id] = max(next[e.id], e.seq+1)
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
+}
+
+type replayed struct {
+	id   string
+	seq  uint64
+	meta []byte
+	ref  chunkRef
+}
+
+// liveOnCommit adds delta to the live bytes of the log once tx commits.
+func (s *Store) liveOnCommit(tx *bolt.Tx, delta int64) {
+	if delta != 0 {
+		tx.OnCommit(func() { s.live.Add(delta) })
+	}
+}
+
+// dropChunksOnCommit counts the records of the chunks in b, which tx is
+// about to delete, as dead once tx commits.
+func (s *Store) dropChunksOnCommit(tx *bolt.Tx, b *bolt.Bucket) {
+	var n int64
+	b.ForEach(func(k, v []byte) error {
+		if ref, ok := decodeChunkRef(v); ok && isChunkKey(k) {
+			n += ref.rec.Size()
+		}
+		return nil
+	})
+	s.liveOnCommit(tx, -n)
+}
+
+// countLive sets the live bytes of the log from the index.
+func (s *Store) countLive() error {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachChunkRef(tx, func(_ []byte, _ uint64, ref chunkRef) { n += ref.rec.Size() })
+	})
+	s.live.Store(n)
+	return err
+}

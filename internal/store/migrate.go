@@ -1,0 +1,161 @@
+package store
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/orion-agent/orion/internal/failpoint"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Layout of versions 1 to 3, which kept chunks in the bbolt file: a chunk of
+// up to partSize bytes under its 8-byte seq, a larger one as parts under
+// seq and a 4-byte part index, concatenated in key order.
+const (
+	seqLen     = 8
+	partKeyLen = seqLen + 4
+	partSize   = 2000
+)
+
+// migrateBatchBytes bounds the content a migration appends to the log in one
+// call.
+const migrateBatchBytes = 4 << 20
+
+// migrate moves the chunks of a version 1 to 3 file into the content log and
+// replaces them with index entries, in one bbolt commit that also writes the
+// new schema version. The log is synced before that commit: until it
+// happens, the file is still a complete old file, and a crash leaves records
+// in the log that no one indexes; Open removes the log of an old file before
+// migrating, so a second attempt starts afresh.
+func (s *Store) migrate(from uint64) error {
+	type moved struct {
+		id  []byte
+		seq uint64
+		ref chunkRef
+	}
+	var (
+		all     []moved
+		recs    [][]byte
+		pending []moved // recs' entries, refs not known yet
+		size    int
+	)
+	flush := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		refs, err := s.log.Append(recs, nil)
+		if err != nil {
+			return err
+		}
+		for i := range pending {
+			pending[i].ref.rec = refs[i]
+		}
+		all = append(all, pending...)
+		recs, pending, size = recs[:0], pending[:0], 0
+		return nil
+	}
+	// The old file is read in one transaction: nothing else writes yet.
+	err := s.db.View(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		if chunks == nil {
+			return nil
+		}
+		return chunks.ForEachBucket(func(id []byte) error {
+			b := chunks.Bucket(id)
+			meta, _ := sessionMeta(tx, id)
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; {
+				if len(k) != seqLen && len(k) != partKeyLen {
+					k, v = c.Next()
+					continue
+				}
+				seq := decodeSeq(k)
+				var chunk []byte
+				for ; k != nil && (len(k) == seqLen || len(k) == partKeyLen) && decodeSeq(k) == seq; k, v = c.Next() {
+					chunk = append(chunk, v...)
+				}
+				rec, at := encodeChunkRecord(string(id), seq, meta, chunk, flagIndexed)
+				recs = append(recs, rec)
+				pending = append(pending, moved{
+					id: append([]byte(nil), id...), seq: seq,
+					ref: chunkRef{at: uint32(at), len: uint32(len(chunk))},
+				})
+				if size += len(rec); size >= migrateBatchBytes {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("migrate version %d: %w", from, err)
+	}
+	failpoint.Hit("store.migrate-logged")
+	end := s.log.End()
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := createBuckets(tx); err != nil {
+			return err
+		}
+		chunks := tx.Bucket(bucketChunks)
+		// Drop the old chunk keys, then write the new entries.
+		var ids [][]byte
+		if err := chunks.ForEachBucket(func(id []byte) error {
+			ids = append(ids, append([]byte(nil), id...))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			b := chunks.Bucket(id)
+			var keys [][]byte
+			if err := b.ForEach(func(k, _ []byte) error {
+				if len(k) == seqLen || len(k) == partKeyLen {
+					keys = append(keys, append([]byte(nil), k...))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+		for _, m := range all {
+			b := chunks.Bucket(m.id)
+			b.FillPercent = appendFillPercent
+			if err := b.Put(encodeSeq(m.seq), m.ref.encode()); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketMeta).Put(keyLogPos, encodePos(end)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
+	})
+	if err != nil {
+		return fmt.Errorf("migrate version %d: %w", from, err)
+	}
+	s.indexed.Store(&end)
+	if len(all) > 0 {
+		slog.Info("store: moved the content of unfinished sessions to the content log", "from_schema", from, "chunks", len(all))
+	}
+	return nil
+}
+
+// createBuckets creates the buckets of the layout that are missing.
+func createBuckets(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketSessions, bucketChunks} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

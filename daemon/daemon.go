@@ -298,6 +298,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer mgr.Close()
 	engine.Store(mgr)
+	turns.FollowRoots(mgr.Guard)
 	sp, err := openSpool(cfg, mgr, rec, log)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ func openCheckpoints(cfg Config, st *store.Store, guard *pathguard.Guard, rec tr
 		return nil, err
 	}
 	p := cfg.Protection()
-	rawGuard, err := pathguard.NewProtected(cfg.AllowRoots, pathguard.Protection{Always: p.Always})
+	rawGuard, err := pathguard.NewProtected(guard.Roots(), pathguard.Protection{Always: p.Always})
 	if err != nil {
 		fsys.Close()
 		return nil, err
@@ -41,7 +41,7 @@ func openCheckpoints(cfg Config, st *store.Store, guard *pathguard.Guard, rec tr
 		return nil, err
 	}
 	return checkpoint.New(checkpoint.Config{
-		Store: st, Blobs: blobs, Guard: guard, FS: fsys, RawFS: raw,
+		Store: st, Blobs: blobs, Guard: guard, FS: fsys, RawFS: raw, Always: p.Always,
 		StateDir:          filepath.Join(cfg.StateDir),
 		Home:              p.Home,
 		MaxFileBytes:      cfg.CheckpointMaxFileBytes,

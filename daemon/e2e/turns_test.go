@@ -377,3 +377,33 @@ func TestTurnEndKilledBeforeItsCheckpointIsRecorded(t *testing.T) {
 		t.Errorf("after undo:\n%s\nwant:\n%s", got, before)
 	}
 }
+
+// A root allowed while the daemon runs holds workspaces whose turns are
+// recorded and undone like any other.
+func TestTurnInARootAllowedWhileRunning(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	extra, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, extra, map[string]string{"a.txt": "a\n"})
+	if _, err := c.TurnBegin(testCtx(t), protocol.TurnBeginParams{WorkspaceRoot: extra}); err == nil {
+		t.Fatal("turn.begin outside the allowed roots succeeded")
+	}
+	if _, err := c.AllowRoot(testCtx(t), extra); err != nil {
+		t.Fatal(err)
+	}
+	b := beginTurn(t, c, extra)
+	writeFiles(t, extra, map[string]string{"a.txt": "changed\n"})
+	if _, err := c.TurnEnd(testCtx(t), b.TurnID); err != nil {
+		t.Fatal(err)
+	}
+	u, err := c.TurnUndo(testCtx(t), protocol.TurnUndoParams{TurnID: b.TurnID})
+	if err != nil || len(u.Files) != 1 || u.Files[0].Outcome != protocol.UndoReverted {
+		t.Fatalf("undo: %+v, %v", u, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(extra, "a.txt")); string(got) != "a\n" {
+		t.Errorf("a.txt after undo: %q", got)
+	}
+}

@@ -86,9 +86,11 @@ type Config struct {
 	Blobs blobstore.Store
 	Guard *pathguard.Guard
 	// FS writes what an undo restores, refusing protected paths; RawFS,
-	// over the same roots without protection, is used only to put a
-	// protected path back to the content recorded at a turn's start.
+	// over the same roots with only the Always protections, is used only
+	// to put a protected path back to the content recorded at a turn's
+	// start. The engine owns both.
 	FS, RawFS *confine.FS
+	Always    []string
 	// StateDir holds the watchers' sync directories.
 	StateDir string
 	// Home is never a workspace itself.
@@ -118,11 +120,59 @@ type Engine struct {
 	retaining  bool
 	lastRetain time.Time
 	wg         sync.WaitGroup
+	// rootsMu guards roots: the guard in force and the FS and RawFS for
+	// it, extended when the daemon allows a root while it runs.
+	rootsMu sync.Mutex
+	roots   access
+	follow  func() *pathguard.Guard
 	// sweepMu: checkpoints and operations hold it shared from storing
 	// blobs to recording what refers to them; a sweep holds it alone.
 	sweepMu sync.RWMutex
 	// resultMu guards an operation's results while its files are written.
 	resultMu sync.Mutex
+}
+
+// access is a guard and the confined views of its roots.
+type access struct {
+	guard   *pathguard.Guard
+	fs, raw *confine.FS
+}
+
+// FollowRoots makes the engine use the guard guard returns, extending its
+// views of the roots when a root is added while the daemon runs.
+func (e *Engine) FollowRoots(guard func() *pathguard.Guard) {
+	e.rootsMu.Lock()
+	e.follow = guard
+	e.rootsMu.Unlock()
+}
+
+// access returns the guard in force, FS and RawFS.
+func (e *Engine) access() access {
+	e.rootsMu.Lock()
+	defer e.rootsMu.Unlock()
+	if e.follow == nil {
+		return e.roots
+	}
+	g := e.follow()
+	if g == nil || g == e.roots.guard {
+		return e.roots
+	}
+	fs, err := e.roots.fs.Extend(g)
+	if err != nil {
+		e.cfg.Logger.Warn("checkpoints: opening a new allowed root", "err", err)
+		return e.roots
+	}
+	next := access{guard: g, fs: fs, raw: e.roots.raw}
+	if e.roots.raw != nil {
+		rg, err := pathguard.NewProtected(g.Roots(), pathguard.Protection{Always: e.cfg.Always})
+		if err == nil {
+			if raw, err := e.roots.raw.Extend(rg); err == nil {
+				next.raw = raw
+			}
+		}
+	}
+	e.roots = next
+	return next
 }
 
 // workspace is one recorded workspace. Its mutex serializes checkpoints,
@@ -144,6 +194,8 @@ type workspace struct {
 	writesMu sync.Mutex
 	writes   map[string]sessionWrite
 	open     atomic.Value
+	// status is what daemon.status shows, published under mu.
+	status atomic.Pointer[protocol.WorkspaceStatus]
 }
 
 // setRec replaces the workspace's record, under mu.
@@ -224,7 +276,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.GlobalExcludes == "" {
 		cfg.GlobalExcludes = globalExcludes(cfg.Home)
 	}
-	e := &Engine{cfg: cfg, ws: map[string]*workspace{}}
+	e := &Engine{cfg: cfg, ws: map[string]*workspace{}, roots: access{guard: cfg.Guard, fs: cfg.FS, raw: cfg.RawFS}}
 	if err := e.recover(); err != nil {
 		return nil, err
 	}
@@ -269,10 +321,12 @@ func (e *Engine) Close() {
 		}
 		w.mu.Unlock()
 	}
-	e.cfg.FS.Close()
-	if e.cfg.RawFS != nil {
-		e.cfg.RawFS.Close()
+	e.rootsMu.Lock()
+	e.roots.fs.Close()
+	if e.roots.raw != nil {
+		e.roots.raw.Close()
 	}
+	e.rootsMu.Unlock()
 }
 
 func newID() string {
@@ -289,7 +343,7 @@ func (e *Engine) resolve(root string) (string, error) {
 	if root == "" {
 		return "", missingField("workspace_root")
 	}
-	real, err := e.cfg.Guard.Workspace(root)
+	real, err := e.access().guard.Workspace(root)
 	if err != nil {
 		return "", pathError(err)
 	}
@@ -438,6 +492,7 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 		return nil, protocol.Errorf(protocol.CodeIO, protocol.ReasonIO, "checkpoint of %s: %v", w.root, err)
 	}
 	w.fullReason = ""
+	defer e.publish(w)
 	w.lastScan = cmp.Or(full, "watch")
 	if full == "" {
 		w.lastScan = "watch"
@@ -523,6 +578,7 @@ func (e *Engine) tooBig(w *workspace, s *scan) error {
 	if v, err := json.Marshal(w.rec); err == nil {
 		_ = e.cfg.Store.PutKV(bucketWorkspaces, []store.KV{{Key: []byte(w.root), Value: v}})
 	}
+	e.publish(w)
 	e.cfg.Trace.Record(trace.Event{Time: e.cfg.Clock.Now(), Type: protocol.TraceCheckpointRefused, Fields: map[string]any{
 		"workspace_root": w.root, "files": files, "bytes": size,
 		"max_files": e.cfg.MaxWorkspaceFiles, "max_bytes": e.cfg.MaxWorkspaceBytes}})
@@ -586,27 +642,38 @@ func (e *Engine) Status() protocol.CheckpointStatus {
 	e.mu.Unlock()
 	st := protocol.CheckpointStatus{Workspaces: []protocol.WorkspaceStatus{}, Dropped: dropped}
 	for _, w := range wss {
-		w.mu.Lock()
-		ws := protocol.WorkspaceStatus{WorkspaceRoot: w.root, Recording: e.recording(w), OpenTurn: w.rec.OpenTurn,
-			Checkpoints: w.rec.Checkpoints}
-		if w.w != nil {
-			ws.Watches, _ = w.w.state()
-			if _, limited := w.w.state(); limited {
-				ws.Reason = reasonWatchLimit
-			}
+		// The snapshot, not the lock: a first checkpoint holds that for
+		// minutes, and daemon.status must answer at once.
+		if ws := w.status.Load(); ws != nil {
+			st.Workspaces = append(st.Workspaces, *ws)
+		} else {
+			st.Workspaces = append(st.Workspaces, protocol.WorkspaceStatus{WorkspaceRoot: w.root,
+				Recording: protocol.RecordingScanning, Reason: "first", OpenTurn: w.openTurn()})
 		}
-		if w.lastScan != "watch" && w.lastScan != "" && ws.Reason == "" {
-			// The last checkpoint scanned everything: say why.
-			ws.Reason = w.lastScan
-			if ws.Recording == protocol.RecordingWatching && (w.lastScan == reasonOverflow || w.lastScan == reasonSyncLost) {
-				ws.Recording = protocol.RecordingScanning
-			}
-		}
-		w.mu.Unlock()
-		st.Workspaces = append(st.Workspaces, ws)
 	}
 	st.Blobs, st.StoredBytes = e.cfg.Blobs.Stats()
 	return st
+}
+
+// publish stores w's status for daemon.status; the caller holds w.mu.
+func (e *Engine) publish(w *workspace) {
+	ws := protocol.WorkspaceStatus{WorkspaceRoot: w.root, Recording: e.recording(w), OpenTurn: w.rec.OpenTurn,
+		Checkpoints: w.rec.Checkpoints}
+	if w.w != nil {
+		var limited bool
+		ws.Watches, limited = w.w.state()
+		if limited {
+			ws.Reason = reasonWatchLimit
+		}
+	}
+	if w.lastScan != "watch" && w.lastScan != "" && ws.Reason == "" {
+		// The last checkpoint scanned everything: say why.
+		ws.Reason = w.lastScan
+		if ws.Recording == protocol.RecordingWatching && (w.lastScan == reasonOverflow || w.lastScan == reasonSyncLost) {
+			ws.Recording = protocol.RecordingScanning
+		}
+	}
+	w.status.Store(&ws)
 }
 
 func getJSON(st *store.Store, bucket string, key []byte, v any) (bool, error) {

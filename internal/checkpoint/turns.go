@@ -8,8 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aymanbagabas/go-udiff"
-
+	"github.com/orion-agent/orion/internal/linediff"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
@@ -99,6 +98,7 @@ func (e *Engine) Begin(p protocol.TurnBeginParams) (protocol.TurnBeginResult, er
 	}
 	w.setRec(rec)
 	w.resetWrites()
+	e.publish(w)
 	res.TurnID = t.ID
 	e.cfg.Trace.Record(trace.Event{Time: t.StartedAt, Type: protocol.TraceTurn, Fields: map[string]any{
 		"workspace_root": root, "turn_id": t.ID, "agent": t.Agent, "state": t.State, "recording": res.Recording,
@@ -184,6 +184,7 @@ func (e *Engine) end(w *workspace, id string) (*turnRecord, error) {
 	}
 	w.setRec(rec)
 	w.resetWrites()
+	e.publish(w)
 	e.cfg.Trace.Record(trace.Event{Time: now, Type: protocol.TraceTurn, Fields: map[string]any{
 		"workspace_root": t.Root, "turn_id": t.ID, "agent": t.Agent, "state": t.State, "files": len(t.Changes)}})
 	return t, nil
@@ -320,6 +321,9 @@ func (e *Engine) info(t *turnRecord, diffs bool, maxDiff int) protocol.TurnInfo 
 	return ti
 }
 
+// diffContext is the lines of context around each hunk.
+const diffContext = 3
+
 // diff fills f's unified diff from old to cur, bounded.
 func (e *Engine) diff(f *protocol.TurnFile, old, cur *Entry, maxDiff int) {
 	content := func(en *Entry) ([]byte, bool) {
@@ -347,7 +351,8 @@ func (e *Engine) diff(f *protocol.TurnFile, old, cur *Entry, maxDiff int) {
 	if f.From != "" {
 		from = "a/" + f.From
 	}
-	d := udiff.Unified(from, to, string(a), string(b))
+	// The project's minimal line diff, as dry runs and the page show.
+	d := linediff.Unified(from, to, a, b, diffContext)
 	if len(d) > maxDiff {
 		d = string(bytes.ToValidUTF8([]byte(d[:maxDiff]), nil))
 		f.DiffTruncated = true
@@ -374,7 +379,7 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 	if p.WorkspaceRoot == "" {
 		return protocol.TurnListResult{}, missingField("workspace_root")
 	}
-	root, err := e.cfg.Guard.Workspace(p.WorkspaceRoot)
+	root, err := e.access().guard.Workspace(p.WorkspaceRoot)
 	if err != nil {
 		return protocol.TurnListResult{}, pathError(err)
 	}

@@ -267,7 +267,7 @@ func (e *Engine) plan(w *workspace, kind string, changes []Change, renamed map[s
 		if write {
 			abs := filepath.Join(w.root, filepath.FromSlash(c.Path))
 			a := action{Path: c.Path, Pre: cur, Post: post, Result: len(results)}
-			if _, prot := e.cfg.Guard.Protected(abs); prot {
+			if _, prot := e.access().guard.Protected(abs); prot {
 				// Decided: only the person's own content recorded at the
 				// turn's start may go back to a protected path.
 				if kind == opUndo && r.Outcome == protocol.UndoReverted {
@@ -477,9 +477,10 @@ func (e *Engine) applyOne(root string, a action) error {
 	if !sameState(now, a.Pre) && !(a.Pre != nil && a.Pre.Type == TypeDir && now != nil && now.Type == TypeDir) {
 		return errChanged
 	}
-	fsys := e.cfg.FS
+	acc := e.access()
+	fsys := acc.fs
 	if a.Raw {
-		fsys = e.cfg.RawFS
+		fsys = acc.raw
 	}
 	fsys = fsys.Within(root)
 	switch {
@@ -690,9 +691,10 @@ func (e *Engine) lastUndo(root string) (*opRecord, error) {
 // cleanTemp removes the temp files a killed operation left in the
 // directories it was writing.
 func (e *Engine) cleanTemp(op *opRecord) {
-	fsys := e.cfg.RawFS
+	acc := e.access()
+	fsys := acc.raw
 	if fsys == nil {
-		fsys = e.cfg.FS
+		fsys = acc.fs
 	}
 	fsys = fsys.Within(op.Root)
 	dirs := map[string]bool{}

@@ -74,6 +74,8 @@ type config struct {
 	memory      bool
 	checkpoints bool
 	cp          checkpointConfig
+	// appendCases runs the timed append cases (--appends, true).
+	appendCases bool
 	appends     bool
 }
 
@@ -134,7 +136,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.cp.mb, "checkpoint-mb", 1024, "MiB of --checkpoints' workspace")
 	fs.IntVar(&cfg.cp.turns, "checkpoint-turns", 100, "turns of 10 changed files for --checkpoints' storage figure")
 	fs.IntVar(&cfg.cp.repeats, "checkpoint-repeats", 5, "repeats of --checkpoints' scan and watched cases (medians)")
-	fs.BoolVar(&cfg.appends, "appends", true, "run the append cases (false: only the comparisons asked for)")
+	fs.BoolVar(&cfg.appendCases, "appends", true, "run the append cases (false: only the comparisons asked for)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -158,7 +160,7 @@ func run(args []string, out io.Writer) error {
 	defer cancel()
 
 	var rep fullReport
-	if !cfg.appends {
+	if !cfg.appendCases {
 		cfg.baselines, cfg.sessions, cfg.syncs = nil, nil, false
 	}
 	for _, n := range cfg.baselines {
@@ -239,7 +241,7 @@ func run(args []string, out io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	if cfg.appends {
+	if cfg.appendCases {
 		report(out, cfg, rep.Results)
 	}
 	fmt.Fprintf(out, "\ndaemon RSS idle (after start): %.1f MiB\n", rep.IdleRSS)

@@ -206,10 +206,7 @@ anywhere.`,
   orionctl undo --last --any`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if turn.id != "" || turn.workspace != "" || turn.dryRun || turn.allOrNothing {
-				if anywhere {
-					return usageError{fmt.Errorf("--any goes with --last, not --turn")}
-				}
-				return turn.check(last, args)
+				return turn.check(last || anywhere, args)
 			}
 			if anywhere {
 				last = true

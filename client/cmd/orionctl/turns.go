@@ -18,17 +18,28 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// workspaceFlag is the workspace a turn command is about: --workspace, or
-// the current directory.
+// workspaceFlag is the workspace a turn command is about: --workspace,
+// else the project holding the current directory (the nearest directory
+// with a .git), else the current directory.
 func workspaceFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "workspace", "", "the workspace directory (default: the current directory)")
+	cmd.Flags().StringVar(p, "workspace", "", "the workspace directory (default: the project holding the current directory, else the current directory)")
 }
 
 func workspaceOf(flag string) (string, error) {
-	if flag == "" {
-		return os.Getwd()
+	if flag != "" {
+		return filepath.Abs(flag)
 	}
-	return filepath.Abs(flag)
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = r
+	}
+	if p := projectOf(wd); p != wd || hasGit(wd) {
+		return p, nil
+	}
+	return wd, nil
 }
 
 func newTurnsCmd(g *globals) *cobra.Command {

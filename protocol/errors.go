@@ -145,6 +145,10 @@ const (
 const (
 	// ReasonEditFailed goes with CodeEditFailed.
 	ReasonEditFailed = "edit_failed"
+	// ReasonUnsupportedEncoding goes with CodeEditFailed: the file is in
+	// an encoding whose bytes would not survive decoding to UTF-8 and
+	// back (a UTF-16 file with an unpaired surrogate), so it is not edited.
+	ReasonUnsupportedEncoding = "unsupported_encoding"
 	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
 	ReasonInvalidPatchSpec = "invalid_patch_spec"
 	// ReasonTargetMissing: must_exist (or a patch or edit) found no file.
@@ -274,6 +278,14 @@ type ErrorData struct {
 	// write that failed, each with its own reason.
 	TxID  string      `json:"tx_id,omitempty"`
 	Files []FileError `json:"files,omitempty"`
+	// ExpectedSHA256 and ActualSHA256, with target_changed, are the
+	// content the writer based its change on (expected_sha256, or the
+	// content at begin) and the content the file has now.
+	ExpectedSHA256 string `json:"expected_sha256,omitempty"`
+	ActualSHA256   string `json:"actual_sha256,omitempty"`
+	// Conflicts, with target_changed, are the regions both the session and
+	// the other writer changed, so a merge was refused.
+	Conflicts []MergeConflict `json:"conflicts,omitempty"`
 	// Next is the step the daemon suggests to an agent's client (a new
 	// session with supersedes, a new transaction), also the last sentence
 	// of Message; a client that takes other steps (orionctl) cuts it off

@@ -66,6 +66,8 @@ var ErrorReasons = []ReasonDoc{
 	{CodeValidationFailed, ReasonValidationFailed, "a strict check refused the content (findings in `data.validation`)"},
 	{CodeValidationFailed, ReasonInvalidUTF8, "text that is not valid UTF-8: a request's params with invalid bytes or a lone surrogate escape (`data.field` is `chunk` or `params`; nothing stored), or content a strict policy refuses"},
 	{CodeEditFailed, ReasonEditFailed, "the patch or edit does not apply (a status per block in `data.edit`)"},
+	{CodeValidationFailed, ReasonUnsupportedEncoding, "a new file's text has a character the charset its project names (`.editorconfig`) cannot hold; nothing is written"},
+	{CodeEditFailed, ReasonUnsupportedEncoding, "the file's encoding would not survive decoding to UTF-8 and back (a UTF-16 file with an unpaired surrogate); nothing is written"},
 	{CodeTxNotFound, ReasonTxNotFound, "no transaction has this id"},
 	{CodeTxFailed, ReasonTxRefused, "a file failed the check; nothing was written (`data.files`)"},
 	{CodeTxFailed, ReasonTxRolledBack, "writing failed and every file was put back (`data.files`)"},

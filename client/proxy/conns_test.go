@@ -71,7 +71,7 @@ func TestLimitConns(t *testing.T) {
 	if dial(true) != nil {
 		t.Fatal("user 7's third connection was accepted, past its share of 2")
 	}
-	if dial(false) == nil || dial(false) == nil {
+	if b, c := dial(false), dial(false); b == nil || c == nil {
 		t.Fatal("connections of an unknown user were refused below the total")
 	}
 	if dial(false) != nil {

@@ -49,7 +49,9 @@ func TestImpostorDaemon(t *testing.T) {
 	}
 	imp := exec.Command(bin, "-test.run=^TestImpostorHelper$", "-test.count=1")
 	imp.Dir = tmp
-	imp.Env = append(os.Environ(), "ORION_IMPOSTOR_SOCKET="+sock)
+	// The helper's TestMain makes a directory in TMPDIR, which may be
+	// closed to another user: the shared directory is its TMPDIR.
+	imp.Env = append(os.Environ(), "ORION_IMPOSTOR_SOCKET="+sock, "TMPDIR="+tmp)
 	imp.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	stdin, _ := imp.StdinPipe()
 	stdout, _ := imp.StdoutPipe()

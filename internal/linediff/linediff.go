@@ -70,6 +70,10 @@ func Diff(a, b [][]byte) []Edit {
 // DiffIDs is Diff on lines already mapped to integers (equal lines, equal
 // ids).
 func DiffIDs(a, b []int) []Edit {
+	return diffIDs(a, b, workBudget+workPerLine*int64(len(a)+len(b)))
+}
+
+func diffIDs(a, b []int, budget int64) []Edit {
 	// A line with no equal on the other side is changed whatever the
 	// alignment: it leaves the search, which then runs on the lines that
 	// could match (as xdiff and GNU diff do). The diff stays minimal, and
@@ -84,12 +88,61 @@ func DiffIDs(a, b []int) []Edit {
 	d.delA = make([]bool, n)
 	d.insB = make([]bool, m)
 	d.maxCost = maxCost(n + m)
+	d.budget = budget
 	d.compare(0, n, 0, m)
 
 	del, ins := make([]bool, len(a)), make([]bool, len(b))
 	spread(del, ra, d.delA)
 	spread(ins, rb, d.insB)
+	compact(del, a)
+	compact(ins, b)
 	return runs(del, ins)
+}
+
+// compact slides each run of changed lines over equal neighbours, as
+// xdiff does: up as far as it goes, joining the run before it, then down
+// as far as it goes, joining the run after. A minimal diff often has a
+// choice (an added blank line in a run of blank lines, a deleted block
+// whose last line equals the line before it); sliding every run the same
+// way makes the choice git's, so that a three-way merge sees the same
+// changes, and two runs split by an equal line become one. Each slide
+// swaps a changed line for an equal unchanged one, so the diff stays
+// correct and as short.
+func compact(changed []bool, x []int) {
+	n := len(changed)
+	for i := 0; i < n; {
+		if !changed[i] {
+			i++
+			continue
+		}
+		start, end := i, i
+		for end < n && changed[end] {
+			end++
+		}
+		for {
+			size := end - start
+			for start > 0 && x[start-1] == x[end-1] {
+				start--
+				end--
+				changed[start], changed[end] = true, false
+				for start > 0 && changed[start-1] {
+					start--
+				}
+			}
+			for end < n && x[start] == x[end] {
+				changed[start], changed[end] = false, true
+				start++
+				end++
+				for end < n && changed[end] {
+					end++
+				}
+			}
+			if end-start == size {
+				break
+			}
+		}
+		i = end
+	}
 }
 
 // matchable lists the indexes of x whose id occurs in y.
@@ -146,12 +199,36 @@ type differ struct {
 	vf, vb     []int
 	delA, insB []bool
 	maxCost    int
+	// work counts the steps taken (diagonals visited, lines compared);
+	// past budget, what is left of the input is diffed as a whole.
+	work, budget int64
 }
+
+// The search's budget. The cost bound alone keeps one search near
+// linear, but lines drawn from a small alphabet (a file of single
+// characters, or hostile input) make many such searches, enough for
+// minutes on a few megabytes. Past the budget, a fraction of a second of work,
+// each remaining region is one change: a correct diff, longer than
+// minimal, and a merge built on it only conflicts more, never less.
+// Real edits stay far below it.
+const (
+	workBudget  = 1 << 26
+	workPerLine = 32
+)
 
 // compare marks the deleted lines of a[lo:hi] and inserted lines of
 // b[blo:bhi], by Myers' divide and conquer on the middle snake.
 func (d *differ) compare(alo, ahi, blo, bhi int) {
 	for {
+		if d.work > d.budget {
+			for i := alo; i < ahi; i++ {
+				d.delA[i] = true
+			}
+			for i := blo; i < bhi; i++ {
+				d.insB[i] = true
+			}
+			return
+		}
 		// Common prefix and suffix are matched as they are: no search.
 		for alo < ahi && blo < bhi && d.a[alo] == d.b[blo] {
 			alo++
@@ -227,10 +304,12 @@ func (d *differ) split(alo, ahi, blo, bhi int) (int, int) {
 				x = hi
 			}
 			y := x - k
+			x0 := x
 			for x < ahi && y < bhi && a[x] == b[y] {
 				x++
 				y++
 			}
+			d.work += int64(x-x0) + 1
 			d.vf[off+k] = x
 			if odd && bmin <= k && k <= bmax && d.vb[off+k] <= x {
 				return x, y
@@ -258,16 +337,18 @@ func (d *differ) split(alo, ahi, blo, bhi int) (int, int) {
 				x = hi - 1
 			}
 			y := x - k
+			x0 := x
 			for x > alo && y > blo && a[x-1] == b[y-1] {
 				x--
 				y--
 			}
+			d.work += int64(x0-x) + 1
 			d.vb[off+k] = x
 			if !odd && fmin <= k && k <= fmax && x <= d.vf[off+k] {
 				return x, y
 			}
 		}
-		if cost >= d.maxCost {
+		if cost >= d.maxCost || d.work > d.budget {
 			// Too expensive to be exact: split at the forward point that
 			// got furthest, as GNU diff does. The result is still a
 			// correct diff.

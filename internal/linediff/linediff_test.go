@@ -165,3 +165,22 @@ func TestUnified(t *testing.T) {
 		t.Fatalf("insertion into an empty file: %q", got)
 	}
 }
+
+// TestHostileInputFinishes: many lines from a tiny alphabet, the
+// worst case for the search, end within the work budget with a correct
+// diff.
+func TestHostileInputFinishes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a large input")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	var a, b strings.Builder
+	for range 1 << 16 {
+		a.WriteString(string(rune('a'+r.IntN(4))) + "\n")
+		b.WriteString(string(rune('a'+r.IntN(4))) + "\n")
+	}
+	al, bl := linediff.Split([]byte(a.String())), linediff.Split([]byte(b.String()))
+	if got := apply(t, al, bl, linediff.Diff(al, bl)); string(got) != b.String() {
+		t.Fatal("edits do not rebuild b")
+	}
+}

@@ -359,6 +359,9 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
+	if err := checkExpected(p.ExpectedSHA256, base, target); err != nil {
+		return record{}, err
+	}
 	if base.exists && p.Operation == protocol.OpCreate {
 		return record{}, targetExists(target)
 	}
@@ -418,7 +421,9 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		return protocol.BeginResult{}, err
 	}
 	defer adm.release()
-	if err := m.put(r); err != nil {
+	// The target at begin rides the record's commit: a merge at finalize
+	// needs it once the file has changed.
+	if err := m.putWith(r, m.keepBase(r)); err != nil {
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r, owner: owner}
@@ -443,6 +448,7 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		Instructions: Instructions(shownTarget, r.Operation, r.Scanner.Marker),
 		TargetFile:   r.Target,
 		Operation:    r.Operation,
+		SHA256:       r.BaseSHA256,
 	}, nil
 }
 
@@ -669,9 +675,11 @@ func (m *Manager) abortLocked(e *entry) error {
 	}
 	r.Stage = protocol.StageAborted
 	r.UpdatedAt = m.cfg.Clock.Now()
+	base := m.releaseBase(r)
 	if err := m.putFinished(r); err != nil {
 		return err
 	}
+	base()
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.cfg.Logger.Info("session aborted", "session", r.ID)

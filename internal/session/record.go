@@ -38,6 +38,15 @@ type record struct {
 	BaseExists bool   `json:"base_exists"`
 	BaseSize   int64  `json:"base_size,omitempty"`
 	BaseSHA256 string `json:"base_sha256,omitempty"`
+	// BaseKey and BasePieces are the backup of the target's content at
+	// begin, the base of a three-way merge when someone else changed the
+	// target before finalize (see merge.go); BaseKey is the session's
+	// own, or the session it continues. AfterPieces are the backup of
+	// what the finalize wrote, under afterKey, the base of a three-way
+	// undo. Each is zero where the file was too large or not kept.
+	BaseKey     string `json:"base_key,omitempty"`
+	BasePieces  uint64 `json:"base_pieces,omitempty"`
+	AfterPieces uint64 `json:"after_pieces,omitempty"`
 
 	IdleMS           int64                     `json:"idle_ms,omitempty"`
 	AutoFinalizeMS   int64                     `json:"auto_finalize_ms,omitempty"`

@@ -114,12 +114,13 @@ func helpOf(bin string, path []string) (*help, error) {
 }
 
 // helpEnv is the environment the help runs in: without XDG_* variables and
-// with HOME=~, so that defaults the help computes read ~/.config/... in the
-// page, not the paths of the machine that built it.
+// TMPDIR, and with HOME=~, so that defaults the help computes read
+// ~/.config/... and /tmp/... in the page, not the paths of the machine that
+// built it (a long TMPDIR also pushed the socket's default past 80 columns).
 func helpEnv(environ []string) []string {
 	env := []string{"NO_COLOR=1", "HOME=~"}
 	for _, kv := range environ {
-		if strings.HasPrefix(kv, "XDG_") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "ORION_") {
+		if strings.HasPrefix(kv, "XDG_") || strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "ORION_") || strings.HasPrefix(kv, "TMPDIR=") {
 			continue
 		}
 		env = append(env, kv)

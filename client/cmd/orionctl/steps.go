@@ -301,6 +301,7 @@ func printUndone(out io.Writer, indent string, res protocol.UndoResult) {
 	}
 	fmt.Fprintf(out, "%srestored %s: %s, sha256 %s\n", indent, shown(res.TargetFile),
 		textfmt.Count(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
+	printMerged(out, indent+"the file changed after the write; reverted only the write's change and kept", res.Merged, res.MergedHunks)
 }
 
 // finalizeRefusal tells a refused finalize in orionctl's words: the session

@@ -211,6 +211,7 @@ export const Reasons = {
   fieldTooLarge: "field_too_large",
   invalidDuration: "invalid_duration",
   editFailed: "edit_failed",
+  unsupportedEncoding: "unsupported_encoding",
   invalidPatchSpec: "invalid_patch_spec",
   targetMissing: "target_missing",
   txNotFound: "tx_not_found",
@@ -302,6 +303,8 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32013, reason: "validation_failed", doc: "a strict check refused the content (findings in `data.validation`)", advice: "" },
   { code: -32013, reason: "invalid_utf8", doc: "text that is not valid UTF-8: a request's params with invalid bytes or a lone surrogate escape (`data.field` is `chunk` or `params`; nothing stored), or content a strict policy refuses", advice: "" },
   { code: -32014, reason: "edit_failed", doc: "the patch or edit does not apply (a status per block in `data.edit`)", advice: "" },
+  { code: -32013, reason: "unsupported_encoding", doc: "a new file's text has a character the charset its project names (`.editorconfig`) cannot hold; nothing is written", advice: "" },
+  { code: -32014, reason: "unsupported_encoding", doc: "the file's encoding would not survive decoding to UTF-8 and back (a UTF-16 file with an unpaired surrogate); nothing is written", advice: "" },
   { code: -32015, reason: "tx_not_found", doc: "no transaction has this id", advice: "" },
   { code: -32016, reason: "tx_refused", doc: "a file failed the check; nothing was written (`data.files`)", advice: "" },
   { code: -32016, reason: "tx_rolled_back", doc: "writing failed and every file was put back (`data.files`)", advice: "" },
@@ -471,6 +474,18 @@ export interface ErrorData {
   tx_id?: string;
   files?: FileError[];
   /**
+   * ExpectedSHA256 and ActualSHA256, with target_changed, are the
+   * content the writer based its change on (expected_sha256, or the
+   * content at begin) and the content the file has now.
+   */
+  expected_sha256?: string;
+  actual_sha256?: string;
+  /**
+   * Conflicts, with target_changed, are the regions both the session and
+   * the other writer changed, so a merge was refused.
+   */
+  conflicts?: MergeConflict[];
+  /**
    * Next is the step the daemon suggests to an agent's client (a new
    * session with supersedes, a new transaction), also the last sentence
    * of Message; a client that takes other steps (orionctl) cuts it off
@@ -602,6 +617,13 @@ export interface UndoResult {
    */
   tx_id?: string;
   files?: UndoResult[];
+  /**
+   * Merged is true when the file changed after the session wrote it and
+   * the undo reverted only the session's change, keeping the later one;
+   * MergedHunks are the later changes kept.
+   */
+  merged?: boolean;
+  merged_hunks?: MergeHunk[];
 }
 
 /**
@@ -669,6 +691,16 @@ export interface BeginParams {
    * as "orionctl (codex)". It is the caller's word, for display only.
    */
   agent?: string;
+  /**
+   * ExpectedSHA256 is the sha256 (lowercase hex) of the target's content
+   * the writer based its change on, as a read or an earlier write
+   * returned it; the empty file's hash for an empty file, and
+   * AbsentSHA256 for a file that must not exist. When the target's
+   * content differs, the session is refused target_changed before
+   * anything is written, naming both hashes. Content only: a changed
+   * time or a rewrite with the same bytes is no change.
+   */
+  expected_sha256?: string;
 }
 
 /** Warning is something a finalize noticed that did not stop the write. */
@@ -689,6 +721,11 @@ export interface BeginResult {
   /** TargetFile is the resolved absolute path that finalize will write. */
   target_file: string;
   operation: Operation;
+  /**
+   * SHA256 is the target's content at begin (lowercase hex), what a
+   * merge at finalize takes as its base; empty when the file is absent.
+   */
+  sha256?: string;
 }
 
 /** AppendParams are the params of session.append. */
@@ -806,6 +843,12 @@ export interface FinalizeResult {
    */
   repairs?: Repair[];
   validation?: Validation;
+  /**
+   * ElisionsMerged counts the left-out regions ("// ... existing code
+   * ...") of a whole-file write that were filled from the file it
+   * replaces, each placed by the unchanged lines around it.
+   */
+  elisions_merged?: number;
   /** Attempt counts corrected attempts: 1 for a first write. */
   attempt?: number;
   /**
@@ -819,6 +862,15 @@ export interface FinalizeResult {
   diff?: string;
   /** TxID names the transaction the session was committed in. */
   tx_id?: string;
+  /**
+   * Merged is true when the target changed on disk after the session
+   * began and the session's change was merged with that change rather
+   * than written over it: an edit applied again to the current content,
+   * or a whole-file write merged three-way. MergedHunks are the other
+   * writer's changes that the file kept.
+   */
+  merged?: boolean;
+  merged_hunks?: MergeHunk[];
   /** Files lists every file a multi-file edit changed. */
   files?: FileChange[];
 }
@@ -1039,6 +1091,49 @@ export interface ProtectedRule {
   pattern: string[];
   /** Why is the reason for the rule. */
   why: string;
+}
+
+/**
+ * MergeHunk is one change the other writer made to a file, relative to
+ * the content the merge started from (the content at begin, for a
+ * finalize; what the session wrote, for an undo).
+ */
+export interface MergeHunk {
+  /**
+   * StartLine and EndLine (1-based, inclusive) are the lines of that
+   * content the change replaced; for an insertion EndLine is
+   * StartLine-1 (the change goes before StartLine).
+   */
+  start_line: number;
+  end_line: number;
+  /**
+   * Old and New are the text before and after, each cut to
+   * MaxMergeTextBytes (Truncated says so).
+   */
+  old: string;
+  new: string;
+  truncated?: boolean;
+}
+
+/**
+ * MergeConflict is a region of a file that the session and the other
+ * writer both changed, differently: the merge refused, and nothing was
+ * written.
+ */
+export interface MergeConflict {
+  /** StartLine and EndLine are the region in the base, as in MergeHunk. */
+  start_line: number;
+  end_line: number;
+  /**
+   * Base is the region as it was (at begin for a finalize, as the
+   * session wrote it for an undo); File as the file has it now; Session
+   * as the session would write it (for an undo, as the undo would put it
+   * back). Each is cut to MaxMergeTextBytes.
+   */
+  base: string;
+  file: string;
+  session: string;
+  truncated?: boolean;
 }
 
 /** ToolDefinition is an OpenAI-style function tool definition. */
@@ -1664,6 +1759,16 @@ export interface WriteParams {
    * as "orionctl (codex)". It is the caller's word, for display only.
    */
   agent?: string;
+  /**
+   * ExpectedSHA256 is the sha256 (lowercase hex) of the target's content
+   * the writer based its change on, as a read or an earlier write
+   * returned it; the empty file's hash for an empty file, and
+   * AbsentSHA256 for a file that must not exist. When the target's
+   * content differs, the session is refused target_changed before
+   * anything is written, naming both hashes. Content only: a changed
+   * time or a rewrite with the same bytes is no change.
+   */
+  expected_sha256?: string;
   /**
    * Content is the whole content (the text to add, for append), at most
    * the daemon's max_chunk_bytes; larger content takes begin, appends

@@ -79,8 +79,8 @@ type turnAction struct {
 	DryRun        bool   `json:"dry_run"`
 }
 
-// turnUndo undoes a turn. The page asks first with dry_run, to name the
-// files in its confirmation, then for real.
+// turnUndo undoes a turn (or, with dry_run, says what an undo would
+// write). The page's confirmation names the files from the turn itself.
 func (s *Server) turnUndo(w http.ResponseWriter, r *http.Request) {
 	act(s, w, r, func(turnAction) string { return "" },
 		func(ctx context.Context, c *client.Client, p turnAction) (string, any, bool, error) {

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/client/turnmark"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -55,6 +56,10 @@ type Options struct {
 	// filesystem server's tools instead of Orion's, confined to these
 	// absolute directories.
 	FilesystemCompatible []string
+	// TurnQuiet is the quiet period that bounds the turns this server
+	// marks (0: turnmark.DefaultQuiet); NoTurns marks none.
+	TurnQuiet time.Duration
+	NoTurns   bool
 }
 
 // DefaultRestartWait is how long a call waits for oriond to come back: a
@@ -74,6 +79,7 @@ type Server struct {
 	log    *slog.Logger
 	daemon *daemonConn
 	roots  *rootSet
+	turns  *turnmark.Marker
 	srv    *mcp.Server
 	// stash holds the arguments Transport set aside.
 	stash *argStash
@@ -147,6 +153,7 @@ func New(opts Options) (*Server, error) {
 		}
 		s.roots.fallback, s.roots.fixed = dirs, true
 	}
+	s.turns = newMarker(opts, log)
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -177,6 +184,9 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // Run serves one host on t until it disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	defer s.daemon.close()
+	if s.turns != nil {
+		defer s.turns.Close()
+	}
 	return s.srv.Run(ctx, t)
 }
 
@@ -199,6 +209,9 @@ func (s *Server) addTools() {
 				roots, ask := s.roots.forCall(req)
 				if ask {
 					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsRequestID: &mcp.ListRootsParams{}}}, nil
+				}
+				if !ann.ReadOnlyHint {
+					s.markTurn(ctx, req, roots)
 				}
 				res, err := fn(withRoots(ctx, roots), req)
 				if err != nil {

@@ -98,6 +98,9 @@ type loop struct {
 	// the outcome).
 	ctrl func() (*controller.Controller, error)
 	dial *dialed
+	// handedBack: the model's answer asked for no tool; the agent hands
+	// back to the person, and the turn ends.
+	handedBack bool
 }
 
 type refusedBegin struct{ id, reason, msg string }
@@ -175,6 +178,7 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 		writeError(w, d, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error())
 		return true
 	}
+	agentic := p.turnStart(r.Context(), r, d, ws, body)
 	if p.cfg.DaemonDown == DaemonDownPass {
 		if _, err := l.ctrl(); err != nil {
 			p.log.Warn("oriond is down: passing the request to the upstream unchanged; files are written by the agent's own tools",
@@ -204,6 +208,7 @@ func (p *Proxy) serveLoop(w http.ResponseWriter, r *http.Request, d dialect) boo
 	l.w = w
 	l.out = d.newWriter(w, req)
 	l.run(r.Context())
+	p.turnDone(ws, agentic, l.handedBack)
 	return true
 }
 
@@ -331,6 +336,7 @@ func (l *loop) run(ctx context.Context) {
 				// came, truncated and continuable.
 				l.out.text(lineBreak(l.out) + "[orionctl proxy: a file was left unfinished; oriond keeps what arrived]\n")
 			}
+			l.handedBack = true
 			l.out.end(l.finishReason(rd), l.usage)
 			return
 		}

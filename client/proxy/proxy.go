@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/client/turnmark"
 	"github.com/orion-agent/orion/internal/httpguard"
 )
 
@@ -139,6 +140,15 @@ type Config struct {
 	BodyBudget int64
 	// DaemonDown is DaemonDownError (default) or DaemonDownPass.
 	DaemonDown string
+
+	// Agent names the agent in the turns the proxy marks (exec: the
+	// command); "" takes each request's User-Agent product.
+	Agent string
+	// TurnIdle ends a turn the proxy never saw end after this long with
+	// no request in its workspace (0: turnmark.DefaultIdle).
+	TurnIdle time.Duration
+	// NoTurns stops the proxy marking turns.
+	NoTurns bool
 }
 
 // Proxy serves the proxy's endpoints. Create it with New.
@@ -152,6 +162,7 @@ type Proxy struct {
 	guard     *httpguard.Guard
 	slots     chan struct{}
 	budget    *budget
+	turns     *turnmark.Marker
 }
 
 // New checks cfg and returns a Proxy.
@@ -229,6 +240,7 @@ func New(cfg Config) (*Proxy, error) {
 	for _, d := range []dialect{openAI{}, anthropic{}, responses{}, gemini{}} {
 		p.pass[d.name()] = p.reverseProxy(d)
 	}
+	p.turns = newMarker(cfg)
 	return p, nil
 }
 

@@ -166,6 +166,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/abort", s.abort)
 	mux.HandleFunc("POST /api/finalize", s.finalize)
 	mux.HandleFunc("POST /api/link", s.newLink)
+	mux.HandleFunc("GET /api/turns", s.turns)
+	mux.HandleFunc("GET /api/turns/workspaces", s.turnWorkspaces)
+	mux.HandleFunc("GET /api/turn", s.turn)
+	mux.HandleFunc("POST /api/turn/undo", s.turnUndo)
+	mux.HandleFunc("POST /api/turn/redo", s.turnRedo)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")

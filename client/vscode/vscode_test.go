@@ -211,6 +211,29 @@ func TestExtensionInCodeServer(t *testing.T) {
 	if got, _ := os.ReadFile(other); string(got) != agentPlan {
 		t.Fatalf("after Finalize Anyway plan.md holds %q, want the agent's %q", got, agentPlan)
 	}
+
+	// An agent's turn whose files a shell wrote, then Orion: Undo Last Turn.
+	tb, err := c2.TurnBegin(ctx, protocol.TurnBeginParams{WorkspaceRoot: ws, Agent: "test-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("# the plan, as the turn left it\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "turn.txt"), []byte("made in the turn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.TurnEnd(ctx, tb.TurnID); err != nil {
+		t.Fatal(err)
+	}
+	send("turn")
+	await("turn-undone")
+	if got, _ := os.ReadFile(other); string(got) != agentPlan {
+		t.Fatalf("after Orion: Undo Last Turn plan.md holds %q, want %q as before the turn", got, agentPlan)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "turn.txt")); err == nil {
+		t.Fatal("after Orion: Undo Last Turn turn.txt, which the turn created, is still there")
+	}
 	w.wait(t)
 	t.Logf("browser steps: %s", time.Since(start).Round(100*time.Millisecond))
 	t.Logf("whole test: %s", time.Since(began).Round(100*time.Millisecond))

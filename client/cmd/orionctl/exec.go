@@ -108,6 +108,7 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	cfg := pf.config(g.socket, ws, log)
 	cfg.Token = token
 	cfg.FixedWorkspace = true
+	cfg.Agent = filepath.Base(args[0])
 	p, err := proxy.New(cfg)
 	if err != nil {
 		return usageError{err}
@@ -124,6 +125,7 @@ func runExec(cmd *cobra.Command, g *globals, pf *proxyFlags, args []string) erro
 	defer func() {
 		stopServing()
 		<-served
+		p.Close()
 	}()
 
 	base := baseURL(ln.Addr(), token)

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/client/mcpserver"
+	"github.com/orion-agent/orion/client/turnmark"
 	"github.com/orion-agent/orion/internal/termsafe"
 )
 
@@ -23,6 +25,8 @@ func newMCPCmd(g *globals) *cobra.Command {
 		workspace string
 		logLevel  string
 		fsCompat  bool
+		turnQuiet time.Duration
+		noTurns   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp [DIR...]",
@@ -87,6 +91,8 @@ writes going through oriond.`,
 				FilesystemCompatible: fsArgs(fsCompat, args),
 				Version:              moduleVersion(),
 				Logger:               slog.New(termsafe.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
+				TurnQuiet:            turnQuiet,
+				NoTurns:              noTurns,
 			})
 			if err != nil {
 				return usageError{err}
@@ -112,6 +118,8 @@ writes going through oriond.`,
 	f.StringVar(&workspace, "workspace-root", "", "workspace root when the host gives no MCP roots (default: the current directory)")
 	f.BoolVar(&fsCompat, "filesystem-compatible", false, "serve the reference MCP filesystem server's tools, confined to the directories given as arguments")
 	f.StringVar(&logLevel, "log-level", "warn", "stderr log level: debug, info, warn or error")
+	f.DurationVar(&turnQuiet, "turn-quiet", turnmark.DefaultQuiet, "a turn begins at the first tool call after this long without one, and ends once this long passes with none")
+	f.BoolVar(&noTurns, "no-turns", false, "do not mark turns in oriond")
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/orion-agent/orion/client/proxy"
+	"github.com/orion-agent/orion/client/turnmark"
 	"github.com/orion-agent/orion/internal/termsafe"
 )
 
@@ -34,6 +35,8 @@ type proxyFlags struct {
 	daemonDown    string
 	maxConns      int
 	maxUserConns  int
+	turnIdle      time.Duration
+	noTurns       bool
 }
 
 func (pf *proxyFlags) bind(f *pflag.FlagSet, defaultLog string) {
@@ -46,6 +49,8 @@ func (pf *proxyFlags) bind(f *pflag.FlagSet, defaultLog string) {
 	f.IntVar(&pf.maxConcurrent, "max-concurrent", proxy.DefaultMaxConcurrent, "requests served at once; more wait, then get 429")
 	f.StringVar(&pf.daemonDown, "daemon-down", proxy.DaemonDownError, "when oriond cannot be reached: error (answer at once, no retries) or pass (send the request upstream unchanged, with a warning)")
 	f.IntVar(&pf.maxConns, "max-connections", proxy.DefaultMaxConnections, "connections open at once; more are answered 503 and closed")
+	f.DurationVar(&pf.turnIdle, "turn-idle", turnmark.DefaultIdle, "end an agent's turn after this long with no request in its workspace (a turn normally ends when the model hands back)")
+	f.BoolVar(&pf.noTurns, "no-turns", false, "do not mark the agent's turns in oriond (turns make everything a turn changed undoable with orionctl undo --turn)")
 	f.IntVar(&pf.maxUserConns, "max-user-connections", proxy.DefaultMaxUserConnections, "connections one local user may hold open (counted on Linux, where the kernel says whose a connection is)")
 }
 
@@ -74,6 +79,8 @@ func (pf *proxyFlags) config(socket, workspace string, log *slog.Logger) proxy.C
 		MaxRequestBytes:   pf.maxBody,
 		MaxConcurrent:     pf.maxConcurrent,
 		DaemonDown:        pf.daemonDown,
+		TurnIdle:          pf.turnIdle,
+		NoTurns:           pf.noTurns,
 	}
 }
 
@@ -262,6 +269,7 @@ X-Orion-Bypass: 1 passes a request through untouched.`,
 			log.Info("orionctl proxy listening", "addr", listenAddr(listen, ln.Addr()),
 				"openai_base_url", base+"/v1", "anthropic_base_url", base, "secret", secretAt,
 				"openai_upstream", pf.openaiURL, "anthropic_upstream", pf.anthURL, "workspace_root", ws)
+			defer p.Close()
 			return serveProxy(cmd.Context(), pf.limit(ln, log), p)
 		},
 	}

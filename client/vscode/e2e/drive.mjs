@@ -326,6 +326,22 @@ try {
   });
   console.log(`toast ${await waitToast((t) => t.startsWith("Orion: wrote"), 'saying "Orion: wrote"')}`);
   step("forced");
+
+  // An agent's turn, written by a shell and not through Orion: Undo Last
+  // Turn confirms with every file named, then puts them back.
+  await expect("turn");
+  await palette("Orion: Undo Last Turn");
+  await page.waitForSelector(".monaco-dialog-box", { visible: true, timeout: 30_000 });
+  const turnDialog = await page.$eval(".monaco-dialog-box", (d) => d.textContent.trim());
+  console.log(`dialog ${turnDialog}`);
+  if (!turnDialog.includes("turn.txt: removed (the turn created it)") || !turnDialog.includes("plan.md: its content before the turn put back")) {
+    throw new Error(`the turn's confirmation does not name its files: ${turnDialog}`);
+  }
+  await page.evaluate(() => {
+    [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((b) => b.textContent.trim() === "Undo Turn").click();
+  });
+  console.log(`toast ${await waitToast((t) => t.startsWith("Orion: turn undone: 2 reverted"), 'saying "Orion: turn undone: 2 reverted"')}`);
+  step("turn-undone");
   await browser.close();
   process.exit(0);
 } catch (err) {

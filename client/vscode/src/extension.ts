@@ -14,6 +14,7 @@ import { ladder } from "./ladder";
 import { Action, Notice, conflictNotice, correctionsNotice, dirtyNotice, refusalConcerns, refusalNotice, restrictedNotice, truncatedNotice } from "./messages";
 import { Node, SessionNode, displayPath, groupOf, inWorkspace, lastUndoable, openStages, plural, sessionNode, stageTitles, statusBar, tree, undoable } from "./model";
 import { MachineSetting, machineString } from "./settings";
+import { TurnsView } from "./turns";
 
 const backupScheme = "orion-backup";
 const traceScheme = "orion-trace";
@@ -90,6 +91,8 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
     this.status.name = "Orion";
     this.view = vscode.window.createTreeView("orion.sessions", { treeDataProvider: this, showCollapseAll: true });
     this.watcher = this.newWatcher();
+    const turns = new TurnsView(() => this.client(), folders);
+    this.disposables.push(turns, vscode.window.createTreeView("orion.turns", { treeDataProvider: turns }));
     const reg = (id: string, fn: (...args: any[]) => unknown) =>
       this.disposables.push(
         vscode.commands.registerCommand(id, async (...args: unknown[]) => {
@@ -103,6 +106,8 @@ class Orion implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContent
     reg("orion.showSessions", () => vscode.commands.executeCommand("workbench.view.extension.orion"));
     reg("orion.refresh", () => this.watcher.refresh());
     reg("orion.undoLast", () => this.undoLast());
+    reg("orion.undoLastTurn", () => turns.undoLast());
+    reg("orion.refreshTurns", () => turns.refresh());
     reg("orion.undoSession", () => this.pickAnd("Undo which write?", (s) => undoable(s), (s) => this.undo(s.session_id)));
     reg("orion.showTrace", () => this.pickAnd("Show the trace of which session?", () => true, (s) => this.showTrace(s.session_id)));
     reg("orion.startDaemon", () => this.startDaemon());

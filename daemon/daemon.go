@@ -89,6 +89,11 @@ type Config struct {
 	// StoreMaxBytes caps the store's live data: past it the oldest undo
 	// backups are dropped, then new content is refused (0: no cap).
 	StoreMaxBytes int64
+	// Checkpoint* bound workspace checkpoints (0: the engine's defaults).
+	CheckpointMaxFileBytes      int64
+	CheckpointMaxWorkspaceFiles int64
+	CheckpointMaxWorkspaceBytes int64
+	CheckpointRetention         time.Duration
 	// ConfigPaths are the config file and directory oriond reads at start;
 	// like the state directory, socket directory and spool, a session may
 	// never write them (see pathguard.Protection).
@@ -249,6 +254,22 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		return fmt.Errorf("starting the file watcher: %w", err)
 	}
 	defer watcher.Close()
+	turns, err := openCheckpoints(cfg, st, guard, rec, log)
+	if err != nil {
+		return err
+	}
+	defer turns.Close()
+	notify := func(id, method string, params any) {
+		if method == protocol.NotifySessionFinalized {
+			if r, ok := params.(protocol.FinalizeResult); ok {
+				turns.SessionWrote(id, r.TargetFile, r.FileSHA256)
+				for _, f := range r.Files {
+					turns.SessionWrote(id, cmp.Or(f.MovedTo, f.TargetFile), f.SHA256)
+				}
+			}
+		}
+		owners.notify(id, method, params)
+	}
 	mgr, err := session.New(session.Config{
 		Store:               st,
 		Guard:               guard,
@@ -260,7 +281,8 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		Retention:           cfg.Retention,
 		SummaryRetention:    cfg.SummaryRetention,
 		Logger:              log,
-		Notify:              owners.notify,
+		Notify:              notify,
+		TurnOf:              turns.OpenTurn,
 		Trace:               rec,
 		Watcher:             watcher,
 		Validation:          cfg.Validation,
@@ -276,6 +298,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	defer mgr.Close()
 	engine.Store(mgr)
+	turns.FollowRoots(mgr.Guard)
 	sp, err := openSpool(cfg, mgr, rec, log)
 	if err != nil {
 		return err
@@ -327,6 +350,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		appends:  appends,
 		params:   tr.stash,
 		mgr:      mgr,
+		turns:    turns,
 		log:      log,
 		order:    newSessionOrder(),
 		owners:   owners,
@@ -374,6 +398,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				AllowedProtected:     cfg.AllowProtected,
 				ProtectedRules:       rules,
 				Trace:                ts,
+				Checkpoints:          ptr(turns.Status()),
 			}
 		},
 	}

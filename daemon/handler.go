@@ -14,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/checkpoint"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/session"
@@ -25,6 +26,7 @@ import (
 // its answers. It holds no logic of its own beyond dispatch and ordering.
 type handler struct {
 	mgr    *session.Manager
+	turns  *checkpoint.Engine
 	status func() protocol.StatusResult
 	log    *slog.Logger
 	order  *sessionOrder

@@ -102,7 +102,8 @@ func TestHeavyGateWaiterLeavesWithItsConnection(t *testing.T) {
 
 func TestHeavyMethods(t *testing.T) {
 	for name, m := range methods {
-		want := name == protocol.MethodSessionContent || name == protocol.MethodSessionList || name == protocol.MethodTraceList
+		want := name == protocol.MethodSessionContent || name == protocol.MethodSessionList || name == protocol.MethodTraceList ||
+			name == protocol.MethodTurnList || name == protocol.MethodTurnGet
 		if m.heavy != want {
 			t.Errorf("%s: heavy %v, want %v", name, m.heavy, want)
 		}

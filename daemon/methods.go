@@ -50,6 +50,13 @@ var methods = table(
 	route(protocol.ToolsDefinitions, (*handler).toolsDefinitions),
 	route(protocol.TraceList, (*handler).traceList).heavy(),
 	route(protocol.TraceFollow, (*handler).traceFollow),
+	route(protocol.TurnBegin, (*handler).turnBegin),
+	route(protocol.TurnEnd, (*handler).turnEnd),
+	route(protocol.TurnList, (*handler).turnList).heavy(),
+	route(protocol.TurnGet, (*handler).turnGet).heavy(),
+	route(protocol.TurnUndo, (*handler).turnUndo),
+	route(protocol.TurnRedo, (*handler).turnRedo),
+	route(protocol.CheckpointCreate, (*handler).checkpointCreate),
 )
 
 func sessionIDParams(p *protocol.SessionIDParams) string { return p.SessionID }

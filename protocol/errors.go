@@ -77,6 +77,19 @@ const (
 	CodeTooManySessions = -32021
 )
 
+// Application error codes of checkpoints and turns.
+const (
+	// CodeTurnNotFound: no turn, checkpoint or undo operation has the
+	// given id (never existed, or dropped by retention).
+	CodeTurnNotFound = -32030
+	// CodeTurnState: the turn's state does not allow the call (still
+	// open, already undone, not recorded).
+	CodeTurnState = -32031
+	// CodeWorkspaceTooBig: the workspace is over the checkpoint limits
+	// after the ignores; it gets no checkpoints.
+	CodeWorkspaceTooBig = -32032
+)
+
 // Reasons carried in ErrorData.Reason. They are stable strings a client or a
 // model can act on.
 const (
@@ -132,6 +145,10 @@ const (
 const (
 	// ReasonEditFailed goes with CodeEditFailed.
 	ReasonEditFailed = "edit_failed"
+	// ReasonUnsupportedEncoding goes with CodeEditFailed: the file is in
+	// an encoding whose bytes would not survive decoding to UTF-8 and
+	// back (a UTF-16 file with an unpaired surrogate), so it is not edited.
+	ReasonUnsupportedEncoding = "unsupported_encoding"
 	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
 	ReasonInvalidPatchSpec = "invalid_patch_spec"
 	// ReasonTargetMissing: must_exist (or a patch or edit) found no file.
@@ -202,6 +219,33 @@ const (
 	ReasonTooManyFollows = "too_many_follows"
 )
 
+// Reasons of checkpoints and turns.
+const (
+	// ReasonTurnNotFound: no turn has the turn_id (or no turn of the
+	// workspace is left to undo, with last).
+	ReasonTurnNotFound = "turn_not_found"
+	// ReasonOperationNotFound: no undo has the operation_id (or none is
+	// left to redo, with last).
+	ReasonOperationNotFound = "operation_not_found"
+	// ReasonCheckpointNotFound: a checkpoint the call needs was dropped by
+	// retention.
+	ReasonCheckpointNotFound = "checkpoint_not_found"
+	// ReasonTurnOpen: undo of a turn that has not ended.
+	ReasonTurnOpen = "turn_open"
+	// ReasonTurnUndone: undo of a turn whose last operation is an undo
+	// (redo it first), or redo of an undo already redone.
+	ReasonTurnUndone = "turn_already_undone"
+	// ReasonTurnUnrecorded: undo of a turn that had no checkpoints (its
+	// workspace was too big to record).
+	ReasonTurnUnrecorded = "turn_not_recorded"
+	// ReasonWorkspaceTooBig: the workspace is over
+	// --checkpoint-max-workspace-files or --checkpoint-max-workspace-bytes.
+	ReasonWorkspaceTooBig = "workspace_too_big"
+	// ReasonWorkspaceForbidden: the home directory itself or / named as a
+	// turn's workspace.
+	ReasonWorkspaceForbidden = "workspace_forbidden"
+)
+
 // MaxFollowsPerConnection bounds the trace.follow subscriptions of one
 // connection: each holds a buffer of events and a goroutine until the
 // connection closes.
@@ -234,6 +278,14 @@ type ErrorData struct {
 	// write that failed, each with its own reason.
 	TxID  string      `json:"tx_id,omitempty"`
 	Files []FileError `json:"files,omitempty"`
+	// ExpectedSHA256 and ActualSHA256, with target_changed, are the
+	// content the writer based its change on (expected_sha256, or the
+	// content at begin) and the content the file has now.
+	ExpectedSHA256 string `json:"expected_sha256,omitempty"`
+	ActualSHA256   string `json:"actual_sha256,omitempty"`
+	// Conflicts, with target_changed, are the regions both the session and
+	// the other writer changed, so a merge was refused.
+	Conflicts []MergeConflict `json:"conflicts,omitempty"`
 	// Next is the step the daemon suggests to an agent's client (a new
 	// session with supersedes, a new transaction), also the last sentence
 	// of Message; a client that takes other steps (orionctl) cuts it off

@@ -156,6 +156,24 @@ func (p *BeginParams) check(c *checker) {
 	}
 	c.nonNegative("expected_bytes", p.ExpectedBytes)
 	c.nonNegative("expected_lines", p.ExpectedLines)
+	c.sha256("expected_sha256", p.ExpectedSHA256)
+}
+
+// sha256 refuses a hash that is not 64 lowercase hex digits (or
+// AbsentSHA256): a typo must not read as "the file changed".
+func (c *checker) sha256(field, v string) {
+	if c.err != nil || v == "" || v == AbsentSHA256 {
+		return
+	}
+	ok := len(v) == 64
+	for i := 0; ok && i < len(v); i++ {
+		ok = v[i] >= '0' && v[i] <= '9' || v[i] >= 'a' && v[i] <= 'f'
+	}
+	if !ok {
+		c.err = Errorf(CodeInvalidParams, ReasonMalformedParams,
+			"%s%s must be the sha256 of the content as 64 lowercase hex digits, or %q for a file that must not exist", c.prefix, field, AbsentSHA256)
+		c.err.Data.Field = c.prefix + field
+	}
 }
 
 // path refuses a path with a NUL byte, which no file system takes: named

@@ -110,4 +110,9 @@ type UndoResult struct {
 	// describe).
 	TxID  string       `json:"tx_id,omitempty"`
 	Files []UndoResult `json:"files,omitempty"`
+	// Merged is true when the file changed after the session wrote it and
+	// the undo reverted only the session's change, keeping the later one;
+	// MergedHunks are the later changes kept.
+	Merged      bool        `json:"merged,omitempty"`
+	MergedHunks []MergeHunk `json:"merged_hunks,omitempty"`
 }

@@ -69,6 +69,14 @@ type BeginParams struct {
 	// "gemini", "claude"): listings show it after the process's own name,
 	// as "orionctl (codex)". It is the caller's word, for display only.
 	Agent string `json:"agent,omitempty"`
+	// ExpectedSHA256 is the sha256 (lowercase hex) of the target's content
+	// the writer based its change on, as a read or an earlier write
+	// returned it; the empty file's hash for an empty file, and
+	// AbsentSHA256 for a file that must not exist. When the target's
+	// content differs, the session is refused target_changed before
+	// anything is written, naming both hashes. Content only: a changed
+	// time or a rewrite with the same bytes is no change.
+	ExpectedSHA256 string `json:"expected_sha256,omitempty"`
 	// Client is set by the daemon, never read from the wire: the name of
 	// the process that opened the session (from the socket's peer
 	// credentials), for listings.
@@ -110,7 +118,14 @@ type BeginResult struct {
 	// TargetFile is the resolved absolute path that finalize will write.
 	TargetFile string    `json:"target_file"`
 	Operation  Operation `json:"operation"`
+	// SHA256 is the target's content at begin (lowercase hex), what a
+	// merge at finalize takes as its base; empty when the file is absent.
+	SHA256 string `json:"sha256,omitempty"`
 }
+
+// AbsentSHA256 is what expected_sha256 says for a target that must not
+// exist: no content hashes to it.
+const AbsentSHA256 = "absent"
 
 // AppendParams are the params of session.append.
 type AppendParams struct {
@@ -197,6 +212,10 @@ type FinalizeResult struct {
 	// check found.
 	Repairs    []Repair    `json:"repairs,omitempty"`
 	Validation *Validation `json:"validation,omitempty"`
+	// ElisionsMerged counts the left-out regions ("// ... existing code
+	// ...") of a whole-file write that were filled from the file it
+	// replaces, each placed by the unchanged lines around it.
+	ElisionsMerged int `json:"elisions_merged,omitempty"`
 	// Attempt counts corrected attempts: 1 for a first write.
 	Attempt int `json:"attempt,omitempty"`
 	// NothingWritten is true when the session's edit was already applied:
@@ -208,6 +227,13 @@ type FinalizeResult struct {
 	Diff   string `json:"diff,omitempty"`
 	// TxID names the transaction the session was committed in.
 	TxID string `json:"tx_id,omitempty"`
+	// Merged is true when the target changed on disk after the session
+	// began and the session's change was merged with that change rather
+	// than written over it: an edit applied again to the current content,
+	// or a whole-file write merged three-way. MergedHunks are the other
+	// writer's changes that the file kept.
+	Merged      bool        `json:"merged,omitempty"`
+	MergedHunks []MergeHunk `json:"merged_hunks,omitempty"`
 	// Files lists every file a multi-file edit changed.
 	Files []FileChange `json:"files,omitempty"`
 }
@@ -283,6 +309,9 @@ type SessionInfo struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// TxID names the transaction the session belongs to.
 	TxID string `json:"tx_id,omitempty"`
+	// TurnID names the turn that was open in the session's workspace when
+	// it began (turn.begin), if any.
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 // ListResult is the result of session.list.
@@ -367,6 +396,9 @@ type StatusResult struct {
 	// Trace describes the trace store (retention, size and its cap, what
 	// was dropped); absent when tracing is off.
 	Trace *TraceStats `json:"trace,omitempty"`
+	// Checkpoints describes the recorded workspaces (watching or
+	// scanning, and why) and the blob store.
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
 }
 
 // StoreStats describes the store in daemon.status.
@@ -392,3 +424,45 @@ type ProtectedRule struct {
 	// Why is the reason for the rule.
 	Why string `json:"why"`
 }
+
+// MergeHunk is one change the other writer made to a file, relative to
+// the content the merge started from (the content at begin, for a
+// finalize; what the session wrote, for an undo).
+type MergeHunk struct {
+	// StartLine and EndLine (1-based, inclusive) are the lines of that
+	// content the change replaced; for an insertion EndLine is
+	// StartLine-1 (the change goes before StartLine).
+	StartLine int `json:"start_line"`
+	EndLine   int `json:"end_line"`
+	// Old and New are the text before and after, each cut to
+	// MaxMergeTextBytes (Truncated says so).
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// MergeConflict is a region of a file that the session and the other
+// writer both changed, differently: the merge refused, and nothing was
+// written.
+type MergeConflict struct {
+	// StartLine and EndLine are the region in the base, as in MergeHunk.
+	StartLine int `json:"start_line"`
+	EndLine   int `json:"end_line"`
+	// Base is the region as it was (at begin for a finalize, as the
+	// session wrote it for an undo); File as the file has it now; Session
+	// as the session would write it (for an undo, as the undo would put it
+	// back). Each is cut to MaxMergeTextBytes.
+	Base      string `json:"base"`
+	File      string `json:"file"`
+	Session   string `json:"session"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Bounds on the merge reports of a result or an error.
+const (
+	// MaxMergeTextBytes bounds each text of a MergeHunk or MergeConflict.
+	MaxMergeTextBytes = 4 << 10
+	// MaxMergeReports bounds the hunks or conflicts listed; the rest are
+	// counted in the message.
+	MaxMergeReports = 50
+)

@@ -62,12 +62,30 @@ const (
 	// store_max_bytes. session.undo of that session answers
 	// backup_dropped.
 	TraceBackupDropped TraceType = "store.backup_dropped"
+	// TraceCheckpoint is a workspace checkpoint taken: Fields
+	// workspace_root, checkpoint_id, turn_id, files, changed,
+	// stored_bytes, scan (watch or full), duration_ms.
+	TraceCheckpoint TraceType = "checkpoint"
+	// TraceCheckpointRefused is a workspace too big to record: Fields
+	// workspace_root, files, bytes, limit. No checkpoint was taken.
+	TraceCheckpointRefused TraceType = "checkpoint.refused"
+	// TraceTurn is a turn beginning or ending: Fields workspace_root,
+	// turn_id, agent, state, files.
+	TraceTurn TraceType = "turn"
+	// TraceTurnUndo is an undo or a redo: Fields turn_id, operation_id,
+	// kind, dry_run, refused, and per outcome a count.
+	TraceTurnUndo TraceType = "turn.undo"
+	// TraceCheckpointDropped is checkpoints and turns dropped by
+	// --checkpoint-retention or --store-max-bytes: Fields workspace_root,
+	// checkpoints, turns, blobs, bytes, why.
+	TraceCheckpointDropped TraceType = "checkpoint.dropped"
 )
 
 // TraceTypes lists every trace event type, for filters and other
 // languages' copies.
 var TraceTypes = []TraceType{TraceRequest, TraceStage, TraceWrite, TraceTruncated, TraceConflict,
-	TraceValidation, TraceError, TraceSuppressed, TraceTxStage, TraceSpoolImport, TraceSpoolProblem, TraceBackupDropped}
+	TraceValidation, TraceError, TraceSuppressed, TraceTxStage, TraceSpoolImport, TraceSpoolProblem, TraceBackupDropped,
+	TraceCheckpoint, TraceCheckpointRefused, TraceTurn, TraceTurnUndo, TraceCheckpointDropped}
 
 // TraceEvent is one stored trace event, as trace.list returns it and
 // trace.event carries it. It is valid JSON by construction: strings are

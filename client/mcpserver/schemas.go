@@ -80,6 +80,7 @@ var (
     "intent": {"type": "string", "description": "One sentence: what this write does and why."},
     "expected_bytes": {"type": "integer", "minimum": 0, "description": "Size of the whole content, if known; a mismatch is reported as possible truncation."},
     "expected_lines": {"type": "integer", "minimum": 0, "description": "Lines of the whole content, if known."},
+    "expected_sha256": {"type": "string", "description": "The sha256 (64 lowercase hex digits) of the file's content your change is based on, as a result gave it, or \"absent\" for a file that must not exist. If the file now holds other content, nothing is written and you are told both hashes: read it again."},
     "patch_spec": ` + patchSpecSchema() + `
   },
   "required": ["target_file", "operation"]
@@ -118,6 +119,7 @@ var (
     "target_file": {"type": "string", "description": "Path of the file, relative to the workspace root or absolute inside it."},
     "operation": {"type": "string", "enum": ["create", "overwrite", "append"], "description": "create: a new file, refused if it exists. overwrite: replace the whole file. append: add to the end."},
     "intent": {"type": "string", "description": "One sentence: what this write does and why."},
+    "expected_sha256": {"type": "string", "description": "The sha256 (64 lowercase hex digits) of the file's content your change is based on, as a result gave it, or \"absent\" for a file that must not exist. If the file now holds other content, nothing is written and you are told both hashes: read it again."},
     "content": {"type": "string", "description": "The whole content (the text to add, for append). At most 256 KiB."}
   },
   "required": ["target_file", "operation", "content"]
@@ -128,6 +130,7 @@ var (
   "properties": {
     "target_file": {"type": "string", "description": "The file the edit changes; may be left out when the edit names its files."},
     "dry_run": {"type": "boolean", "description": "Return the diff and change nothing."},
+    "expected_sha256": {"type": "string", "description": "The sha256 (64 lowercase hex digits) of the file's content your change is based on, as a result gave it, or \"absent\" for a file that must not exist. If the file now holds other content, nothing is written and you are told both hashes: read it again."},
     "edit": {"type": "string", "description": "The edit: search/replace blocks, a unified diff or a *** Begin Patch envelope."}
   },
   "required": ["edit"]

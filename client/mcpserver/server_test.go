@@ -495,3 +495,41 @@ func TestBadArguments(t *testing.T) {
 		t.Errorf("%q %v", text, e)
 	}
 }
+
+// TestExpectedSHA256: write_file, edit_file and write_begin refuse a
+// change based on content the file no longer holds, before writing, and
+// each result gives the hash the next change is based on.
+func TestExpectedSHA256(t *testing.T) {
+	h := newHost(t, nil, "")
+	h = newHost(t, h.d, "", h.d.Root)
+	path := filepath.Join(h.d.Root, "based.txt")
+	_, sum := h.ok("write_file", map[string]any{"target_file": "based.txt", "operation": "create", "content": "one\n", "expected_sha256": "absent"})
+	first, _ := sum["file_sha256"].(string)
+	if len(first) != 64 {
+		t.Fatalf("write_file result has no file_sha256: %v", sum)
+	}
+	if err := os.WriteFile(path, []byte("the person's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"write_file", map[string]any{"target_file": "based.txt", "operation": "overwrite", "content": "two\n", "expected_sha256": first}},
+		{"edit_file", map[string]any{"target_file": "based.txt", "expected_sha256": first, "edit": "<<<<<<< SEARCH\nthe person's\n=======\ntwo\n>>>>>>> REPLACE\n"}},
+		{"write_begin", map[string]any{"target_file": "based.txt", "operation": "overwrite", "expected_sha256": first}},
+	} {
+		text, e := h.fails(call.tool, call.args)
+		if e["error"] != "target_changed" || !strings.Contains(text, first) {
+			t.Errorf("%s with a stale hash: %q %v", call.tool, text, e)
+		}
+		if got := readFile(t, path); got != "the person's\n" {
+			t.Fatalf("%s with a stale hash wrote %q", call.tool, got)
+		}
+	}
+	_, b := h.ok("write_begin", map[string]any{"target_file": "based.txt", "operation": "overwrite"})
+	if b["sha256"] == nil || len(b["sha256"].(string)) != 64 || b["sha256"] == first {
+		t.Errorf("write_begin result sha256: %v", b)
+	}
+	h.ok("write_abort", map[string]any{"session_id": b["session_id"]})
+}

@@ -24,6 +24,8 @@ type beginOut struct {
 	NextSeq       uint64 `json:"next_seq"`
 	MaxChunkBytes int64  `json:"max_chunk_bytes"`
 	Instructions  string `json:"instructions"`
+	// SHA256 is the target's content at begin; empty when it is absent.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (toolResult, error) {
@@ -34,6 +36,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 		ExpectedBytes int64              `json:"expected_bytes"`
 		ExpectedLines int64              `json:"expected_lines"`
 		PatchSpec     protocol.PatchSpec `json:"patch_spec"`
+		ExpectedSHA   string             `json:"expected_sha256"`
 	}
 	if err := s.decodeArgs(ToolWriteBegin, req, &a); err != nil {
 		return toolResult{}, err
@@ -48,7 +51,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 	if err != nil {
 		return toolResult{}, err
 	}
-	p.ExpectedBytes, p.ExpectedLines, p.PatchSpec = a.ExpectedBytes, a.ExpectedLines, a.PatchSpec
+	p.ExpectedBytes, p.ExpectedLines, p.PatchSpec, p.ExpectedSHA256 = a.ExpectedBytes, a.ExpectedLines, a.PatchSpec, a.ExpectedSHA
 	br, err := s.begin(ctx, p, pl)
 	if err != nil {
 		return toolResult{}, err
@@ -65,7 +68,7 @@ func (s *Server) writeBegin(ctx context.Context, req *mcp.CallToolRequest) (tool
 	}
 	instr := protocol.Fill(protocol.PromptMCPBegun, "id", br.SessionID, "target", displayPath(br.TargetFile, pl.root),
 		"op", string(a.Operation), "what", what, "lines", fmt.Sprint(ChunkAdviceLines), "limit", textfmt.Size(limit))
-	out := beginOut{SessionID: br.SessionID, NextSeq: 1, MaxChunkBytes: limit, Instructions: instr}
+	out := beginOut{SessionID: br.SessionID, NextSeq: 1, MaxChunkBytes: limit, Instructions: instr, SHA256: br.SHA256}
 	return toolResult{text: instr, structured: out}, nil
 }
 
@@ -198,6 +201,14 @@ type finalizeOut struct {
 	Bytes      int64              `json:"bytes"`
 	Lines      int64              `json:"lines"`
 	SHA256     string             `json:"sha256"`
+	// FileSHA256 is the whole file's after the write (it differs from
+	// SHA256 for append), the expected_sha256 of a next change.
+	FileSHA256 string `json:"file_sha256,omitempty"`
+	// Merged: the file had changed since the write began, and the write
+	// was merged with that change; MergedHunks say where the other
+	// change is.
+	Merged      bool                 `json:"merged,omitempty"`
+	MergedHunks []protocol.MergeHunk `json:"merged_hunks,omitempty"`
 	// CreatedDirs are the directories made for the file.
 	CreatedDirs []string `json:"created_dirs,omitempty"`
 	// Findings are what validation found that did not block the write.
@@ -271,7 +282,8 @@ func (s *Server) finalize(ctx context.Context, id string, dryRun bool) (protocol
 func (s *Server) summary(fr protocol.FinalizeResult) toolResult {
 	out := finalizeOut{
 		SessionID: fr.SessionID, TargetFile: s.shown(fr.SessionID, fr.TargetFile), Operation: fr.Operation,
-		Bytes: fr.Bytes, Lines: fr.Lines, SHA256: fr.SHA256, CreatedDirs: fr.CreatedDirs,
+		Bytes: fr.Bytes, Lines: fr.Lines, SHA256: fr.SHA256, FileSHA256: fr.FileSHA256, CreatedDirs: fr.CreatedDirs,
+		Merged: fr.Merged, MergedHunks: fr.MergedHunks,
 		NothingWritten: fr.NothingWritten, DryRun: fr.DryRun, Diff: fr.Diff,
 	}
 	if v := fr.Validation; v != nil {
@@ -302,6 +314,9 @@ func (s *Server) summary(fr protocol.FinalizeResult) toolResult {
 			sha = sha[:12]
 		}
 		fmt.Fprintf(&b, "Wrote %s (%s): %s, %s, sha256 %s.", out.TargetFile, fr.Operation, textfmt.CountGrouped(fr.Lines, "line", "lines"), textfmt.CountGrouped(fr.Bytes, "byte", "bytes"), sha)
+	}
+	if fr.Merged {
+		fmt.Fprintf(&b, " The file had changed since the write began: merged with that change (%s), which the file keeps.", mergedLines(fr.MergedHunks))
 	}
 	if len(out.Files) > 1 {
 		fmt.Fprintf(&b, " Files: %s.", strings.Join(out.Files, ", "))
@@ -379,6 +394,7 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 		Operation  protocol.Operation `json:"operation"`
 		Intent     string             `json:"intent"`
 		Content    *string            `json:"content"`
+		Expected   string             `json:"expected_sha256"`
 	}
 	if err := s.decodeArgs(ToolWriteFile, req, &a); err != nil {
 		return toolResult{}, err
@@ -401,6 +417,7 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (toolR
 	if err != nil {
 		return toolResult{}, err
 	}
+	p.ExpectedSHA256 = a.Expected
 	fr, err := s.whole(ctx, p, pl, *a.Content, false)
 	if err != nil {
 		return toolResult{}, err
@@ -461,6 +478,7 @@ func (s *Server) editFile(ctx context.Context, req *mcp.CallToolRequest) (toolRe
 		TargetFile string  `json:"target_file"`
 		DryRun     bool    `json:"dry_run"`
 		Edit       *string `json:"edit"`
+		Expected   string  `json:"expected_sha256"`
 	}
 	if err := s.decodeArgs(ToolEditFile, req, &a); err != nil {
 		return toolResult{}, err
@@ -481,6 +499,7 @@ func (s *Server) editFile(ctx context.Context, req *mcp.CallToolRequest) (toolRe
 	if err != nil {
 		return toolResult{}, err
 	}
+	p.ExpectedSHA256 = a.Expected
 	fr, err := s.whole(ctx, p, pl, *a.Edit, a.DryRun)
 	if err != nil {
 		return toolResult{}, err
@@ -495,6 +514,12 @@ type undoOut struct {
 	Removed       bool     `json:"removed,omitempty"`
 	RestoredBytes int64    `json:"restored_bytes"`
 	RemovedDirs   []string `json:"removed_dirs,omitempty"`
+	// SHA256 is the file's content after the undo.
+	SHA256 string `json:"sha256,omitempty"`
+	// Merged: the file had changed since the write; only the write's own
+	// change was reverted, and MergedHunks (the later change) kept.
+	Merged      bool                 `json:"merged,omitempty"`
+	MergedHunks []protocol.MergeHunk `json:"merged_hunks,omitempty"`
 }
 
 func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult, error) {
@@ -529,8 +554,12 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 		return toolResult{}, err
 	}
 	out := undoOut{SessionID: ur.SessionID, TargetFile: s.shown(ur.SessionID, ur.TargetFile), Removed: ur.Removed,
-		RestoredBytes: ur.RestoredBytes, RemovedDirs: ur.RemovedDirs}
+		RestoredBytes: ur.RestoredBytes, RemovedDirs: ur.RemovedDirs, SHA256: ur.SHA256, Merged: ur.Merged, MergedHunks: ur.MergedHunks}
 	text := fmt.Sprintf("Undone: %s is back as it was before session %s (%s).", out.TargetFile, ur.SessionID, textfmt.CountGrouped(ur.RestoredBytes, "byte", "bytes"))
+	if ur.Merged {
+		text = fmt.Sprintf("Undone: session %s's change to %s was reverted; the file had changed since, and those later changes were kept (%s).",
+			ur.SessionID, out.TargetFile, strings.Replace(mergedLines(ur.MergedHunks), "when the write began", "as the session wrote it", 1))
+	}
 	if ur.Removed {
 		text = fmt.Sprintf("Undone: session %s had created %s, so it was removed.", ur.SessionID, out.TargetFile)
 	}
@@ -682,4 +711,33 @@ func landedWrite(ctx context.Context, c *client.Client, p protocol.BeginParams, 
 		return *r, true
 	}
 	return protocol.FinalizeResult{}, false
+}
+
+// mergedLines says where the other writer's hunks are, briefly.
+func mergedLines(hs []protocol.MergeHunk) string {
+	if len(hs) == 0 {
+		return "no line of it overlapped yours"
+	}
+	parts := make([]string, 0, len(hs))
+	for _, h := range capHunks(hs) {
+		switch {
+		case h.EndLine < h.StartLine:
+			parts = append(parts, fmt.Sprintf("inserted before line %d", h.StartLine))
+		case h.EndLine == h.StartLine:
+			parts = append(parts, fmt.Sprintf("line %d", h.StartLine))
+		default:
+			parts = append(parts, fmt.Sprintf("lines %d-%d", h.StartLine, h.EndLine))
+		}
+	}
+	if len(hs) > 5 {
+		parts = append(parts, fmt.Sprintf("and %d more", len(hs)-5))
+	}
+	return "its changes at " + strings.Join(parts, ", ") + " of the file as it was when the write began"
+}
+
+func capHunks(hs []protocol.MergeHunk) []protocol.MergeHunk {
+	if len(hs) > 5 {
+		return hs[:5]
+	}
+	return hs
 }

@@ -16,10 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	udiff "github.com/aymanbagabas/go-udiff"
-
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/ladder"
+	"github.com/orion-agent/orion/internal/linediff"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -232,7 +231,7 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256([]byte(now))
 	d.Changed = !whole || hex.EncodeToString(sum[:]) != info.Result.FileSHA256 || info.Undone
 	d.Truncated = d.Truncated || !whole
-	d.Unified = udiff.Unified("before", "after", backup.Content, now)
+	d.Unified = linediff.Unified("before", "after", []byte(backup.Content), []byte(now), 3)
 	writeJSON(w, http.StatusOK, d)
 }
 

@@ -88,9 +88,9 @@ func TestREADMECommands(t *testing.T) {
 		t.Errorf("%s: the daemon must run from the built bin/oriond, which stops on SIGTERM, not with go run:\n%s", background[0], d)
 	}
 	if !slices.ContainsFunc(ciBlocks, func(b doctest.Block) bool {
-		return b.File == "README.md" && strings.TrimSpace(b.Text) == "go test -race ./..."
+		return b.File == "README.md" && strings.TrimSpace(b.Text) == "go test -race -timeout 30m ./..."
 	}) {
-		t.Errorf("the README does not give `go test -race ./...` as its test command (a shell block marked <!-- doctest: ci -->)")
+		t.Errorf("the README does not give `go test -race -timeout 30m ./...` as its test command (a shell block marked <!-- doctest: ci -->)")
 	}
 }
 

@@ -74,6 +74,10 @@ var (
 	replaceRE = regexp.MustCompile(`^\s*(?:>{5,}|\+{5,}) ?REPLACE>?\s*$`)
 	// clineSearchRE is the SEARCH marker only Cline writes.
 	clineSearchRE = regexp.MustCompile(`^\s*-{5,} ?SEARCH>?\s*$`)
+	// Cline compares its marker lines as written: no padding, one space
+	// before SEARCH or REPLACE. A marker it would not take is refused in
+	// its dialect rather than guessed at, as Cline refuses it.
+	clineStrictRE = regexp.MustCompile(`^(?:(?:-{5,}|<{5,}) SEARCH>?|={5,}|(?:\+{5,}|>{5,}) REPLACE>?)$`)
 )
 
 // Detect picks the format of an edit from its first structural line:
@@ -162,6 +166,10 @@ const unknownFormatHelp = `expected one of these edit formats:
 // files: use ApplyEnvelope); content in no known format gets
 // ErrUnknownFormat, with an example of every format.
 func Apply(old, content []byte) (Result, error) {
+	return onText(old, Detect(content), func(text []byte) (Result, error) { return applyText(text, content) })
+}
+
+func applyText(old, content []byte) (Result, error) {
 	switch f := Detect(content); f {
 	case FormatSearchReplace:
 		return ApplySearchReplace(old, content)

@@ -54,6 +54,15 @@ func NamedFiles(content []byte) []string {
 // resolves them), so that blocks naming a file in two spellings, or the
 // target by name and by default, edit it once.
 func ApplyFiles(content []byte, target string, read ReadFunc, same func(a, b string) bool) (Result, error) {
+	read, raw := decodingRead(read)
+	res, err := applyFiles(content, target, read, same)
+	if err == nil {
+		err = encodeOps(&res, target, raw)
+	}
+	return res, err
+}
+
+func applyFiles(content []byte, target string, read ReadFunc, same func(a, b string) bool) (Result, error) {
 	switch f := Detect(content); f {
 	case FormatEnvelope:
 		return ApplyEnvelope(content, read)

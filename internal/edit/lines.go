@@ -15,10 +15,19 @@ type doc struct {
 	// finalEOL: the last line ends with a newline. An empty file counts as
 	// ending with one, so text added to it ends with a newline.
 	finalEOL bool
+	// bom is the file's UTF-8 byte order mark, kept apart from the first
+	// line so that an edit of that line (which the model writes without
+	// it) matches, and written back in front.
+	bom string
 }
+
+const utf8BOM = "\xef\xbb\xbf"
 
 func parseDoc(b []byte) *doc {
 	d := &doc{eol: "\n", finalEOL: true}
+	if bytes.HasPrefix(b, []byte(utf8BOM)) {
+		d.bom, b = utf8BOM, b[len(utf8BOM):]
+	}
 	crlf, lf := 0, 0
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
@@ -47,6 +56,7 @@ func parseDoc(b []byte) *doc {
 
 func (d *doc) render() []byte {
 	var b bytes.Buffer
+	b.WriteString(d.bom)
 	for i, l := range d.lines {
 		b.WriteString(l)
 		if i == len(d.lines)-1 && !d.finalEOL {
@@ -67,11 +77,26 @@ func (d *doc) splice(i, j int, repl []string) {
 	lines = append(append(append(lines, d.lines[:i]...), repl...), d.lines[j:]...)
 	eols := make([]string, 0, len(lines))
 	eols = append(eols, d.eols[:i]...)
-	eols = append(eols, make([]string, len(repl))...)
+	// A replacing line takes the ending of the line it replaces, so that
+	// in a file of mixed endings an edited line keeps its own; added lines
+	// take the dominant one.
+	for k := range repl {
+		if k < j-i {
+			eols = append(eols, d.eols[i+k])
+		} else {
+			eols = append(eols, "")
+		}
+	}
 	eols = append(eols, d.eols[j:]...)
 	// A line that was last without an ending and is now followed by others
 	// needs one: its "" already means the dominant ending, and whichever
 	// line is last, render asks finalEOL.
+	// Deleting the last lines of a file without a final newline keeps the
+	// newline before them (as Cline does): it ended the line now last,
+	// and dropping it would change a line the edit did not touch.
+	if j == len(d.lines) && j > i && i > 0 && len(repl) == 0 {
+		d.finalEOL = true
+	}
 	d.lines, d.eols = lines, eols
 }
 
@@ -139,7 +164,13 @@ func (d *doc) applyEdits(edits []lineEdit) {
 		lines = append(lines, d.lines[cur:e.start]...)
 		eols = append(eols, d.eols[cur:e.start]...)
 		lines = append(lines, e.repl...)
-		eols = append(eols, make([]string, len(e.repl))...)
+		for k := range e.repl {
+			if k < e.end-e.start {
+				eols = append(eols, d.eols[e.start+k]) // as in splice
+			} else {
+				eols = append(eols, "")
+			}
+		}
 		cur = e.end
 	}
 	d.lines = append(lines, d.lines[cur:]...)

@@ -257,6 +257,10 @@ func ApplyPatch(old []byte, spec PatchSpec, text []byte) (Result, error) {
 	if err := spec.Validate(); err != nil {
 		return Result{Format: FormatPatch}, err
 	}
+	return onText(old, FormatPatch, func(old []byte) (Result, error) { return applyPatchText(old, spec, text) })
+}
+
+func applyPatchText(old []byte, spec PatchSpec, text []byte) (Result, error) {
 	d := parseDoc(old)
 	r := applySpec(d, spec, string(text))
 	r.Index = 1

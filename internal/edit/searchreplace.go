@@ -45,10 +45,16 @@ func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 	state := outside
 	for i, l := range lines {
 		n := i + 1
+		if dialect == DialectCline && isMarker(l) && !clineStrictRE.MatchString(l) {
+			return nil, dialect, serr(n, "%q is not a marker Cline takes: markers stand alone on their line, with one space before SEARCH or REPLACE and nothing after (\"------- SEARCH\", \"=======\", \"+++++++ REPLACE\")", l)
+		}
 		switch state {
 		case outside:
 			switch {
 			case searchRE.MatchString(l):
+				if dialect == DialectNone && (clineSearchRE.MatchString(l) || inClineTool(lines[:i])) && !clineStrictRE.MatchString(l) {
+					return nil, DialectCline, serr(n, "%q is not a marker Cline takes: markers stand alone on their line, with one space before SEARCH or REPLACE and nothing after (\"------- SEARCH\", \"=======\", \"+++++++ REPLACE\")", l)
+				}
 				cur, state = srBlock{line: n}, inSearch
 				p, fenced := blockPath(lines[:i])
 				if p != "" {
@@ -57,7 +63,7 @@ func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 				cur.path = sticky
 				if dialect == DialectNone {
 					switch {
-					case clineSearchRE.MatchString(l):
+					case clineSearchRE.MatchString(l), inClineTool(lines[:i]):
 						dialect = DialectCline
 					case fenced:
 						dialect = DialectAiderFenced
@@ -101,6 +107,26 @@ func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 		return nil, dialect, serr(0, "no SEARCH block found")
 	}
 	return blocks, dialect, nil
+}
+
+// isMarker reports a line any dialect would take as a block marker.
+func isMarker(l string) bool {
+	return searchRE.MatchString(l) || dividerRE.MatchString(l) || replaceRE.MatchString(l)
+}
+
+// inClineTool reports blocks inside Cline's replace_in_file tool call (its
+// "<diff>" tag), which names the dialect even with the older "<<<<<<<"
+// markers that Aider shares.
+func inClineTool(before []string) bool {
+	for k := len(before) - 1; k >= 0; k-- {
+		switch strings.TrimSpace(before[k]) {
+		case "<diff>":
+			return true
+		case "</diff>", "</replace_in_file>":
+			return false
+		}
+	}
+	return false
 }
 
 // isFence reports a Markdown code fence line.
@@ -317,11 +343,9 @@ func applyClineBlock(d *doc, b srBlock, cursor int) (BlockResult, int) {
 	default:
 		return ambiguous(at, m), cursor
 	}
-	p := at[0]
-	repl := replace
-	if m == MatchIndentation {
-		repl = reindent(search, d.lines[p:p+len(search)], replace)
-	}
+	// Cline writes a line-trimmed match's replacement as the model wrote
+	// it, not re-indented: its prompt has the model copy indentation.
+	p, repl := at[0], replace
 	d.splice(p, p+len(search), repl)
 	r := BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}
 	if others != nil {

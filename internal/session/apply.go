@@ -74,9 +74,15 @@ type fileChange struct {
 	// Workspace confines the write, as its session's workspace does
 	// (record.Workspace): the directory is opened through it.
 	Workspace string `json:"workspace,omitempty"`
+	// AfterPieces are the backup, under afterKey(BackupID), of what a
+	// multi-file edit wrote over an existing file, the base of a
+	// three-way undo (see merge.go).
+	AfterPieces uint64 `json:"after_pieces,omitempty"`
 
-	// fill writes the new content into the staged temp file.
-	fill func(io.Writer) error
+	// fill writes the new content into the staged temp file; content is
+	// that content, when it is in memory.
+	fill    func(io.Writer) error
+	content []byte
 }
 
 // isOld and isNew tell whether the file, as it is now, holds the
@@ -117,7 +123,7 @@ type txRecord struct {
 	UpdatedAt time.Time                 `json:"updated_at"`
 }
 
-func (m *Manager) putTx(tx *txRecord) error {
+func (m *Manager) putTx(tx *txRecord, extra ...store.Put) error {
 	tx.UpdatedAt = m.cfg.Clock.Now()
 	files := make([]string, len(tx.Files))
 	for i, c := range tx.Files {
@@ -132,7 +138,8 @@ func (m *Manager) putTx(tx *txRecord) error {
 	if err != nil {
 		return ioError("", "encoding the transaction record", err)
 	}
-	if err := m.cfg.Store.PutKV(txBucket, []store.KV{{Key: []byte(tx.ID), Value: b}}); err != nil {
+	puts := append([]store.Put{{Bucket: txBucket, KVs: []store.KV{{Key: []byte(tx.ID), Value: b}}}}, extra...)
+	if err := m.cfg.Store.PutKVs(puts...); err != nil {
 		return ioError("", "journaling the transaction", err)
 	}
 	return nil
@@ -418,9 +425,10 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 
 // settleTx records a transaction as committed with its summaries, then
 // completes its sessions.
-func (m *Manager) settleTx(tx *txRecord, results []protocol.FinalizeResult) error {
+// extra rides the same commit.
+func (m *Manager) settleTx(tx *txRecord, results []protocol.FinalizeResult, extra ...store.Put) error {
 	tx.Stage, tx.Results = protocol.TxCommitted, results
-	if err := m.putTx(tx); err != nil {
+	if err := m.putTx(tx, extra...); err != nil {
 		m.rollBack(tx, "recording the commit failed")
 		return err
 	}

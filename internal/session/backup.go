@@ -10,6 +10,7 @@ import (
 	"io/fs"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -218,15 +219,22 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
-	if !now.exists || now.sha256 != r.Result.FileSHA256 {
-		pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-			"%s changed since session %s wrote it; undo would lose that change, so it is refused", r.Target, id)
-		pe.Data.SessionID = id
-		pe.Data.Path = r.Target
-		return protocol.UndoResult{}, pe
-	}
 	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target}
-	if r.BackupPieces == 0 {
+	if !now.exists || now.sha256 != r.Result.FileSHA256 {
+		// Changed since: only the session's own change is reverted, or
+		// nothing is.
+		merged, kept, err := m.revertMerged(r, now)
+		if err != nil {
+			return protocol.UndoResult{}, err
+		}
+		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id},
+			func(w io.Writer) error { _, err := w.Write(merged); return err })
+		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
+			return protocol.UndoResult{}, confinedError(id, "restoring "+r.Target, err)
+		}
+		res.RestoredBytes, res.SHA256 = written.Bytes, written.SHA256
+		res.Merged, res.MergedHunks = true, hunksOf(kept)
+	} else if r.BackupPieces == 0 {
 		if err := m.removeFile(r.Target); err != nil {
 			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
 		}
@@ -279,6 +287,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 
 	var undo []fileChange
 	var members []*record
+	mergedHunks := map[string][]merge.Hunk{}
 	for _, e := range entries {
 		r := &e.rec
 		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
@@ -288,17 +297,24 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if err != nil {
 			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
 		}
-		if !now.exists || now.sha256 != r.Result.FileSHA256 {
-			pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-				"%s changed since transaction %s wrote it; undoing the transaction would lose that change, so nothing was undone", r.Target, tx.ID)
-			pe.Data.SessionID, pe.Data.TxID, pe.Data.Path = r.ID, tx.ID, r.Target
-			return protocol.UndoResult{}, pe
-		}
 		// The file as it is now is backed up under its own id, so that a
 		// roll-back of the undo can put it back.
 		u := fileChange{Path: r.Target, SessionID: r.ID, BackupID: r.ID + "-undo",
 			OldExists: true, OldSHA256: now.sha256, Kind: changeDelete}
-		if r.BackupPieces > 0 {
+		if !now.exists || now.sha256 != r.Result.FileSHA256 {
+			// Changed since: this file's own change is reverted three-way,
+			// keeping the later one, or the whole undo is refused.
+			content, kept, err := m.revertMerged(r, now)
+			if err != nil {
+				if pe, ok := err.(*protocol.Error); ok {
+					pe.Data.TxID = tx.ID
+					pe.Message += fmt.Sprintf(" (nothing of transaction %s was undone)", tx.ID)
+				}
+				return protocol.UndoResult{}, err
+			}
+			u.Kind, u.fill = changeWrite, func(w io.Writer) error { _, err := w.Write(content); return err }
+			mergedHunks[r.ID] = kept
+		} else if r.BackupPieces > 0 {
 			u.Kind, u.fill = changeWrite, m.backupFill(r.ID, r.BackupPieces)
 		}
 		undo = append(undo, u)
@@ -338,6 +354,9 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if !f.Removed {
 			f.RestoredBytes, f.SHA256 = u.NewBytes, u.NewSHA256
 		}
+		if kept, ok := mergedHunks[r.ID]; ok {
+			f.Merged, f.MergedHunks = true, hunksOf(kept)
+		}
 		f.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
 		r.Undone = true
 		r.UpdatedAt = m.cfg.Clock.Now()
@@ -348,6 +367,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if r.ID == asked {
 			res.TargetFile, res.Removed, res.RestoredBytes, res.SHA256, res.RemovedDirs =
 				f.TargetFile, f.Removed, f.RestoredBytes, f.SHA256, f.RemovedDirs
+			res.Merged, res.MergedHunks = f.Merged, f.MergedHunks
 		}
 		res.Files = append(res.Files, f)
 	}

@@ -76,6 +76,9 @@ func applyEdit(r *record, original, content []byte) ([]byte, *protocol.EditResul
 	}
 	if err != nil {
 		pe := protocol.Errorf(protocol.CodeEditFailed, protocol.ReasonEditFailed, "%s: %v", r.Target, err)
+		if errors.Is(err, edit.ErrUnsupportedEncoding) {
+			pe.Data.Reason = protocol.ReasonUnsupportedEncoding
+		}
 		if errors.Is(err, edit.ErrMultiFile) {
 			pe.Message = fmt.Sprintf("%s: the edit touches several files; send one session per file", r.Target)
 		}

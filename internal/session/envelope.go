@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -37,6 +38,8 @@ type envelopePlan struct {
 	diff    bytes.Buffer
 	// errs are the files validation refused.
 	errs []protocol.FileError
+	// targetOld is the session's target as the plan read it.
+	targetOld []byte
 }
 
 // isEnvelope reads an edit session's content and reports whether it is
@@ -165,6 +168,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 	}
 	if err != nil {
 		pe := protocol.Errorf(protocol.CodeEditFailed, protocol.ReasonEditFailed, "%s: %v", r.Target, err)
+		if errors.Is(err, edit.ErrUnsupportedEncoding) {
+			pe.Data.Reason = protocol.ReasonUnsupportedEncoding
+		}
 		pe.Data.SessionID = r.ID
 		pe.Data.Edit = plan.edit
 		return plan, pe
@@ -178,12 +184,16 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		if content != nil {
 			body := content
 			c.fill = func(w io.Writer) error { _, err := w.Write(body); return err }
+			c.content = body
 		}
 		plan.changes = append(plan.changes, c)
 	}
 	for _, op := range res.Files {
 		path := resolved[op.Path]
 		old := op.Old
+		if path == r.Target && op.Kind != edit.OpAdd {
+			plan.targetOld = old
+		}
 		fc := protocol.FileChange{Kind: string(op.Kind), TargetFile: path, Bytes: int64(len(op.Content))}
 		dest := path
 		switch op.Kind {
@@ -244,8 +254,13 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 // dryRun it returns the diff of every file and writes nothing.
 func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
+	var change *targetChange
 	if !force && !dryRun {
-		if err := m.checkUnchanged(r); err != nil {
+		// An envelope's hunks are found by their context in the files as
+		// they are now, so a target changed since begin is edited as it
+		// is, where each hunk still matches exactly once.
+		var err error
+		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
 		}
 	}
@@ -306,7 +321,11 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		res.CreatedDirs = append(res.CreatedDirs, c.CreatedDirs...)
 	}
 	res.Stage = protocol.StageCompleted
-	if err := m.settleTx(tx, []protocol.FinalizeResult{res}); err != nil {
+	if change != nil {
+		res.Merged = true
+		res.MergedHunks = hunksOf(m.changesSinceBegin(r, plan.targetOld))
+	}
+	if err := m.settleTx(tx, []protocol.FinalizeResult{res}, m.changeAfters(tx.Files, plan.changes)...); err != nil {
 		m.watch(e)
 		return protocol.FinalizeResult{}, err
 	}
@@ -344,17 +363,23 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}
+		var merged []byte
 		if !c.isNew(now) {
-			pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-				"%s changed since session %s wrote it; undo would lose that change, so it is refused", c.Path, r.ID)
-			pe.Data.SessionID, pe.Data.Path = r.ID, c.Path
-			return res, pe
+			// Changed since: this file's own change is reverted
+			// three-way, keeping the later one, or nothing is undone.
+			if merged, err = m.revertChange(r, c, now); err != nil {
+				return res, err
+			}
 		}
 		u := fileChange{Path: c.Path, SessionID: r.ID, OldExists: now.exists, OldSHA256: now.sha256}
 		if u.OldExists {
 			u.BackupID = r.ID + "-undo#" + strconv.Itoa(len(undo))
 		}
 		switch {
+		case merged != nil:
+			u.Kind = changeWrite
+			u.fill = func(w io.Writer) error { _, err := w.Write(merged); return err }
+			res.Merged = true
 		case !c.OldExists:
 			u.Kind = changeDelete
 		case now.exists:

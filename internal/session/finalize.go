@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
@@ -72,10 +73,22 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
+	// A dry run shows what a finalize would write now: merged with a
+	// change made since begin, or what would refuse it.
+	var merged []merge.Hunk
+	change, cerr := m.changedSince(r)
+	if cerr == nil && change != nil {
+		merged, cerr = m.mergeChange(r, &c, change)
+	}
 	res := protocol.FinalizeResult{
 		SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
-		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true, Edit: c.edit,
+		Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), DryRun: true, Edit: c.edit, ElisionsMerged: c.elisionsMerged,
+	}
+	if pe, ok := cerr.(*protocol.Error); ok {
+		res.Warnings = append(res.Warnings, protocol.Warning{Code: pe.Data.Reason, Message: pe.Message})
+	} else if change != nil {
+		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
 	if c.content == nil {
 		res.Bytes = r.contentBytes()
@@ -105,8 +118,10 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		}
 		return m.finalizeEnvelope(e, content, force, false)
 	}
+	var change *targetChange
 	if !force {
-		if err := m.checkUnchanged(r); err != nil {
+		var err error
+		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
 		}
 	}
@@ -116,6 +131,12 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	if err != nil {
 		return protocol.FinalizeResult{}, err
+	}
+	var merged []merge.Hunk
+	if change != nil {
+		if merged, err = m.mergeChange(r, &c, change); err != nil {
+			return protocol.FinalizeResult{}, err
+		}
 	}
 	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Fields: map[string]any{
 		"ok": !c.validation.Blocked, "file_type": c.validation.FileType, "findings": c.validation.Findings,
@@ -132,7 +153,13 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		pieces    uint64
 		lastPiece *store.Put
 	)
+	keepAfter := c.content != nil && r.Operation != protocol.OpAppend && len(c.content) <= mergeMaxBytes
 	if !r.SkipBackup {
+		if keepAfter {
+			// The backup and what this write keeps for a three-way undo
+			// are stored together: room for both.
+			_ = m.roomFor(int64(len(c.content) + len(c.original)))
+		}
 		pieces, lastPiece, err = m.backup(r)
 	}
 	if err != nil {
@@ -142,6 +169,13 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, pe
 	}
 	r.BackupPieces = pieces
+	if lastPiece != nil && keepAfter {
+		// What this finalize writes, beside what it replaces: an undo
+		// after a later edit reverts three-way from it.
+		after := piecesOf(afterKey(r.ID), c.content)
+		lastPiece.KVs = append(lastPiece.KVs, after.KVs...)
+		r.AfterPieces = uint64(len(after.KVs))
+	}
 	prev := r.Stage
 	r.PendingSHA256 = ""
 	if c.content != nil {
@@ -178,10 +212,14 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return protocol.FinalizeResult{}, err
 	}
 	res.Repairs, res.Validation, res.Attempt, res.Edit = c.repairs, c.validation, r.attempt(), c.edit
+	res.ElisionsMerged = c.elisionsMerged
 	// The file was written whole, but the session did a patch or an edit.
 	res.Operation = r.Operation
 	if pieces > 0 {
 		res.BackupID = r.ID
+	}
+	if change != nil {
+		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
 	return m.completeWritten(e, res), nil
 }
@@ -201,7 +239,7 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 		SessionID: r.ID, Stage: protocol.StageCompleted, TargetFile: r.Target, Operation: r.Operation,
 		Bytes: sum.bytes, Lines: sum.lines(), SHA256: sum.sum(), FileBytes: now.size, FileSHA256: now.sha256,
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
-		Mode: fmt.Sprintf("%#o", now.perm), Repairs: c.repairs, Validation: c.validation,
+		Mode: fmt.Sprintf("%#o", now.perm), Repairs: c.repairs, Validation: c.validation, ElisionsMerged: c.elisionsMerged,
 		Attempt: r.attempt(), Edit: c.edit, NothingWritten: true,
 	}
 	return m.complete(e, res), nil
@@ -275,10 +313,11 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 		m.completeContinued(l.ID, r.ID)
 	}
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
-		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256)
+		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
 	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Fields: map[string]any{
 		"target": res.TargetFile, "operation": res.Operation, "bytes": res.Bytes, "lines": res.Lines,
 		"sha256": res.SHA256, "file_bytes": res.FileBytes, "mode": res.Mode, "warnings": res.Warnings,
+		"merged": res.Merged, "merged_hunks": len(res.MergedHunks),
 	}})
 	m.traceStage(r, nil)
 	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)
@@ -300,32 +339,6 @@ func (m *Manager) completeContinued(id, by string) {
 	if err := m.putFinished(&e.rec); err != nil {
 		m.cfg.Logger.Warn("recording a continued session", "session", id, "err", err)
 	}
-}
-
-// checkUnchanged refuses a write over a target that changed since begin,
-// whether the watcher saw it or only the hash tells.
-func (m *Manager) checkUnchanged(r *record) error {
-	now, err := m.statTarget(r.Target)
-	if err != nil {
-		return confinedError(r.ID, "reading the current target", err)
-	}
-	event := r.Conflict
-	if event == "" && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
-		event = "hash_changed"
-	}
-	if event == "" {
-		return nil
-	}
-	if r.Operation == protocol.OpCreate && !now.exists {
-		// A create whose path appeared and vanished again is harmless.
-		return nil
-	}
-	pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
-		"%s changed on disk since session %s began (%s); writing now would lose that change. "+
-			"Re-read the file and begin a new session, or finalize with force to overwrite it", r.Target, r.ID, event)
-	pe.Data.SessionID = r.ID
-	pe.Data.Path = r.Target
-	return pe
 }
 
 // write streams the (chained) content from the journal to path. note, if

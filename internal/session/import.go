@@ -81,8 +81,10 @@ func (m *Manager) forget(id string) error {
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.dropBackup(id, e.rec.BackupPieces)
+	m.dropMergeBackups(&e.rec)
 	for _, c := range e.rec.Changes {
 		m.dropBackup(c.BackupID, c.BackupPieces)
+		m.dropBackup(afterKey(c.BackupID), c.AfterPieces)
 	}
 	if err := m.cfg.Store.Delete(id); err != nil {
 		return ioError(id, "dropping a session", err)

@@ -119,10 +119,12 @@ func (m *Manager) expireLocked(e *entry) {
 	m.unwatch(e)
 	r.Stage = protocol.StageExpired
 	r.UpdatedAt = m.cfg.Clock.Now()
+	base := m.releaseBase(r)
 	if err := m.putFinished(r); err != nil {
 		m.cfg.Logger.Warn("expiring a session", "session", r.ID, "err", err)
 		return
 	}
+	base()
 	m.cfg.Logger.Info("session expired", "session", r.ID)
 	m.traceStage(r, nil)
 }

@@ -63,6 +63,9 @@ type Config struct {
 	Logger           *slog.Logger
 	Notify           Notifier
 	Watcher          TargetWatcher
+	// TurnOf names the turn open in the workspace holding a target, if
+	// any: the session belongs to it. Nil: no turns.
+	TurnOf func(target string) string
 	// Trace receives an event for every stage change, write and conflict.
 	Trace trace.Recorder
 	// Validation is the daemon's validation policy; sessions may override
@@ -356,6 +359,9 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
+	if err := checkExpected(p.ExpectedSHA256, base, target); err != nil {
+		return record{}, err
+	}
 	if base.exists && p.Operation == protocol.OpCreate {
 		return record{}, targetExists(target)
 	}
@@ -393,10 +399,18 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 		Attempt:          attempt,
 		Supersedes:       p.Supersedes,
 		TxID:             txID,
+		TurnID:           m.turnOf(target),
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
 	return r, nil
+}
+
+func (m *Manager) turnOf(target string) string {
+	if m.cfg.TurnOf == nil {
+		return ""
+	}
+	return m.cfg.TurnOf(target)
 }
 
 // open journals a new session record of owner, if it fits the caps on
@@ -407,7 +421,9 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		return protocol.BeginResult{}, err
 	}
 	defer adm.release()
-	if err := m.put(r); err != nil {
+	// The target at begin rides the record's commit: a merge at finalize
+	// needs it once the file has changed.
+	if err := m.putWith(r, m.keepBase(r)); err != nil {
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r, owner: owner}
@@ -432,6 +448,7 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		Instructions: Instructions(shownTarget, r.Operation, r.Scanner.Marker),
 		TargetFile:   r.Target,
 		Operation:    r.Operation,
+		SHA256:       r.BaseSHA256,
 	}, nil
 }
 
@@ -658,9 +675,11 @@ func (m *Manager) abortLocked(e *entry) error {
 	}
 	r.Stage = protocol.StageAborted
 	r.UpdatedAt = m.cfg.Clock.Now()
+	base := m.releaseBase(r)
 	if err := m.putFinished(r); err != nil {
 		return err
 	}
+	base()
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.cfg.Logger.Info("session aborted", "session", r.ID)

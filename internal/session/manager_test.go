@@ -322,9 +322,6 @@ func TestConflictBlocksFinalizeUnlessForced(t *testing.T) {
 		{"WatcherEvent", func(h *harness) {
 			os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("edited\n"), 0o644)
 			h.mgr.TargetChanged(filepath.Join(h.root, "f.txt"), "write")
-			// Put back as it was: the event still counts, since the file
-			// changed while the session saw it.
-			os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("original\n"), 0o644)
 		}},
 		{"HashOnly", func(h *harness) { os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("edited\n"), 0o644) }},
 		{"Deleted", func(h *harness) { os.Remove(filepath.Join(h.root, "f.txt")) }},
@@ -347,6 +344,25 @@ func TestConflictBlocksFinalizeUnlessForced(t *testing.T) {
 				t.Fatalf("forced finalize wrote %q", got)
 			}
 		})
+	}
+}
+
+// A change put back as it was is no change: content decides, not the
+// watcher's event.
+func TestChangePutBackIsNoConflict(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("original\n"), 0o644)
+	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
+	h.append(b.SessionID, "new\n"+b.EndMarker)
+	os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("edited\n"), 0o644)
+	h.mgr.TargetChanged(filepath.Join(h.root, "f.txt"), "write")
+	os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("original\n"), 0o644)
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Merged || h.read("f.txt") != "new\n" {
+		t.Fatalf("finalize after a change put back: merged %v, file %q", res.Merged, h.read("f.txt"))
 	}
 }
 

@@ -38,6 +38,15 @@ type record struct {
 	BaseExists bool   `json:"base_exists"`
 	BaseSize   int64  `json:"base_size,omitempty"`
 	BaseSHA256 string `json:"base_sha256,omitempty"`
+	// BaseKey and BasePieces are the backup of the target's content at
+	// begin, the base of a three-way merge when someone else changed the
+	// target before finalize (see merge.go); BaseKey is the session's
+	// own, or the session it continues. AfterPieces are the backup of
+	// what the finalize wrote, under afterKey, the base of a three-way
+	// undo. Each is zero where the file was too large or not kept.
+	BaseKey     string `json:"base_key,omitempty"`
+	BasePieces  uint64 `json:"base_pieces,omitempty"`
+	AfterPieces uint64 `json:"after_pieces,omitempty"`
 
 	IdleMS           int64                     `json:"idle_ms,omitempty"`
 	AutoFinalizeMS   int64                     `json:"auto_finalize_ms,omitempty"`
@@ -94,7 +103,9 @@ type record struct {
 	// TxID names the tx.begin transaction the session belongs to; such a
 	// session is written only by tx.commit. Changes are the files a
 	// multi-file edit changed, with their backups, for undo.
-	TxID    string       `json:"tx_id,omitempty"`
+	TxID string `json:"tx_id,omitempty"`
+	// TurnID is the turn open in the target's workspace at begin.
+	TurnID  string       `json:"turn_id,omitempty"`
 	Changes []fileChange `json:"changes,omitempty"`
 
 	Conflict string `json:"conflict,omitempty"`
@@ -187,5 +198,6 @@ func (r *record) info() protocol.SessionInfo {
 		Undone:           r.Undone,
 		DryRun:           r.DryRun && r.Stage == protocol.StageAborted,
 		TxID:             r.TxID,
+		TurnID:           r.TurnID,
 	}
 }

@@ -261,6 +261,8 @@ func (m *Manager) continueAs(owner, id string) (protocol.BeginResult, error) {
 		BaseExists:       prev.BaseExists,
 		BaseSize:         prev.BaseSize,
 		BaseSHA256:       prev.BaseSHA256,
+		BaseKey:          prev.BaseKey,
+		BasePieces:       prev.BasePieces,
 		IdleMS:           prev.IdleMS,
 		AutoFinalizeMS:   prev.AutoFinalizeMS,
 		ExpectedLines:    prev.ExpectedLines,

@@ -109,9 +109,12 @@ func (m *Manager) backupCandidates() []backupCandidate {
 
 // backupBytes is about what the record's backups take in the store.
 func (r *record) backupBytes() int64 {
-	n := r.BackupPieces
+	n := r.BackupPieces + r.AfterPieces
+	if r.BaseKey == baseKey(r.ID) {
+		n += r.BasePieces
+	}
 	for _, c := range r.Changes {
-		n += c.BackupPieces
+		n += c.BackupPieces + c.AfterPieces
 	}
 	return int64(n) * backupPiece
 }
@@ -141,8 +144,10 @@ func (m *Manager) dropForCap(c backupCandidate, limit int64) {
 		return
 	}
 	m.dropBackup(r.ID, r.BackupPieces)
+	m.dropMergeBackups(r)
 	for _, ch := range r.Changes {
 		m.dropBackup(ch.BackupID, ch.BackupPieces)
+		m.dropBackup(afterKey(ch.BackupID), ch.AfterPieces)
 	}
 	m.cap.dropped.Add(1)
 	m.cap.droppedBytes.Add(size)

@@ -205,15 +205,19 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 			Bytes: counters[i].bytes, Lines: counters[i].lines(), SHA256: counters[i].sum(),
 			FileBytes: ch.NewBytes, FileSHA256: ch.NewSHA256, EndMarkerSeen: r.Scanner.MarkerSeen(),
 			TrailingBytes: r.Scanner.TrailingLen(), Mode: fmt.Sprintf("%#o", fs.FileMode(ch.NewMode).Perm()),
-			Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), Edit: c.edit, TxID: tx.ID,
+			Repairs: c.repairs, Validation: c.validation, Attempt: r.attempt(), Edit: c.edit, TxID: tx.ID, ElisionsMerged: c.elisionsMerged,
 		}
 		if ch.OldExists {
 			res.BackupID = r.ID
 		}
+		if c.merged {
+			res.Merged, res.MergedHunks = true, hunksOf(c.mergedHunks)
+		}
 		res.CreatedDirs = ch.CreatedDirs
 		results[i] = res
 	}
-	if err := m.settleTx(tx, results); err != nil {
+
+	if err := m.settleTx(tx, results, m.txAfters(entries, checks, changes)...); err != nil {
 		for _, e := range entries {
 			m.watch(e)
 		}
@@ -252,8 +256,10 @@ func (m *Manager) checkMembers(entries []*entry, p protocol.TxCommitParams) ([]c
 			fail(r, markerMissing(r), nil, nil)
 			continue
 		}
+		var change *targetChange
 		if !p.Force {
-			if err := m.checkUnchanged(r); err != nil {
+			var err error
+			if change, err = m.changedSince(r); err != nil {
 				fail(r, err, nil, nil)
 				continue
 			}
@@ -266,6 +272,15 @@ func (m *Manager) checkMembers(entries []*entry, p protocol.TxCommitParams) ([]c
 		if err != nil {
 			fail(r, err, nil, c.edit)
 			continue
+		}
+		if change != nil {
+			// As a single finalize does: merged with the change, or
+			// refused with the overlapping regions.
+			if c.mergedHunks, err = m.mergeChange(r, &c, change); err != nil {
+				fail(r, err, nil, nil)
+				continue
+			}
+			c.merged = true
 		}
 		if c.validation.Blocked {
 			pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonValidationFailed, "%s", c.validation.Summary)

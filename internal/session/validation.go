@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orion-agent/orion/internal/elide"
+	"github.com/orion-agent/orion/internal/merge"
+	"github.com/orion-agent/orion/internal/newfile"
 	"github.com/orion-agent/orion/internal/textfmt"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -30,9 +33,18 @@ type checked struct {
 	original    []byte
 	hasOriginal bool
 	repairs     []protocol.Repair
-	validation  *protocol.Validation
+	// elisionsMerged counts the left-out regions filled from the file.
+	elisionsMerged int
+	validation     *protocol.Validation
 	// edit is what a patch or edit session's edit did.
 	edit *protocol.EditResult
+	// input is a patch or edit session's streamed text (the edit), for a
+	// merge that applies it again to another content.
+	input []byte
+	// merged is set when content is a merge with a change made to the
+	// target since begin; mergedHunks are that change's hunks.
+	merged      bool
+	mergedHunks []merge.Hunk
 }
 
 // policies merges the session's validation policy over the daemon's.
@@ -119,11 +131,49 @@ func (m *Manager) check(r *record) (checked, error) {
 		repaired = bytes.TrimPrefix(repaired, []byte("\ufeff"))
 		whole = append(append([]byte(nil), original...), repaired...)
 	}
-	c := checked{content: repaired, original: original, hasOriginal: hasOriginal}
+	// A whole-file text that left out unchanged code is merged into the
+	// file where every left-out region is placed unambiguously; anywhere
+	// else the placeholders stay, and validation refuses them naming the
+	// candidate places.
+	var elideErr error
+	merged := 0
+	if hasOriginal && r.Operation != protocol.OpAppend {
+		if el := validate.NewPlaceholderLines(r.Target, repaired, original); len(el) > 0 {
+			out, n, err := elide.Merge(original, repaired, el)
+			if err == nil {
+				repaired, whole, merged = out, out, n
+			} else {
+				elideErr = err
+			}
+		}
+	}
+	c := checked{content: repaired, original: original, hasOriginal: hasOriginal, elisionsMerged: merged}
 	if err := convert(fixes, &c.repairs); err != nil {
 		return checked{}, err
 	}
-	return c, m.validateInto(&c, r, whole, original, hasOriginal)
+	if !hasOriginal && r.Operation != protocol.OpAppend {
+		// A new file takes the form the project names; validation reads
+		// the text as the model wrote it.
+		styled, changes, serr := newfile.Apply(repaired, m.newFileStyle(r))
+		if serr != nil {
+			pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonUnsupportedEncoding, "%s: %v", r.Target, serr)
+			pe.Data.SessionID = r.ID
+			return checked{}, pe
+		}
+		c.content = styled
+		for _, ch := range changes {
+			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
+		}
+	}
+	verr := m.validateInto(&c, r, whole, original, hasOriginal)
+	if elideErr != nil && c.validation != nil {
+		for i := range c.validation.Findings {
+			if c.validation.Findings[i].Code == string(validate.CodeLazyPlaceholder) {
+				c.validation.Findings[i].Message += "; merging it into the file failed: " + elideErr.Error()
+			}
+		}
+	}
+	return c, verr
 }
 
 // checkEdit applies a patch or edit session's content to the file and
@@ -133,7 +183,7 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	if err != nil {
 		return checked{edit: res}, err
 	}
-	c := checked{content: after, original: original, hasOriginal: true, edit: res}
+	c := checked{content: after, original: original, hasOriginal: true, edit: res, input: content}
 	return c, m.validateInto(&c, r, after, original, true)
 }
 

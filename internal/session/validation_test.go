@@ -112,11 +112,25 @@ func TestAlreadyBrokenFileCanStillBeEdited(t *testing.T) {
 
 func TestNewLazyPlaceholderIsRefused(t *testing.T) {
 	h := newHarness(t)
-	os.WriteFile(filepath.Join(h.root, "a.js"), []byte("function a() {\n  return 1;\n}\n\nfunction b() {\n  return 2;\n}\n"), 0o644)
+	os.WriteFile(filepath.Join(h.root, "a.js"), []byte("function a() {\n  return 1;\n}\n\nfunction b() {\n  return 1;\n}\n"), 0o644)
+	// "return 1;" is in the file twice: the elision cannot be placed.
 	_, _, err := h.writeAll(protocol.BeginParams{TargetFile: "a.js", Operation: protocol.OpOverwrite},
-		"function a() {\n  return 3;\n}\n\n// ... rest of code unchanged")
+		"// ... existing code ...\n  return 1;\n// ... rest of code unchanged")
 	if c, _ := code(err); c != protocol.CodeValidationFailed || !strings.Contains(err.Error(), "placeholder") {
 		t.Fatalf("lazy placeholder: %v", err)
+	}
+}
+
+func TestElidedWholeFileIsMerged(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.root, "a.js"), []byte("function a() {\n  return 1;\n}\n\nfunction b() {\n  return 2;\n}\n"), 0o644)
+	_, res, err := h.writeAll(protocol.BeginParams{TargetFile: "a.js", Operation: protocol.OpOverwrite},
+		"function a() {\n  return 3;\n}\n\n// ... rest of code unchanged")
+	if err != nil || res.ElisionsMerged != 1 {
+		t.Fatalf("err %v, elisions merged %d: want 1", err, res.ElisionsMerged)
+	}
+	if got := h.read("a.js"); got != "function a() {\n  return 3;\n}\n\nfunction b() {\n  return 2;\n}\n" {
+		t.Fatalf("a.js = %q", got)
 	}
 }
 

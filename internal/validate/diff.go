@@ -3,7 +3,7 @@ package validate
 import (
 	"strings"
 
-	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/orion-agent/orion/internal/linediff"
 )
 
 // diffContext is the number of unchanged lines shown around each change.
@@ -19,12 +19,7 @@ func Diff(path string, old, new []byte) string {
 		return ""
 	}
 	label := strings.TrimPrefix(path, "/")
-	edits := udiff.Lines(string(old), string(new))
-	d, err := udiff.ToUnified("a/"+label, "b/"+label, string(old), edits, diffContext)
-	if err != nil {
-		// The edits come from the same library and always apply; fall back
-		// to the library's own path all the same.
-		return udiff.Unified("a/"+label, "b/"+label, string(old), string(new))
-	}
-	return d
+	// A minimal line diff, as diff -u shows: a person reviews what changed,
+	// not a region deleted and re-added around it.
+	return linediff.Unified("a/"+label, "b/"+label, old, new, diffContext)
 }

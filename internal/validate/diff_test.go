@@ -2,8 +2,10 @@ package validate_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/validate"
@@ -41,5 +43,33 @@ func TestDiff(t *testing.T) {
 	}
 	if d := validate.Diff("a", []byte("same\n"), []byte("same\n")); d != "" {
 		t.Fatalf("Diff of equal contents = %q", d)
+	}
+}
+
+// TestDiffIsMinimal: a review shows the lines that changed, not a region
+// deleted and re-added around them. A 360-line file with every third
+// line changed is 120 lines out and 120 in, as diff -u shows it.
+func TestDiffIsMinimal(t *testing.T) {
+	var old, new strings.Builder
+	for i := range 360 {
+		line := fmt.Sprintf("line %d of the file\n", i)
+		old.WriteString(line)
+		if i%3 == 0 {
+			line = fmt.Sprintf("line %d changed\n", i)
+		}
+		new.WriteString(line)
+	}
+	d := validate.Diff("/src/f.txt", []byte(old.String()), []byte(new.String()))
+	del, ins := 0, 0
+	for _, l := range strings.Split(d, "\n")[2:] {
+		switch {
+		case strings.HasPrefix(l, "-"):
+			del++
+		case strings.HasPrefix(l, "+"):
+			ins++
+		}
+	}
+	if del != 120 || ins != 120 {
+		t.Fatalf("dry-run diff removes %d and adds %d lines; want 120 and 120", del, ins)
 	}
 }

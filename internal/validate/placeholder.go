@@ -353,3 +353,16 @@ func placeholders(t FileType, src, orig []byte) []issue {
 	}
 	return out
 }
+
+// NewPlaceholderLines lists the 1-based lines of src that are lazy
+// placeholders the original does not have, in order: the lines a merge of
+// elided text into the original must fill.
+func NewPlaceholderLines(target string, src, orig []byte) []int {
+	var out []int
+	for _, is := range placeholders(Detect(target, src), src, orig) {
+		if !is.Finding.Preexisting {
+			out = append(out, is.Finding.Line)
+		}
+	}
+	return out
+}

@@ -72,6 +72,10 @@ type config struct {
 	wholeOps    int
 	syncs       bool
 	memory      bool
+	checkpoints bool
+	cp          checkpointConfig
+	// appendCases runs the timed append cases (--appends, true).
+	appendCases bool
 	appends     bool
 }
 
@@ -93,13 +97,14 @@ type result struct {
 
 // report is everything one run measured, as --json prints it.
 type fullReport struct {
-	Results   []result      `json:"results"`
-	Syncs     []syncRow     `json:"syncs,omitempty"`
-	SyncsSkip string        `json:"syncs_skip,omitempty"`
-	Compare   []sideBySide  `json:"compare,omitempty"`
-	IdleRSS   float64       `json:"daemon_idle_rss_mib,omitempty"`
-	Memory    *memoryReport `json:"memory,omitempty"`
-	ProxyMem  []proxyMemRow `json:"proxy_memory,omitempty"`
+	Results     []result          `json:"results"`
+	Syncs       []syncRow         `json:"syncs,omitempty"`
+	SyncsSkip   string            `json:"syncs_skip,omitempty"`
+	Compare     []sideBySide      `json:"compare,omitempty"`
+	IdleRSS     float64           `json:"daemon_idle_rss_mib,omitempty"`
+	Memory      *memoryReport     `json:"memory,omitempty"`
+	ProxyMem    []proxyMemRow     `json:"proxy_memory,omitempty"`
+	Checkpoints *checkpointReport `json:"checkpoints,omitempty"`
 }
 
 func run(args []string, out io.Writer) error {
@@ -126,6 +131,12 @@ func run(args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.appends, "append-rounds", false, "also compare 4 KiB appends (1 and 64 sessions) and 64 KiB appends with write+fdatasync on 1 and 8 files, in --rounds interleaved rounds")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
+	fs.BoolVar(&cfg.checkpoints, "checkpoints", false, "also measure workspace checkpoints against git on the same tree: the first checkpoint, a scan, watched checkpoints, storage after many turns, an undo of 100 files, RSS while watching")
+	fs.IntVar(&cfg.cp.files, "checkpoint-files", 100_000, "files of --checkpoints' workspace")
+	fs.IntVar(&cfg.cp.mb, "checkpoint-mb", 1024, "MiB of --checkpoints' workspace")
+	fs.IntVar(&cfg.cp.turns, "checkpoint-turns", 100, "turns of 10 changed files for --checkpoints' storage figure")
+	fs.IntVar(&cfg.cp.repeats, "checkpoint-repeats", 5, "repeats of --checkpoints' scan and watched cases (medians)")
+	fs.BoolVar(&cfg.appendCases, "appends", true, "run the append cases (false: only the comparisons asked for)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -149,6 +160,9 @@ func run(args []string, out io.Writer) error {
 	defer cancel()
 
 	var rep fullReport
+	if !cfg.appendCases {
+		cfg.baselines, cfg.sessions, cfg.syncs = nil, nil, false
+	}
 	for _, n := range cfg.baselines {
 		r, err := baseline(cfg, n)
 		if err != nil {
@@ -207,6 +221,11 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 	}
+	if cfg.checkpoints {
+		if rep.Checkpoints, err = checkpointCase(ctx, cfg, cfg.cp); err != nil {
+			return fmt.Errorf("checkpoints: %w", err)
+		}
+	}
 	if cfg.proxyMemory {
 		if rep.ProxyMem, err = proxyMemoryCase(ctx, cfg); err != nil {
 			return err
@@ -222,7 +241,9 @@ func run(args []string, out io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	report(out, cfg, rep.Results)
+	if cfg.appendCases {
+		report(out, cfg, rep.Results)
+	}
 	fmt.Fprintf(out, "\ndaemon RSS idle (after start): %.1f MiB\n", rep.IdleRSS)
 	for _, c := range rep.Compare {
 		fmt.Fprintln(out)
@@ -235,6 +256,10 @@ func run(args []string, out io.Writer) error {
 	if rep.ProxyMem != nil {
 		fmt.Fprintln(out)
 		reportProxyMemory(out, rep.ProxyMem)
+	}
+	if rep.Checkpoints != nil {
+		fmt.Fprintln(out)
+		reportCheckpoints(out, rep.Checkpoints)
 	}
 	if cfg.syncs {
 		fmt.Fprintln(out)

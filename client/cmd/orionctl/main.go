@@ -141,6 +141,10 @@ func newRootCmd(g *globals) *cobra.Command {
 		newProxyCmd(g),
 		newExecCmd(g),
 		newMCPCmd(g),
+		newTurnsCmd(g),
+		newTurnCmd(g),
+		newRedoCmd(g),
+		newCheckpointCmd(g),
 	)
 	return root
 }

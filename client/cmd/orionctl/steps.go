@@ -185,8 +185,9 @@ func newAbortCmd(g *globals) *cobra.Command {
 
 func newUndoCmd(g *globals) *cobra.Command {
 	var last, anywhere bool
+	var turn turnUndoFlags
 	cmd := &cobra.Command{
-		Use:   "undo SESSION | TX | --last [--any]",
+		Use:   "undo SESSION | TX | --last [--any] | --turn TURN|last",
 		Short: "Restore what a completed session or transaction replaced",
 		Long: `Put back the content a completed session replaced (kept in the store as a
 backup), or remove the file if the session created it. Refused if the file
@@ -204,6 +205,9 @@ anywhere.`,
   orionctl undo --last
   orionctl undo --last --any`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if turn.id != "" || turn.workspace != "" || turn.dryRun || turn.allOrNothing {
+				return turn.check(last || anywhere, args)
+			}
 			if anywhere {
 				last = true
 			}
@@ -213,6 +217,9 @@ anywhere.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if turn.id != "" {
+				return runTurnUndo(cmd, g, turn.id, turn.workspace, turn.dryRun, turn.allOrNothing)
+			}
 			c, err := g.dial(cmd)
 			if err != nil {
 				return err
@@ -250,6 +257,7 @@ anywhere.`,
 	}
 	cmd.Flags().BoolVar(&last, "last", false, "undo the newest write in the current directory's workspace (with its whole transaction)")
 	cmd.Flags().BoolVar(&anywhere, "any", false, "with --last: the newest write anywhere, not only in the current directory's workspace")
+	turn.add(cmd)
 	return cmd
 }
 
@@ -293,6 +301,7 @@ func printUndone(out io.Writer, indent string, res protocol.UndoResult) {
 	}
 	fmt.Fprintf(out, "%srestored %s: %s, sha256 %s\n", indent, shown(res.TargetFile),
 		textfmt.Count(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
+	printMerged(out, indent+"the file changed after the write; reverted only the write's change and kept", res.Merged, res.MergedHunks)
 }
 
 // finalizeRefusal tells a refused finalize in orionctl's words: the session

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -223,8 +224,32 @@ func printSummary(cmd *cobra.Command, g *globals, res protocol.FinalizeResult) e
 	if res.TrailingBytes > 0 {
 		fmt.Fprintf(out, "ignored %s after the end marker: %q\n", textfmt.Count(res.TrailingBytes, "byte", "bytes"), res.TrailingPreview)
 	}
+	printMerged(out, "the file changed while it was written; kept", res.Merged, res.MergedHunks)
 	printSession(out, res)
 	return nil
+}
+
+// printMerged says which changes made by someone else a merge kept.
+func printMerged(out io.Writer, what string, merged bool, hunks []protocol.MergeHunk) {
+	if !merged {
+		return
+	}
+	if len(hunks) == 0 {
+		fmt.Fprintf(out, "%s the other change\n", what)
+		return
+	}
+	var at []string
+	for _, h := range hunks {
+		switch {
+		case h.EndLine < h.StartLine:
+			at = append(at, fmt.Sprintf("before line %d", h.StartLine))
+		case h.EndLine == h.StartLine:
+			at = append(at, fmt.Sprintf("line %d", h.StartLine))
+		default:
+			at = append(at, fmt.Sprintf("lines %d-%d", h.StartLine, h.EndLine))
+		}
+	}
+	fmt.Fprintf(out, "%s %s made meanwhile (%s)\n", what, textfmt.Count(len(hunks), "change", "changes"), strings.Join(at, ", "))
 }
 
 // printSession names the session that wrote, and how to undo it.

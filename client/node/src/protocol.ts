@@ -29,6 +29,13 @@ export const Methods = {
   toolsDefinitions: "tools.definitions",
   traceList: "trace.list",
   traceFollow: "trace.follow",
+  turnBegin: "turn.begin",
+  turnEnd: "turn.end",
+  turnList: "turn.list",
+  turnGet: "turn.get",
+  turnUndo: "turn.undo",
+  turnRedo: "turn.redo",
+  checkpointCreate: "checkpoint.create",
 } as const;
 
 /** The params and result of each method, by name. */
@@ -65,7 +72,7 @@ export interface MethodTypes {
   "tx.abort": { params: TxIDParams; result: TxInfo };
   /** `tx_id` → `stage`, `sessions`, `error`, `files` */
   "tx.get": { params: TxIDParams; result: TxInfo };
-  /** → version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`) */
+  /** → version, pid, socket, state dir, allowed roots, limits, methods, `trace` (retention, `bytes` stored, `max_bytes`, `evicted`, `suppressed`), `checkpoints` (each recorded workspace: `recording`, the `reason` of a full scan, `watches`, `open_turn`; the blob store's size) */
   "daemon.status": { params: NoParams; result: StatusResult };
   /** `path` (an absolute directory) → `path` resolved, `added` (false when a root holds it already), `allowed_roots`, `saved_in`; refused for `/`, a protected path, or what is not an existing directory (`root_refused`, `protected_path`) */
   "daemon.allow_root": { params: AllowRootParams; result: AllowRootResult };
@@ -75,6 +82,20 @@ export interface MethodTypes {
   "trace.list": { params: TraceListParams; result: TraceListResult };
   /** `session_id`, `types` → `following`; then each new matching event as a `trace.event` notification until the connection closes */
   "trace.follow": { params: TraceFollowParams; result: TraceFollowResult };
+  /** `workspace_root`, `agent`, `label` → `turn_id`, `checkpoint_id`, `recording` (`watching`, `scanning`, `too_big` with a `warning` and no checkpoint), `ended` (the turn it ended) */
+  "turn.begin": { params: TurnBeginParams; result: TurnBeginResult };
+  /** `turn_id` → the turn with its changed `files` (path, kind, bytes before and after, writer) */
+  "turn.end": { params: TurnEndParams; result: TurnInfo };
+  /** `workspace_root`, `limit`, `cursor` → `turns` newest first (agent, times, files), `next_cursor` */
+  "turn.list": { params: TurnListParams; result: TurnListResult };
+  /** `turn_id`, `diffs`, `max_diff_bytes` → the turn; with `diffs`, each file's unified diff, bounded */
+  "turn.get": { params: TurnGetParams; result: TurnInfo };
+  /** `turn_id` or `last` with `workspace_root`, `all_or_nothing`, `dry_run` → `operation_id`, per file `outcome` (`reverted`, `merged`, `left` with `hunks`, `not_restorable`, `unchanged`); never overwrites a later change */
+  "turn.undo": { params: TurnUndoParams; result: TurnUndoResult };
+  /** `operation_id` or `last` with `workspace_root`, `all_or_nothing`, `dry_run` → as turn.undo: takes an undo back under the same rules */
+  "turn.redo": { params: TurnRedoParams; result: TurnUndoResult };
+  /** `workspace_root`, `label`, `pin` → `checkpoint_id`, `files`, `changed`, `stored_bytes` */
+  "checkpoint.create": { params: CheckpointCreateParams; result: CheckpointInfo };
 }
 
 /** A method's name. */
@@ -111,7 +132,7 @@ export type TxStage = "open" | "committing" | "committed" | "rolled_back" | "nee
  * TraceType is the type of a trace event. The types are stable; an
  * event's Fields keys depend on its type.
  */
-export type TraceType = "request" | "session.stage" | "session.write" | "session.truncated" | "session.conflict" | "validation" | "error" | "requests.suppressed" | "tx.stage" | "spool.import" | "spool.problem" | "store.backup_dropped";
+export type TraceType = "request" | "session.stage" | "session.write" | "session.truncated" | "session.conflict" | "validation" | "error" | "requests.suppressed" | "tx.stage" | "spool.import" | "spool.problem" | "store.backup_dropped" | "checkpoint" | "checkpoint.refused" | "turn" | "turn.undo" | "checkpoint.dropped";
 
 export const Operations: readonly Operation[] = ["create", "overwrite", "append", "patch", "edit"];
 
@@ -121,7 +142,7 @@ export const Stages: readonly Stage[] = ["awaiting_content", "streaming", "final
 
 export const TxStages: readonly TxStage[] = ["open", "committing", "committed", "rolled_back", "needs_corrections", "aborted"];
 
-export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "session.write", "session.truncated", "session.conflict", "validation", "error", "requests.suppressed", "tx.stage", "spool.import", "spool.problem", "store.backup_dropped"];
+export const TraceTypes: readonly TraceType[] = ["request", "session.stage", "session.write", "session.truncated", "session.conflict", "validation", "error", "requests.suppressed", "tx.stage", "spool.import", "spool.problem", "store.backup_dropped", "checkpoint", "checkpoint.refused", "turn", "turn.undo", "checkpoint.dropped"];
 
 /** JSON-RPC error codes: the standard ones, and the application's (in the implementation range). */
 export const ErrorCodes = {
@@ -148,6 +169,9 @@ export const ErrorCodes = {
   txFailed: -32016,
   tooManyConnections: -32020,
   tooManySessions: -32021,
+  turnNotFound: -32030,
+  turnState: -32031,
+  workspaceTooBig: -32032,
 } as const;
 
 /** Stable reasons carried in an error's data.reason. */
@@ -187,6 +211,7 @@ export const Reasons = {
   fieldTooLarge: "field_too_large",
   invalidDuration: "invalid_duration",
   editFailed: "edit_failed",
+  unsupportedEncoding: "unsupported_encoding",
   invalidPatchSpec: "invalid_patch_spec",
   targetMissing: "target_missing",
   txNotFound: "tx_not_found",
@@ -209,6 +234,14 @@ export const Reasons = {
   storeFull: "store_full",
   backupDropped: "backup_dropped",
   tooManyFollows: "too_many_follows",
+  turnNotFound: "turn_not_found",
+  operationNotFound: "operation_not_found",
+  checkpointNotFound: "checkpoint_not_found",
+  turnOpen: "turn_open",
+  turnUndone: "turn_already_undone",
+  turnUnrecorded: "turn_not_recorded",
+  workspaceTooBig: "workspace_too_big",
+  workspaceForbidden: "workspace_forbidden",
 } as const;
 
 /** ReasonDoc documents one reason: the code it travels with, what it means, and what a model should do about it (empty when it cannot fix it). */
@@ -270,12 +303,22 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32013, reason: "validation_failed", doc: "a strict check refused the content (findings in `data.validation`)", advice: "" },
   { code: -32013, reason: "invalid_utf8", doc: "text that is not valid UTF-8: a request's params with invalid bytes or a lone surrogate escape (`data.field` is `chunk` or `params`; nothing stored), or content a strict policy refuses", advice: "" },
   { code: -32014, reason: "edit_failed", doc: "the patch or edit does not apply (a status per block in `data.edit`)", advice: "" },
+  { code: -32013, reason: "unsupported_encoding", doc: "a new file's text has a character the charset its project names (`.editorconfig`) cannot hold; nothing is written", advice: "" },
+  { code: -32014, reason: "unsupported_encoding", doc: "the file's encoding would not survive decoding to UTF-8 and back (a UTF-16 file with an unpaired surrogate); nothing is written", advice: "" },
   { code: -32015, reason: "tx_not_found", doc: "no transaction has this id", advice: "" },
   { code: -32016, reason: "tx_refused", doc: "a file failed the check; nothing was written (`data.files`)", advice: "" },
   { code: -32016, reason: "tx_rolled_back", doc: "writing failed and every file was put back (`data.files`)", advice: "" },
   { code: -32020, reason: "too_many_connections", doc: "the daemon serves `--max-connections` clients already, or this process its `--max-client-connections` share (id null; the connection closes); also a connection of the status reserve asking anything but daemon.status", advice: "" },
   { code: -32021, reason: "too_many_sessions", doc: "the daemon holds `--max-sessions` unfinished sessions, or this client `--max-client-sessions` (`data.limit`): finish or abort some", advice: "" },
   { code: -32008, reason: "store_full", doc: "the store is at `--store-max-bytes` with no undo backup left to drop (`data.limit`); nothing acknowledged is dropped", advice: "" },
+  { code: -32030, reason: "turn_not_found", doc: "no turn has this `turn_id` (or, with `last`, the workspace has no ended turn left to undo)", advice: "" },
+  { code: -32030, reason: "operation_not_found", doc: "no undo has this `operation_id` (or, with `last`, none is left to redo)", advice: "" },
+  { code: -32030, reason: "checkpoint_not_found", doc: "a checkpoint the call needs was dropped by `--checkpoint-retention` or `--store-max-bytes`", advice: "" },
+  { code: -32031, reason: "turn_open", doc: "undo of a turn that has not ended: call turn.end first", advice: "" },
+  { code: -32031, reason: "turn_already_undone", doc: "undo of a turn already undone (redo it first), or redo of an undo already redone", advice: "" },
+  { code: -32031, reason: "turn_not_recorded", doc: "the turn has no checkpoints: its workspace was too big to record", advice: "" },
+  { code: -32032, reason: "workspace_too_big", doc: "the workspace is over `--checkpoint-max-workspace-files` or `--checkpoint-max-workspace-bytes` after the ignores (`data.limit`): no checkpoint, never a partial one", advice: "" },
+  { code: -32006, reason: "workspace_forbidden", doc: "the home directory itself or `/` named as a turn's workspace: name a project directory", advice: "" },
   { code: -32002, reason: "backup_dropped", doc: "undo of a write whose backup was dropped to keep the store under `--store-max-bytes`", advice: "" },
 ];
 
@@ -431,6 +474,18 @@ export interface ErrorData {
   tx_id?: string;
   files?: FileError[];
   /**
+   * ExpectedSHA256 and ActualSHA256, with target_changed, are the
+   * content the writer based its change on (expected_sha256, or the
+   * content at begin) and the content the file has now.
+   */
+  expected_sha256?: string;
+  actual_sha256?: string;
+  /**
+   * Conflicts, with target_changed, are the regions both the session and
+   * the other writer changed, so a merge was refused.
+   */
+  conflicts?: MergeConflict[];
+  /**
    * Next is the step the daemon suggests to an agent's client (a new
    * session with supersedes, a new transaction), also the last sentence
    * of Message; a client that takes other steps (orionctl) cuts it off
@@ -562,6 +617,13 @@ export interface UndoResult {
    */
   tx_id?: string;
   files?: UndoResult[];
+  /**
+   * Merged is true when the file changed after the session wrote it and
+   * the undo reverted only the session's change, keeping the later one;
+   * MergedHunks are the later changes kept.
+   */
+  merged?: boolean;
+  merged_hunks?: MergeHunk[];
 }
 
 /**
@@ -629,6 +691,16 @@ export interface BeginParams {
    * as "orionctl (codex)". It is the caller's word, for display only.
    */
   agent?: string;
+  /**
+   * ExpectedSHA256 is the sha256 (lowercase hex) of the target's content
+   * the writer based its change on, as a read or an earlier write
+   * returned it; the empty file's hash for an empty file, and
+   * AbsentSHA256 for a file that must not exist. When the target's
+   * content differs, the session is refused target_changed before
+   * anything is written, naming both hashes. Content only: a changed
+   * time or a rewrite with the same bytes is no change.
+   */
+  expected_sha256?: string;
 }
 
 /** Warning is something a finalize noticed that did not stop the write. */
@@ -649,6 +721,11 @@ export interface BeginResult {
   /** TargetFile is the resolved absolute path that finalize will write. */
   target_file: string;
   operation: Operation;
+  /**
+   * SHA256 is the target's content at begin (lowercase hex), what a
+   * merge at finalize takes as its base; empty when the file is absent.
+   */
+  sha256?: string;
 }
 
 /** AppendParams are the params of session.append. */
@@ -766,6 +843,12 @@ export interface FinalizeResult {
    */
   repairs?: Repair[];
   validation?: Validation;
+  /**
+   * ElisionsMerged counts the left-out regions ("// ... existing code
+   * ...") of a whole-file write that were filled from the file it
+   * replaces, each placed by the unchanged lines around it.
+   */
+  elisions_merged?: number;
   /** Attempt counts corrected attempts: 1 for a first write. */
   attempt?: number;
   /**
@@ -779,6 +862,15 @@ export interface FinalizeResult {
   diff?: string;
   /** TxID names the transaction the session was committed in. */
   tx_id?: string;
+  /**
+   * Merged is true when the target changed on disk after the session
+   * began and the session's change was merged with that change rather
+   * than written over it: an edit applied again to the current content,
+   * or a whole-file write merged three-way. MergedHunks are the other
+   * writer's changes that the file kept.
+   */
+  merged?: boolean;
+  merged_hunks?: MergeHunk[];
   /** Files lists every file a multi-file edit changed. */
   files?: FileChange[];
 }
@@ -855,6 +947,11 @@ export interface SessionInfo {
   dry_run?: boolean;
   /** TxID names the transaction the session belongs to. */
   tx_id?: string;
+  /**
+   * TurnID names the turn that was open in the session's workspace when
+   * it began (turn.begin), if any.
+   */
+  turn_id?: string;
 }
 
 /** ListResult is the result of session.list. */
@@ -959,6 +1056,11 @@ export interface StatusResult {
    * was dropped); absent when tracing is off.
    */
   trace?: TraceStats;
+  /**
+   * Checkpoints describes the recorded workspaces (watching or
+   * scanning, and why) and the blob store.
+   */
+  checkpoints?: CheckpointStatus;
 }
 
 /** StoreStats describes the store in daemon.status. */
@@ -989,6 +1091,49 @@ export interface ProtectedRule {
   pattern: string[];
   /** Why is the reason for the rule. */
   why: string;
+}
+
+/**
+ * MergeHunk is one change the other writer made to a file, relative to
+ * the content the merge started from (the content at begin, for a
+ * finalize; what the session wrote, for an undo).
+ */
+export interface MergeHunk {
+  /**
+   * StartLine and EndLine (1-based, inclusive) are the lines of that
+   * content the change replaced; for an insertion EndLine is
+   * StartLine-1 (the change goes before StartLine).
+   */
+  start_line: number;
+  end_line: number;
+  /**
+   * Old and New are the text before and after, each cut to
+   * MaxMergeTextBytes (Truncated says so).
+   */
+  old: string;
+  new: string;
+  truncated?: boolean;
+}
+
+/**
+ * MergeConflict is a region of a file that the session and the other
+ * writer both changed, differently: the merge refused, and nothing was
+ * written.
+ */
+export interface MergeConflict {
+  /** StartLine and EndLine are the region in the base, as in MergeHunk. */
+  start_line: number;
+  end_line: number;
+  /**
+   * Base is the region as it was (at begin for a finalize, as the
+   * session wrote it for an undo); File as the file has it now; Session
+   * as the session would write it (for an undo, as the undo would put it
+   * back). Each is cut to MaxMergeTextBytes.
+   */
+  base: string;
+  file: string;
+  session: string;
+  truncated?: boolean;
 }
 
 /** ToolDefinition is an OpenAI-style function tool definition. */
@@ -1155,6 +1300,251 @@ export interface TraceEventNotification {
    * notification because it read them too slowly.
    */
   dropped?: number;
+}
+
+/** TurnBeginParams are the params of turn.begin. */
+export interface TurnBeginParams {
+  /**
+   * WorkspaceRoot is the absolute directory the turn covers; inside the
+   * allowed roots, never the home directory itself nor /.
+   */
+  workspace_root: string;
+  /** Agent names who works in the turn (claude, codex, a command). */
+  agent?: string;
+  label?: string;
+}
+
+/**
+ * TurnBeginResult is the result of turn.begin. A turn already open in the
+ * workspace is ended first (its end checkpoint is this turn's start).
+ */
+export interface TurnBeginResult {
+  turn_id: string;
+  checkpoint_id?: string;
+  /**
+   * Recording is watching, scanning, or too_big (then CheckpointID is
+   * empty and the turn cannot be undone; Warning says why).
+   */
+  recording: string;
+  warning?: string;
+  /** Ended is the turn this one ended, if one was open. */
+  ended?: string;
+}
+
+/** TurnEndParams are the params of turn.end. */
+export interface TurnEndParams {
+  turn_id: string;
+}
+
+/** TurnListParams are the params of turn.list. */
+export interface TurnListParams {
+  workspace_root: string;
+  /** Limit bounds the turns of one page (default 20, at most 200). */
+  limit?: number;
+  /** Cursor is a previous page's NextCursor. */
+  cursor?: string;
+}
+
+/** TurnListResult is a page of turns, newest first. */
+export interface TurnListResult {
+  turns: TurnInfo[];
+  /** NextCursor, when set, fetches the next (older) page. */
+  next_cursor?: string;
+}
+
+/** TurnGetParams are the params of turn.get. */
+export interface TurnGetParams {
+  turn_id: string;
+  /**
+   * Diffs asks for each file's unified diff, start to end, each bounded
+   * by MaxDiffBytes (default 64 KiB, at most 1 MiB).
+   */
+  diffs?: boolean;
+  max_diff_bytes?: number;
+}
+
+/** TurnInfo describes one turn. */
+export interface TurnInfo {
+  turn_id: string;
+  workspace_root: string;
+  agent?: string;
+  label?: string;
+  /**
+   * State is open, ended, undone (its last operation was an undo) or
+   * unrecorded (too big to record).
+   */
+  state: string;
+  start_checkpoint?: string;
+  end_checkpoint?: string;
+  started_at: string;
+  ended_at?: string;
+  /** Files are the paths the turn changed (empty while it is open). */
+  files: TurnFile[];
+  /** Sessions are the Orion sessions that belonged to the turn. */
+  sessions?: string[];
+  warning?: string;
+}
+
+/** TurnFile is one path a turn changed. */
+export interface TurnFile {
+  /** Path is relative to the workspace, with slashes. */
+  path: string;
+  /**
+   * Kind is created, modified, deleted, renamed (From is the old path)
+   * or mode.
+   */
+  kind: string;
+  from?: string;
+  /**
+   * BytesBefore and BytesAfter are the sizes at the start and the end
+   * (-1 where the file did not exist).
+   */
+  bytes_before: number;
+  bytes_after: number;
+  mode_before?: string;
+  mode_after?: string;
+  /** Symlink marks a symbolic link (its target is its content). */
+  symlink?: boolean;
+  /**
+   * Writer is the Orion session id that wrote the file during the turn,
+   * or "outside".
+   */
+  writer: string;
+  /**
+   * Restorable is false where the start content was not recorded (over
+   * --checkpoint-max-file-bytes); Note says why.
+   */
+  restorable: boolean;
+  note?: string;
+  /**
+   * Diff is the unified diff start to end, on request; DiffTruncated
+   * when cut at the bound, Binary when no text diff is shown.
+   */
+  diff?: string;
+  diff_truncated?: boolean;
+  binary?: boolean;
+}
+
+/** TurnUndoParams are the params of turn.undo: TurnID or Last. */
+export interface TurnUndoParams {
+  turn_id?: string;
+  /** Last undoes the newest ended turn of WorkspaceRoot not undone yet. */
+  last?: boolean;
+  workspace_root?: string;
+  /**
+   * AllOrNothing refuses the whole undo (writing nothing) if any file
+   * would be left as it is.
+   */
+  all_or_nothing?: boolean;
+  /** DryRun reports each file's outcome without writing. */
+  dry_run?: boolean;
+}
+
+/**
+ * TurnRedoParams are the params of turn.redo: OperationID (an undo's) or
+ * Last (the newest undo of WorkspaceRoot not redone yet).
+ */
+export interface TurnRedoParams {
+  operation_id?: string;
+  last?: boolean;
+  workspace_root?: string;
+  all_or_nothing?: boolean;
+  dry_run?: boolean;
+}
+
+/** TurnUndoResult is the result of turn.undo and turn.redo. */
+export interface TurnUndoResult {
+  /** OperationID names this undo (or redo); turn.redo takes it back. */
+  operation_id?: string;
+  turn_id: string;
+  /** CheckpointID is the checkpoint taken before writing. */
+  checkpoint_id?: string;
+  dry_run?: boolean;
+  /** Refused: all_or_nothing and some file would be left; nothing written. */
+  refused?: boolean;
+  files: UndoFileResult[];
+}
+
+/** UndoFileResult is one file's outcome of an undo or a redo. */
+export interface UndoFileResult {
+  path: string;
+  /** Outcome is reverted, merged, left, not_restorable or unchanged. */
+  outcome: string;
+  /** Reason says why a file was left (conflict, binary, symlink, type). */
+  reason?: string;
+  /** Hunks are the overlapping regions of a left file. */
+  hunks?: UndoHunk[];
+}
+
+/**
+ * UndoHunk is one overlap between the turn's change and a later one:
+ * the lines of the turn's end state (Base, from line BaseStart, 1-based),
+ * what the file has now (Ours) and what the undo would have written
+ * (Theirs). Each text is bounded.
+ */
+export interface UndoHunk {
+  base_start: number;
+  base_end: number;
+  base: string;
+  ours: string;
+  theirs: string;
+}
+
+/**
+ * CheckpointCreateParams are the params of checkpoint.create: a person's
+ * own checkpoint.
+ */
+export interface CheckpointCreateParams {
+  workspace_root: string;
+  label?: string;
+  /**
+   * Pin keeps the checkpoint past --checkpoint-retention and
+   * --store-max-bytes.
+   */
+  pin?: boolean;
+}
+
+/** CheckpointInfo describes one checkpoint. */
+export interface CheckpointInfo {
+  checkpoint_id: string;
+  workspace_root: string;
+  label?: string;
+  pinned?: boolean;
+  created_at: string;
+  /**
+   * Files is how many files the checkpoint holds; Changed how many
+   * differ from the previous one; StoredBytes the new content it added
+   * to the store (compressed).
+   */
+  files: number;
+  changed: number;
+  stored_bytes: number;
+  recording: string;
+  warning?: string;
+}
+
+/** CheckpointStatus is the checkpoints' part of daemon.status. */
+export interface CheckpointStatus {
+  workspaces: WorkspaceStatus[];
+  /** StoredBytes is the blob store's compressed size. */
+  stored_bytes: number;
+  blobs: number;
+  /** Dropped counts checkpoints dropped by retention since start. */
+  dropped?: number;
+}
+
+/** WorkspaceStatus is one recorded workspace in daemon.status. */
+export interface WorkspaceStatus {
+  workspace_root: string;
+  /**
+   * Recording is watching, scanning (with Reason: overflow, watch
+   * limit) or too_big.
+   */
+  recording: string;
+  reason?: string;
+  watches: number;
+  open_turn?: string;
+  checkpoints: number;
 }
 
 /** TxBeginParams are the params of tx.begin: one session is opened per file. */
@@ -1369,6 +1759,16 @@ export interface WriteParams {
    * as "orionctl (codex)". It is the caller's word, for display only.
    */
   agent?: string;
+  /**
+   * ExpectedSHA256 is the sha256 (lowercase hex) of the target's content
+   * the writer based its change on, as a read or an earlier write
+   * returned it; the empty file's hash for an empty file, and
+   * AbsentSHA256 for a file that must not exist. When the target's
+   * content differs, the session is refused target_changed before
+   * anything is written, naming both hashes. Content only: a changed
+   * time or a rewrite with the same bytes is no change.
+   */
+  expected_sha256?: string;
   /**
    * Content is the whole content (the text to add, for append), at most
    * the daemon's max_chunk_bytes; larger content takes begin, appends

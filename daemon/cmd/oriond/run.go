@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orion-agent/orion/daemon"
+	"github.com/orion-agent/orion/internal/checkpoint"
 	"github.com/orion-agent/orion/internal/logging"
 	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/session"
@@ -131,6 +132,10 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 	f.IntVar(&cfg.MaxClientSessions, "max-client-sessions", session.DefaultMaxClientSessions, "most unfinished sessions of one client process; more are refused with too_many_sessions")
 	f.IntVar(&cfg.MaxFinishedSessions, "max-finished-sessions", session.DefaultMaxFinishedSessions, "most finished sessions whose summaries (and undo backups) are kept for --summary-retention; past it the oldest are forgotten first")
 	f.Int64Var(&cfg.StoreMaxBytes, "store-max-bytes", session.DefaultStoreMaxBytes, "cap on the store's data, in bytes: the oldest undo backups are dropped to stay under it, then new content is refused with store_full (0: no cap) [ORION_STORE_MAX_BYTES]")
+	f.Int64Var(&cfg.CheckpointMaxFileBytes, "checkpoint-max-file-bytes", checkpoint.DefaultMaxFileBytes, "largest file a workspace checkpoint stores, in bytes; a larger one is listed as changed but cannot be restored")
+	f.Int64Var(&cfg.CheckpointMaxWorkspaceFiles, "checkpoint-max-workspace-files", checkpoint.DefaultMaxWorkspaceFiles, "most files (after the ignores) a workspace may hold to get checkpoints; a bigger one gets none, and its turns say so")
+	f.Int64Var(&cfg.CheckpointMaxWorkspaceBytes, "checkpoint-max-workspace-bytes", checkpoint.DefaultMaxWorkspaceBytes, "most bytes (after the ignores) a workspace may hold to get checkpoints")
+	f.DurationVar(&cfg.CheckpointRetention, "checkpoint-retention", checkpoint.DefaultRetention, "how long checkpoints and turns are kept (pinned ones stay); within --store-max-bytes the oldest unpinned go first")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	tracecfg.AddFlags(f, &traces)

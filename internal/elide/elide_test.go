@@ -1,0 +1,147 @@
+package elide_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/elide"
+	"github.com/orion-agent/orion/internal/validate"
+)
+
+const goFile = `package shop
+
+import "fmt"
+
+type Cart struct {
+	items []string
+}
+
+func (c *Cart) Add(item string) {
+	c.items = append(c.items, item)
+}
+
+func (c *Cart) Len() int {
+	return len(c.items)
+}
+
+func (c *Cart) String() string {
+	return fmt.Sprint(c.items)
+}
+`
+
+const pyFile = `import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return f.read()
+
+
+def save(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    print(load(sys.argv[1]))
+`
+
+const jsFile = `export function add(a, b) {
+  return a + b;
+}
+
+export function sub(a, b) {
+  return a - b;
+}
+
+export function mul(a, b) {
+  return a * b;
+}
+`
+
+// Each case is a whole-file text a model wrote with parts left out, and
+// the file it must become; want "" means the merge must refuse.
+var cases = []struct {
+	name, file, orig, text, want string
+}{
+	{"GoChangeLastFunc", "cart.go", goFile,
+		"package shop\n\n// ... existing code ...\n\nfunc (c *Cart) String() string {\n\treturn fmt.Sprintf(\"%v\", c.items)\n}\n",
+		strings.Replace(goFile, "fmt.Sprint(c.items)", "fmt.Sprintf(\"%v\", c.items)", 1)},
+	{"GoChangeMiddleFunc", "cart.go", goFile,
+		"// ... existing code ...\nfunc (c *Cart) Len() int {\n\treturn len(c.items) + 0\n}\n// ... existing code ...\n",
+		""}, // "}" after the edit is in the file three times, and the line before it is new: refused
+	{"GoAddFuncAtEnd", "cart.go", goFile,
+		"// ... existing code ...\n\treturn fmt.Sprint(c.items)\n}\n\nfunc (c *Cart) Reset() {\n\tc.items = nil\n}\n",
+		goFile + "\nfunc (c *Cart) Reset() {\n\tc.items = nil\n}\n"},
+	{"GoAddField", "cart.go", goFile,
+		"// ... existing code ...\ntype Cart struct {\n\titems []string\n\towner string\n}\n// ... rest of the code ...\n",
+		""}, // as above
+	{"GoAmbiguousBrace", "cart.go", goFile,
+		"// ... existing code ...\n}\n\nfunc (c *Cart) Reset() {\n\tc.items = nil\n}\n// ... existing code ...\n", ""},
+	{"GoAnchorMissing", "cart.go", goFile,
+		"// ... existing code ...\nfunc (c *Cart) Remove(i int) {\n\tc.items = c.items[:i]\n}\n// ... existing code ...\n", ""},
+	{"PyChangeMain", "app.py", pyFile,
+		"# ... existing code ...\n\n\ndef main():\n    print(load(sys.argv[1]).strip())\n",
+		strings.Replace(pyFile, "load(sys.argv[1]))", "load(sys.argv[1]).strip())", 1)},
+	{"PyRestUnchanged", "app.py", pyFile,
+		"import os\nimport sys\nimport json\n# ... rest unchanged\n",
+		strings.Replace(pyFile, "import sys\n", "import sys\nimport json\n", 1)},
+	{"PyChangeSave", "app.py", pyFile,
+		"# ... existing code ...\ndef save(path, text):\n    with open(path, \"w\", encoding=\"utf-8\") as f:\n        f.write(text)\n# ... existing code ...\n",
+		strings.Replace(pyFile, "open(path, \"w\")", "open(path, \"w\", encoding=\"utf-8\")", 1)},
+	{"PyAmbiguousWith", "app.py", pyFile,
+		"# ... existing code ...\n        return f.read().strip()\n# ... existing code ...\n", ""},
+	{"JsChangeSub", "m.js", jsFile,
+		"// ... existing code ...\nexport function sub(a, b) {\n  return b - a;\n}\n// ... existing code ...\n",
+		""}, // as above
+	{"JsAmbiguousReturnOnly", "m.js", jsFile,
+		"// ... existing code ...\n  return a / b;\n}\n// ... existing code ...\n", ""},
+	{"JsAddBetween", "m.js", jsFile,
+		"// ... existing code ...\n  return a - b;\n}\n\nexport function neg(a) {\n  return -a;\n}\n\nexport function mul(a, b) {\n// ... existing code ...\n",
+		strings.Replace(jsFile, "  return a - b;\n}\n\n", "  return a - b;\n}\n\nexport function neg(a) {\n  return -a;\n}\n\n", 1)},
+	// A method rewritten without its class's indentation: its lines are
+	// changed ones, not new ones, and must not be read as an insertion
+	// before the class's closing brace.
+	{"JsMethodUnindented", "c.js", "class C {\n  a() {\n    return 1;\n  }\n\n  b() {\n    return 2;\n  }\n}\n",
+		"// ... existing code ...\nb() {\n  return 3;\n}\n// ... existing code ...\n", ""},
+	{"JsOutOfOrder", "m.js", jsFile,
+		"export function mul(a, b) {\n// ... existing code ...\nexport function add(a, b) {\n  return a + b + 0;\n}\n", ""},
+}
+
+func TestMergeCorpus(t *testing.T) {
+	wrong, merged, refused := 0, 0, 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			el := validate.NewPlaceholderLines(c.file, []byte(c.text), []byte(c.orig))
+			if len(el) == 0 {
+				t.Fatalf("no elision found in %q", c.text)
+			}
+			got, n, err := elide.Merge([]byte(c.orig), []byte(c.text), el)
+			switch {
+			case c.want == "" && err == nil:
+				wrong++
+				t.Errorf("merged, want refused:\n%s", got)
+			case c.want == "" && err != nil:
+				refused++
+				var ae *elide.AmbiguousError
+				if !errors.As(err, &ae) {
+					t.Errorf("err = %v, want an AmbiguousError", err)
+				}
+			case err != nil:
+				refused++
+				t.Errorf("refused: %v", err)
+			case string(got) != c.want:
+				wrong++
+				t.Errorf("merged wrong:\n%s\nwant:\n%s", got, c.want)
+			default:
+				merged++
+				if n != len(el) {
+					t.Errorf("n = %d, want %d", n, len(el))
+				}
+			}
+		})
+	}
+	t.Logf("%d cases: %d merged as expected, %d refused, %d wrong", len(cases), merged, refused, wrong)
+}

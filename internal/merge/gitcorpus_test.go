@@ -1,0 +1,186 @@
+package merge_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/linediff"
+	"github.com/orion-agent/orion/internal/merge"
+)
+
+// corpus is the diff tests' set of real file pairs (golang.org/x/sys at
+// two versions; see internal/linediff/testdata/README.md for its source
+// and licence), shared rather than copied.
+const corpus = "../linediff/testdata/xsys-pairs.tar.gz"
+
+type pair struct {
+	name     string
+	old, new []byte
+}
+
+func loadPairs(t *testing.T) []pair {
+	t.Helper()
+	f, err := os.Open(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, new := map[string][]byte{}, map[string][]byte{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(tr, 4<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name, ok := strings.CutPrefix(h.Name, "old/"); ok {
+			old[name] = b
+		} else if name, ok := strings.CutPrefix(h.Name, "new/"); ok {
+			new[name] = b
+		}
+	}
+	var ps []pair
+	for name, o := range old {
+		ps = append(ps, pair{name, o, new[name]})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
+	return ps
+}
+
+// scriptEdit makes one to four independent edits at random places, as a
+// person or another agent would: a line changed, lines deleted, lines
+// inserted.
+func scriptEdit(r *rand.Rand, b []byte, tag string) []byte {
+	lines := linediff.Split(b)
+	if len(lines) == 0 {
+		return []byte(tag + "\n")
+	}
+	for n := 1 + r.IntN(4); n > 0; n-- {
+		i := r.IntN(len(lines))
+		switch r.IntN(3) {
+		case 0:
+			l := bytes.TrimRight(lines[i], "\n")
+			lines[i] = []byte(fmt.Sprintf("%s // %s %d\n", l, tag, n))
+		case 1:
+			j := min(i+1+r.IntN(3), len(lines))
+			if j-i < len(lines) {
+				lines = append(lines[:i:i], lines[j:]...)
+			}
+		default:
+			ins := [][]byte{[]byte(fmt.Sprintf("// %s inserted %d\n", tag, n))}
+			lines = append(lines[:i:i], append(ins, lines[i:]...)...)
+		}
+	}
+	return bytes.Join(lines, nil)
+}
+
+// gitMerge runs `git merge-file -p ours base theirs`: its output and
+// whether it merged without conflict.
+func gitMerge(t *testing.T, dir string, base, ours, theirs []byte) ([]byte, bool) {
+	t.Helper()
+	names := []string{"ours", "base", "theirs"}
+	for i, b := range [][]byte{ours, base, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("git", "merge-file", "-p", "ours", "base", "theirs")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out, true
+	case errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 127:
+		return out, false // the exit code is the number of conflicts
+	}
+	t.Fatalf("git merge-file: %v", err)
+	return nil, false
+}
+
+// TestAgainstGitMergeFile runs three-way merges of real files with
+// scripted edits through Merge3 and `git merge-file`: never clean where
+// git finds a conflict, and where both are clean, the same bytes (so no
+// byte of either side is lost where git keeps it).
+func TestAgainstGitMergeFile(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: the comparison with git merge-file needs it")
+	}
+	ps := loadPairs(t)
+	dir := t.TempDir()
+	var stricter []string
+	var cases, mineClean, gitClean, cleanerHere, sameClean int
+	check := func(name string, base, ours, theirs []byte) {
+		cases++
+		m := merge.Merge3(base, ours, theirs)
+		gout, gclean := gitMerge(t, dir, base, ours, theirs)
+		if m.Clean {
+			mineClean++
+		}
+		if gclean {
+			gitClean++
+		}
+		switch {
+		case m.Clean && !gclean:
+			cleanerHere++
+			t.Errorf("%s: merged cleanly where git merge-file finds a conflict", name)
+		case m.Clean && gclean:
+			if !bytes.Equal(m.Merged, gout) {
+				t.Errorf("%s: clean merge differs from git's", name)
+			} else {
+				sameClean++
+			}
+		}
+		if !m.Clean && gclean {
+			stricter = append(stricter, name)
+		}
+		if !m.Clean {
+			for _, c := range m.Conflicts {
+				if bytes.Equal(c.Ours, c.Theirs) {
+					t.Errorf("%s: a conflict whose sides are equal", name)
+				}
+			}
+		}
+	}
+	for k, p := range ps {
+		r := rand.New(rand.NewPCG(uint64(k), 31))
+		// The real change against a scripted one, twice, and two
+		// scripted changes of the same version.
+		check(p.name+" real/script", p.old, p.new, scriptEdit(r, p.old, "theirs"))
+		check(p.name+" script/real", p.old, scriptEdit(r, p.old, "ours"), p.new)
+		check(p.name+" script/script", p.new, scriptEdit(r, p.new, "ours"), scriptEdit(r, p.new, "theirs"))
+	}
+	if cases < 100 {
+		t.Fatalf("%d cases, want at least 100", cases)
+	}
+	t.Logf("%d three-way cases from %d real file pairs: clean here %d (%.1f%%), clean in git merge-file %d (%.1f%%); "+
+		"both clean and byte-identical %d; clean here where git conflicts %d",
+		cases, len(ps), mineClean, pct(mineClean, cases), gitClean, pct(gitClean, cases), sameClean, cleanerHere)
+	t.Logf("refused here, merged by git: %s", strings.Join(stricter, ", "))
+}
+
+func pct(n, d int) float64 { return 100 * float64(n) / float64(d) }

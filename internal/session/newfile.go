@@ -1,0 +1,42 @@
+package session
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/orion-agent/orion/internal/newfile"
+)
+
+// newFileStyle is what the project's .editorconfig and .gitattributes say
+// about the new file r writes, read from the target's directory up to its
+// workspace (or the repository holding it), through the same confined
+// reads as the target.
+func (m *Manager) newFileStyle(r *record) newfile.Style {
+	top := m.workspaceOf(r)
+	if top == "" {
+		top = "/"
+		for d := filepath.Dir(r.Target); ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				top = d
+				break
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	read := func(p string) ([]byte, bool) {
+		f, err := m.openRegular(filepath.FromSlash(p))
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, newfile.MaxConfigBytes+1))
+		if err != nil || len(data) > newfile.MaxConfigBytes {
+			return nil, false
+		}
+		return data, true
+	}
+	return newfile.Lookup(filepath.ToSlash(r.Target), filepath.ToSlash(top), read)
+}

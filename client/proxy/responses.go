@@ -366,7 +366,7 @@ func (r *responsesWriter) toolCalls(calls []controller.ToolCall) {
 		idx := len(r.output)
 		itemID := "fc_orion_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 		var item map[string]any
-		added := map[string]any{}
+		var added map[string]any
 		deltaType, doneType, member := "response.function_call_arguments.delta", "response.function_call_arguments.done", "arguments"
 		if r.custom[c.ID] {
 			deltaType, doneType, member = "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done", "input"

@@ -345,7 +345,6 @@ func TestTurnUndoKilledMidwayIsFinished(t *testing.T) {
 // change, which an undo puts back.
 func TestTurnEndKilledBeforeItsCheckpointIsRecorded(t *testing.T) {
 	d := testdaemon.Start(t)
-	c := dial(t, d)
 	ws := d.Root
 	writeFiles(t, ws, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	before := tree(t, ws)
@@ -353,7 +352,7 @@ func TestTurnEndKilledBeforeItsCheckpointIsRecorded(t *testing.T) {
 	// The first pass is the turn's start checkpoint, the second its end.
 	d.Env = []string{failpoint.EnvVar + "=" + checkpoint.FailpointCheckpointCommit + "=2"}
 	d.Restart()
-	c = dial(t, d)
+	c := dial(t, d)
 	b := beginTurn(t, c, ws)
 	sh(t, ws, "echo changed >> a.txt && rm b.txt && echo new > c.txt")
 	if _, err := c.TurnEnd(testCtx(t), b.TurnID); err == nil {

@@ -399,13 +399,3 @@ func (t *tree) relOf(abs string) (string, bool) {
 	}
 	return filepath.ToSlash(rel), true
 }
-
-// under reports whether rel is inside a VCS directory.
-func underVCS(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
-		if vcsDirs[part] {
-			return true
-		}
-	}
-	return false
-}

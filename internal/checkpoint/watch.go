@@ -172,15 +172,6 @@ func (w *watcher) take() (dirs []string, full string) {
 	return dirs, full
 }
 
-// forceFull makes the next take ask for a full scan.
-func (w *watcher) forceFull(reason string) {
-	w.mu.Lock()
-	if w.full == "" {
-		w.full = reason
-	}
-	w.mu.Unlock()
-}
-
 // state says whether the watcher sees everything, and if not, why.
 func (w *watcher) state() (watches int, limited bool) {
 	w.mu.Lock()

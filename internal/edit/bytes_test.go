@@ -48,7 +48,7 @@ func TestBytesKept(t *testing.T) {
 		}
 		for li := range lines {
 			oldLine := strings.TrimRight(lines[li], "\r\n")
-			if strings.ContainsAny(oldLine, "\xe9\xfc") {
+			if strings.IndexByte(oldLine, 0xe9) >= 0 || strings.IndexByte(oldLine, 0xfc) >= 0 {
 				continue // the model sends UTF-8; these lines are matched by their bytes elsewhere
 			}
 			newLine := strings.ToUpper(oldLine) + "!"

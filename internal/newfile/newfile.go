@@ -61,7 +61,7 @@ func Lookup(target, top string, read ReadFunc) Style {
 		if !ok {
 			continue
 		}
-		e, err := editorconfig.ParseBytes(data)
+		e, err := editorconfig.Parse(bytes.NewReader(data))
 		if err != nil {
 			continue
 		}

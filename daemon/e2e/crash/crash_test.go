@@ -33,9 +33,9 @@ func TestNothingAcknowledgedIsLostUnderSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d, transactions %d, targets edited after finalize %d (%d reopened in conflict), turns %d, undos %d, redos %d, undos interrupted %d",
+	t.Logf("kills %d, sessions %d, chunks %d, acknowledged bytes %d, reconnects %d, transactions %d, targets edited after finalize %d (%d reopened in conflict), turns %d, undos %d, redos %d, undos interrupted %d (%d finished at a restart)",
 		rep.Kills, rep.Sessions, rep.Chunks, rep.AckedBytes, rep.Reconnects, rep.Transactions, rep.Edited, rep.EditsKeptOpen,
-		rep.Turns, rep.Undos, rep.Redos, rep.OpsInterrupted)
+		rep.Turns, rep.Undos, rep.Redos, rep.OpsInterrupted, rep.OpsRecovered)
 	if !rep.OK() {
 		t.Fatalf("lost %d bytes, %d wrong targets, %d torn transactions, %d temp files left, %d finalizes unrecorded, %d edits overwritten:\n%v",
 			rep.LostBytes, rep.Mismatched, rep.TornTxs, rep.LeftoverTemps, rep.Unrecorded, rep.Overwritten, rep.Failures)

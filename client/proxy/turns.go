@@ -93,6 +93,12 @@ func agentOf(r *http.Request) string {
 // (Anthropic: a tool_result block; OpenAI: role "tool"), so the role alone
 // does not tell. Only the last message is decoded.
 func personSpeaks(d dialect, body []byte) bool {
+	switch d.name() {
+	case dialectResponses:
+		return personSpeaksResponses(body)
+	case dialectGemini:
+		return personSpeaksGemini(body)
+	}
 	last := lastMessage(body)
 	if last == nil {
 		return false
@@ -172,4 +178,83 @@ func lastMessage(body []byte) json.RawMessage {
 		last = m
 	}
 	return last
+}
+
+// personSpeaksResponses is personSpeaks for the Responses API: a string
+// input is the person's; in an array of items the last one that is not
+// the agent's own instruction (role system or developer) must be a user
+// message, not a function_call_output or custom_tool_call_output (Codex
+// sends the whole input each turn, tool outputs last while it works).
+func personSpeaksResponses(body []byte) bool {
+	in := bytes.TrimSpace(member(body, "input"))
+	if len(in) == 0 {
+		return false
+	}
+	if in[0] == '"' {
+		return true
+	}
+	var last struct {
+		Type string `json:"type"`
+		Role string `json:"role"`
+	}
+	found := false
+	if !eachItem(in, func(raw json.RawMessage) {
+		var it struct {
+			Type string `json:"type"`
+			Role string `json:"role"`
+		}
+		if json.Unmarshal(raw, &it) != nil || it.Role == "system" || it.Role == "developer" {
+			return
+		}
+		last, found = it, true
+	}) || !found {
+		return false
+	}
+	return last.Role == "user" && (last.Type == "" || last.Type == "message")
+}
+
+// personSpeaksGemini is personSpeaks for the Gemini API: the last of
+// "contents" is the user's and carries no functionResponse part (Gemini
+// returns tool results in the user's role).
+func personSpeaksGemini(body []byte) bool {
+	contents := bytes.TrimSpace(member(body, "contents"))
+	if len(contents) == 0 {
+		return false
+	}
+	var last json.RawMessage
+	if !eachItem(contents, func(raw json.RawMessage) { last = raw }) || last == nil {
+		return false
+	}
+	var c struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			FunctionResponse json.RawMessage `json:"functionResponse"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal(last, &c) != nil || c.Role != "user" {
+		return false
+	}
+	for _, p := range c.Parts {
+		if len(p.FunctionResponse) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// eachItem calls fn with each element of a JSON array, decoding one at a
+// time; it reports false when arr is not an array.
+func eachItem(arr json.RawMessage, fn func(json.RawMessage)) bool {
+	dec := json.NewDecoder(bytes.NewReader(arr))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return false
+	}
+	for dec.More() {
+		var m json.RawMessage
+		if dec.Decode(&m) != nil {
+			return false
+		}
+		fn(m)
+	}
+	return true
 }

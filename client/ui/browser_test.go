@@ -88,6 +88,17 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // stays on: the tests are about what a page may not do.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	// Chromium's profile lock is a Unix socket in its profile and its temp
+	// files go to $TMPDIR: in a long TMPDIR (macOS's) the socket path is
+	// longer than a socket address allows and Chromium aborts. So its own
+	// short private directory, removed after the browser (cleanups run in
+	// reverse order).
+	tmp, err := os.MkdirTemp("/tmp", "orion-ui-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	profile := filepath.Join(tmp, "p")
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(findBrowser(t)),
 		chromedp.Headless,
@@ -97,7 +108,8 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR="+tmp, "XDG_RUNTIME_DIR="+tmp),
 		chromedp.WindowSize(1440, 1000),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)

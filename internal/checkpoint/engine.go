@@ -514,7 +514,7 @@ func (e *Engine) checkpoint(w *workspace, label string, pin bool, persistAlways 
 		return &cpRecord{ID: w.rec.LastCheckpoint, Root: w.root, Files: w.t.files, Bytes: w.t.bytes, Scan: w.lastScan}, nil
 	}
 	cp := &cpRecord{ID: newID(), Root: w.root, Label: label, Pinned: pin, CreatedAt: e.cfg.Clock.Now().UTC(),
-		Files: w.t.files, Bytes: w.t.bytes, First: first, Changed: len(s.changes), Scan: w.lastScan}
+		Files: w.t.files, Bytes: w.t.bytes, First: first, Changed: changedFiles(s.changes), Scan: w.lastScan}
 	for _, c := range s.changes {
 		if c.New != nil && c.New.Type == TypeFile && !c.New.Big {
 			cp.Stored += c.New.Size
@@ -714,4 +714,17 @@ func pathError(err error) error {
 	}
 	return &protocol.Error{Code: code, Message: pe.Error(), Data: protocol.ErrorData{Reason: pe.Reason, Path: pe.Path,
 		WorkspaceRoot: pe.Workspace, Rule: pe.Rule}}
+}
+
+// changedFiles counts the changes to files and links, the entries Files
+// counts: a directory made or removed is not a changed file, and counting
+// it made a first checkpoint report more files changed than it holds.
+func changedFiles(changes []Change) int {
+	n := 0
+	for _, c := range changes {
+		if (c.Old != nil && c.Old.Type != TypeDir) || (c.New != nil && c.New.Type != TypeDir) {
+			n++
+		}
+	}
+	return n
 }

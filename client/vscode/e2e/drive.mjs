@@ -44,7 +44,16 @@ let executablePath = process.env.CHROME_BIN;
 if (!executablePath) {
   try {
     const chromium = (await import(path.join(mods, "@sparticuz/chromium/build/index.js"))).default;
-    executablePath = await chromium.executablePath();
+    // It unpacks into os.tmpdir(); the test points that at its cache for
+    // the unpacking only, so the browser's own temp files go elsewhere.
+    const tmpdir = process.env.TMPDIR;
+    if (process.env.ORION_E2E_CHROMIUM_TMPDIR) process.env.TMPDIR = process.env.ORION_E2E_CHROMIUM_TMPDIR;
+    try {
+      executablePath = await chromium.executablePath();
+    } finally {
+      if (tmpdir === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmpdir;
+    }
   } catch (err) {
     if (!fs.existsSync("/usr/bin/chromium")) throw err;
     console.log(`log @sparticuz/chromium failed (${err.message}); using /usr/bin/chromium`);

@@ -44,6 +44,12 @@ type watcher struct {
 }
 
 func newWatcher(root, syncDir string, maxDirty int) (*watcher, error) {
+	// A daemon killed during a sync leaves its file behind; creating it
+	// again under the same name raises no event, so every first sync after
+	// the restart would wait out its timeout and force a full scan.
+	if err := os.RemoveAll(syncDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(syncDir, 0o700); err != nil {
 		return nil, err
 	}

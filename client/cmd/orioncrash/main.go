@@ -1,8 +1,8 @@
 // Command orioncrash is the long crash run: it kills oriond with SIGKILL at
 // random moments (1,000 times by default) while clients stream, restarts it,
-// resumes every session, and prints kills, sessions, acknowledged bytes and
+// resumes every session, runs turns and undoes them, and prints kills, sessions, acknowledged bytes and
 // lost bytes. It exits non-zero if anything acknowledged was lost, a target
-// was wrong or torn, or a temp file was left behind.
+// was wrong or torn, an undo was left half-done, or a temp file was left behind.
 //
 //	go build -o bin/ ./daemon/cmd/oriond ./client/cmd/orioncrash
 //	bin/orioncrash --oriond bin/oriond --kills 1000
@@ -28,6 +28,7 @@ func main() {
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for the state and the written files (default: a new temp dir)")
 	flag.IntVar(&cfg.Kills, "kills", 1000, "how many times to SIGKILL the daemon")
 	flag.IntVar(&cfg.Clients, "clients", 4, "concurrent streaming clients")
+	flag.IntVar(&cfg.TurnWorkers, "turn-workers", 2, "concurrent workers running turns (writes, turn.end, turn.undo, turn.redo), each in a workspace of its own")
 	flag.DurationVar(&cfg.MaxPause, "max-pause", 300*time.Millisecond, "longest random pause between kills")
 	flag.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed")
 	flag.BoolVar(&keep, "keep", false, "keep the directory afterwards")
@@ -66,6 +67,8 @@ func main() {
 		fmt.Printf("targets edited after finalize: %d, edits overwritten: %d, sessions reopened in conflict: %d\n", rep.Edited, rep.Overwritten, rep.EditsKeptOpen)
 		fmt.Printf("reconnects:        %d\n", rep.Reconnects)
 		fmt.Printf("transactions:      %d committed, %d found torn\n", rep.Transactions, rep.TornTxs)
+		fmt.Printf("turns:             %d ended, %d undone, %d redone\n", rep.Turns, rep.Undos, rep.Redos)
+		fmt.Printf("undos interrupted: %d by a kill, %d finished by the daemon at restart, %d found half-done, %d workspaces wrong after an acknowledged turn.end, undo or redo\n", rep.OpsInterrupted, rep.OpsRecovered, rep.HalfDone, rep.OpsWrong)
 		for _, f := range rep.Failures {
 			fmt.Println("FAIL:", f)
 		}

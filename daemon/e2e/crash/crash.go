@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -37,6 +38,10 @@ type Config struct {
 	Kills int
 	// Clients stream concurrently, one session after another.
 	Clients int
+	// TurnWorkers each run turns in a workspace of their own: writes
+	// through sessions and by the worker itself, turn.end, turn.undo and
+	// sometimes turn.redo.
+	TurnWorkers int
 	// MaxPause bounds the random time between kills.
 	MaxPause time.Duration
 	Seed     uint64
@@ -73,6 +78,23 @@ type Report struct {
 	// those whose session recovery reopened in conflict.
 	Edited        int64 `json:"edited_targets"`
 	EditsKeptOpen int64 `json:"edits_kept_open"`
+	// Turns counts the turns ended; Undos and Redos the undos and redos
+	// done (acknowledged, or found done after the kill that swallowed
+	// their reply); OpsInterrupted the undo or redo calls a kill cut off.
+	Turns          int64 `json:"turns"`
+	Undos          int64 `json:"undos"`
+	Redos          int64 `json:"redos"`
+	OpsInterrupted int64 `json:"undos_interrupted"`
+	// OpsRecovered counts the undos and redos the daemon found journaled
+	// but unfinished at a start (a kill landed while it wrote their
+	// files) and finished, as its log says.
+	OpsRecovered int `json:"undos_finished_at_restart"`
+	// HalfDone counts the interrupted undos and redos found, once the
+	// daemon answered again, neither wholly done nor wholly not done.
+	HalfDone int64 `json:"undos_half_done"`
+	// OpsWrong counts the workspaces found other than they should be
+	// after an acknowledged turn.end, undo or redo.
+	OpsWrong int64 `json:"undos_wrong"`
 	// Failures describes each problem found, for the test to print.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -80,7 +102,7 @@ type Report struct {
 // OK reports whether the run found no loss, no torn or wrong target and no
 // leftover temp file.
 func (r *Report) OK() bool {
-	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && r.Overwritten == 0 && len(r.Failures) == 0
+	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && r.Overwritten == 0 && r.HalfDone == 0 && r.OpsWrong == 0 && len(r.Failures) == 0
 }
 
 type runner struct {
@@ -99,8 +121,9 @@ type runner struct {
 	finalized []string
 	edited    map[string]string
 
-	sessions, chunks, acked, lost, mismatched, reconnects atomic.Int64
-	txs, tornTxs                                          atomic.Int64
+	sessions, chunks, acked, lost, mismatched, reconnects   atomic.Int64
+	txs, tornTxs                                            atomic.Int64
+	turns, undos, redos, opsInterrupted, halfDone, opsWrong atomic.Int64
 }
 
 // Run performs the crash run.
@@ -151,6 +174,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		defer wg.Done()
 		r.txClient(streamCtx, rand.New(rand.NewPCG(cfg.Seed, 1<<33)))
 	}()
+	for i := range cfg.TurnWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.turnClient(streamCtx, i, rand.New(rand.NewPCG(cfg.Seed, 1<<34+uint64(i))))
+		}()
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<32))
 	kills := 0
 	for kills < cfg.Kills && ctx.Err() == nil {
@@ -167,7 +197,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			return r.snapshot(kills), err
 		}
 		if kills%50 == 0 {
-			cfg.Logf("%d kills, %d sessions finished, %d bytes acknowledged", kills, r.sessions.Load(), r.acked.Load())
+			cfg.Logf("%d kills, %d sessions finished, %d bytes acknowledged, %d turns undone", kills, r.sessions.Load(), r.acked.Load(), r.undos.Load())
 		}
 	}
 	// Let every client finish the session it is in.
@@ -179,6 +209,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	rep.LeftoverTemps = len(temps)
+	if rep.OpsRecovered, err = countLog(filepath.Join(cfg.Dir, "oriond.log"), recoveredOpLog); err != nil {
+		return rep, err
+	}
 	for _, t := range temps {
 		rep.Failures = append(rep.Failures, "leftover temp file "+t)
 	}
@@ -232,16 +265,22 @@ func (r *runner) snapshot(kills int) Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Report{
-		Kills:        kills,
-		Sessions:     r.sessions.Load(),
-		Chunks:       r.chunks.Load(),
-		AckedBytes:   r.acked.Load(),
-		LostBytes:    r.lost.Load(),
-		Mismatched:   r.mismatched.Load(),
-		Reconnects:   r.reconnects.Load(),
-		Transactions: r.txs.Load(),
-		TornTxs:      r.tornTxs.Load(),
-		Failures:     append([]string(nil), r.failures...),
+		Kills:          kills,
+		Sessions:       r.sessions.Load(),
+		Chunks:         r.chunks.Load(),
+		AckedBytes:     r.acked.Load(),
+		LostBytes:      r.lost.Load(),
+		Mismatched:     r.mismatched.Load(),
+		Reconnects:     r.reconnects.Load(),
+		Transactions:   r.txs.Load(),
+		TornTxs:        r.tornTxs.Load(),
+		Turns:          r.turns.Load(),
+		Undos:          r.undos.Load(),
+		Redos:          r.redos.Load(),
+		OpsInterrupted: r.opsInterrupted.Load(),
+		HalfDone:       r.halfDone.Load(),
+		OpsWrong:       r.opsWrong.Load(),
+		Failures:       append([]string(nil), r.failures...),
 	}
 }
 
@@ -258,7 +297,7 @@ func (r *runner) start() error {
 	// may be forgotten for --max-finished-sessions (a thousand kills
 	// finish more than its default).
 	cmd := exec.Command(r.cfg.Oriond, "run", "--socket", r.socket, "--state-dir", r.state,
-		"--allow-root", r.root, "--log-level", "warn", "--max-finished-sessions", "1000000")
+		"--allow-root", r.root, "--log-level", "info", "--max-finished-sessions", "1000000")
 	cmd.Env = append(os.Environ(), "ORION_SOCKET=", "ORION_STATE_DIR=", "ORION_ALLOW_ROOTS=", "ORION_CONFIG=/dev/null")
 	logPath := filepath.Join(r.cfg.Dir, "oriond.log")
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -521,18 +560,33 @@ func randomContent(rng *rand.Rand, size int) string {
 	return b.String()
 }
 
-func findTemps(root string) ([]string, error) {
-	entries, err := os.ReadDir(root)
+// recoveredOpLog is what the daemon logs (at info) for each undo or redo
+// it finishes at its start.
+const recoveredOpLog = "finishing an interrupted operation"
+
+func countLog(path, msg string) (int, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
+	return strings.Count(string(b), msg), nil
+}
+
+// findTemps lists the temp files left anywhere under root (the turn
+// workers' workspaces are directories of it).
+func findTemps(root string) ([]string, error) {
 	var temps []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), atomicfile.TempPrefix) {
-			temps = append(temps, e.Name())
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-	}
-	return temps, nil
+		if strings.HasPrefix(d.Name(), atomicfile.TempPrefix) {
+			rel, _ := filepath.Rel(root, path)
+			temps = append(temps, rel)
+		}
+		return nil
+	})
+	return temps, err
 }
 
 // txFiles are the files the transaction client rewrites together.

@@ -211,3 +211,30 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriteParams: session.write's params of a 64 KiB file, read as
+// every other method's are (encoding/json, then a pass to check the text)
+// and by the faster decoder it uses.
+func BenchmarkWriteParams(b *testing.B) {
+	content, _ := json.Marshal(strings.Repeat("func f() { return \"x\" }\n", 64<<10/25))
+	raw := json.RawMessage(`{"target_file":"/w/a.go","operation":"create","content":` + string(content) + `}`)
+	for _, tc := range []struct {
+		name   string
+		decode func(json.RawMessage) (*protocol.WriteParams, error)
+	}{
+		{"encoding-json", func(raw json.RawMessage) (*protocol.WriteParams, error) {
+			return decodeParams[protocol.WriteParams](protocol.MethodSessionWrite, raw)
+		}},
+		{"fast", fastParams[protocol.WriteParams](protocol.MethodSessionWrite)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.decode(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -40,6 +40,7 @@ var methods = table(
 	route(protocol.SessionUndo, (*handler).undo),
 	route(protocol.SessionContent, (*handler).content).heavy(),
 	route(protocol.SessionWrite, (*handler).write).
+		decodeWith(fastParams[protocol.WriteParams](protocol.MethodSessionWrite)).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
 	route(protocol.TxCommit, (*handler).txCommit),

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -171,5 +172,69 @@ func TestDecodeAppendReadsAsEncodingJSON(t *testing.T) {
 		if err != nil || *got != want.AppendParams {
 			t.Errorf("%s: decoded %+v, %v; encoding/json reads %+v", params, got, err, want.AppendParams)
 		}
+	}
+}
+
+// TestWriteParamsReadAsEncodingJSON: session.write's params, read by the
+// faster decoder, come out as encoding/json reads them, and what it refuses
+// is refused with the same reasons as before.
+func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
+	decode := fastParams[protocol.WriteParams](protocol.MethodSessionWrite)
+	for _, params := range []string{
+		`{"target_file":"/w/a.go","operation":"create","content":"package a\n"}`,
+		`{"TARGET_FILE":"/w/a.go","Operation":"overwrite","content":"x","content":"y"}`,
+		`{"target_file":"/w/a.go","targetFile":"/w/b.go","operation":"create","content":null}`,
+		`{"target_file":"/w/a.go","operation":"append","content":"\ud83d\ude00","expected_bytes":4}`,
+		`{"target_file":"/w/a.go","operation":"create","content":"x","validation":{"all":"warn","categories":{"syntax":"off"}}}`,
+		`{"target_file":"/w/a.go","operation":"create","content":"x","backup_required":false,"extra":[1,{"a":2}]}`,
+		`{"target_file":"/w/a.go","operation":"create","content":"x","truncation_policy":"keep"}`,
+	} {
+		var want protocol.WriteParams
+		if err := json.Unmarshal([]byte(params), &want); err != nil {
+			t.Fatalf("%s: encoding/json: %v", params, err)
+		}
+		got, err := decode(json.RawMessage(params))
+		if err != nil || !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s: decoded %+v, %v; encoding/json reads %+v", params, got, err, want)
+		}
+	}
+	for _, tc := range []struct{ params, reason, field string }{
+		{"{\"target_file\":\"/w/a\",\"operation\":\"create\",\"content\":\"caf\xe9\"}", protocol.ReasonInvalidUTF8, "params"},
+		{`{"target_file":"/w/a","operation":"create","content":"\ud800"}`, protocol.ReasonInvalidUTF8, "params"},
+		{`{"target_file":"/w/a","operation":"create","content":7}`, protocol.ReasonMalformedParams, "content"},
+		{`{"target_file":"/w/a","operation":"create","content":"x"`, protocol.ReasonMalformedParams, ""},
+	} {
+		_, err := decode(json.RawMessage(tc.params))
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
+			t.Errorf("%s: %v, want %s on %q", tc.params, err, tc.reason, tc.field)
+		}
+	}
+}
+
+// BenchmarkWriteParams: session.write's params of a 64 KiB file, read as
+// every other method's are (encoding/json, then a pass to check the text)
+// and by the faster decoder it uses.
+func BenchmarkWriteParams(b *testing.B) {
+	content, _ := json.Marshal(strings.Repeat("func f() { return \"x\" }\n", 64<<10/25))
+	raw := json.RawMessage(`{"target_file":"/w/a.go","operation":"create","content":` + string(content) + `}`)
+	for _, tc := range []struct {
+		name   string
+		decode func(json.RawMessage) (*protocol.WriteParams, error)
+	}{
+		{"encoding-json", func(raw json.RawMessage) (*protocol.WriteParams, error) {
+			return decodeParams[protocol.WriteParams](protocol.MethodSessionWrite, raw)
+		}},
+		{"fast", fastParams[protocol.WriteParams](protocol.MethodSessionWrite)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.decode(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -77,6 +77,7 @@ type config struct {
 	// appendCases runs the timed append cases (--appends, true).
 	appendCases bool
 	appends     bool
+	writes      bool
 }
 
 // result is one measured case.
@@ -124,11 +125,12 @@ func run(args []string, out io.Writer) error {
 		return nil
 	})
 	fs.BoolVar(&cfg.peerMCP, "peer-mcp", false, "also compare whole 64 KiB files with the MCP filesystem server's write_file (installs "+mcpPackage+" with npm into a temp dir)")
-	fs.BoolVar(&cfg.mcp, "mcp", false, "also compare 64 KiB write_file calls through `orionctl mcp` with the MCP filesystem server's, both driven by the TypeScript SDK client over stdio (installs "+mcpSDKPackage+" and "+mcpPackage+" with npm into a temp dir)")
+	fs.BoolVar(&cfg.mcp, "mcp", false, "also compare 1 KiB and 64 KiB write_file calls through `orionctl mcp` with the MCP filesystem server's, both driven by the TypeScript SDK client over stdio (installs "+mcpSDKPackage+" and "+mcpPackage+" with npm into a temp dir)")
 	fs.IntVar(&cfg.fileMB, "file-mb", 0, "also write a file of this many MB as `orionctl write` does, next to cp + sync (0: skip)")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp, --mcp and --file-mb comparisons")
 	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp and --mcp comparisons")
 	fs.BoolVar(&cfg.appends, "append-rounds", false, "also compare 4 KiB appends (1 and 64 sessions) and 64 KiB appends with write+fdatasync on 1 and 8 files, in --rounds interleaved rounds")
+	fs.BoolVar(&cfg.writes, "write-rounds", false, "also compare session.write of 1 KiB and 64 KiB files with the same files written durably by hand (temp, fsync, rename, directory fsync), in --rounds interleaved rounds of --whole-ops files")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	fs.BoolVar(&cfg.checkpoints, "checkpoints", false, "also measure workspace checkpoints against git on the same tree: the first checkpoint, a scan, watched checkpoints, storage after many turns, an undo of 100 files, RSS while watching")
@@ -190,6 +192,15 @@ func run(args []string, out io.Writer) error {
 		}
 		rep.Compare = append(rep.Compare, rs...)
 	}
+	if cfg.writes {
+		for _, size := range []int{1 << 10, 64 << 10} {
+			r, err := writeRoundsCase(ctx, cfg, d, size)
+			if err != nil {
+				return err
+			}
+			rep.Compare = append(rep.Compare, r)
+		}
+	}
 	if cfg.peerMCP {
 		r, err := wholeFileCase(ctx, cfg, d)
 		if err != nil {
@@ -203,11 +214,13 @@ func run(args []string, out io.Writer) error {
 		if skip == "" {
 			bench = &b
 		}
-		r, err := mcpCase(ctx, cfg, d, bench, skip)
-		if err != nil {
-			return err
+		for _, size := range []int{1 << 10, 64 << 10} {
+			r, err := mcpCase(ctx, cfg, d, bench, skip, size)
+			if err != nil {
+				return err
+			}
+			rep.Compare = append(rep.Compare, r)
 		}
-		rep.Compare = append(rep.Compare, r)
 	}
 	if cfg.fileMB > 0 {
 		r, err := largeFileCase(ctx, cfg, d)

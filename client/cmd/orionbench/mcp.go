@@ -288,11 +288,11 @@ func (b mcpBench) run(ctx context.Context, kind, root string, files, size int, t
 }
 
 // mcpCase compares write_file through `orionctl mcp` (oriond behind it)
-// with the filesystem server's write_file.
+// with the filesystem server's write_file, of files of size bytes.
 // b is the installed client and peer, nil when skip says why there is
 // none.
-func mcpCase(ctx context.Context, cfg config, d *daemonProc, b *mcpBench, skip string) (sideBySide, error) {
-	res := sideBySide{Name: "whole 64 KiB file over MCP (TypeScript SDK " + mcpSDKVersion + " client, stdio)", Unit: "files/s",
+func mcpCase(ctx context.Context, cfg config, d *daemonProc, b *mcpBench, skip string, size int) (sideBySide, error) {
+	res := sideBySide{Name: "whole " + sizeName(size) + " file over MCP (TypeScript SDK " + mcpSDKVersion + " client, stdio)", Unit: "files/s",
 		OriondName: "orionctl mcp write_file", OtherName: fmt.Sprintf("%s %s write_file (no fsync)", mcpPackage, mcpPeerVersion)}
 	if b == nil {
 		res.Skip = skip
@@ -311,9 +311,9 @@ func mcpCase(ctx context.Context, cfg config, d *daemonProc, b *mcpBench, skip s
 	}
 	n := cfg.wholeOps
 	o, p, ratio, cpu, err := interleave(cfg.rounds, d, func(r int) (float64, error) {
-		return b.run(ctx, "orion", orionRoot, n, 64<<10, fmt.Sprintf("r%d", r), 1, cfg.orionctl, "--socket", d.socket, "mcp")
+		return b.run(ctx, "orion", orionRoot, n, size, fmt.Sprintf("r%d-%d", size, r), 1, cfg.orionctl, "--socket", d.socket, "mcp")
 	}, func(r int) (float64, error) {
-		return b.run(ctx, "filesystem", peerRoot, n, 64<<10, fmt.Sprintf("r%d", r), 1, b.node, b.peer, peerRoot)
+		return b.run(ctx, "filesystem", peerRoot, n, size, fmt.Sprintf("r%d-%d", size, r), 1, b.node, b.peer, peerRoot)
 	})
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", res.Name, err)

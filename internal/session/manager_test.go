@@ -81,6 +81,9 @@ func (h *harness) open() {
 	cfg := session.Config{
 		Store: st, Guard: guard, Clock: h.clock, Logger: h.logger,
 		NewID: func() string {
+			// Writes run concurrently in some tests: the counter is shared.
+			h.mu.Lock()
+			defer h.mu.Unlock()
 			h.ids++
 			return fmt.Sprintf("00000000-0000-4000-8000-%012d", h.ids)
 		},

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,7 @@ func (s *Server) addFSTools() {
 		return &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
 	}
 	yes := true
-	add := func(name, title, desc string, schema string, ann *mcp.ToolAnnotations, fn func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error)) {
+	add := func(name, title, desc string, schema string, ann *mcp.ToolAnnotations, fn fsHandler) {
 		ann.Title = title
 		s.srv.AddTool(&mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: json.RawMessage(schema), Annotations: ann},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -289,7 +290,10 @@ func (s *Server) addFSTools() {
 			text := "Allowed directories:\n" + strings.Join(s.fsDirs, "\n")
 			return fsText(text, map[string]any{"content": text}), nil
 		})
+	s.addFSWalkTools(add, ro)
 }
+
+type fsHandler func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error)
 
 // fsEdit applies the edits as the reference server does (exact text
 // first, then lines equal but for surrounding white space) and writes the
@@ -665,6 +669,9 @@ func fsReadDir(root *os.Root, rel, p string) ([]fs.DirEntry, error) {
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(-1)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil, fmt.Errorf("ENOTDIR: not a directory, scandir '%s'", filepath.Join(root.Name(), rel))
+	}
 	if err != nil {
 		return nil, fsErr(err, p)
 	}

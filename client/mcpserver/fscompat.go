@@ -158,7 +158,7 @@ func (s *Server) addFSTools() {
 		func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 			p, _ := args["path"].(string)
 			content, _ := args["content"].(string)
-			if err := s.fsWrite(ctx, p, content); err != nil {
+			if err := s.fsWrite(ctx, p, content, ""); err != nil {
 				return nil, err
 			}
 			text := "Successfully wrote to " + p
@@ -336,7 +336,13 @@ func (s *Server) fsEdit(ctx context.Context, args map[string]any) (*mcp.CallTool
 	fence := strings.Repeat("`", ticks)
 	text := fence + "diff\n" + diff + fence + "\n\n"
 	if !dryRun {
-		if err := s.fsWrite(ctx, target, modified); err != nil {
+		if s.fsEditHook != nil {
+			s.fsEditHook(target)
+		}
+		// The edit was made on the content read: if the file changed
+		// since, the daemon refuses the write (target_changed) rather
+		// than have it overwrite the other change.
+		if err := s.fsWrite(ctx, target, modified, sha(data)); err != nil {
 			return nil, err
 		}
 	}
@@ -620,8 +626,8 @@ func (s *Server) fsRead(p string) ([]byte, error) {
 
 // fsWrite writes the whole file through a write session of the daemon,
 // which resolves the path confined to the directory and refuses protected
-// paths.
-func (s *Server) fsWrite(ctx context.Context, p, content string) error {
+// paths; with expectedSHA, only over that content.
+func (s *Server) fsWrite(ctx context.Context, p, content, expectedSHA string) error {
 	dir, rel, err := s.fsResolve(p)
 	if err != nil {
 		return err
@@ -640,6 +646,7 @@ func (s *Server) fsWrite(ctx context.Context, p, content string) error {
 		IdleMS:           sessionTimeoutMS,
 		AutoFinalizeMS:   sessionTimeoutMS,
 		TruncationPolicy: protocol.TruncationKeep,
+		ExpectedSHA256:   expectedSHA,
 	}
 	_, err = s.whole(ctx, params, pl, content, false)
 	return err

@@ -145,7 +145,8 @@ const (
 const (
 	// ReasonEditFailed goes with CodeEditFailed.
 	ReasonEditFailed = "edit_failed"
-	// ReasonUnsupportedEncoding goes with CodeEditFailed: the file is in
+	// ReasonUnsupportedEncoding goes with CodeEditFailed (an existing file) or
+	// CodeValidationFailed (a new file's charset): the file is in
 	// an encoding whose bytes would not survive decoding to UTF-8 and
 	// back (a UTF-16 file with an unpaired surrogate), so it is not edited.
 	ReasonUnsupportedEncoding = "unsupported_encoding"

@@ -1,6 +1,7 @@
 package edit_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -8,8 +9,9 @@ import (
 )
 
 // clineSuite has the shapes of the cases in Cline's own tests of its diff
-// code (src/core/assistant-message/diff.test.ts in cline/cline,
-// Apache-2.0): what each case feeds Cline and what Cline answers. The texts
+// code (src/core/assistant-message/diff.test.ts, 23 cases, and
+// diff_edge_cases.test.ts, 8, in cline/cline as of mid-2025, Apache-2.0):
+// what each case feeds Cline and what Cline answers. The texts
 // are ours. Each runs in both of Cline's marker formats: the current one
 // ("------- SEARCH" / "+++++++ REPLACE") and the older one ("<<<<<<<" /
 // ">>>>>>>", which Aider shares) inside Cline's replace_in_file tool call.
@@ -47,7 +49,19 @@ var clineSuite = []struct {
 	{name: "OutOfOrderThree", file: "one\ntwo\nthree\nfour\nfive\n", blocks: "S\nfour\n=======\n4\nR\nS\ntwo\n=======\n2\nR\nS\nfive\n=======\n5\nR", want: "one\n2\nthree\n4\n5\n"},
 	{name: "OutOfOrderIndented", file: "f() {\n\ta = 1;\n\tb = 2;\n\tc = 3;\n\n}", blocks: "S\n\tc = 3;\n=======\n\tc = 30;\nR\nS\n\ta = 1;\n=======\n\ta = 10;\nR", want: "f() {\n\ta = 10;\n\tb = 2;\n\tc = 30;\n\n}"},
 	{name: "OutOfOrderBlankEdges", file: "head\n\nbody\n\nfoot\n", blocks: "S\nfoot\n=======\nnew foot\nR\nS\n\nbody\n\n=======\nnew body\nR", want: "head\nnew body\nnew foot\n"},
+	// Cline's edge-case tests (src/core/assistant-message/diff_edge_cases.test.ts):
+	// marker runs shorter or longer than seven characters are still markers.
+	{name: "EdgeSearchRunShort", file: "before\ncontent\nafter", blocks: "----- SEARCH\ncontent\n=======\nnew content\nR", want: "before\nnew content\nafter"},
+	{name: "EdgeSearchRunLong", file: "before\ncontent\nafter", blocks: "----------- SEARCH\ncontent\n=======\nnew content\nR", want: "before\nnew content\nafter"},
+	{name: "EdgeSearchShortSeparatorShort", file: "before\ncontent\nafter", blocks: "----- SEARCH\ncontent\n=====\nnew content\nR", want: "before\nnew content\nafter"},
+	{name: "EdgeSearchShortSeparatorLong", file: "before\ncontent\nafter", blocks: "----- SEARCH\ncontent\n========\nnew content\nR", want: "before\nnew content\nafter"},
+	{name: "EdgeSearchLongSeparatorLong", file: "before\ncontent\nafter", blocks: "----------- SEARCH\ncontent\n==========\nnew content\nR", want: "before\nnew content\nafter"},
+	{name: "EdgeSearchLongSeparatorShort", file: "before\ncontent\nafter", blocks: "----------- SEARCH\ncontent\n=====\nnew content\nR", want: "before\nnew content\nafter"},
+	{name: "EdgeSecondBlockSearchShort", file: "before\nfirst content\nafter\nsecond content\nend", blocks: "S\nfirst content\n=======\nfirst new content\nR\n----- SEARCH\nsecond content\n=======\nsecond new content\nR", want: "before\nfirst new content\nafter\nsecond new content\nend"},
+	{name: "EdgeSecondBlockSearchAndSeparatorShort", file: "before\nfirst content\nafter\nsecond content\nend", blocks: "S\nfirst content\n=======\nfirst new content\nR\n----- SEARCH\nsecond content\n=====\nsecond new content\nR", want: "before\nfirst new content\nafter\nsecond new content\nend"},
 }
+
+var dashRun = regexp.MustCompile(`(?m)^-{3,} SEARCH$`)
 
 func TestClineOwnSuite(t *testing.T) {
 	formats := []struct {
@@ -60,7 +74,11 @@ func TestClineOwnSuite(t *testing.T) {
 		}},
 		{"LegacyMarkersInToolCall", func(b string) string {
 			b = strings.ReplaceAll(b, "S\n", "<<<<<<< SEARCH\n")
-			b = strings.ReplaceAll(b, "------- SEARCH", "<<<<<<< SEARCH")
+			// A run of dashes of any length before SEARCH is the
+			// same run of "<" in the older format.
+			b = dashRun.ReplaceAllStringFunc(b, func(m string) string {
+				return strings.Repeat("<", len(m)-len(" SEARCH")) + " SEARCH"
+			})
 			b = strings.ReplaceAll(strings.ReplaceAll(b, "\nR\n", "\n>>>>>>> REPLACE\n"), "\nR", "\n>>>>>>> REPLACE")
 			return "<replace_in_file>\n<path>f.txt</path>\n<diff>\n" + b + "\n</diff>\n</replace_in_file>\n"
 		}},

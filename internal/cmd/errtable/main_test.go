@@ -8,7 +8,10 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// Every reason package protocol declares is in protocol.ErrorReasons, once.
+// Every reason package protocol declares is in protocol.ErrorReasons, once
+// per code it goes with: unsupported_encoding is a validation failure for a
+// new file's charset and an edit failure for an existing file's encoding,
+// and the table documents each.
 func TestEveryReasonIsDocumented(t *testing.T) {
 	missing, err := undocumented("../../../protocol", protocol.ErrorReasons)
 	if err != nil {
@@ -17,12 +20,17 @@ func TestEveryReasonIsDocumented(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatal(missingError(missing))
 	}
-	seen := map[string]bool{}
+	type codeReason struct {
+		code   int
+		reason string
+	}
+	seen := map[codeReason]bool{}
 	for _, d := range protocol.ErrorReasons {
-		if seen[d.Reason] {
-			t.Errorf("%s is in protocol.ErrorReasons twice", d.Reason)
+		k := codeReason{int(d.Code), d.Reason}
+		if seen[k] {
+			t.Errorf("%s (code %d) is in protocol.ErrorReasons twice", d.Reason, d.Code)
 		}
-		seen[d.Reason] = true
+		seen[k] = true
 		if d.Code == 0 || d.Doc == "" {
 			t.Errorf("%s has no code or no doc", d.Reason)
 		}

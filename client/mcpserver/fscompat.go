@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,7 @@ func (s *Server) addFSTools() {
 		return &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
 	}
 	yes := true
-	add := func(name, title, desc string, schema string, ann *mcp.ToolAnnotations, fn func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error)) {
+	add := func(name, title, desc string, schema string, ann *mcp.ToolAnnotations, fn fsHandler) {
 		ann.Title = title
 		s.srv.AddTool(&mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: json.RawMessage(schema), Annotations: ann},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -157,7 +158,7 @@ func (s *Server) addFSTools() {
 		func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 			p, _ := args["path"].(string)
 			content, _ := args["content"].(string)
-			if err := s.fsWrite(ctx, p, content); err != nil {
+			if err := s.fsWrite(ctx, p, content, ""); err != nil {
 				return nil, err
 			}
 			text := "Successfully wrote to " + p
@@ -289,7 +290,10 @@ func (s *Server) addFSTools() {
 			text := "Allowed directories:\n" + strings.Join(s.fsDirs, "\n")
 			return fsText(text, map[string]any{"content": text}), nil
 		})
+	s.addFSWalkTools(add, ro)
 }
+
+type fsHandler func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error)
 
 // fsEdit applies the edits as the reference server does (exact text
 // first, then lines equal but for surrounding white space) and writes the
@@ -332,7 +336,13 @@ func (s *Server) fsEdit(ctx context.Context, args map[string]any) (*mcp.CallTool
 	fence := strings.Repeat("`", ticks)
 	text := fence + "diff\n" + diff + fence + "\n\n"
 	if !dryRun {
-		if err := s.fsWrite(ctx, target, modified); err != nil {
+		if s.fsEditHook != nil {
+			s.fsEditHook(target)
+		}
+		// The edit was made on the content read: if the file changed
+		// since, the daemon refuses the write (target_changed) rather
+		// than have it overwrite the other change.
+		if err := s.fsWrite(ctx, target, modified, sha(data)); err != nil {
 			return nil, err
 		}
 	}
@@ -616,8 +626,8 @@ func (s *Server) fsRead(p string) ([]byte, error) {
 
 // fsWrite writes the whole file through a write session of the daemon,
 // which resolves the path confined to the directory and refuses protected
-// paths.
-func (s *Server) fsWrite(ctx context.Context, p, content string) error {
+// paths; with expectedSHA, only over that content.
+func (s *Server) fsWrite(ctx context.Context, p, content, expectedSHA string) error {
 	dir, rel, err := s.fsResolve(p)
 	if err != nil {
 		return err
@@ -636,6 +646,7 @@ func (s *Server) fsWrite(ctx context.Context, p, content string) error {
 		IdleMS:           sessionTimeoutMS,
 		AutoFinalizeMS:   sessionTimeoutMS,
 		TruncationPolicy: protocol.TruncationKeep,
+		ExpectedSHA256:   expectedSHA,
 	}
 	_, err = s.whole(ctx, params, pl, content, false)
 	return err
@@ -665,6 +676,9 @@ func fsReadDir(root *os.Root, rel, p string) ([]fs.DirEntry, error) {
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(-1)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil, fmt.Errorf("ENOTDIR: not a directory, scandir '%s'", filepath.Join(root.Name(), rel))
+	}
 	if err != nil {
 		return nil, fsErr(err, p)
 	}

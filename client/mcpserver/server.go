@@ -106,6 +106,9 @@ type Server struct {
 	// fsDirs are the allowed directories of the filesystem-compatible
 	// tools, symlinks resolved.
 	fsDirs []string
+	// fsEditHook, set by tests only, runs between edit_file's read and its
+	// write.
+	fsEditHook func(target string)
 }
 
 // New returns a Server; Run serves it on a transport.

@@ -91,7 +91,22 @@ func (s *Server) beginParams(ctx context.Context, req *mcp.CallToolRequest, targ
 		AutoFinalizeMS:   sessionTimeoutMS,
 		TruncationPolicy: protocol.TruncationKeep,
 		Supersedes:       supersedes,
+		Agent:            hostName(req),
 	}, pl, nil
+}
+
+// hostName is the MCP host's own name (its clientInfo: "claude-code",
+// "gemini-cli-mcp-client", "codex-mcp-client"), which listings show after
+// orionctl's so a person can tell which agent wrote what; the daemon keeps
+// only a short run of plain characters of it.
+func hostName(req *mcp.CallToolRequest) string {
+	if req == nil || req.Session == nil {
+		return ""
+	}
+	if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+		return p.ClientInfo.Name
+	}
+	return ""
 }
 
 // begin calls session.begin. A write of a target whose last content a

@@ -48,11 +48,5 @@ func (s *Server) markTurn(ctx context.Context, req *mcp.CallToolRequest, roots [
 	default:
 		return
 	}
-	agent := ""
-	if req != nil && req.Session != nil {
-		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
-			agent = p.ClientInfo.Name
-		}
-	}
-	s.turns.Call(ctx, ws, agent)
+	s.turns.Call(ctx, ws, hostName(req))
 }

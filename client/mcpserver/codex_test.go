@@ -177,7 +177,7 @@ default_tools_approval_mode = "approve"
 	if _, err := os.Stat(filepath.Join(project, ".git", "hooks", "pre-commit")); err == nil {
 		t.Error(".git/hooks/pre-commit was written")
 	}
-	if got := listedClient(t, bin, d.Socket, "big.txt"); !strings.Contains(strings.ToLower(got), "codex") {
+	if got := testdaemon.SessionClient(t, bin, d.Socket, "big.txt"); !strings.Contains(strings.ToLower(got), "codex") {
 		t.Errorf("orionctl sessions list names the session's client %q, want the host (Codex) in it", got)
 	}
 	if want := len(chunks) + 4; len(bodies) != want {
@@ -202,30 +202,4 @@ default_tools_approval_mode = "approve"
 	if !refused {
 		t.Errorf("the request after the refused write_begin does not tell the model why: %s", bodies[1][max(0, len(bodies[1])-1500):])
 	}
-}
-
-// listedClient is the client orionctl sessions list shows for the session
-// that wrote target: orionctl's name, then the MCP host's.
-func listedClient(t *testing.T, bin, socket, target string) string {
-	t.Helper()
-	out, err := exec.Command(bin, "--socket", socket, "--json", "sessions", "list", "--all").Output()
-	if err != nil {
-		t.Fatalf("orionctl sessions list: %v", err)
-	}
-	var res struct {
-		Sessions []struct {
-			TargetFile string `json:"target_file"`
-			Client     string `json:"client"`
-		} `json:"sessions"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("orionctl sessions list: %v: %s", err, out)
-	}
-	for _, s := range res.Sessions {
-		if strings.HasSuffix(s.TargetFile, "/"+target) {
-			return s.Client
-		}
-	}
-	t.Fatalf("orionctl sessions list has no session for %s: %s", target, out)
-	return ""
 }

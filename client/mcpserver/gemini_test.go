@@ -147,7 +147,7 @@ func TestGeminiCLIMCPHost(t *testing.T) {
 		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes in %d chunks\nstdout %s\nstderr %s",
 			len(got), err, len(content), len(chunks), out.String(), errb.String())
 	}
-	if got := listedClient(t, bin, d.Socket, "big.txt"); !strings.Contains(strings.ToLower(got), "gemini") {
+	if got := testdaemon.SessionClient(t, bin, d.Socket, "big.txt"); !strings.Contains(strings.ToLower(got), "gemini") {
 		t.Errorf("orionctl sessions list names the session's client %q, want the host (Gemini CLI) in it", got)
 	}
 	if want := len(chunks) + 4; len(bodies) != want {

@@ -145,36 +145,10 @@ func TestExecCodex(t *testing.T) {
 		t.Fatalf("%d model requests, want 4", len(bodies))
 	}
 	// The listing names the agent, not only the proxy's process.
-	if got := sessionClient(t, bin, d.Socket, "big.txt"); !strings.HasSuffix(got, "(codex)") {
+	if got := testdaemon.SessionClient(t, bin, d.Socket, "big.txt"); !strings.HasSuffix(got, "(codex)") {
 		t.Errorf("sessions list shows the client %q, want it to name codex", got)
 	}
 	if !strings.Contains(bodies[1], `"call_id":"call_p"`) || !strings.Contains(bodies[1], "is protected") {
 		t.Errorf("the request after the refused call does not tell the model why")
 	}
-}
-
-// sessionClient is the client `orionctl sessions list --all` shows for
-// the session that wrote target.
-func sessionClient(t *testing.T, bin, socket, target string) string {
-	t.Helper()
-	out, err := exec.Command(bin, "--socket", socket, "--json", "sessions", "list", "--all").Output()
-	if err != nil {
-		t.Fatalf("orionctl sessions list: %v", err)
-	}
-	var res struct {
-		Sessions []struct {
-			TargetFile string `json:"target_file"`
-			Client     string `json:"client"`
-		} `json:"sessions"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("orionctl sessions list: %v: %s", err, out)
-	}
-	for _, s := range res.Sessions {
-		if strings.HasSuffix(s.TargetFile, "/"+target) {
-			return s.Client
-		}
-	}
-	t.Fatalf("orionctl sessions list has no session for %s: %s", target, out)
-	return ""
 }

@@ -127,7 +127,7 @@ func TestExecGemini(t *testing.T) {
 	if len(bodies) != 4 {
 		t.Fatalf("%d model requests, want 4", len(bodies))
 	}
-	if got := sessionClient(t, bin, d.Socket, "big.txt"); !strings.HasSuffix(got, "(gemini)") {
+	if got := testdaemon.SessionClient(t, bin, d.Socket, "big.txt"); !strings.HasSuffix(got, "(gemini)") {
 		t.Errorf("sessions list shows the client %q, want it to name gemini", got)
 	}
 	if !strings.Contains(bodies[1], `"functionResponse"`) || !strings.Contains(bodies[1], "is protected") {

@@ -32,7 +32,11 @@ type EditBlock struct {
 	StartLine int    `json:"start_line,omitempty"`
 	EndLine   int    `json:"end_line,omitempty"`
 	Matches   []int  `json:"matches,omitempty"`
-	Message   string `json:"message,omitempty"`
+	// ElisionsMerged counts the lines the block left out ("// ...
+	// existing code ..." in its REPLACE part, Aider's "..." lines) that
+	// were filled from the file.
+	ElisionsMerged int    `json:"elisions_merged,omitempty"`
+	Message        string `json:"message,omitempty"`
 }
 
 // EditResult is what a patch or edit did.

@@ -213,8 +213,9 @@ type FinalizeResult struct {
 	Repairs    []Repair    `json:"repairs,omitempty"`
 	Validation *Validation `json:"validation,omitempty"`
 	// ElisionsMerged counts the left-out regions ("// ... existing code
-	// ...") of a whole-file write that were filled from the file it
-	// replaces, each placed by the unchanged lines around it.
+	// ...") of a whole-file write, or of an edit's blocks (a REPLACE
+	// placeholder, Aider's "..." lines), that were filled from the file,
+	// each placed by the unchanged lines around it.
 	ElisionsMerged int `json:"elisions_merged,omitempty"`
 	// Attempt counts corrected attempts: 1 for a first write.
 	Attempt int `json:"attempt,omitempty"`

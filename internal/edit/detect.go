@@ -166,13 +166,19 @@ const unknownFormatHelp = `expected one of these edit formats:
 // files: use ApplyEnvelope); content in no known format gets
 // ErrUnknownFormat, with an example of every format.
 func Apply(old, content []byte) (Result, error) {
-	return onText(old, Detect(content), func(text []byte) (Result, error) { return applyText(text, content) })
+	return ApplyFile("", old, content)
 }
 
-func applyText(old, content []byte) (Result, error) {
+// ApplyFile is Apply on the file called name: a placeholder left in a
+// block's REPLACE part is read in the comment forms of its language.
+func ApplyFile(name string, old, content []byte) (Result, error) {
+	return onText(old, Detect(content), func(text []byte) (Result, error) { return applyText(name, text, content) })
+}
+
+func applyText(name string, old, content []byte) (Result, error) {
 	switch f := Detect(content); f {
 	case FormatSearchReplace:
-		return ApplySearchReplace(old, content)
+		return applySearchReplace(name, old, content)
 	case FormatUnifiedDiff:
 		res, err := ApplyUnifiedDiff(old, content)
 		res.Dialect = DialectUnifiedDiff

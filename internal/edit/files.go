@@ -135,7 +135,7 @@ func applyFiles(content []byte, target string, read ReadFunc, same func(a, b str
 				rs = append(rs, r)
 			}
 		default:
-			fr, ferr := applyBlocks(data, mine, dialect)
+			fr, ferr := applyBlocks(p, data, mine, dialect)
 			rs = fr.Blocks
 			if ferr != nil && len(rs) == 0 {
 				return res, ferr

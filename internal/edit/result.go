@@ -85,6 +85,9 @@ type Result struct {
 	// Content is the new file. It is not encoded: the daemon writes it.
 	// Nil for an envelope, whose results are in Files.
 	Content []byte `json:"-"`
+	// ElisionsMerged counts the lines left out inside blocks (a REPLACE
+	// placeholder, Aider's "..." lines) that were filled from the file.
+	ElisionsMerged int `json:"elisions_merged,omitempty"`
 	// Files are the file operations of an envelope, in its order, to be
 	// applied as one transaction. Operations that change nothing (already
 	// applied) are left out.
@@ -116,6 +119,10 @@ type BlockResult struct {
 	// Matches are the first lines of every match when a part is ambiguous
 	// or a count does not fit.
 	Matches []int `json:"matches,omitempty"`
+	// ElisionsMerged counts the lines this block left out (a placeholder
+	// in its REPLACE part, Aider's "..." lines) that were filled from the
+	// file, each placed by the unchanged lines around it.
+	ElisionsMerged int `json:"elisions_merged,omitempty"`
 	// Closest is the part of the file most like the text that did not
 	// match, for a model to copy from.
 	Closest *Excerpt `json:"closest,omitempty"`

@@ -214,33 +214,54 @@ func cleanPath(l string) string {
 //
 // In both, a block whose REPLACE text is in the file once and whose SEARCH
 // text is not (or only inside it) is already applied.
+//
+// A REPLACE part may leave out lines of the region its SEARCH part matched
+// with a placeholder, and an Aider block may leave out lines of both with
+// "..." lines (see elision.go).
 func ApplySearchReplace(old, content []byte) (Result, error) {
+	return applySearchReplace("", old, content)
+}
+
+// applySearchReplace is ApplySearchReplace on the file called name (for
+// the comment forms of a placeholder in its language).
+func applySearchReplace(name string, old, content []byte) (Result, error) {
 	blocks, dialect, err := parseSearchReplace(content)
 	if err != nil {
 		return Result{Format: FormatSearchReplace, Dialect: dialect}, err
 	}
-	res, err := applyBlocks(old, blocks, dialect)
+	res, err := applyBlocks(name, old, blocks, dialect)
 	res.Dialect = dialect
 	return res, err
 }
 
-// applyBlocks applies the blocks of one file.
-func applyBlocks(old []byte, blocks []srBlock, dialect Dialect) (Result, error) {
+// applyBlocks applies the blocks of one file, called name where a block
+// names none.
+func applyBlocks(name string, old []byte, blocks []srBlock, dialect Dialect) (Result, error) {
 	d := parseDoc(old)
 	results := make([]BlockResult, len(blocks))
 	cursor := 0
 	for i, b := range blocks {
+		n := name
+		if b.path != "" {
+			n = b.path
+		}
 		if dialect == DialectCline {
-			results[i], cursor = applyClineBlock(d, b, cursor)
+			results[i], cursor = applyClineBlock(d, b, cursor, n)
+		} else if r, ok := applyDots(d, b, n); ok {
+			results[i] = r
 		} else {
-			results[i] = applyBlock(d, b)
+			results[i] = applyBlock(d, b, n)
 		}
 		results[i].Index, results[i].EditLine = i+1, b.line
 	}
-	return finish(FormatSearchReplace, old, results, d.render)
+	res, err := finish(FormatSearchReplace, old, results, d.render)
+	for _, r := range results {
+		res.ElisionsMerged += r.ElisionsMerged
+	}
+	return res, err
 }
 
-func applyBlock(d *doc, b srBlock) BlockResult {
+func applyBlock(d *doc, b srBlock, name string) BlockResult {
 	if len(b.search) == 0 {
 		if len(d.lines) == 0 {
 			d.splice(0, 0, b.replace)
@@ -281,8 +302,21 @@ func applyBlock(d *doc, b srBlock) BlockResult {
 	if m == MatchIndentation {
 		repl = reindent(search, d.lines[p:p+len(search)], replace)
 	}
+	repl, n, msg := fillBlock(name, d.lines[p:p+len(search)], repl)
 	d.splice(p, p+len(search), repl)
-	return BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}
+	return BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m, ElisionsMerged: n, Message: msg}
+}
+
+// fillBlock fills the placeholders of a block's REPLACE lines from the
+// region its SEARCH lines matched. One that cannot be placed is left as
+// written, and the message says why: validation refuses it as a lazy
+// placeholder, as it would have before.
+func fillBlock(name string, region, repl []string) ([]string, int, string) {
+	out, n, err := fillReplace(name, region, repl)
+	if err != nil {
+		return repl, 0, UnmergedPlaceholder + err.Error()
+	}
+	return out, n, ""
 }
 
 func ambiguous(at []int, m Match) BlockResult {
@@ -296,7 +330,7 @@ func ambiguous(at []int, m Match) BlockResult {
 
 // applyClineBlock applies one of Cline's blocks at or after cursor and
 // returns the cursor for the next one.
-func applyClineBlock(d *doc, b srBlock, cursor int) (BlockResult, int) {
+func applyClineBlock(d *doc, b srBlock, cursor int, name string) (BlockResult, int) {
 	n := len(d.lines)
 	if len(b.search) == 0 {
 		// Cline: an empty SEARCH creates a new file or replaces the whole
@@ -345,11 +379,12 @@ func applyClineBlock(d *doc, b srBlock, cursor int) (BlockResult, int) {
 	}
 	// Cline writes a line-trimmed match's replacement as the model wrote
 	// it, not re-indented: its prompt has the model copy indentation.
-	p, repl := at[0], replace
+	p := at[0]
+	repl, filled, msg := fillBlock(name, d.lines[p:p+len(search)], replace)
 	d.splice(p, p+len(search), repl)
-	r := BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m}
+	r := BlockResult{Status: StatusApplied, StartLine: p + 1, EndLine: p + len(search), Match: m, ElisionsMerged: filled, Message: msg}
 	if others != nil {
-		r.Message = fmt.Sprintf("the first match after the previous block was replaced; the SEARCH text is also at line(s) %s", lineList(others))
+		r.Message = strings.TrimPrefix(r.Message+"; ", "; ") + fmt.Sprintf("the first match after the previous block was replaced; the SEARCH text is also at line(s) %s", lineList(others))
 	}
 	return r, p + len(repl)
 }

@@ -78,6 +78,9 @@ func Merge(orig, text []byte, elided []int) ([]byte, int, error) {
 			at = len(seg)
 		}
 		if at < 0 {
+			at = alignTail(o, seg, cursor)
+		}
+		if at < 0 {
 			return -1, &AmbiguousError{Line: elided[k], Anchor: anchor, Candidates: cands}
 		}
 		return at, nil
@@ -383,6 +386,15 @@ func brackets(ls []string) int {
 	return d
 }
 
+func hasOpener(ls []string) bool {
+	for _, l := range ls {
+		if brackets([]string{l}) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func indentOf(l string) string { return l[:len(l)-len(strings.TrimLeft(l, " \t"))] }
 
 // nearestCloser places the end of a region at the first line from start
@@ -394,7 +406,14 @@ func indentOf(l string) string { return l[:len(l)-len(strings.TrimLeft(l, " \t")
 // be dropped, which the merge refuses.
 func nearestCloser(o, seg []string, start int, skip bool) int {
 	if skip {
-		seg = skipNew(o, seg, false)
+		rest := skipNew(o, seg, false)
+		// New lines before the closer are taken as inserted there only
+		// when they are whole blocks (a method added at a class's end);
+		// a new statement there may as well replace one of the file's.
+		if added := seg[:len(seg)-len(rest)]; len(added) > 0 && (brackets(added) != 0 || !hasOpener(added)) {
+			return -1
+		}
+		seg = rest
 	}
 	if len(seg) == 0 || strings.TrimSpace(seg[0]) == "" || !weakOnly(seg[:1]) {
 		return -1
@@ -405,6 +424,79 @@ func nearestCloser(o, seg []string, start int, skip bool) int {
 		}
 	}
 	return -1
+}
+
+// alignTail places the start of a region after lines that end in
+// brackets alone ("}" after a rewritten function), which anchor nothing by
+// themselves: the segment starts in the file at lo (the end of the region
+// before it, or the file's start), so it is aligned with the file from
+// there by a line diff, and the region starts after the line its last
+// line pairs with. Paired too late, the lines between would be dropped,
+// which the merge refuses.
+func alignTail(o, seg []string, lo int) int {
+	n := len(seg) - trailingBlank(seg)
+	if n == 0 || !weakOnly(seg[n-1:n]) {
+		return -1
+	}
+	hi := min(len(o), lo+2*n+maxAnchor)
+	ids := map[string]int{}
+	id := func(ls []string) []int {
+		out := make([]int, len(ls))
+		for i, l := range ls {
+			key := strings.TrimRight(l, " \t\r\n")
+			v, ok := ids[key]
+			if !ok {
+				v = len(ids)
+				ids[key] = v
+			}
+			out[i] = v
+		}
+		return out
+	}
+	a, b := o[lo:hi], seg[:n]
+	// The last line of b that says something and is the file's pairs
+	// with a line of a; the closer is the first line after it equal to
+	// b's last (at the same indentation). A diff would pair the closer
+	// with any equal line as well, the last function's as the first's.
+	pa, pb := -1, -1
+	ai, bi := 0, 0
+	pair := func(bEnd int) {
+		for j := bi; j < bEnd && j < n-1; j++ {
+			if !weakOnly(b[j : j+1]) {
+				pa, pb = ai+(j-bi), j
+			}
+		}
+	}
+	for _, ed := range linediff.DiffIDs(id(a), id(b)) {
+		pair(ed.B0)
+		ai, bi = ed.A1, ed.B1
+	}
+	pair(n)
+	if pa < 0 {
+		return -1
+	}
+	at := -1
+	for i := pa + 1; i < len(a); i++ {
+		if equal(a[i:i+1], b[n-1:n]) {
+			// The file's first closer after the paired line is the
+			// text's first one there too: when the text closes another
+			// block at that indentation before its last line (a new
+			// method written after the last one in common), which of
+			// its closers this is cannot be told.
+			for _, l := range b[pb+1 : n-1] {
+				if equal([]string{l}, b[n-1:n]) {
+					return -1
+				}
+			}
+			at = lo + i + 1
+			break
+		}
+	}
+	// Blank lines written after it pair with the file's blank lines.
+	for k := n; at >= 0 && k < len(seg) && at < len(o) && strings.TrimSpace(o[at]) == ""; k++ {
+		at++
+	}
+	return at
 }
 
 func containsLoose(o []string, l string) bool {

@@ -82,13 +82,17 @@ var cases = []struct {
 		strings.Replace(goFile, "fmt.Sprint(c.items)", "fmt.Sprintf(\"%v\", c.items)", 1)},
 	{"GoChangeMiddleFunc", "cart.go", goFile,
 		"// ... existing code ...\nfunc (c *Cart) Len() int {\n\treturn len(c.items) + 0\n}\n// ... existing code ...\n",
-		""}, // "}" after the edit is in the file three times, and the line before it is new: refused
+		// "}" after the changed line is in the file three times: it is
+		// the first at its indentation after the function's first line.
+		strings.Replace(goFile, "return len(c.items)", "return len(c.items) + 0", 1)},
 	{"GoAddFuncAtEnd", "cart.go", goFile,
 		"// ... existing code ...\n\treturn fmt.Sprint(c.items)\n}\n\nfunc (c *Cart) Reset() {\n\tc.items = nil\n}\n",
 		goFile + "\nfunc (c *Cart) Reset() {\n\tc.items = nil\n}\n"},
 	{"GoAddField", "cart.go", goFile,
 		"// ... existing code ...\ntype Cart struct {\n\titems []string\n\towner string\n}\n// ... rest of the code ...\n",
-		""}, // as above
+		// "}" places nothing alone; the struct's lines written out pair
+		// with the file's from "type Cart struct {" on.
+		strings.Replace(goFile, "\titems []string\n", "\titems []string\n\towner string\n", 1)},
 	{"GoAmbiguousBrace", "cart.go", goFile,
 		"// ... existing code ...\n}\n\nfunc (c *Cart) Reset() {\n\tc.items = nil\n}\n// ... existing code ...\n", ""},
 	{"GoAnchorMissing", "cart.go", goFile,
@@ -106,7 +110,7 @@ var cases = []struct {
 		"# ... existing code ...\n        return f.read().strip()\n# ... existing code ...\n", ""},
 	{"JsChangeSub", "m.js", jsFile,
 		"// ... existing code ...\nexport function sub(a, b) {\n  return b - a;\n}\n// ... existing code ...\n",
-		""}, // as above
+		strings.Replace(jsFile, "return a - b;", "return b - a;", 1)},
 	{"JsAmbiguousReturnOnly", "m.js", jsFile,
 		"// ... existing code ...\n  return a / b;\n}\n// ... existing code ...\n", ""},
 	{"JsAddBetween", "m.js", jsFile,

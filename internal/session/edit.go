@@ -62,7 +62,7 @@ func applyEdit(r *record, original, content []byte) ([]byte, *protocol.EditResul
 		}
 		res, err = edit.ApplyPatch(original, spec, content)
 	} else {
-		res, err = edit.Apply(original, content)
+		res, err = edit.ApplyFile(r.Target, original, content)
 	}
 	out := &protocol.EditResult{}
 	if cerr := convert(res, out); cerr != nil {

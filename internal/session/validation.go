@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/elide"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/newfile"
@@ -184,7 +186,26 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 		return checked{edit: res}, err
 	}
 	c := checked{content: after, original: original, hasOriginal: true, edit: res, input: content}
-	return c, m.validateInto(&c, r, after, original, true)
+	for _, b := range res.Blocks {
+		c.elisionsMerged += b.ElisionsMerged
+	}
+	verr := m.validateInto(&c, r, after, original, true)
+	// A placeholder left in a block's REPLACE part that could not be
+	// merged is refused as any other; the finding says why it was not.
+	if c.validation != nil {
+		var why []string
+		for _, b := range res.Blocks {
+			if strings.Contains(b.Message, edit.UnmergedPlaceholder) {
+				why = append(why, fmt.Sprintf("block %d: %s", b.Index, b.Message))
+			}
+		}
+		for i := range c.validation.Findings {
+			if len(why) > 0 && c.validation.Findings[i].Code == string(validate.CodeLazyPlaceholder) {
+				c.validation.Findings[i].Message += "; " + strings.Join(why, "; ")
+			}
+		}
+	}
+	return c, verr
 }
 
 // validateInto checks whole (the file as it would be) against original and

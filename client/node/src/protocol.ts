@@ -417,6 +417,12 @@ export interface EditBlock {
   start_line?: number;
   end_line?: number;
   matches?: number[];
+  /**
+   * ElisionsMerged counts the lines the block left out ("// ...
+   * existing code ..." in its REPLACE part, Aider's "..." lines) that
+   * were filled from the file.
+   */
+  elisions_merged?: number;
   message?: string;
 }
 
@@ -845,8 +851,9 @@ export interface FinalizeResult {
   validation?: Validation;
   /**
    * ElisionsMerged counts the left-out regions ("// ... existing code
-   * ...") of a whole-file write that were filled from the file it
-   * replaces, each placed by the unchanged lines around it.
+   * ...") of a whole-file write, or of an edit's blocks (a REPLACE
+   * placeholder, Aider's "..." lines), that were filled from the file,
+   * each placed by the unchanged lines around it.
    */
   elisions_merged?: number;
   /** Attempt counts corrected attempts: 1 for a first write. */

@@ -66,8 +66,9 @@ func grade(t *testing.T, c corpusCase) outcome {
 }
 
 // readCaseDirs reads the cases of a source kept one per directory:
-// before, elided, after (absent when the source expects a refusal) and
-// case ("name:", "target:", "compare: ignore-newlines").
+// before, elided, after (absent when the merge must refuse) and case
+// ("name:", "target:", "compare: ignore-newlines", and "before:" naming
+// a file other cases share).
 func readCaseDirs(t *testing.T, source string) []corpusCase {
 	t.Helper()
 	dirs, err := filepath.Glob(filepath.Join("testdata", source, "*", "case"))
@@ -89,9 +90,12 @@ func readCaseDirs(t *testing.T, source string) []corpusCase {
 		}
 		c := corpusCase{name: filepath.Base(dir)}
 		m, _ := read("case")
+		before := "before"
 		for _, l := range strings.Split(m, "\n") {
 			k, v, _ := strings.Cut(l, ":")
 			switch v = strings.TrimSpace(v); k {
+			case "before":
+				before = filepath.FromSlash(v) // a file several cases share
 			case "target":
 				c.target = v
 			case "compare":
@@ -99,8 +103,8 @@ func readCaseDirs(t *testing.T, source string) []corpusCase {
 			}
 		}
 		var ok bool
-		if c.orig, ok = read("before"); !ok {
-			t.Fatalf("%s: no before", dir)
+		if c.orig, ok = read(before); !ok {
+			t.Fatalf("%s: no %s", dir, before)
 		}
 		if c.text, ok = read("elided"); !ok {
 			t.Fatalf("%s: no elided", dir)
@@ -147,24 +151,31 @@ func TestPublicCorpus(t *testing.T) {
 		{"continue", cont},
 		{"plandex", readCaseDirs(t, "plandex")},
 		{"codebuff", readCaseDirs(t, "codebuff")},
+		{"aider", readCaseDirs(t, "aider")},
 	}
 	total := map[outcome]int{}
+	required := 0 // refusals where the source expects one
 	for _, s := range sources {
 		count := map[outcome]int{}
+		must := 0
 		for _, c := range s.cases {
 			t.Run(s.name+"/"+c.name, func(t *testing.T) {
 				o := grade(t, c)
 				t.Logf("outcome: %s", o)
 				count[o]++
 				total[o]++
+				if o == outRefused && c.mustRefuse {
+					must++
+				}
 			})
 		}
-		t.Logf("%s: %d cases: %d merged as expected, %d refused, %d wrong; %d without an elision",
-			s.name, len(s.cases), count[outMerged], count[outRefused], count[outWrong], count[outNoElision])
+		required += must
+		t.Logf("%s: %d cases: %d merged as expected, %d refused (%d where a refusal is required), %d wrong; %d without an elision",
+			s.name, len(s.cases), count[outMerged], count[outRefused], must, count[outWrong], count[outNoElision])
 	}
 	graded := total[outMerged] + total[outRefused] + total[outWrong]
-	t.Logf("all: %d graded: %d merged as expected, %d refused, %d wrong; %d without an elision, %d of Continue's not gradable",
-		graded, total[outMerged], total[outRefused], total[outWrong], total[outNoElision], unparsed)
+	t.Logf("all: %d graded: %d merged as expected, %d refused (%d where a refusal is required), %d wrong; %d without an elision, %d of Continue's not gradable",
+		graded, total[outMerged], total[outRefused], required, total[outWrong], total[outNoElision], unparsed)
 	if total[outWrong] != 0 {
 		t.Errorf("%d wrong applies, want 0", total[outWrong])
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/elide"
 	"github.com/orion-agent/orion/internal/validate"
 )
@@ -181,5 +182,61 @@ func TestPublicCorpus(t *testing.T) {
 	}
 	if graded < 50 {
 		t.Errorf("only %d graded cases, want at least 50", graded)
+	}
+}
+
+// TestPublicCorpusAsBlocks sends every graded case again as one
+// search/replace block whose SEARCH part is the whole file and whose
+// REPLACE part is the model's text: a placeholder in REPLACE is merged by
+// the same rules, so each case must come out as the whole-file merge does
+// (merged byte for byte, or its placeholder left for validation to
+// refuse), and never wrong.
+func TestPublicCorpusAsBlocks(t *testing.T) {
+	cont, _ := continueCases(t)
+	var all []corpusCase
+	for _, src := range [][]corpusCase{cont, readCaseDirs(t, "plandex"), readCaseDirs(t, "codebuff"), readCaseDirs(t, "aider")} {
+		all = append(all, src...)
+	}
+	count := map[outcome]int{}
+	for _, c := range all {
+		if len(validate.NewPlaceholderLines(c.target, []byte(c.text), []byte(c.orig))) == 0 {
+			continue
+		}
+		if strings.Contains(c.orig+c.text, "=======") || strings.Contains(c.orig+c.text, "<<<<<<<") || strings.Contains(c.orig+c.text, ">>>>>>>") {
+			continue // the text holds a block's own markers
+		}
+		t.Run(c.name, func(t *testing.T) {
+			orig := strings.TrimSuffix(c.orig, "\n") + "\n"
+			block := "<<<<<<< SEARCH\n" + orig + "=======\n" + strings.TrimSuffix(c.text, "\n") + "\n>>>>>>> REPLACE\n"
+			res, err := edit.ApplyFile(c.target, []byte(c.orig), []byte(block))
+			var o outcome
+			switch {
+			case err != nil:
+				t.Fatalf("the block did not apply: %v", err)
+			case res.ElisionsMerged == 0:
+				if len(validate.NewPlaceholderLines(c.target, res.Content, []byte(c.orig))) == 0 {
+					t.Fatalf("not merged, and no placeholder left for validation to refuse:\n%s", res.Content)
+				}
+				o = outRefused
+			default:
+				want, have := c.want, string(res.Content)
+				if c.looseNewlines {
+					want, have = strings.ReplaceAll(want, "\n", ""), strings.ReplaceAll(have, "\n", "")
+				}
+				o = outMerged
+				if c.mustRefuse || have != want {
+					o = outWrong
+					t.Errorf("wrong apply:\n%s\nwant:\n%s", res.Content, c.want)
+				}
+			}
+			if whole := grade(t, c); whole != o {
+				t.Errorf("as a block: %s; as a whole file: %s", o, whole)
+			}
+			count[o]++
+		})
+	}
+	t.Logf("%d cases as blocks: %d merged as expected, %d refused, %d wrong", count[outMerged]+count[outRefused]+count[outWrong], count[outMerged], count[outRefused], count[outWrong])
+	if count[outWrong] != 0 {
+		t.Errorf("%d wrong applies, want 0", count[outWrong])
 	}
 }

@@ -80,6 +80,21 @@ func TestBlockElisionsThroughDaemon(t *testing.T) {
 		}
 		check(t, "cart.go", strings.Replace(shop, "Add(item string) {\n", "Add(item string) {\n\tlog.Print(item)\n", 1))
 	})
+	t.Run("TwoFilesInOneReply", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(d.Root, "notes.py"), []byte(stub), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reply := "cart.go\n```go\n<<<<<<< SEARCH\n" + addBody +
+			"=======\nfunc (c *Cart) Add(item string) {\n\tlog.Print(item)\n\t// ... existing code ...\n}\n>>>>>>> REPLACE\n```\n\n" +
+			"notes.py\n```python\n<<<<<<< SEARCH\nclass Base:\n    def run(self):\n        ...\n\n    def stop(self):\n=======\n" +
+			"class Base:\n    # ... existing code ...\n\n    def stop(self):\n        self.stopped = True\n>>>>>>> REPLACE\n```\n"
+		res, out, err := write(t, "cart.go", shop, reply)
+		if err != nil || res.ElisionsMerged != 2 || len(res.Files) != 2 {
+			t.Fatalf("err %v, want both files written and elisions_merged 2: %s", err, out)
+		}
+		check(t, "cart.go", strings.Replace(shop, "Add(item string) {\n", "Add(item string) {\n\tlog.Print(item)\n", 1))
+		check(t, "notes.py", strings.Replace(stub, "    def stop(self):\n", "    def stop(self):\n        self.stopped = True\n", 1))
+	})
 	t.Run("AmbiguousPlaceholderRefused", func(t *testing.T) {
 		reply := "cart.go\n```go\n<<<<<<< SEARCH\n" + addBody +
 			"=======\nfunc (c *Cart) Add(item string) {\n\t// ... existing code ...\n\t\tlog.Print(item)\n\t}\n\t// ... existing code ...\n}\n>>>>>>> REPLACE\n```\n"

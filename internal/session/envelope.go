@@ -280,6 +280,9 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		EndMarkerSeen: r.Scanner.MarkerSeen(), TrailingBytes: r.Scanner.TrailingLen(),
 		Attempt: r.attempt(), Edit: plan.edit, Files: plan.files, Bytes: int64(len(content)),
 	}
+	for _, b := range plan.edit.Blocks {
+		res.ElisionsMerged += b.ElisionsMerged
+	}
 	if dryRun {
 		res.DryRun, res.Diff = true, plan.diff.String()
 		return res, nil

@@ -69,6 +69,21 @@ func hasDots(lines []string) bool {
 	return false
 }
 
+// dotsArePlaceholders reports a REPLACE part whose "..." lines are all
+// placeholders in the file's language, and not in the SEARCH part.
+func dotsArePlaceholders(name string, b srBlock) bool {
+	ph := map[int]bool{}
+	for _, n := range validate.NewPlaceholderLines(name, []byte(joinText(b.replace)), []byte(joinText(b.search))) {
+		ph[n] = true
+	}
+	for i, l := range b.replace {
+		if isDots(l) && !ph[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
 // splitDots cuts lines at its "..." lines.
 func splitDots(lines []string) (pieces [][]string, dots []string) {
 	cur := []string{}
@@ -87,7 +102,15 @@ func splitDots(lines []string) (pieces [][]string, dots []string) {
 // is false when the block has none, or matches the file as written (a
 // stub's "..." body), and is then applied as any other.
 func applyDots(d *doc, b srBlock, name string) (BlockResult, bool) {
-	if !hasDots(b.search) || len(findAll(d.lines, b.search, MatchIndentation, 0, len(d.lines))) > 0 {
+	if !hasDots(b.search) {
+		// "..." in REPLACE alone: where the file's language reads it as
+		// a placeholder (Go, JavaScript), it is filled from the region as
+		// any other; elsewhere (Python, where it is a statement) Aider
+		// refuses it as unpaired, and so does this.
+		if !hasDots(b.replace) || dotsArePlaceholders(name, b) {
+			return BlockResult{}, false
+		}
+	} else if len(findAll(d.lines, b.search, MatchIndentation, 0, len(d.lines))) > 0 {
 		return BlockResult{}, false
 	}
 	sp, sdots := splitDots(b.search)

@@ -47,10 +47,10 @@ func TestBlockElisions(t *testing.T) {
 		return "------- SEARCH\n" + search + "=======\n" + replace + "+++++++ REPLACE\n"
 	}
 	for _, c := range []struct {
-		name, file, edit string
-		want             string // "" when the edit must fail
-		merged           int
-		msg              string // in the block's message
+		name, file, target, edit string
+		want                     string // "" when the edit must fail
+		merged                   int
+		msg                      string // in the block's message
 	}{
 		{
 			name: "ReplacePlaceholderAider", file: shop,
@@ -100,6 +100,21 @@ func TestBlockElisions(t *testing.T) {
 			msg:  "part 2",
 		},
 		{
+			// "..." in REPLACE alone is a statement in Python: unpaired,
+			// as Aider says.
+			name: "PythonDotsInReplaceOnly", file: stub, target: "base.py",
+			edit: "base.py\n```python\n<<<<<<< SEARCH\n    def stop(self):\n        return 0\n=======\n    def stop(self):\n        ...\n        return 1\n>>>>>>> REPLACE\n```\n",
+			msg:  "the REPLACE part 1",
+		},
+		{
+			// In Go a bare "..." is a placeholder, filled from the region.
+			name: "GoDotsInReplaceOnly", file: shop,
+			edit: aider("func (c *Cart) Add(item string) {\n\tif item == \"\" {\n\t\treturn\n\t}\n\tc.items = append(c.items, item)\n}\n",
+				"func (c *Cart) Add(item string) {\n\tlog.Print(item)\n\t...\n}\n"),
+			want:   strings.Replace(shop, "Add(item string) {\n", "Add(item string) {\n\tlog.Print(item)\n", 1),
+			merged: 1,
+		},
+		{
 			// "..." that the file has (a Python stub's body) is code.
 			name: "DotsInFile", file: stub,
 			edit: aider("    def run(self):\n        ...\n", "    def run(self):\n        return 1\n"),
@@ -107,7 +122,11 @@ func TestBlockElisions(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := edit.ApplyFile("cart.go", []byte(c.file), []byte(c.edit))
+			target := c.target
+			if target == "" {
+				target = "cart.go"
+			}
+			res, err := edit.ApplyFile(target, []byte(c.file), []byte(c.edit))
 			if c.want == "" {
 				var ee *edit.Error
 				if err == nil || !errors.As(err, &ee) {

@@ -1,8 +1,10 @@
-// Package elide merges a whole-file text in which a model left out
-// unchanged code ("// ... existing code ...") into the file it rewrites:
-// each left-out region is taken from the file, found by the unchanged
-// lines written around it. It merges only where every such anchor matches
-// exactly one place; anywhere else it refuses, naming the candidates.
+// Package elide merges a text in which a model left out unchanged code
+// ("// ... existing code ...") into the file (or the region of a file) it
+// rewrites: each left-out region is taken from the file, found by the
+// unchanged lines written around it. It merges only where every such
+// anchor matches exactly one place, and where the parts written out in
+// full do not drop the file's lines without a placeholder; anywhere else
+// it refuses, saying where the anchors matched or which lines would go.
 package elide
 
 import (

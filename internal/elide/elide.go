@@ -345,7 +345,19 @@ func skipNew(o, seg []string, tail bool) []string {
 		return seg
 	}
 	n := 0
-	for n < len(seg)-1 && strings.TrimSpace(seg[n]) != "" && !containsLoose(o, seg[n]) {
+	for n < len(seg)-1 {
+		if strings.TrimSpace(seg[n]) == "" {
+			// Blank lines before new ones are the new code's.
+			b := n + leadingBlank(seg[n:])
+			if b >= len(seg)-1 || containsLoose(o, seg[b]) {
+				break
+			}
+			n = b
+			continue
+		}
+		if containsLoose(o, seg[n]) {
+			break
+		}
 		n++
 	}
 	if n == 0 {

@@ -24,7 +24,14 @@ type AmbiguousError struct {
 	Candidates []int
 }
 
+// weakAnchor is the Anchor of an elision whose neighbouring lines are all
+// blank or brackets alone.
+const weakAnchor = "(blank lines and brackets only)"
+
 func (e *AmbiguousError) Error() string {
+	if e.Anchor == weakAnchor {
+		return fmt.Sprintf("the left-out code at line %d cannot be placed: the lines next to it are blank or brackets alone, which are in the file too often to say where; write an unchanged line that says something next to it, or the code in full", e.Line)
+	}
 	if len(e.Candidates) == 0 {
 		return fmt.Sprintf("the left-out code at line %d cannot be placed: the line next to it, %q, is not in the file", e.Line, e.Anchor)
 	}
@@ -317,8 +324,8 @@ func find(o, seg []string, from int, tail, skip bool) (at int, anchor string, ca
 			return hits[0], anchor, nil
 		}
 	}
-	if anchor == "" && len(seg) > 0 {
-		anchor = strings.TrimSpace(strings.Join(seg[:min(len(seg), 3)], ""))
+	if anchor == "" {
+		anchor = weakAnchor // every line next to it is blank or brackets
 	}
 	return -1, anchor, cands
 }

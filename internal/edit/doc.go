@@ -22,6 +22,11 @@
 // Every block, hunk or chunk of an edit gets a [Status] in [Result.Blocks].
 // The edit applies all or nothing: when any part fails, [Error] lists the
 // parts that failed with the closest lines of the file, and nothing changes.
+// A search/replace block may leave out unchanged lines: a placeholder in
+// its REPLACE part ("// ... existing code ...", as package validate reads
+// placeholders) is filled from the region its SEARCH part matched, and
+// Aider's "..." lines split it into pairs; see elision.go.
+//
 // A part whose change is already in the file is reported as
 // [StatusAlreadyApplied] and skipped, so a model that resends an edit does
 // not fail (or loop) on the parts that went through before.

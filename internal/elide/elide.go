@@ -66,6 +66,7 @@ const maxAnchor = 8
 // the lines of orig it stands for, and how many it replaced.
 func Merge(orig, text []byte, elided []int) ([]byte, int, error) {
 	o, t := splitLines(orig), splitLines(text)
+	has := newLooseSet(o)
 	segs := make([][]string, 0, len(elided)+1)
 	segLine := make([]int, 0, len(elided)+1) // 1-based line of each segment's start
 	prev := 0
@@ -80,7 +81,7 @@ func Merge(orig, text []byte, elided []int) ([]byte, int, error) {
 	// placeBefore finds where the region of elision k starts: after the
 	// lines written before it.
 	placeBefore := func(k int, seg []string, skip bool) (int, *AmbiguousError) {
-		at, anchor, cands := find(o, seg, cursor, true, skip)
+		at, anchor, cands := find(o, has, seg, cursor, true, skip)
 		if k == 0 && len(seg) <= len(o) && equal(o[:len(seg)], seg) {
 			// The text starts as the file does: the file's start
 			// anchors it, however common its lines.
@@ -96,12 +97,12 @@ func Merge(orig, text []byte, elided []int) ([]byte, int, error) {
 	}
 	// placeAfter finds where it ends: before the lines written after it.
 	placeAfter := func(k int, seg []string, start int, skip bool) (int, *AmbiguousError) {
-		at, anchor, cands := find(o, seg, start, false, skip)
+		at, anchor, cands := find(o, has, seg, start, false, skip)
 		if k == len(elided)-1 && len(seg) <= len(o)-start && equal(o[len(o)-len(seg):], seg) {
 			at = len(o) - len(seg) // the text ends as the file does
 		}
 		if at < 0 {
-			at = nearestCloser(o, seg, start, skip)
+			at = nearestCloser(o, has, seg, start, skip)
 		}
 		if at < 0 {
 			return -1, &AmbiguousError{Line: elided[k], Anchor: anchor, Candidates: cands}
@@ -284,9 +285,9 @@ func nonBlank(ls []string) int {
 // its first lines (where the region ends). The anchor grows line by line
 // until it matches exactly one place in the whole file; that place must be
 // at or after from. Blank or punctuation-only lines alone never anchor.
-func find(o, seg []string, from int, tail, skip bool) (at int, anchor string, cands []int) {
+func find(o []string, has looseSet, seg []string, from int, tail, skip bool) (at int, anchor string, cands []int) {
 	if skip {
-		seg = skipNew(o, seg, tail)
+		seg = skipNew(has, seg, tail)
 	}
 	for n := 1; n <= len(seg) && n <= maxAnchor; n++ {
 		a := seg[:n]
@@ -340,11 +341,11 @@ func find(o, seg []string, from int, tail, skip bool) (at int, anchor string, ca
 // than closed, or lines after them indented deeper than the first) go on
 // to the block's end, whatever the lines say: a new method's
 // "return this;" and "}" are its own, not the file's that look the same.
-func skipNew(o, seg []string, tail bool) []string {
+func skipNew(has looseSet, seg []string, tail bool) []string {
 	if tail {
 		for len(seg) > 1 {
 			edge := seg[len(seg)-1]
-			if strings.TrimSpace(edge) == "" || containsLoose(o, edge) {
+			if strings.TrimSpace(edge) == "" || has.contains(edge) {
 				break
 			}
 			seg = seg[:len(seg)-1]
@@ -356,13 +357,13 @@ func skipNew(o, seg []string, tail bool) []string {
 		if strings.TrimSpace(seg[n]) == "" {
 			// Blank lines before new ones are the new code's.
 			b := n + leadingBlank(seg[n:])
-			if b >= len(seg)-1 || containsLoose(o, seg[b]) {
+			if b >= len(seg)-1 || has.contains(seg[b]) {
 				break
 			}
 			n = b
 			continue
 		}
-		if containsLoose(o, seg[n]) {
+		if has.contains(seg[n]) {
 			break
 		}
 		n++
@@ -425,9 +426,9 @@ func indentOf(l string) string { return l[:len(l)-len(strings.TrimLeft(l, " \t")
 // elision, "}" stands for f's body, which ends at f's closing brace, the
 // first at that indentation. Placed too early, the lines after it would
 // be dropped, which the merge refuses.
-func nearestCloser(o, seg []string, start int, skip bool) int {
+func nearestCloser(o []string, has looseSet, seg []string, start int, skip bool) int {
 	if skip {
-		rest := skipNew(o, seg, false)
+		rest := skipNew(has, seg, false)
 		// New lines before the closer are taken as inserted there only
 		// when they are whole blocks (a method added at a class's end);
 		// a new statement there may as well replace one of the file's.
@@ -520,15 +521,21 @@ func alignTail(o, seg []string, lo int) int {
 	return at
 }
 
-func containsLoose(o []string, l string) bool {
-	l = strings.Join(strings.Fields(l), " ")
-	for _, x := range o {
-		if strings.Join(strings.Fields(x), " ") == l {
-			return true
-		}
+// looseSet holds a file's lines with their spacing normalised, to tell a
+// line the file has (with any indentation) from a new one.
+type looseSet map[string]bool
+
+func newLooseSet(o []string) looseSet {
+	s := make(looseSet, len(o))
+	for _, l := range o {
+		s[loose(l)] = true
 	}
-	return false
+	return s
 }
+
+func (s looseSet) contains(l string) bool { return s[loose(l)] }
+
+func loose(l string) string { return strings.Join(strings.Fields(l), " ") }
 
 func equal(a, b []string) bool {
 	for i := range a {

@@ -359,3 +359,62 @@ func TestMultiFileEditUndoesAroundALaterEdit(t *testing.T) {
 		t.Fatalf("b after the undo %q, merged %v", readFile(t, b), u.Merged)
 	}
 }
+
+// TestDiffThatNoLongerAppliesIsMerged: the agent streams a unified diff
+// written against the file at begin; meanwhile the person changes one of
+// the diff's context lines in another process, so the diff no longer
+// applies to the file. The finalize applies it to the file as it was at
+// begin and merges that with the person's change; an overlapping change
+// is refused with the region, the person's file untouched.
+func TestDiffThatNoLongerAppliesIsMerged(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	path := filepath.Join(d.Root, "diff.txt")
+	os.WriteFile(path, []byte(numbered(20, nil)), 0o644)
+	diff := "--- a/diff.txt\n+++ b/diff.txt\n@@ -8,5 +8,5 @@\n line 8\n line 9\n-line 10\n+line 10, by the agent\n line 11\n line 12\n"
+
+	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: diff[:40]}); err != nil {
+		t.Fatal(err)
+	}
+	person := numbered(20, map[int]string{8: "line 8, by the person"})
+	personWrites(t, path, person)
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: diff[40:] + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := numbered(20, map[int]string{8: "line 8, by the person", 10: "line 10, by the agent"})
+	if got := readFile(t, path); got != want {
+		t.Fatalf("merged file:\n%s\nwant\n%s", got, want)
+	}
+	if !res.Merged || len(res.MergedHunks) != 1 || res.MergedHunks[0].New != "line 8, by the person\n" || res.FileSHA256 != hashOf(want) {
+		t.Fatalf("result merged %v, hunks %+v", res.Merged, res.MergedHunks)
+	}
+
+	// The same diff over a change to the line it replaces: refused.
+	os.WriteFile(path, []byte(numbered(20, nil)), 0o644)
+	b, err = c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: diff + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	person = numbered(20, map[int]string{10: "line 10, by the person"})
+	personWrites(t, path, person)
+	_, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID})
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if pe := protoErr(t, err); len(pe.Data.Conflicts) != 1 || pe.Data.Conflicts[0].File != "line 10, by the person\n" || pe.Data.Conflicts[0].Session != "line 10, by the agent\n" {
+		t.Fatalf("conflicts %+v", pe.Data.Conflicts)
+	}
+	if got := readFile(t, path); got != person {
+		t.Fatalf("file after a refused merge: %q", got)
+	}
+}

@@ -459,3 +459,43 @@ func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
 	}
 	return data, len(data) <= mergeMaxBytes, nil
 }
+
+// mergeFailedEdit retries an edit (search/replace, unified diff, patch)
+// that does not apply to the file as it is now, when someone changed the
+// file since begin: the edit was written against the content at begin,
+// so it is applied to that content, and the result merged three-way with
+// the file now (base the content at begin, ours the file now, theirs the
+// edit applied to the base). ok is false where that cannot be done (no
+// base kept, or the edit fails on the base too): the edit's own failure
+// then stands. Overlapping changes are refused target_changed with the
+// regions, nothing written.
+func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks []merge.Hunk, ok bool, err error) {
+	if ch == nil || r.BasePieces == 0 || ch.now.size > mergeMaxBytes {
+		return checked{}, nil, false, nil
+	}
+	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	if err != nil || sum(base) != r.BaseSHA256 {
+		return checked{}, nil, false, nil
+	}
+	input, err := m.sessionContent(r)
+	if err != nil {
+		return checked{}, nil, false, err
+	}
+	theirs, res, err := applyEdit(r, base, input)
+	if err != nil {
+		return checked{}, nil, false, nil
+	}
+	now, exists, err := m.readForMerge(r.Target)
+	if err != nil {
+		return checked{}, nil, true, confinedError(r.ID, "reading the current target", err)
+	}
+	if !exists {
+		return checked{}, nil, true, changedError(r, ch.now)
+	}
+	mr := merge.Merge3(base, now, theirs)
+	if !mr.Clean {
+		return checked{}, nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
+	}
+	c = checked{content: mr.Merged, original: now, hasOriginal: true, edit: res, input: input}
+	return c, mr.OursHunks, true, m.validateInto(&c, r, c.content, now, true)
+}

@@ -78,6 +78,10 @@ type fileChange struct {
 	// multi-file edit wrote over an existing file, the base of a
 	// three-way undo (see merge.go).
 	AfterPieces uint64 `json:"after_pieces,omitempty"`
+	// MovedFrom is set on the file a multi-file edit moved here: the
+	// path it came from, which is that edit's delete of the same file.
+	// Its undo moves it back, with the edits made to it since.
+	MovedFrom string `json:"moved_from,omitempty"`
 
 	// fill writes the new content into the staged temp file; content is
 	// that content, when it is in memory.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,9 +179,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 
 	add := func(c fileChange, content []byte) {
 		c.SessionID, c.Workspace = r.ID, m.workspaceOf(r)
-		if c.OldExists {
-			c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
-		}
+		// A created file has no backup, but what it was written with is
+		// kept under this id for a three-way undo.
+		c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
 		if content != nil {
 			body := content
 			c.fill = func(w io.Writer) error { _, err := w.Write(body); return err }
@@ -219,7 +220,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 				// backed up like any replaced file.
 				add(fileChange{Path: dest, Kind: changeWrite, OldExists: true, OldSHA256: sha(op.ReplacedOld)}, op.Content)
 			} else {
-				add(fileChange{Path: dest, Kind: changeCreate}, op.Content)
+				add(fileChange{Path: dest, Kind: changeCreate, MovedFrom: path}, op.Content)
 			}
 			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
 		}
@@ -353,62 +354,108 @@ func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditRes
 }
 
 // undoChanges restores every file a multi-file edit changed, as one
-// transaction, refusing if any of them changed since.
+// transaction, by the rules of undo.go: a file changed since has only the
+// edit's own change reverted, or nothing is undone.
 func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 	res := protocol.UndoResult{SessionID: r.ID, TargetFile: r.Target}
+	// A moved file edited since goes back to where it was with the
+	// edits: the content its old path gets back, by that path.
+	back := map[string][]byte{}
+	for _, c := range r.Changes {
+		if c.MovedFrom == "" || c.Kind != changeCreate {
+			continue
+		}
+		src := slices.IndexFunc(r.Changes, func(s fileChange) bool { return s.Path == c.MovedFrom && s.Kind == changeDelete })
+		now, err := m.statTarget(c.Path)
+		if err != nil {
+			return res, confinedError(r.ID, "reading "+c.Path, err)
+		}
+		if src < 0 || !now.exists || c.isNew(now) {
+			continue
+		}
+		content, kept, err := m.moveBack(r, c, r.Changes[src], now)
+		if err != nil {
+			return res, err
+		}
+		back[c.MovedFrom] = content
+		res.Merged = true
+		res.MergedHunks = append(res.MergedHunks, hunksOf(kept)...)
+	}
 	undo := make([]fileChange, 0, len(r.Changes))
+	targetUnchanged := false
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		c := r.Changes[i]
 		now, err := m.statTarget(c.Path)
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}
-		var merged []byte
-		if !c.isNew(now) {
-			// Changed since: this file's own change is reverted
-			// three-way, keeping the later one, or nothing is undone.
-			if merged, err = m.revertChange(r, c, now); err != nil {
-				return res, err
-			}
-		}
 		u := fileChange{Path: c.Path, SessionID: r.ID, OldExists: now.exists, OldSHA256: now.sha256}
 		if u.OldExists {
 			u.BackupID = r.ID + "-undo#" + strconv.Itoa(len(undo))
 		}
-		switch {
-		case merged != nil:
-			u.Kind = changeWrite
-			u.fill = func(w io.Writer) error { _, err := w.Write(merged); return err }
-			res.Merged = true
-		case !c.OldExists:
-			u.Kind = changeDelete
-		case now.exists:
-			u.Kind = changeWrite
-			u.fill = m.backupFill(c.BackupID, c.BackupPieces)
+		switch c.Kind {
+		case changeDelete:
+			content, moved := back[c.Path]
+			switch {
+			case moved:
+				u.Kind, u.fill = changeCreate, fillWith(content)
+			case !now.exists:
+				u.Kind, u.fill = changeCreate, m.backupFill(c.BackupID, c.BackupPieces)
+			case now.sha256 == c.OldSHA256:
+				// Put back already, as it was.
+				targetUnchanged = targetUnchanged || c.Path == r.Target
+				continue
+			default:
+				return res, m.deletedRecreated(r.ID, c, now)
+			}
+		case changeCreate:
+			_, moved := back[c.MovedFrom]
+			switch {
+			case c.isNew(now) || moved && c.MovedFrom != "":
+				u.Kind = changeDelete
+			case !now.exists:
+				// Deleted since: nothing of it is left to remove.
+				targetUnchanged = targetUnchanged || c.Path == r.Target
+				continue
+			default:
+				return res, m.createdChanged(r.ID, c.Path, c.NewSHA256, afterKey(c.BackupID), c.AfterPieces, now)
+			}
 		default:
-			u.Kind = changeCreate
-			u.fill = m.backupFill(c.BackupID, c.BackupPieces)
+			if c.isNew(now) {
+				u.Kind, u.fill = changeWrite, m.backupFill(c.BackupID, c.BackupPieces)
+				break
+			}
+			// Changed since: this file's own change is reverted
+			// three-way, keeping the later one, or nothing is undone.
+			merged, err := m.revertChange(r, c, now)
+			if err != nil {
+				return res, err
+			}
+			u.Kind, u.fill = changeWrite, fillWith(merged)
+			res.Merged = true
 		}
 		undo = append(undo, u)
 	}
-	tx := &txRecord{ID: r.ID + "-undo", Stage: protocol.TxOpen, Sessions: []string{r.ID}, Edit: true, CreatedAt: m.cfg.Clock.Now()}
-	if err := m.applyChanges(tx, undo); err != nil {
-		// A failed multi-file edit's record is of no more use; its
-		// session (or the undone one) stays as it was.
-		m.dropTx(tx.ID)
-		return res, err
+	tx := &txRecord{ID: r.ID + "-undo", Undoes: r.ID, Sessions: []string{r.ID}, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
+	if len(undo) > 0 {
+		if err := m.applyUndo(tx, undo); err != nil {
+			if pe, ok := err.(*protocol.Error); ok {
+				pe.Data.TxID, pe.Data.SessionID = "", r.ID
+			}
+			return res, err
+		}
 	}
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		res.RemovedDirs = append(res.RemovedDirs, m.fs().RemoveEmptyDirs(r.Changes[i].CreatedDirs)...)
 	}
-	for _, u := range undo {
+	for _, u := range tx.Files {
 		m.dropBackup(u.BackupID, u.BackupPieces)
 		if u.Path == r.Target {
 			res.Removed = u.Kind == changeDelete
 			res.RestoredBytes, res.SHA256 = u.NewBytes, u.NewSHA256
 		}
 	}
-	m.dropTx(tx.ID)
+	res.Unchanged = targetUnchanged
 	return res, nil
 }
 

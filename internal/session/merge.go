@@ -391,7 +391,7 @@ func (m *Manager) changeAfters(files, plan []fileChange) []store.Put {
 	for i := range files {
 		c := &files[i]
 		c.AfterPieces = 0
-		if i >= len(plan) || c.Kind != changeWrite || !c.OldExists || c.BackupPieces == 0 ||
+		if i >= len(plan) || c.Kind == changeDelete || c.OldExists && c.BackupPieces == 0 ||
 			plan[i].content == nil || len(plan[i].content) > mergeMaxBytes {
 			continue
 		}

@@ -146,6 +146,19 @@ func TestUndoOfAMultiFileEditAfterLaterChanges(t *testing.T) {
 			t.Fatalf("undo result %+v", u)
 		}
 	})
+	t.Run("RenamedThenEdited", func(t *testing.T) {
+		h := newHarness(t)
+		h.put("from.txt", lines(10, nil))
+		res := h.envelope("from.txt", "*** Begin Patch\n*** Update File: from.txt\n*** Move to: to.txt\n*** End Patch\n")
+		edited := lines(10, map[int]string{2: "person's two"})
+		h.put("to.txt", edited)
+		if _, err := h.mgr.Undo(res.SessionID); err != nil {
+			t.Fatal(err)
+		}
+		if h.exists("to.txt") || h.read("from.txt") != edited {
+			t.Fatalf("after the undo: to.txt there %v, from.txt %q", h.exists("to.txt"), h.read("from.txt"))
+		}
+	})
 	t.Run("MovedThenEditedAndSourceTaken", func(t *testing.T) {
 		h := newHarness(t)
 		h.put("from.txt", lines(10, nil))

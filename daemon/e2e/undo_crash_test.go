@@ -1,0 +1,92 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/failpoint"
+	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// TestMergedUndoKilledIsFinishedOrNotBegun: the person edits a file after
+// the agent's write, the agent's write is undone three-way around that
+// edit, and the daemon is killed (SIGKILL, by a failpoint) inside that
+// undo. After the restart the undo is finished (the file merged, the
+// session undone) or not begun (the file as the person left it, the
+// session not undone, and a second undo goes through), never half.
+func TestMergedUndoKilledIsFinishedOrNotBegun(t *testing.T) {
+	before := numbered(20, nil)
+	agent := numbered(20, map[int]string{4: "line 4, by the agent"})
+	person := numbered(20, map[int]string{4: "line 4, by the agent", 16: "line 16, by the person"})
+	merged := numbered(20, map[int]string{16: "line 16, by the person"})
+	cases := []struct {
+		point    string
+		midUndo  string // the file when the kill lands
+		finished bool   // after the restart
+	}{
+		// The undo's record says committing; nothing renamed yet.
+		{"tx.committing=1", person, false},
+		// The merged file is in place; the record does not say so.
+		{failpointUndoApplied + "=1", merged, false},
+		// The record says committed; the session is not yet journaled
+		// undone.
+		{"tx.committed=1", merged, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.point, func(t *testing.T) {
+			d := testdaemon.Start(t)
+			d.Stop()
+			d.Env = []string{failpoint.EnvVar + "=" + tc.point}
+			d.Restart()
+			c := dial(t, d)
+			path := filepath.Join(d.Root, "undo.txt")
+			os.WriteFile(path, []byte(before), 0o644)
+			res, err := c.Write(testCtx(t), protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite}, Content: agent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			personWrites(t, path, person)
+			if _, err := c.Undo(testCtx(t), res.SessionID); err == nil {
+				t.Fatal("the undo succeeded although the daemon was to die in it")
+			}
+			d.Wait()
+			if got := readFile(t, path); got != tc.midUndo {
+				t.Fatalf("killed at %s the file holds %q: the kill did not land where intended", tc.point, got)
+			}
+			d.Env = nil
+			d.Restart()
+			c = dial(t, d)
+			info, err := c.Get(testCtx(t), res.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertNoTempFiles(t, d.Root)
+			if tc.finished {
+				if got := readFile(t, path); got != merged || !info.Undone {
+					t.Fatalf("after restart: undone %v, file %q; want the undo finished\n%s", info.Undone, got, d.Logs())
+				}
+				return
+			}
+			if got := readFile(t, path); got != person || info.Undone {
+				t.Fatalf("after restart: undone %v, file %q; want the undo not begun\n%s", info.Undone, got, d.Logs())
+			}
+			if tc.midUndo != person && !strings.Contains(d.Logs(), "rolling back") {
+				t.Fatalf("recovery did not roll the undo back; logs:\n%s", d.Logs())
+			}
+			u, err := c.Undo(testCtx(t), res.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, path); got != merged || !u.Merged {
+				t.Fatalf("second undo: merged %v, file %q", u.Merged, got)
+			}
+		})
+	}
+}
+
+// failpointUndoApplied is the failpoint the session engine reaches once an
+// undo's files are in place, before its record says so.
+const failpointUndoApplied = "undo.applied"

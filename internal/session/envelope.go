@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -131,8 +132,9 @@ func (m *Manager) resolveEdit(r *record, p, root string) (string, error) {
 }
 
 // planEnvelope applies the envelope to the files as they are now and
-// validates every file it would leave.
-func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error) {
+// validates every file it would leave. A non-nil base stands for the
+// session's target as it was at begin (mergeEnvelopeOnBase).
+func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, error) {
 	root := m.editRoot(r, edit.NamedFiles(content))
 	resolved := map[string]string{}
 	var pathErr error
@@ -143,6 +145,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 			return nil, false, pathErr
 		}
 		resolved[p] = abs
+		if base != nil && abs == r.Target {
+			return base, true, nil
+		}
 		data, ok, err := m.readTarget(abs)
 		if err != nil {
 			if pe := confinedError(r.ID, "reading "+abs, err); pe.Data.Reason != protocol.ReasonIO {
@@ -265,7 +270,18 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 			return protocol.FinalizeResult{}, err
 		}
 	}
-	plan, err := m.planEnvelope(r, content)
+	plan, err := m.planEnvelope(r, content, nil)
+	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed && change != nil {
+		// Written against the target at begin, the envelope may apply
+		// there: its result for the target is merged with the change.
+		onBase, ok, merr := m.mergeEnvelopeOnBase(r, content, change)
+		if merr != nil {
+			return protocol.FinalizeResult{}, merr
+		}
+		if ok {
+			plan, err = onBase, nil
+		}
+	}
 	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
 		if dryRun {
 			return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
@@ -334,6 +350,61 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 	res = m.complete(e, res)
 	m.dropTx(tx.ID)
 	return res, nil
+}
+
+// mergeEnvelopeOnBase is mergeFailedEdit for an envelope that fails on
+// the files as they are now: applied with the session's target as it was
+// at begin (the other files as they are), its result for the target is
+// merged three-way with the target now. ok is false where that cannot be
+// done: no base kept, the envelope fails there too, or it does more to
+// the target than update it in place.
+func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChange) (*envelopePlan, bool, error) {
+	if r.BasePieces == 0 || ch.now.size > mergeMaxBytes {
+		return nil, false, nil
+	}
+	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	if err != nil || sum(base) != r.BaseSHA256 {
+		return nil, false, nil
+	}
+	plan, err := m.planEnvelope(r, content, base)
+	if err != nil {
+		return nil, false, nil
+	}
+	i := slices.IndexFunc(plan.changes, func(c fileChange) bool { return c.Path == r.Target })
+	if i < 0 || plan.changes[i].Kind != changeWrite || plan.changes[i].MovedFrom != "" ||
+		slices.ContainsFunc(plan.changes, func(c fileChange) bool { return c.MovedFrom == r.Target }) {
+		return nil, false, nil
+	}
+	now, exists, err := m.readForMerge(r.Target)
+	if err != nil {
+		return nil, true, confinedError(r.ID, "reading the current target", err)
+	}
+	if !exists {
+		return nil, true, changedError(r, ch.now)
+	}
+	mr := merge.Merge3(base, now, plan.changes[i].content)
+	if !mr.Clean {
+		return nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
+	}
+	c := &plan.changes[i]
+	c.content, c.fill, c.OldSHA256 = mr.Merged, fillWith(mr.Merged), sha(now)
+	plan.targetOld = now
+	for j := range plan.files {
+		if plan.files[j].TargetFile != r.Target {
+			continue
+		}
+		v, err := m.validateFile(r, r.Target, mr.Merged, now, true)
+		if err != nil {
+			return nil, true, ioError(r.ID, "encoding the validation result", err)
+		}
+		plan.files[j].Validation, plan.files[j].SHA256, plan.files[j].Bytes = v, sha(mr.Merged), int64(len(mr.Merged))
+		plan.errs = slices.DeleteFunc(plan.errs, func(fe protocol.FileError) bool { return fe.TargetFile == r.Target })
+		if v.Blocked {
+			plan.errs = append(plan.errs, protocol.FileError{SessionID: r.ID, TargetFile: r.Target,
+				Code: protocol.CodeValidationFailed, Reason: protocol.ReasonValidationFailed, Message: v.Summary, Validation: v})
+		}
+	}
+	return plan, true, nil
 }
 
 // refuseEdit keeps an edit that did not apply, like refused content, for a

@@ -223,3 +223,59 @@ func TestEditFailingOnBothIsAnEditFailure(t *testing.T) {
 		t.Fatalf("finalize: %v", err)
 	}
 }
+
+// TestTxEditThatNoLongerAppliesIsMerged: a transaction's edit that fails
+// on its file as changed since begin is merged from the content at begin,
+// as a single finalize does; an overlapping one refuses the commit.
+func TestTxEditThatNoLongerAppliesIsMerged(t *testing.T) {
+	h := newHarness(t)
+	h.put("a.txt", lines(12, nil))
+	h.put("b.txt", "b\n")
+	edit := "<<<<<<< SEARCH\nline i5\n=======\nagent's five\n>>>>>>> REPLACE\n"
+	tx := h.txBegin([]protocol.BeginParams{
+		{TargetFile: "a.txt", Operation: protocol.OpEdit},
+		{TargetFile: "b.txt", Operation: protocol.OpOverwrite},
+	}, []string{edit, "B\n"})
+	// The person adds a second "line i5", so the search matches twice.
+	h.put("a.txt", lines(12, map[int]string{11: "line i5\nline i1"}))
+	res, err := h.mgr.TxCommit(protocol.TxCommitParams{TxID: tx.TxID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines(12, map[int]string{5: "agent's five", 11: "line i5\nline i1"}); h.read("a.txt") != want || h.read("b.txt") != "B\n" {
+		t.Fatalf("a.txt:\n%s\nb.txt %q", h.read("a.txt"), h.read("b.txt"))
+	}
+	if !res.Files[0].Merged || len(res.Files[0].MergedHunks) != 1 || res.Files[1].Merged {
+		t.Fatalf("results %+v", res.Files)
+	}
+}
+
+// TestEnvelopeThatNoLongerAppliesIsMerged: a *** Begin Patch envelope
+// whose hunk's context the person changed meanwhile is applied to the
+// target as it was at begin and merged with the person's change; the
+// envelope's other files are written with it.
+func TestEnvelopeThatNoLongerAppliesIsMerged(t *testing.T) {
+	h := newHarness(t)
+	h.put("t.txt", lines(12, nil))
+	b := h.begin(protocol.BeginParams{TargetFile: "t.txt", Operation: protocol.OpEdit})
+	h.append(b.SessionID, "*** Begin Patch\n*** Update File: t.txt\n@@\n line iii3\n line 4\n-line i5\n+agent's five\n line ii6\n"+
+		"*** Add File: other.txt\n+other\n*** End Patch\n"+b.EndMarker+"\n")
+	h.put("t.txt", lines(12, map[int]string{3: "person's three"}))
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines(12, map[int]string{3: "person's three", 5: "agent's five"}); h.read("t.txt") != want || h.read("other.txt") != "other\n" {
+		t.Fatalf("t.txt:\n%s\nother.txt %q", h.read("t.txt"), h.read("other.txt"))
+	}
+	if !res.Merged || len(res.MergedHunks) != 1 || res.MergedHunks[0].New != "person's three\n" || res.FileSHA256 != sha(h.read("t.txt")) {
+		t.Fatalf("merged %v hunks %+v", res.Merged, res.MergedHunks)
+	}
+	// Undone: the agent's change goes from both files, the person's stays.
+	if _, err := h.mgr.Undo(b.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if h.read("t.txt") != lines(12, map[int]string{3: "person's three"}) || h.exists("other.txt") {
+		t.Fatalf("after undo t.txt:\n%s\nother.txt there %v", h.read("t.txt"), h.exists("other.txt"))
+	}
+}

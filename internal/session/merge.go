@@ -460,6 +460,27 @@ func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
 	return data, len(data) <= mergeMaxBytes, nil
 }
 
+// sessionContent reads the session's streamed content whole, as check
+// does, for an edit applied again to another content; the caller has
+// bounded it (ValidateMaxBytes).
+func (m *Manager) sessionContent(r *record) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(r.contentBytes()))
+	if r.inline != nil {
+		// A session.write not journaled yet: its content is at hand,
+		// copied as the journal's would be, since it is still to be
+		// journaled as sent.
+		buf.Write(r.inline)
+		return buf.Bytes(), nil
+	}
+	for _, s := range r.segments() {
+		if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
+			return nil, ioError(r.ID, "reading the journal", err)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
 // mergeFailedEdit retries an edit (search/replace, unified diff, patch)
 // that does not apply to the file as it is now, when someone changed the
 // file since begin: the edit was written against the content at begin,

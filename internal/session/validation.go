@@ -84,9 +84,19 @@ func (m *Manager) check(r *record) (checked, error) {
 			Skipped:  fmt.Sprintf("content of %d bytes is over the %d-byte validation limit; written unchecked", size, m.cfg.ValidateMaxBytes),
 		}}, nil
 	}
-	input, err := m.sessionContent(r)
-	if err != nil {
-		return checked{}, err
+	var buf bytes.Buffer
+	buf.Grow(int(size))
+	if r.inline != nil {
+		// A session.write not journaled yet: its content is at hand,
+		// copied as the journal's would be, since it is still to be
+		// journaled as sent.
+		buf.Write(r.inline)
+	} else {
+		for _, s := range r.segments() {
+			if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
+				return checked{}, ioError(r.ID, "reading the journal", err)
+			}
+		}
 	}
 	original, hasOriginal, err := m.readTarget(r.Target)
 	if err != nil {
@@ -99,9 +109,9 @@ func (m *Manager) check(r *record) (checked, error) {
 		return checked{}, pe
 	}
 	if partial {
-		return m.checkEdit(r, input, original)
+		return m.checkEdit(r, buf.Bytes(), original)
 	}
-	repaired, fixes, err := validate.Repair(r.Target, input, original, hasOriginal, validate.RepairOptions{
+	repaired, fixes, err := validate.Repair(r.Target, buf.Bytes(), original, hasOriginal, validate.RepairOptions{
 		EndMarker:       r.Scanner.Marker,
 		AllowLegacyDone: r.AllowLegacyDone,
 	})
@@ -164,26 +174,6 @@ func (m *Manager) check(r *record) (checked, error) {
 		}
 	}
 	return c, verr
-}
-
-// sessionContent reads the session's streamed content whole; the caller
-// has bounded it (ValidateMaxBytes).
-func (m *Manager) sessionContent(r *record) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(r.contentBytes()))
-	if r.inline != nil {
-		// A session.write not journaled yet: its content is at hand,
-		// copied as the journal's would be, since it is still to be
-		// journaled as sent.
-		buf.Write(r.inline)
-		return buf.Bytes(), nil
-	}
-	for _, s := range r.segments() {
-		if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
-			return nil, ioError(r.ID, "reading the journal", err)
-		}
-	}
-	return buf.Bytes(), nil
 }
 
 // checkEdit applies a patch or edit session's content to the file and

@@ -90,3 +90,67 @@ func TestMergedUndoKilledIsFinishedOrNotBegun(t *testing.T) {
 // failpointUndoApplied is the failpoint the session engine reaches once an
 // undo's files are in place, before its record says so.
 const failpointUndoApplied = "undo.applied"
+
+// TestMovedFileUndoKilledIsFinishedOrNotBegun: the undo of a move whose
+// moved file the person edited writes two files (the old path back with
+// the edits, the new one removed). Killed after both are in place and
+// before its record, the restart puts both back as they were before the
+// undo; killed after the record, both stay undone.
+func TestMovedFileUndoKilledIsFinishedOrNotBegun(t *testing.T) {
+	for _, tc := range []struct {
+		point    string
+		finished bool
+	}{{failpointUndoApplied + "=1", false}, {"tx.committed=2", true}} {
+		t.Run(tc.point, func(t *testing.T) {
+			d := testdaemon.Start(t)
+			d.Stop()
+			d.Env = []string{failpoint.EnvVar + "=" + tc.point}
+			d.Restart()
+			c := dial(t, d)
+			from, to := filepath.Join(d.Root, "from.txt"), filepath.Join(d.Root, "to.txt")
+			os.WriteFile(from, []byte(numbered(12, nil)), 0o644)
+			res, err := c.Write(testCtx(t), protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: from, WorkspaceRoot: d.Root, Operation: protocol.OpEdit},
+				Content: "*** Begin Patch\n*** Update File: from.txt\n*** Move to: to.txt\n*** End Patch\n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := numbered(12, map[int]string{7: "line 7, by the person"})
+			personWrites(t, to, edited)
+			if _, err := c.Undo(testCtx(t), res.SessionID); err == nil {
+				t.Fatal("the undo succeeded although the daemon was to die in it")
+			}
+			d.Wait()
+			// Both kills land with both files in place.
+			if _, err := os.Stat(to); !os.IsNotExist(err) || readFile(t, from) != edited {
+				t.Fatalf("killed at %s, to.txt %v: the kill did not land where intended", tc.point, err)
+			}
+			d.Env = nil
+			d.Restart()
+			c = dial(t, d)
+			info, err := c.Get(testCtx(t), res.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, toErr := os.Stat(to)
+			assertNoTempFiles(t, d.Root)
+			if tc.finished {
+				if !info.Undone || readFile(t, from) != edited || !os.IsNotExist(toErr) {
+					t.Fatalf("after restart: undone %v, to.txt %v; want the undo finished\n%s", info.Undone, toErr, d.Logs())
+				}
+				return
+			}
+			if info.Undone || readFile(t, to) != edited {
+				t.Fatalf("after restart: undone %v; want the undo not begun\n%s", info.Undone, d.Logs())
+			}
+			if _, err := os.Stat(from); !os.IsNotExist(err) {
+				t.Fatalf("after restart the old path exists again (%v): the undo is half done", err)
+			}
+			if _, err := c.Undo(testCtx(t), res.SessionID); err != nil {
+				t.Fatal(err)
+			}
+			if readFile(t, from) != edited {
+				t.Fatalf("second undo: from.txt %q", readFile(t, from))
+			}
+		})
+	}
+}

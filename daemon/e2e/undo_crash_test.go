@@ -14,9 +14,11 @@ import (
 // TestMergedUndoKilledIsFinishedOrNotBegun: the person edits a file after
 // the agent's write, the agent's write is undone three-way around that
 // edit, and the daemon is killed (SIGKILL, by a failpoint) inside that
-// undo. After the restart the undo is finished (the file merged, the
-// session undone) or not begun (the file as the person left it, the
-// session not undone, and a second undo goes through), never half.
+// undo: with the merged file staged but not yet renamed, and with it
+// renamed but the session not yet recorded undone. After the restart the
+// undo is finished (the file merged, the session undone) or not begun
+// (the file as the person left it, the session not undone, and a second
+// undo goes through), never half.
 func TestMergedUndoKilledIsFinishedOrNotBegun(t *testing.T) {
 	before := numbered(20, nil)
 	agent := numbered(20, map[int]string{4: "line 4, by the agent"})
@@ -27,13 +29,12 @@ func TestMergedUndoKilledIsFinishedOrNotBegun(t *testing.T) {
 		midUndo  string // the file when the kill lands
 		finished bool   // after the restart
 	}{
-		// The undo's record says committing; nothing renamed yet.
-		{"tx.committing=1", person, false},
-		// The merged file is in place; the record does not say so.
-		{failpointUndoApplied + "=1", merged, false},
-		// The record says committed; the session is not yet journaled
-		// undone.
-		{"tx.committed=1", merged, true},
+		// The undo's record says committing, the merged file is staged
+		// and not renamed (the agent's write renamed once before).
+		{"atomicfile.before-rename=2", person, false},
+		// The merged file is in place; the session is not yet journaled
+		// undone: the restart finishes it.
+		{failpointUndoApplied + "=1", merged, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.point, func(t *testing.T) {
@@ -68,13 +69,13 @@ func TestMergedUndoKilledIsFinishedOrNotBegun(t *testing.T) {
 				if got := readFile(t, path); got != merged || !info.Undone {
 					t.Fatalf("after restart: undone %v, file %q; want the undo finished\n%s", info.Undone, got, d.Logs())
 				}
+				if !strings.Contains(d.Logs(), "finishing an undo a crash interrupted") {
+					t.Fatalf("recovery did not finish the undo; logs:\n%s", d.Logs())
+				}
 				return
 			}
 			if got := readFile(t, path); got != person || info.Undone {
 				t.Fatalf("after restart: undone %v, file %q; want the undo not begun\n%s", info.Undone, got, d.Logs())
-			}
-			if tc.midUndo != person && !strings.Contains(d.Logs(), "rolling back") {
-				t.Fatalf("recovery did not roll the undo back; logs:\n%s", d.Logs())
 			}
 			u, err := c.Undo(testCtx(t), res.SessionID)
 			if err != nil {

@@ -225,18 +225,14 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target, Unchanged: step.change == nil}
 	var utx *txRecord
 	if step.change != nil {
-		// The undo's own record: until it is committed, a crash puts the
-		// file back as it was before the undo; once it is, recovery
-		// records the session as undone (recoverTxs).
+		// The undo's own record: a crash before the file is written
+		// leaves the undo not begun, after it, finished at the next start
+		// (applySingleUndo).
 		utx = &txRecord{ID: id + "-undo", Undoes: id, Sessions: []string{id}, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
-		if err := m.applyUndo(utx, []fileChange{*step.change}); err != nil {
-			if pe, ok := err.(*protocol.Error); ok {
-				pe.Data.TxID, pe.Data.SessionID = "", id
-			}
+		u, err := m.applySingleUndo(utx, *step.change)
+		if err != nil {
 			return protocol.UndoResult{}, err
 		}
-		u := utx.Files[0]
-		m.dropBackup(u.BackupID, u.BackupPieces)
 		if u.Kind == changeDelete {
 			res.Removed = true
 		} else {
@@ -252,8 +248,8 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	r.Undone = true
 	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.put(r); err != nil {
-		// The committed undo record stays: the next start records the
-		// session as undone.
+		// The undo's record stays: the next start finds the file written
+		// and records the session as undone.
 		return protocol.UndoResult{}, err
 	}
 	if utx != nil {

@@ -1,10 +1,14 @@
 package session
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 
+	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -193,4 +197,97 @@ func (m *Manager) moveBack(r *record, dest, src fileChange, now targetState) ([]
 		return nil, nil, pe
 	}
 	return res.Merged, res.OursHunks, nil
+}
+
+// applySingleUndo writes the undo of one file (a session's only target),
+// recorded in utx, and returns the change with what it wrote. One rename
+// cannot leave a mix, so unlike a transaction's undo it keeps no backup
+// of the file to roll back to; its record instead names the content the
+// file will hold before the rename, and a crash is settled forward
+// (rollForward): a file found holding that content has its session
+// recorded undone, any other is left as it is, the undo not begun. The
+// caller records the session undone and then drops utx.
+func (m *Manager) applySingleUndo(utx *txRecord, c fileChange) (fileChange, error) {
+	utx.Files, utx.Stage, utx.RollForward = []fileChange{c}, txPreparing, true
+	// The record names the file before a temp file exists, so a crash
+	// while staging leaves one the next start removes (unprepare).
+	if err := m.putTx(utx); err != nil {
+		return c, err
+	}
+	fail := func(err error) (fileChange, error) {
+		m.cleanTxTemps(utx)
+		m.dropTx(utx.ID)
+		return c, err
+	}
+	d, name, err := m.fs().Within(c.Workspace).OpenParent(c.Path)
+	if err != nil {
+		return fail(confinedError(c.SessionID, "opening the directory of "+c.Path, err))
+	}
+	defer d.Close()
+	var staged *atomicfile.Staged
+	if c.Kind != changeDelete {
+		staged, err = atomicfile.Stage(d, name, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: utx.ID}, c.fill)
+		if err != nil {
+			return fail(confinedError(c.SessionID, "staging "+c.Path, err))
+		}
+		res := staged.Result()
+		c.NewSHA256, c.NewBytes, c.NewMode = res.SHA256, res.Bytes, uint32(res.Mode)
+	}
+	utx.Files[0], utx.Stage = c, protocol.TxCommitting
+	if err := m.putTx(utx); err != nil {
+		if staged != nil {
+			staged.Discard()
+		}
+		return fail(err)
+	}
+	// The file must still be what the undo was computed against.
+	if now, err := m.statTarget(c.Path); err != nil || !c.isOld(now) {
+		if staged != nil {
+			staged.Discard()
+		}
+		pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
+			"%s changed on disk while its undo was prepared; nothing was undone. Ask for the undo again", c.Path)
+		pe.Data.SessionID, pe.Data.Path = c.SessionID, c.Path
+		return fail(pe)
+	}
+	if c.Kind == changeDelete {
+		if err = d.CheckWritable(name); err == nil {
+			err = atomicfile.Remove(d, name)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	} else if _, err = staged.Commit(); errors.Is(err, atomicfile.ErrNotDurable) {
+		m.cfg.Logger.Warn("undone file not yet durable", "session", c.SessionID, "path", c.Path, "err", err)
+		err = nil
+	}
+	if err != nil {
+		if staged != nil {
+			staged.Discard()
+		}
+		return fail(confinedError(c.SessionID, "writing "+c.Path, err))
+	}
+	failpoint.Hit(failpointUndoApplied)
+	return c, nil
+}
+
+// rollForward settles the record of a one-file undo a crash interrupted
+// after it said committing: finished when the file holds what the undo
+// wrote, not begun otherwise (the file as before the undo, or changed by
+// someone since, which is left alone).
+func (m *Manager) rollForward(tx *txRecord) {
+	done := len(tx.Files) > 0
+	for _, c := range tx.Files {
+		now, err := m.statTarget(c.Path)
+		if err != nil || !c.isNew(now) {
+			done = false
+		}
+	}
+	m.cleanTxTemps(tx)
+	if done {
+		m.cfg.Logger.Info("finishing an undo a crash interrupted after its file was written", "session", tx.Undoes)
+		m.markUndone(tx)
+		return
+	}
+	m.cfg.Logger.Info("an undo a crash interrupted before its file was written is not begun", "session", tx.Undoes)
 }

@@ -40,8 +40,10 @@ type envelopePlan struct {
 	diff    bytes.Buffer
 	// errs are the files validation refused.
 	errs []protocol.FileError
-	// targetOld is the session's target as the plan read it.
-	targetOld []byte
+	// targetOld is the session's target as the plan read it; targetDiff
+	// is where diff holds the diff of its update.
+	targetOld  []byte
+	targetDiff [2]int
 }
 
 // isEnvelope reads an edit session's content and reports whether it is
@@ -250,7 +252,11 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 			plan.diff.WriteString(validate.Diff(path, old, nil))
 			plan.diff.WriteString(validate.Diff(dest, op.ReplacedOld, after))
 		} else {
+			from := plan.diff.Len()
 			plan.diff.WriteString(validate.Diff(path, old, after))
+			if path == r.Target {
+				plan.targetDiff = [2]int{from, plan.diff.Len()}
+			}
 		}
 	}
 	return plan, nil
@@ -261,13 +267,17 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
 	var change *targetChange
-	if !force && !dryRun {
+	if !force {
 		// An envelope's hunks are found by their context in the files as
 		// they are now, so a target changed since begin is edited as it
-		// is, where each hunk still matches exactly once.
+		// is, where each hunk still matches exactly once. A dry run shows
+		// what a finalize would do, refusing nothing.
 		var err error
 		if change, err = m.changedSince(r); err != nil {
-			return protocol.FinalizeResult{}, err
+			if !dryRun {
+				return protocol.FinalizeResult{}, err
+			}
+			change = nil
 		}
 	}
 	plan, err := m.planEnvelope(r, content, nil)
@@ -275,10 +285,14 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 		// Written against the target at begin, the envelope may apply
 		// there: its result for the target is merged with the change.
 		onBase, ok, merr := m.mergeEnvelopeOnBase(r, content, change)
-		if merr != nil {
+		mpe, isPE := merr.(*protocol.Error)
+		switch {
+		case isPE && dryRun:
+			return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+				DryRun: true, Edit: plan.edit, Warnings: []protocol.Warning{{Code: mpe.Data.Reason, Message: mpe.Message}}}, nil
+		case merr != nil:
 			return protocol.FinalizeResult{}, merr
-		}
-		if ok {
+		case ok:
 			plan, err = onBase, nil
 		}
 	}
@@ -299,6 +313,10 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 	}
 	if dryRun {
 		res.DryRun, res.Diff = true, plan.diff.String()
+		if change != nil {
+			res.Merged = true
+			res.MergedHunks = hunksOf(m.changesSinceBegin(r, plan.targetOld))
+		}
 		return res, nil
 	}
 	if len(plan.errs) > 0 {
@@ -389,6 +407,14 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 	c := &plan.changes[i]
 	c.content, c.fill, c.OldSHA256 = mr.Merged, fillWith(mr.Merged), sha(now)
 	plan.targetOld = now
+	if d := plan.targetDiff; d[1] > d[0] {
+		// The dry run's diff of the target: from the file now.
+		whole := plan.diff.String()
+		plan.diff.Reset()
+		plan.diff.WriteString(whole[:d[0]])
+		plan.diff.WriteString(validate.Diff(r.Target, now, mr.Merged))
+		plan.diff.WriteString(whole[d[1]:])
+	}
 	for j := range plan.files {
 		if plan.files[j].TargetFile != r.Target {
 			continue

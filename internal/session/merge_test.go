@@ -261,6 +261,13 @@ func TestEnvelopeThatNoLongerAppliesIsMerged(t *testing.T) {
 	h.append(b.SessionID, "*** Begin Patch\n*** Update File: t.txt\n@@\n line iii3\n line 4\n-line i5\n+agent's five\n line ii6\n"+
 		"*** Add File: other.txt\n+other\n*** End Patch\n"+b.EndMarker+"\n")
 	h.put("t.txt", lines(12, map[int]string{3: "person's three"}))
+	dry, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, DryRun: true})
+	if err != nil || !dry.Merged || len(dry.Warnings) != 0 {
+		t.Fatalf("dry run: %v, merged %v, warnings %+v", err, dry.Merged, dry.Warnings)
+	}
+	if !strings.Contains(dry.Diff, "+agent's five") || strings.Contains(dry.Diff, "-person's three") || !strings.Contains(dry.Diff, "+other") {
+		t.Fatalf("dry run's diff:\n%s", dry.Diff)
+	}
 	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
 	if err != nil {
 		t.Fatal(err)

@@ -159,6 +159,18 @@ func TestUndoOfAMultiFileEditAfterLaterChanges(t *testing.T) {
 			t.Fatalf("after the undo: to.txt there %v, from.txt %q", h.exists("to.txt"), h.read("from.txt"))
 		}
 	})
+	t.Run("MovedThenDeleted", func(t *testing.T) {
+		h := newHarness(t)
+		h.put("from.txt", lines(10, nil))
+		res := h.envelope("from.txt", "*** Begin Patch\n*** Update File: from.txt\n*** Move to: to.txt\n@@\n line ii2\n-line iii3\n+agent's three\n line 4\n*** End Patch\n")
+		h.remove("to.txt")
+		if _, err := h.mgr.Undo(res.SessionID); err != nil {
+			t.Fatal(err)
+		}
+		if h.exists("to.txt") || h.read("from.txt") != lines(10, nil) {
+			t.Fatalf("after the undo: to.txt there %v, from.txt %q", h.exists("to.txt"), h.read("from.txt"))
+		}
+	})
 	t.Run("MovedThenEditedAndSourceTaken", func(t *testing.T) {
 		h := newHarness(t)
 		h.put("from.txt", lines(10, nil))

@@ -475,6 +475,22 @@ func TestUndoKeepsWhatThePersonDidToCreatedDeletedAndMovedFiles(t *testing.T) {
 		t.Fatalf("the move's directory is still there (%v) or the result is not merged: %+v", err, u)
 	}
 
+	// A deletion, then the person makes another file at that path: both
+	// are kept, and the refusal carries both.
+	gone := filepath.Join(d.Root, "gone.txt")
+	os.WriteFile(gone, []byte("the old file\n"), 0o644)
+	res = write(protocol.BeginParams{TargetFile: gone, WorkspaceRoot: d.Root, Operation: protocol.OpEdit},
+		"*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch\n")
+	personWrites(t, gone, "the person's new file\n")
+	_, err = c.Undo(ctx, res.SessionID)
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if pe := protoErr(t, err); len(pe.Data.Conflicts) != 1 || pe.Data.Conflicts[0].File != "the person's new file\n" || pe.Data.Conflicts[0].Session != "the old file\n" {
+		t.Fatalf("conflicts %+v", pe.Data.Conflicts)
+	}
+	if readFile(t, gone) != "the person's new file\n" {
+		t.Fatalf("a refused undo replaced the person's file: %q", readFile(t, gone))
+	}
+
 	// A transaction: one created file edited since refuses the whole undo.
 	a, b := filepath.Join(d.Root, "tx-old.txt"), filepath.Join(d.Root, "tx-new.txt")
 	os.WriteFile(a, []byte("old\n"), 0o644)

@@ -26,6 +26,10 @@ import (
 // in memory; a larger file is refused as before, never merged blind.
 const mergeMaxBytes = 4 << 20
 
+// maxMergePieces bounds the backup pieces read whole for a merge: a file
+// the session replaced may be far larger than what it wrote.
+const maxMergePieces = mergeMaxBytes/backupPiece + 1
+
 // baseKey and afterKey name the backups of a session's target at begin
 // and of what it wrote.
 func baseKey(id string) string  { return id + "~base" }
@@ -320,7 +324,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 		pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = r.Result.FileSHA256, hashOrAbsent(now.exists, now.sha256)
 		return pe
 	}
-	if !now.exists || r.AfterPieces == 0 || r.BackupPieces == 0 || now.size > mergeMaxBytes {
+	if !now.exists || r.AfterPieces == 0 || r.BackupPieces == 0 || now.size > mergeMaxBytes || r.BackupPieces > maxMergePieces {
 		return nil, nil, refuse()
 	}
 	after, err := m.readBackup(afterKey(r.ID), r.AfterPieces)
@@ -416,7 +420,8 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 		pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = c.NewSHA256, hashOrAbsent(now.exists, now.sha256)
 		return pe
 	}
-	if c.Kind != changeWrite || !c.OldExists || !now.exists || c.AfterPieces == 0 || c.BackupPieces == 0 || now.size > mergeMaxBytes {
+	if c.Kind != changeWrite || !c.OldExists || !now.exists || c.AfterPieces == 0 || c.BackupPieces == 0 || now.size > mergeMaxBytes ||
+		c.BackupPieces > maxMergePieces {
 		return nil, refuse()
 	}
 	after, err := m.readBackup(afterKey(c.BackupID), c.AfterPieces)

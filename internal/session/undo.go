@@ -134,14 +134,19 @@ func (m *Manager) deletedRecreated(id string, c fileChange, now targetState) *pr
 			"with the deleted one, so it is refused and both are kept (the error carries both)", c.Path, id)
 	pe.Data.SessionID, pe.Data.Path = id, c.Path
 	pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = protocol.AbsentSHA256, now.sha256
+	// Each side is shown cut, so only its start is read.
 	conflict := protocol.MergeConflict{StartLine: 1}
-	if cur, ok, err := m.readForMerge(c.Path); err == nil && ok {
-		conflict.File, conflict.Truncated = cut(cur)
+	if f, err := m.openRegular(c.Path); err == nil {
+		cur, err := io.ReadAll(io.LimitReader(f, protocol.MaxMergeTextBytes+1))
+		f.Close()
+		if err == nil {
+			conflict.File, conflict.Truncated = cut(cur)
+		}
 	}
-	if old, err := m.readBackup(c.BackupID, c.BackupPieces); err == nil {
+	if old, err := m.readBackup(c.BackupID, min(c.BackupPieces, 1)); err == nil {
 		var t bool
 		conflict.Session, t = cut(old)
-		conflict.Truncated = conflict.Truncated || t
+		conflict.Truncated = conflict.Truncated || t || c.BackupPieces > 1
 	}
 	pe.Data.Conflicts = []protocol.MergeConflict{conflict}
 	return pe
@@ -178,8 +183,8 @@ func (m *Manager) moveBack(r *record, dest, src fileChange, now targetState) ([]
 		// A move that kept the content: the edited file goes back as is.
 		return cur, nil, nil
 	}
-	if dest.AfterPieces == 0 || src.BackupPieces == 0 {
-		return nil, nil, refuse("the move changed its content too, and what it wrote was not kept to merge with")
+	if dest.AfterPieces == 0 || src.BackupPieces == 0 || src.BackupPieces > maxMergePieces {
+		return nil, nil, refuse("the move changed its content too, and what it wrote was not kept to merge with, or is too large to merge")
 	}
 	after, err := m.readBackup(afterKey(dest.BackupID), dest.AfterPieces)
 	if err != nil || sum(after) != dest.NewSHA256 {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/protocol"
@@ -224,22 +225,22 @@ func (s *ServerStream) ReadObject(v any) error {
 			}
 			continue
 		}
-		lib := libraryRequest{JSONRPC: "2.0", Method: msg.method}
+		var syn *uint64
 		if msg.id == nil {
 			// Notifications are never answered, so they hold no room; their
 			// params are dropped (none are defined).
 			s.release(length)
 		} else {
-			syn := s.stash.newID()
-			lib.ID = &syn
+			id := s.stash.newID()
+			syn = &id
 			s.mu.Lock()
-			s.ids[syn] = pending{id: msg.id, size: length}
+			s.ids[id] = pending{id: msg.id, size: length}
 			s.mu.Unlock()
 			if msg.params != nil {
-				s.stash.put(syn, msg.params)
+				s.stash.put(id, msg.params)
 			}
 		}
-		b, err := json.Marshal(lib)
+		b, err := libraryRequest(syn, msg.method)
 		if err == nil {
 			// jsonrpc2's message type decodes itself; encoding/json around
 			// it would only scan the bytes built here once more.
@@ -253,9 +254,9 @@ func (s *ServerStream) ReadObject(v any) error {
 			// Cannot happen for what parseMessage lets through; if it
 			// does, the connection ends rather than a request going
 			// unanswered forever.
-			if lib.ID != nil {
-				s.forget(*lib.ID)
-				s.stash.take(*lib.ID)
+			if syn != nil {
+				s.forget(*syn)
+				s.stash.take(*syn)
 			}
 			return fmt.Errorf("handing a request to jsonrpc2: %w", err)
 		}
@@ -263,12 +264,21 @@ func (s *ServerStream) ReadObject(v any) error {
 	}
 }
 
-// libraryRequest is what jsonrpc2 is given: the method and a synthetic id,
-// never the client's params (the handler takes those from the stash).
-type libraryRequest struct {
-	JSONRPC string  `json:"jsonrpc"`
-	ID      *uint64 `json:"id,omitempty"`
-	Method  string  `json:"method"`
+// libraryRequest is the JSON jsonrpc2 is given for a request: its method
+// and a synthetic id (none for a notification), never the client's params
+// (the handler takes those from the stash), nor "jsonrpc", which jsonrpc2
+// drops: it decodes each member it is given into a value of its own.
+func libraryRequest(id *uint64, method string) ([]byte, error) {
+	b := make([]byte, 0, len(`{"id":18446744073709551615,"method":""}`)+len(method))
+	b = append(b, '{')
+	if id != nil {
+		b = append(b, `"id":`...)
+		b = strconv.AppendUint(b, *id, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b, err := jsontext.AppendQuote(b, method)
+	return append(b, '}'), err
 }
 
 // admit waits until fits (called with s.mu held) allows a request in, then

@@ -82,6 +82,9 @@ type ServerStream struct {
 	log    *slog.Logger
 	// onFrame, if set, is told when a frame starts to arrive.
 	onFrame func()
+	// onCancel, if set, is told the synthetic id of each request its
+	// client cancels.
+	onCancel func(id uint64)
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -228,7 +231,10 @@ func (s *ServerStream) ReadObject(v any) error {
 		var syn *uint64
 		if msg.id == nil {
 			// Notifications are never answered, so they hold no room; their
-			// params are dropped (none are defined).
+			// params are dropped once read (only a cancellation has any).
+			if msg.method == protocol.CancelRequest {
+				s.cancel(msg.params)
+			}
 			s.release(length)
 		} else {
 			id := s.stash.newID()
@@ -567,6 +573,44 @@ func (s *ServerStream) writeFrame(data []byte) error {
 // first byte read), as a sign of life of the connection. Call it before
 // the stream is handed to jsonrpc2.
 func (s *ServerStream) OnFrame(f func()) { s.onFrame = f }
+
+// OnCancel sets f to be called, on the read loop, when the client cancels
+// a request of its own that is not answered yet (protocol.CancelRequest):
+// f is given the id jsonrpc2 knows that request by. jsonrpc2 has no
+// cancellation of its own. Call it before the stream is handed to
+// jsonrpc2.
+func (s *ServerStream) OnCancel(f func(id uint64)) { s.onCancel = f }
+
+// cancel finds the unanswered request whose id, as sent, is the "id" of
+// params, a cancellation's, and tells onCancel. An id is matched byte for
+// byte as the client wrote it in both messages; one that matches no
+// request (answered already, or never sent) is ignored, as LSP asks.
+func (s *ServerStream) cancel(params json.RawMessage) {
+	if s.onCancel == nil || params == nil {
+		return
+	}
+	ms, ok := readMembers(params)
+	if !ok {
+		return
+	}
+	id := ms.get("id")
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	var syn uint64
+	found := false
+	for k, p := range s.ids {
+		if string(p.id) == string(id) {
+			syn, found = k, true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found {
+		s.onCancel(syn)
+	}
+}
 
 // Waiting reports whether the stream has read a request it has not
 // answered yet.

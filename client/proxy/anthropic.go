@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -284,7 +283,7 @@ func (anthropic) errorJSON(kind, msg string) []byte {
 }
 
 func (anthropic) newWriter(w http.ResponseWriter, req *agentRequest) agentWriter {
-	return &anthropicWriter{sse: sse{w: w}, req: req, open: -1,
+	return &anthropicWriter{sse: sse{w: w, ping: anthropicPing}, req: req, open: -1,
 		id: "msg_orion_" + strings.ReplaceAll(uuid.NewString(), "-", "")}
 }
 
@@ -305,8 +304,11 @@ type anthropicWriter struct {
 	held   bool
 }
 
+// anthropicPing is the keep-alive event Anthropic's own server sends.
+var anthropicPing = sseEvent(false, "ping", []byte(`{"type": "ping"}`))
+
 func (a *anthropicWriter) eventLocked(name string, v any) {
-	a.writeLocked([]byte("event: " + name + "\ndata: " + string(mustJSON(v)) + "\n\n"))
+	a.sendLocked(name, mustJSON(v))
 }
 
 func (a *anthropicWriter) begin(rd *round) {
@@ -450,18 +452,16 @@ func (a *anthropicWriter) end(finish string, usage map[string]int64) {
 	stop := a.stopReason(finish)
 	if !a.req.stream && a.overflow {
 		a.blocks = nil
-		writeJSON(a.w, http.StatusBadGateway, overflowJSON(anthropic{}))
-		a.closed = true
+		a.replyLocked(http.StatusBadGateway, overflowJSON(anthropic{}))
 		return
 	}
 	if !a.req.stream {
 		if a.blocks == nil {
 			a.blocks = []any{}
 		}
-		writeJSON(a.w, http.StatusOK, mustJSON(map[string]any{
+		a.replyLocked(http.StatusOK, mustJSON(map[string]any{
 			"id": a.id, "type": "message", "role": "assistant", "model": a.req.model, "content": a.blocks,
 			"stop_reason": stop, "stop_sequence": nil, "usage": anthropicUsage(usage)}))
-		a.closed = true
 		return
 	}
 	a.closeLocked()
@@ -474,25 +474,8 @@ func (a *anthropicWriter) end(finish string, usage map[string]int64) {
 func (a *anthropicWriter) fail(status int, body []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return
+	if a.failLocked(status, body) {
+		a.sendLocked("error", streamErrorBody(anthropic{}, "api_error", status, body))
+		a.closed = true
 	}
-	if !a.started {
-		a.started, a.closed = true, true
-		writeJSON(a.w, status, body)
-		return
-	}
-	if !json.Valid(body) || !strings.Contains(string(body), `"error"`) {
-		body = anthropic{}.errorJSON("api_error", fmt.Sprintf("status %d: %s", status, body))
-	}
-	a.writeLocked([]byte("event: error\ndata: " + string(body) + "\n\n"))
-	a.closed = true
 }
-
-func (a *anthropicWriter) keepAlive(d time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.keepAliveLocked(d, []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n"))
-}
-
-func (a *anthropicWriter) endsLine() bool { return a.sse.endsLine() }

@@ -318,7 +318,7 @@ func (gemini) errorJSON(kind, msg string) []byte {
 }
 
 func (gemini) newWriter(w http.ResponseWriter, req *agentRequest) agentWriter {
-	return &geminiWriter{sse: sse{w: w}, req: req, parts: map[string]json.RawMessage{}}
+	return &geminiWriter{sse: sse{w: w, crlf: true}, req: req, parts: map[string]json.RawMessage{}}
 }
 
 // geminiWriter writes a GenerateContentResponse, or its chunks as they
@@ -350,7 +350,7 @@ func (g *geminiWriter) chunkLocked(parts []any, finish string, usage map[string]
 	if usage != nil {
 		v["usageMetadata"] = geminiUsage(usage)
 	}
-	g.writeLocked([]byte("data: " + string(mustJSON(v)) + "\r\n\r\n"))
+	g.sendLocked("", mustJSON(v))
 }
 
 func geminiUsage(u map[string]int64) map[string]int64 {
@@ -425,18 +425,16 @@ func (g *geminiWriter) end(finish string, usage map[string]int64) {
 	}
 	if !g.req.stream {
 		if g.overflow {
-			writeJSON(g.w, http.StatusBadGateway, overflowJSON(gemini{}))
-			g.closed = true
+			g.replyLocked(http.StatusBadGateway, overflowJSON(gemini{}))
 			return
 		}
 		parts := g.all
 		if parts == nil {
 			parts = []any{}
 		}
-		writeJSON(g.w, http.StatusOK, mustJSON(map[string]any{"candidates": []any{map[string]any{
+		g.replyLocked(http.StatusOK, mustJSON(map[string]any{"candidates": []any{map[string]any{
 			"content": map[string]any{"role": "model", "parts": parts}, "finishReason": fr, "index": 0}},
 			"usageMetadata": geminiUsage(usage), "modelVersion": g.req.model}))
-		g.closed = true
 		return
 	}
 	g.chunkLocked([]any{map[string]string{"text": ""}}, fr, usage)
@@ -446,25 +444,8 @@ func (g *geminiWriter) end(finish string, usage map[string]int64) {
 func (g *geminiWriter) fail(status int, body []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return
+	if g.failLocked(status, body) {
+		g.sendLocked("", streamErrorBody(gemini{}, "api_error", status, body))
+		g.closed = true
 	}
-	if !g.started {
-		g.started, g.closed = true, true
-		writeJSON(g.w, status, body)
-		return
-	}
-	if !json.Valid(body) || !strings.Contains(string(body), `"error"`) {
-		body = gemini{}.errorJSON("api_error", fmt.Sprintf("status %d: %s", status, body))
-	}
-	g.writeLocked([]byte("data: " + string(body) + "\r\n\r\n"))
-	g.closed = true
 }
-
-func (g *geminiWriter) keepAlive(d time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.keepAliveLocked(d, []byte(": keep-alive\r\n\r\n"))
-}
-
-func (g *geminiWriter) endsLine() bool { return g.sse.endsLine() }

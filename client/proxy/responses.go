@@ -278,7 +278,7 @@ func (r *responsesWriter) eventLocked(typ string, m map[string]any) {
 	m["type"] = typ
 	m["sequence_number"] = r.seq
 	r.seq++
-	r.writeLocked([]byte("event: " + typ + "\ndata: " + string(mustJSON(m)) + "\n\n"))
+	r.sendLocked(typ, mustJSON(m))
 }
 
 func (r *responsesWriter) responseLocked(status string) map[string]any {
@@ -397,8 +397,7 @@ func (r *responsesWriter) end(finish string, usage map[string]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.req.stream && r.overflow {
-		writeJSON(r.w, http.StatusBadGateway, overflowJSON(responses{}))
-		r.closed = true
+		r.replyLocked(http.StatusBadGateway, overflowJSON(responses{}))
 		return
 	}
 	r.closeMessageLocked()
@@ -412,8 +411,7 @@ func (r *responsesWriter) end(finish string, usage map[string]int64) {
 		resp["incomplete_details"] = map[string]string{"reason": "max_output_tokens"}
 	}
 	if !r.req.stream {
-		writeJSON(r.w, http.StatusOK, mustJSON(resp))
-		r.closed = true
+		r.replyLocked(http.StatusOK, mustJSON(resp))
 		return
 	}
 	r.eventLocked(typ, map[string]any{"response": resp})
@@ -423,12 +421,7 @@ func (r *responsesWriter) end(finish string, usage map[string]int64) {
 func (r *responsesWriter) fail(status int, body []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	if !r.started {
-		r.started, r.closed = true, true
-		writeJSON(r.w, status, body)
+	if !r.failLocked(status, body) {
 		return
 	}
 	var e struct {
@@ -451,11 +444,3 @@ func (r *responsesWriter) fail(status int, body []byte) {
 	r.eventLocked("response.failed", map[string]any{"response": resp})
 	r.closed = true
 }
-
-func (r *responsesWriter) keepAlive(d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keepAliveLocked(d, []byte(": keep-alive\n\n"))
-}
-
-func (r *responsesWriter) endsLine() bool { return r.sse.endsLine() }

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -151,27 +150,12 @@ func finishFor(stop string) string {
 // the controller's: they go to the agent and into the history as they are.
 func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error {
 	aw, _ := out.(*anthropicWriter)
-	lr := newLineReader(body, out.flush)
-	chunk := func(v any) error { return feed("data: " + string(mustJSON(v))) }
+	ctl := controllerFeed(feed)
 	var thinking *anthropicBlock
-	for {
-		line, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data, ok := sseData(line)
-		if !ok {
-			continue
-		}
+	return eachData(ctx, body, out.flush, func(data string) error {
 		var ev anthropicEvent
 		if json.Unmarshal([]byte(data), &ev) != nil {
-			continue
+			return nil
 		}
 		var ferr error
 		switch ev.Type {
@@ -191,14 +175,14 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			case "text":
 				if b.Text != "" {
 					rd.addText(b.Text)
-					ferr = chunk(contentChunk(b.Text))
+					ferr = ctl.chunk(contentChunk(b.Text))
 				}
 			case "tool_use":
 				args := ""
 				if len(b.Input) > 0 && string(b.Input) != "{}" {
 					args = string(b.Input)
 				}
-				ferr = chunk(toolChunk(ev.Index, b.ID, b.Name, args))
+				ferr = ctl.chunk(toolChunk(ev.Index, b.ID, b.Name, args))
 			case "thinking", "redacted_thinking":
 				thinking = &b
 				if aw != nil {
@@ -211,9 +195,9 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			switch d.Type {
 			case "text_delta":
 				rd.addText(d.Text)
-				ferr = chunk(contentChunk(d.Text))
+				ferr = ctl.chunk(contentChunk(d.Text))
 			case "input_json_delta":
-				ferr = chunk(toolChunk(ev.Index, "", "", d.PartialJSON))
+				ferr = ctl.chunk(toolChunk(ev.Index, "", "", d.PartialJSON))
 			case "thinking_delta", "signature_delta":
 				if thinking != nil {
 					thinking.Thinking += d.Thinking
@@ -238,18 +222,16 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			if d.StopReason != "" {
 				rd.stopReason = d.StopReason
 				fr := finishFor(d.StopReason)
-				ferr = chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": fr}}})
+				ferr = ctl.finish(fr)
 			}
 			addUsage(rd.usage, ev.Usage)
 		case "message_stop":
-			ferr = feed("data: [DONE]")
+			ferr = ctl.done()
 		case "error":
 			rd.streamErr = []byte(data)
 		}
-		if ferr != nil {
-			return ferr
-		}
-	}
+		return ferr
+	})
 }
 
 func thinkingJSON(b *anthropicBlock) json.RawMessage {

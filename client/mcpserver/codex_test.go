@@ -82,26 +82,13 @@ func TestCodexCLIMCPHost(t *testing.T) {
 	up := httptest.NewServer(model)
 	defer up.Close()
 
-	codexHome := t.TempDir()
 	args, _ := json.Marshal([]string{"--socket", d.Socket, "mcp"})
-	cfg := fmt.Sprintf(`model = %q
-model_provider = "orion"
-
-[model_providers.orion]
-name = "orion"
-base_url = %q
-env_key = "OPENAI_API_KEY"
-wire_api = "responses"
-
-%s
+	codexHome := fakemodel.CodexHome(t, up.URL+"/v1", fmt.Sprintf(`
 [mcp_servers.orion]
 command = %q
 args = %s
 default_tools_approval_mode = "approve"
-`, fakemodel.ResponsesModel, up.URL+"/v1", fakemodel.CodexConfig, bin, args)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, bin, args))
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orion-agent/orion/client/proxy"
 	"github.com/orion-agent/orion/internal/agentcli"
+	"github.com/orion-agent/orion/internal/fakemodel"
 )
 
 // gmChunk is one chunk of a Gemini stream with the given parts.
@@ -56,19 +57,14 @@ func TestGeminiCLI(t *testing.T) {
 	h := newHarness(t, proxy.Config{Token: "gemini-test-token-0123456789abcdef"}, script...)
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)
-	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},
-"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},
-"general":{"enableAutoUpdate":false,"retryFetchErrors":false,"maxAttempts":1}}`
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), fakemodel.GeminiSettings(nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", "Write big.txt: 3000 numbered lines.")
 	cmd.Dir = h.d.Root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "GEMINI_API_KEY=dummy-gemini",
-		"GOOGLE_GEMINI_BASE_URL=" + h.base, "GEMINI_CLI_NO_RELAUNCH=true",
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost"}
+	cmd.Env = fakemodel.GeminiEnv(home, "GOOGLE_GEMINI_BASE_URL="+h.base)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()

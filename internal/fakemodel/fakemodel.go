@@ -12,8 +12,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // maxBody bounds a request body the model keeps: far more than a CLI
@@ -218,6 +220,28 @@ func GeminiEnv(home string, extra ...string) []string {
 // run quiet and failing fast: no analytics, no plugins, no endless
 // retries.
 const CodexConfig = "[analytics]\nenabled = false\n\n[features]\nplugins = false\nunbounded_connection_retries = false\n"
+
+// CodexHome writes a CODEX_HOME in a temporary directory whose model
+// provider is baseURL, speaking the Responses API, quiet as CodexConfig
+// keeps it, with extra TOML (such as an [mcp_servers] table) after it.
+func CodexHome(t testing.TB, baseURL, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`model = %q
+model_provider = "orion"
+
+[model_providers.orion]
+name = "orion"
+base_url = %q
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+
+%s%s`, ResponsesModel, baseURL, CodexConfig, extra)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // GeminiSettings is Gemini CLI's settings.json for a test run: API-key
 // auth, no folder trust prompt, no telemetry or update checks, one

@@ -152,3 +152,22 @@ func checkWireGolden(t *testing.T, name, got string) {
 		t.Errorf("%s: the wire changed\n got: %q\nwant: %q", name, got, want)
 	}
 }
+
+// BenchmarkStreamText is the writer's cost per text delta of a streamed
+// reply, framing and flush included, for each API.
+func BenchmarkStreamText(b *testing.B) {
+	for _, d := range wireDialects {
+		b.Run(d.name(), func(b *testing.B) {
+			rec := httptest.NewRecorder()
+			out := d.newWriter(rec, &agentRequest{model: "agent-model", stream: true})
+			out.begin(&round{model: "up-model"})
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				out.text("a delta of some twenty bytes ")
+				if i%1024 == 0 {
+					rec.Body.Reset()
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -96,17 +95,10 @@ default_tools_approval_mode = "approve"
 		"Write big.txt.")
 	cmd.Dir = project
 	cmd.Env = fakemodel.CodexEnv(home, codexHome)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("Codex CLI %s with orionctl mcp took %v", agentcli.Codex.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("codex exec: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("Codex CLI %s with orionctl mcp", agentcli.Codex.Version))
 	bodies := model.Bodies()
 	if len(bodies) == 0 {
-		t.Fatalf("no model request\nstdout %s\nstderr %s", out.String(), errb.String())
+		t.Fatalf("no model request\nstdout %s\nstderr %s", out, errb)
 	}
 	if os.Getenv("ORION_DUMP_TURNS") != "" {
 		for i, body := range bodies {
@@ -124,7 +116,7 @@ default_tools_approval_mode = "approve"
 	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
 	if err != nil || string(got) != content {
 		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes in %d chunks\nstdout %s\nstderr %s",
-			len(got), err, len(content), len(chunks), out.String(), errb.String())
+			len(got), err, len(content), len(chunks), out, errb)
 	}
 	if _, err := os.Stat(filepath.Join(project, ".git", "hooks", "pre-commit")); err == nil {
 		t.Error(".git/hooks/pre-commit was written")
@@ -133,7 +125,7 @@ default_tools_approval_mode = "approve"
 		t.Errorf("orionctl sessions list names the session's client %q, want the host (Codex) in it", got)
 	}
 	if want := len(chunks) + 4; len(bodies) != want {
-		t.Fatalf("%d model requests, want %d\nstdout %s", len(bodies), want, out.String())
+		t.Fatalf("%d model requests, want %d\nstdout %s", len(bodies), want, out)
 	}
 	// The refusal reached the model: the request after the refused call
 	// answers it with the reason.

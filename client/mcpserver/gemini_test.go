@@ -1,8 +1,8 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -62,17 +62,10 @@ func TestGeminiCLIMCPHost(t *testing.T) {
 	cmd := exec.CommandContext(ctx, gem, "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", "Write big.txt.")
 	cmd.Dir = project
 	cmd.Env = fakemodel.GeminiEnv(home, "GOOGLE_GEMINI_BASE_URL="+up.URL)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("Gemini CLI %s with orionctl mcp took %v", agentcli.Gemini.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("gemini: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("Gemini CLI %s with orionctl mcp", agentcli.Gemini.Version))
 	bodies := model.Bodies()
 	if len(bodies) == 0 {
-		t.Fatalf("no model request\nstdout %s\nstderr %s", out.String(), errb.String())
+		t.Fatalf("no model request\nstdout %s\nstderr %s", out, errb)
 	}
 	for _, tool := range []string{"mcp_orion_write_begin", "mcp_orion_write_append", "mcp_orion_write_finalize", "mcp_orion_edit_file"} {
 		if !strings.Contains(bodies[0], `"`+tool+`"`) {
@@ -87,7 +80,7 @@ func TestGeminiCLIMCPHost(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
 	if err != nil || string(got) != content {
 		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes in %d chunks\nstdout %s\nstderr %s",
-			len(got), err, len(content), len(chunks), out.String(), errb.String())
+			len(got), err, len(content), len(chunks), out, errb)
 	}
 	if got := testdaemon.SessionClient(t, bin, d.Socket, "big.txt"); !strings.Contains(strings.ToLower(got), "gemini") {
 		t.Errorf("orionctl sessions list names the session's client %q, want the host (Gemini CLI) in it", got)

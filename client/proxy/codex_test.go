@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,16 +108,9 @@ func TestCodexCLI(t *testing.T) {
 	cmd.Dir = h.d.Root
 	cmd.Env = fakemodel.CodexEnv(t.TempDir(), fakemodel.CodexHome(t, h.base+"/v1", ""))
 	cmd.Stdin = nil
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("codex exec (Codex CLI %s) took %v", agentcli.Codex.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("codex exec: %v\nstdout %s\nstderr %s\nproxy log:\n%s", err, out.String(), errb.String(), h.logs.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("codex exec (Codex CLI %s)", agentcli.Codex.Version), "\nproxy log:\n"+h.logs.String())
 	if got := readFile(t, filepath.Join(h.d.Root, "big.txt")); got != content {
-		t.Errorf("big.txt differs: got %d bytes, want %d\ncodex: %s\n%s", len(got), len(content), out.String(), errb.String())
+		t.Errorf("big.txt differs: got %d bytes, want %d\ncodex: %s\n%s", len(got), len(content), out, errb)
 	}
 	if _, err := os.Stat(filepath.Join(h.d.Root, ".git", "hooks", "pre-commit")); err == nil {
 		t.Error(".git/hooks/pre-commit was written")
@@ -126,7 +118,7 @@ func TestCodexCLI(t *testing.T) {
 	// Codex's last agent message carries the proxy's line and the model's
 	// last word.
 	var last string
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		var ev struct {
 			Type string `json:"type"`
 			Item struct {
@@ -139,7 +131,7 @@ func TestCodexCLI(t *testing.T) {
 		}
 	}
 	if !strings.Contains(last, "Wrote big.txt: 3,000 lines") || !strings.HasSuffix(last, "All 3000 lines are in big.txt.") {
-		t.Errorf("Codex's answer: %q\n%s", last, out.String())
+		t.Errorf("Codex's answer: %q\n%s", last, out)
 	}
 	reqs := h.up.all()
 	if len(reqs) != 4 {

@@ -1,9 +1,9 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,19 +65,12 @@ func TestGeminiCLI(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", "Write big.txt: 3000 numbered lines.")
 	cmd.Dir = h.d.Root
 	cmd.Env = fakemodel.GeminiEnv(home, "GOOGLE_GEMINI_BASE_URL="+h.base)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("gemini -p (Gemini CLI %s) took %v", agentcli.Gemini.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("gemini -p: %v\nstdout %s\nstderr %s\nproxy log:\n%s", err, out.String(), errb.String(), h.logs.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("gemini -p (Gemini CLI %s)", agentcli.Gemini.Version), "\nproxy log:\n"+h.logs.String())
 	if got := readFile(t, filepath.Join(h.d.Root, "big.txt")); got != content {
-		t.Errorf("big.txt differs: got %d bytes, want %d\nstdout %s\nstderr %s", len(got), len(content), out.String(), errb.String())
+		t.Errorf("big.txt differs: got %d bytes, want %d\nstdout %s\nstderr %s", len(got), len(content), out, errb)
 	}
-	if !strings.Contains(out.String(), "Wrote big.txt: 3,000 lines") || !strings.Contains(out.String(), "All 3000 lines are in big.txt.") {
-		t.Errorf("Gemini CLI's output lacks the written file or the last word:\n%s", out.String())
+	if !strings.Contains(out, "Wrote big.txt: 3,000 lines") || !strings.Contains(out, "All 3000 lines are in big.txt.") {
+		t.Errorf("Gemini CLI's output lacks the written file or the last word:\n%s", out)
 	}
 	var turns []upstreamRequest
 	for _, req := range h.up.all() {

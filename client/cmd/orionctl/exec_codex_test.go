@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -67,23 +67,16 @@ func TestExecCodex(t *testing.T) {
 		codex, "exec", "--skip-git-repo-check", "--ephemeral", "--json", "-s", "workspace-write", "Write big.txt.")
 	cmd.Dir = project
 	cmd.Env = fakemodel.CodexEnv(home, codexHome)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("orionctl exec -- codex (Codex CLI %s) took %v", agentcli.Codex.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("orionctl exec: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("orionctl exec -- codex (Codex CLI %s)", agentcli.Codex.Version))
 	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
 	if err != nil || string(got) != content {
-		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), out.String(), errb.String())
+		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), out, errb)
 	}
-	if !strings.Contains(out.String(), "Wrote big.txt: 3,000 lines") {
-		t.Errorf("Codex did not show the written file:\n%s", out.String())
+	if !strings.Contains(out, "Wrote big.txt: 3,000 lines") {
+		t.Errorf("Codex did not show the written file:\n%s", out)
 	}
-	if !strings.Contains(errb.String(), "write refused") || !strings.Contains(errb.String(), "pre-commit") {
-		t.Errorf("exec's stderr does not name the refused write:\n%s", errb.String())
+	if !strings.Contains(errb, "write refused") || !strings.Contains(errb, "pre-commit") {
+		t.Errorf("exec's stderr does not name the refused write:\n%s", errb)
 	}
 	bodies := model.Bodies()
 	if len(bodies) != 4 {

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -66,23 +66,16 @@ func TestExecGemini(t *testing.T) {
 		gem, "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", "Write big.txt.")
 	cmd.Dir = project
 	cmd.Env = fakemodel.GeminiEnv(home)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("orionctl exec -- gemini (Gemini CLI %s) took %v", agentcli.Gemini.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("orionctl exec: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("orionctl exec -- gemini (Gemini CLI %s)", agentcli.Gemini.Version))
 	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
 	if err != nil || string(got) != content {
-		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), out.String(), errb.String())
+		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), out, errb)
 	}
-	if !strings.Contains(out.String(), "Wrote big.txt: 3,000 lines") {
-		t.Errorf("Gemini CLI did not show the written file:\n%s", out.String())
+	if !strings.Contains(out, "Wrote big.txt: 3,000 lines") {
+		t.Errorf("Gemini CLI did not show the written file:\n%s", out)
 	}
-	if !strings.Contains(errb.String(), "write refused") || !strings.Contains(errb.String(), "pre-commit") {
-		t.Errorf("exec's stderr does not name the refused write:\n%s", errb.String())
+	if !strings.Contains(errb, "write refused") || !strings.Contains(errb, "pre-commit") {
+		t.Errorf("exec's stderr does not name the refused write:\n%s", errb)
 	}
 	bodies := model.Bodies()
 	if len(bodies) != 4 {

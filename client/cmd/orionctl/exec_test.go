@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/agentcli"
 	"github.com/orion-agent/orion/internal/claudecode"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
@@ -111,20 +112,13 @@ func TestExecClaudeCode(t *testing.T) {
 		claude, "-p", "Write notes.md.", "--output-format", "json")
 	cmd.Dir = project
 	cmd.Env = claudecode.Env(t.TempDir(), "")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("orionctl exec -- claude (Claude Code %s) took %v", version, time.Since(start))
-	if err != nil {
-		t.Fatalf("orionctl exec: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, "orionctl exec -- claude (Claude Code "+version+")")
 	var r struct {
 		IsError bool   `json:"is_error"`
 		Result  string `json:"result"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.IsError || !strings.Contains(r.Result, "Wrote notes.md") {
-		t.Errorf("Claude Code's result %s (%v)\nstderr %s", out.String(), err, errb.String())
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.IsError || !strings.Contains(r.Result, "Wrote notes.md") {
+		t.Errorf("Claude Code's result %s (%v)\nstderr %s", out, err, errb)
 	}
 	got, err := os.ReadFile(filepath.Join(project, "notes.md"))
 	if err != nil || string(got) != content {

@@ -68,16 +68,7 @@ func TestExecCodex(t *testing.T) {
 	cmd.Dir = project
 	cmd.Env = fakemodel.CodexEnv(home, codexHome)
 	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("orionctl exec -- codex (Codex CLI %s)", agentcli.Codex.Version))
-	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
-	if err != nil || string(got) != content {
-		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), out, errb)
-	}
-	if !strings.Contains(out, "Wrote big.txt: 3,000 lines") {
-		t.Errorf("Codex did not show the written file:\n%s", out)
-	}
-	if !strings.Contains(errb, "write refused") || !strings.Contains(errb, "pre-commit") {
-		t.Errorf("exec's stderr does not name the refused write:\n%s", errb)
-	}
+	checkExecWroteTable(t, project, content, out, errb)
 	bodies := model.Bodies()
 	if len(bodies) != 4 {
 		t.Fatalf("%d model requests, want 4", len(bodies))

@@ -67,16 +67,7 @@ func TestExecGemini(t *testing.T) {
 	cmd.Dir = project
 	cmd.Env = fakemodel.GeminiEnv(home)
 	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("orionctl exec -- gemini (Gemini CLI %s)", agentcli.Gemini.Version))
-	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
-	if err != nil || string(got) != content {
-		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), out, errb)
-	}
-	if !strings.Contains(out, "Wrote big.txt: 3,000 lines") {
-		t.Errorf("Gemini CLI did not show the written file:\n%s", out)
-	}
-	if !strings.Contains(errb, "write refused") || !strings.Contains(errb, "pre-commit") {
-		t.Errorf("exec's stderr does not name the refused write:\n%s", errb)
-	}
+	checkExecWroteTable(t, project, content, out, errb)
 	bodies := model.Bodies()
 	if len(bodies) != 4 {
 		t.Fatalf("%d model requests, want 4", len(bodies))

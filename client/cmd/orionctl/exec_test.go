@@ -64,6 +64,24 @@ type scriptedModel struct {
 
 var markerRE = regexp.MustCompile(`__END_WRITE_[0-9a-f]+__`)
 
+// checkExecWroteTable checks an exec run whose agent first tried a
+// protected path and then wrote content to big.txt in project: the file
+// is whole, the agent showed the write, and exec's stderr named the
+// refusal.
+func checkExecWroteTable(t *testing.T, project, content, stdout, stderr string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
+	if err != nil || string(got) != content {
+		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Wrote big.txt: 3,000 lines") {
+		t.Errorf("the agent did not show the written file:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "write refused") || !strings.Contains(stderr, "pre-commit") {
+		t.Errorf("exec's stderr does not name the refused write:\n%s", stderr)
+	}
+}
+
 func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if strings.HasSuffix(r.URL.Path, "/count_tokens") {

@@ -22,17 +22,21 @@ const (
 // call.
 const migrateBatchBytes = 4 << 20
 
-// migrate moves the chunks of a version 1 to 3 file into the content log and
+// migrate moves the chunks of a version 1 to 3 file, and the values of the
+// content buckets of a version 1 to 4 file, into the content log and
 // replaces them with index entries, in one bbolt commit that also writes the
 // new schema version. The log is synced before that commit: until it
 // happens, the file is still a complete old file, and a crash leaves records
-// in the log that no one indexes; Open removes the log of an old file before
-// migrating, so a second attempt starts afresh.
+// in the log that no one indexes (all flagged indexed, so never replayed):
+// Open removes the log of a file older than the log before migrating, and
+// a version 4 file's are dead records its segments' reclaim drops, so a
+// second attempt starts afresh.
 func (s *Store) migrate(from uint64) error {
 	type moved struct {
-		id  []byte
-		seq uint64
-		ref chunkRef
+		id     []byte
+		seq    uint64
+		ref    chunkRef
+		bucket string // a content bucket's value under key id, else a chunk
 	}
 	var (
 		all     []moved
@@ -57,8 +61,28 @@ func (s *Store) migrate(from uint64) error {
 	}
 	// The old file is read in one transaction: nothing else writes yet.
 	err := s.db.View(func(tx *bolt.Tx) error {
+		for name := range contentBuckets {
+			b := tx.Bucket([]byte(name))
+			if b == nil {
+				continue
+			}
+			if err := b.ForEach(func(k, v []byte) error {
+				rec, at := encodeValueRecord(name, k, v)
+				recs = append(recs, rec)
+				pending = append(pending, moved{
+					id: append([]byte(nil), k...), bucket: name,
+					ref: chunkRef{at: uint32(at), len: uint32(len(v))},
+				})
+				if size += len(rec); size >= migrateBatchBytes {
+					return flush()
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
 		chunks := tx.Bucket(bucketChunks)
-		if chunks == nil {
+		if chunks == nil || from >= 4 {
 			return nil
 		}
 		return chunks.ForEachBucket(func(id []byte) error {
@@ -102,6 +126,22 @@ func (s *Store) migrate(from uint64) error {
 		if err := createBuckets(tx); err != nil {
 			return err
 		}
+		for _, m := range all {
+			if m.bucket == "" {
+				continue
+			}
+			// The value's key is there: the bucket was read above,
+			// and nothing else writes.
+			if err := tx.Bucket([]byte(m.bucket)).Put(m.id, m.ref.encode()); err != nil {
+				return err
+			}
+		}
+		if from >= 4 {
+			if err := setLogPos(tx, end); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
+		}
 		chunks := tx.Bucket(bucketChunks)
 		// Drop the old chunk keys, then write the new entries.
 		var ids [][]byte
@@ -129,6 +169,9 @@ func (s *Store) migrate(from uint64) error {
 			}
 		}
 		for _, m := range all {
+			if m.bucket != "" {
+				continue
+			}
 			b := chunks.Bucket(m.id)
 			b.FillPercent = appendFillPercent
 			if err := b.Put(encodeSeq(m.seq), m.ref.encode()); err != nil {
@@ -144,8 +187,15 @@ func (s *Store) migrate(from uint64) error {
 		return fmt.Errorf("migrate version %d: %w", from, err)
 	}
 	s.indexed.Store(&end)
+	values := 0
+	for _, m := range all {
+		if m.bucket != "" {
+			values++
+		}
+	}
 	if len(all) > 0 {
-		slog.Info("store: moved the content of unfinished sessions to the content log", "from_schema", from, "chunks", len(all))
+		slog.Info("store: moved the content of unfinished sessions, backups and checkpoints to the content log",
+			"from_schema", from, "chunks", len(all)-values, "values", values)
 	}
 	return nil
 }

@@ -104,7 +104,13 @@ var ErrClosed = errors.New("store: closed")
 // entries in their place (see the package comment). Open migrates versions 1
 // to 3 by moving their chunks (migrate); a version 3 build refuses a
 // version 4 file, whose index entries it would serve as content.
-const schemaVersion = 4
+//
+// Version 5 moved the values of the content buckets (backups, checkpoint
+// contents: see contentBuckets) to the content log the same way. Open
+// migrates versions 1 to 4 by moving them, with the chunks of versions 1 to
+// 3; a version 4 build refuses a version 5 file, whose index entries it
+// would restore as a backup.
+const schemaVersion = 5
 
 var (
 	bucketMeta     = []byte("meta")
@@ -142,6 +148,10 @@ type Options struct {
 	// SegmentSize is the size of the content log's segments. 0 means
 	// contentlog.DefaultSegmentSize.
 	SegmentSize int64
+
+	// logFault, set by tests, makes the log's segment files fail
+	// (contentlog.Options.Fault).
+	logFault func(op string) error
 }
 
 // Store is an open journal file. Its methods are safe for concurrent use.
@@ -214,6 +224,16 @@ type Store struct {
 	// afterCompactCopy, set by tests, runs where a compaction has copied
 	// chunks to the end of the log and not yet indexed the copies.
 	afterCompactCopy func()
+
+	// segSize is the log's segment size; segLive the live bytes of each
+	// segment (as live is of all), under liveMu: they tell, without a
+	// read of the index, when a reclaim pass has something to do.
+	segSize int64
+	liveMu  sync.Mutex
+	segLive map[uint64]int64
+	// fence, when set, is a position meta/logpos must reach before the
+	// log acknowledges anything more (fence.go).
+	fence atomic.Pointer[contentlog.Pos]
 }
 
 // Open opens or creates the journal at path (mode 0600) and starts its
@@ -265,15 +285,15 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	logDir := LogDir(path)
-	if version > 0 && version < schemaVersion {
-		// An old file has no log: one there is what a migration that
-		// did not finish left behind.
+	if version > 0 && version < 4 {
+		// A file older than the log has none: one there is what a
+		// migration that did not finish left behind.
 		if err := os.RemoveAll(logDir); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
-	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize})
+	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize, Fault: opts.logFault})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -281,6 +301,10 @@ func Open(path string, opts Options) (*Store, error) {
 	deferDelay := opts.DeferDelay
 	if deferDelay <= 0 {
 		deferDelay = defaultDeferDelay
+	}
+	segSize := opts.SegmentSize
+	if segSize <= 0 {
+		segSize = contentlog.DefaultSegmentSize
 	}
 	s := &Store{
 		path:       path,
@@ -290,6 +314,7 @@ func Open(path string, opts Options) (*Store, error) {
 		reqs:       make(chan *request, maxBatch),
 		done:       make(chan struct{}),
 		log:        log,
+		segSize:    segSize,
 	}
 	switch {
 	case version == 0:
@@ -300,8 +325,14 @@ func Open(path string, opts Options) (*Store, error) {
 			return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
 		})
 		s.indexed.Store(new(contentlog.Pos))
-	case version < schemaVersion:
+	case version < 4:
 		err = s.migrate(version)
+	case version < schemaVersion:
+		// A version 4 file has a log whose chunks may wait to be
+		// replayed: they are indexed first, as by a version 4 build.
+		if err = s.replay(); err == nil {
+			err = s.migrate(version)
+		}
 	default:
 		err = s.replay()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/orion-agent/orion/internal/contentlog"
+	"github.com/orion-agent/orion/internal/failpoint"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -64,9 +65,15 @@ func (s *Store) writePuts(lead [][]byte, puts []Put, apply func(tx *bolt.Tx, lea
 		if err := s.fenceFirst(); err != nil {
 			return err
 		}
+		content := hasContent(puts)
 		var err error
 		if leadRefs, puts, err = s.logValues(lead, puts); err != nil {
 			return err
+		}
+		if content {
+			// Crash tests die here: the values are in the log, not
+			// yet indexed; the write is not acknowledged.
+			failpoint.Hit("store.values-logged")
 		}
 	}
 	return s.write(func(tx *bolt.Tx) error {

@@ -50,16 +50,16 @@ type checkpointReport struct {
 	// Storage after Turns turns each changing 10 files: the blob store
 	// and the store's live data before and after, and the bytes the
 	// turns changed (their new contents).
-	Turns          int     `json:"turns"`
-	BlobsFirst     int64   `json:"blobs_after_first_bytes"`
-	BlobsAfter     int64   `json:"blobs_after_turns_bytes"`
-	StoreFirst     int64   `json:"store_after_first_bytes"`
-	StoreAfter     int64   `json:"store_after_turns_bytes"`
+	Turns      int   `json:"turns"`
+	BlobsFirst int64 `json:"blobs_after_first_bytes"`
+	BlobsAfter int64 `json:"blobs_after_turns_bytes"`
+	StoreFirst int64 `json:"store_after_first_bytes"`
+	StoreAfter int64 `json:"store_after_turns_bytes"`
 	// DiskFirst and DiskAfter are the disk the daemon's state directory
 	// takes (allocated blocks, as du counts them) after the first
 	// checkpoint and after the turns.
-	DiskFirst int64 `json:"disk_after_first_bytes"`
-	DiskAfter int64 `json:"disk_after_turns_bytes"`
+	DiskFirst      int64   `json:"disk_after_first_bytes"`
+	DiskAfter      int64   `json:"disk_after_turns_bytes"`
 	ChangedBytes   int64   `json:"changed_bytes"`
 	UndoHundredMS  float64 `json:"undo_100_files_ms"`
 	RSSWatchingMiB float64 `json:"daemon_rss_watching_mib"`

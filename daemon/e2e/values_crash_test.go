@@ -13,7 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/orion-agent/orion/internal/blobstore"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/testdaemon"
@@ -251,5 +253,58 @@ func copyTo(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Retention releases the contents no kept turn needs, their sizes and
+// their index entries in one commit. Killed just before that commit, the
+// contents are all still there after the restart: the kept turn's undo
+// and redo are byte-exact.
+func TestKilledReleasingCheckpointContents(t *testing.T) {
+	d := testdaemon.Start(t, "--checkpoint-retention", "1s")
+	ws := d.Root
+	writeFiles(t, ws, map[string]string{"a.txt": "v0\n", "b.txt": strings.Repeat("b\n", 5000)})
+	c := dial(t, d)
+	first := beginTurn(t, c, ws)
+	writeFiles(t, ws, map[string]string{"a.txt": "v1\n"})
+	if _, err := c.TurnEnd(testCtx(t), first.TurnID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the first turn is past its retention
+	d.Stop()
+	d.Env = []string{failpoint.EnvVar + "=" + blobstore.FailpointRelease + "=1"}
+	d.Restart()
+	c = dial(t, d)
+	// A change between the turns: the second starts at a checkpoint of
+	// its own, and nothing kept refers to "v0\n" any more.
+	writeFiles(t, ws, map[string]string{"a.txt": "v1 changed by hand\n"})
+	before := tree(t, ws)
+	second := beginTurn(t, c, ws)
+	writeFiles(t, ws, map[string]string{"a.txt": "v2\n"})
+	after := tree(t, ws)
+	// Its end runs retention, which drops the first turn and releases
+	// "v0\n", the content only that turn needed: the kill comes there.
+	c.TurnEnd(testCtx(t), second.TurnID)
+	exited := make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("oriond was not killed releasing contents\n%s", d.Logs())
+	}
+	d.Env = nil
+	d.Restart()
+	c = dial(t, d)
+	if _, err := c.TurnUndo(testCtx(t), protocol.TurnUndoParams{TurnID: second.TurnID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); got != before {
+		t.Fatalf("after undo:\n%s\nwant:\n%s", got, before)
+	}
+	if _, err := c.TurnRedo(testCtx(t), protocol.TurnRedoParams{Last: true, WorkspaceRoot: ws}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, ws); got != after {
+		t.Fatalf("after redo:\n%s\nwant:\n%s", got, after)
 	}
 }

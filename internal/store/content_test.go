@@ -388,6 +388,10 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if err := s.Append("keep", 1, []byte("kept chunk"), []byte("first")); err != nil {
 		t.Fatal(err)
 	}
+	// A backup's value in the same segment is moved the same way.
+	if err := s.PutKV("backups", []store.KV{{Key: []byte("keep/0"), Value: []byte("kept backup")}}); err != nil {
+		t.Fatal(err)
+	}
 	chunk := bytes.Repeat([]byte("z"), 4000)
 	for i := range 60 {
 		if err := s.Append("drop", uint64(i), chunk, []byte("d")); err != nil {
@@ -404,9 +408,15 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if img == "" {
 		t.Fatal("no compaction happened")
 	}
+	if v, _, err := s.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after compaction = %q, %v", v, err)
+	}
 	c := openStore(t, img)
 	if got, err := c.Chunk("keep", 1); err != nil || string(got) != "kept chunk" {
 		t.Fatalf("chunk after a crash during compaction = %q, %v", got, err)
+	}
+	if v, _, err := c.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after a crash during compaction = %q, %v", v, err)
 	}
 	if meta, err := c.Meta("keep"); err != nil || string(meta) != "later" {
 		t.Fatalf("meta after a crash during compaction = %q, %v; want the later PutMeta's", meta, err)
@@ -421,6 +431,9 @@ func TestCrashDuringCompaction(t *testing.T) {
 	store.WaitReclaim(c)
 	if got, err := c.Chunk("keep", 1); err != nil || string(got) != "kept chunk" {
 		t.Fatalf("chunk after the next compaction = %q, %v", got, err)
+	}
+	if v, _, err := c.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after the next compaction = %q, %v", v, err)
 	}
 }
 

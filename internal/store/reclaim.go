@@ -77,9 +77,15 @@ const rotateAfter = 0.25
 // reclaim pass has anything to do.
 func (s *Store) reclaimWanted() bool {
 	segs := s.log.Segments()
+	// A pass would stop at the first segment with a record waiting for
+	// its index entry (see reclaim): no pass for what lies beyond.
+	low, pending := s.oldestPending()
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	for _, sg := range segs {
+		if pending && sg.ID >= low {
+			return false
+		}
 		live := s.segLive[sg.ID]
 		if sg.Active {
 			if float64(sg.End) >= rotateAfter*float64(s.segSize) && mostlyDead(live, sg.End) {

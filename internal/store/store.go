@@ -10,11 +10,15 @@
 // The package knows nothing about what sessions mean; ids, metadata and
 // chunks are bytes to it.
 //
-// Two files hold a store: a bbolt file with the sessions, their metadata and
-// an index of their chunks, and a content log (package contentlog, in the
-// directory next to it named like it with ".segments" added) with the chunks'
-// bytes, the way WiscKey-style stores keep keys in a tree and values in a
-// log. A bbolt commit syncs twice (pages, then meta) and rewrites every page
+// Two files hold a store: a bbolt file with the sessions, their metadata,
+// the other concerns' buckets and an index of the chunks and of the content
+// buckets' values, and a content log (package contentlog, in the directory
+// next to it named like it with ".segments" added) with the bytes of those
+// chunks and values, the way WiscKey-style stores keep keys in a tree and
+// values in a log. The content buckets (contentBuckets: backups and
+// checkpoint contents) are read and written through the same KV methods as
+// any other bucket; their values are appended to the log, synced, and
+// indexed by the commit of the write that stores them. A bbolt commit syncs twice (pages, then meta) and rewrites every page
 // on the path to what it changed, 32 KB for a 4 KiB chunk; the log appends
 // the chunk once and syncs once per group of appends.
 //
@@ -47,6 +51,8 @@
 //	                     cursor order is sequence order
 //	chunks/<id>/ff*9  -> metadata written by Append; where present it
 //	                     supersedes sessions/<id>
+//	<content bucket>/<key> -> where the value is in the log, encoded as a
+//	                     chunk's index entry (values.go)
 //
 // Append keeps the metadata it rewrites with every chunk next to the
 // chunks, in the leaf page the chunk dirties anyway, rather than in the
@@ -55,9 +61,10 @@
 // The key is nine bytes, so it sorts after every eight-byte seq and is never
 // taken for a chunk.
 //
-// Segments of the log are reclaimed once no index entry points into them
-// (reclaim.go); a segment that is mostly dead has its live chunks copied to
-// the end of the log first.
+// Segments of the log are reclaimed once no index entry, of a chunk or of a
+// content bucket's value, points into them (reclaim.go); a segment that is
+// mostly dead has its live records copied to the end of the log first, and
+// the segment being appended to is rotated when it is mostly dead.
 package store
 
 import (

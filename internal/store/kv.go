@@ -60,6 +60,12 @@ func (s *Store) PutKVs(puts ...Put) error {
 func (s *Store) writePuts(lead [][]byte, puts []Put, apply func(tx *bolt.Tx, leadRefs []contentlog.Ref) error) error {
 	var leadRefs []contentlog.Ref
 	if len(lead) > 0 || hasContent(puts) {
+		s.mu.RLock()
+		closed := s.closed
+		s.mu.RUnlock()
+		if closed {
+			return ErrClosed
+		}
 		s.indexMu.RLock()
 		defer s.indexMu.RUnlock()
 		if err := s.fenceFirst(); err != nil {

@@ -159,9 +159,10 @@ func TestKilledKeepingABackup(t *testing.T) {
 // A store written by the release that kept backups and checkpoint contents
 // in the bbolt file is migrated at the first start; a start killed after
 // the contents were copied to the log, before the commit that points at
-// them, leaves the old file, and the next start migrates it. Then the open
-// session's content and the finished sessions' backups read back as that
-// release stored them.
+// them, leaves the old file, and the next start migrates it; one killed as
+// the migrated file's compacted copy is written leaves the migrated file.
+// Then the open session's content and the finished sessions' backups read
+// back as that release stored them.
 func TestMigrationFromReleaseKilledThenDone(t *testing.T) {
 	d := testdaemon.Start(t)
 	d.Stop()
@@ -174,14 +175,19 @@ func TestMigrationFromReleaseKilledThenDone(t *testing.T) {
 	}
 	copyTo(t, filepath.Join(data, "v4.db.segments", "0000000000000001.seg"), filepath.Join(store.LogDir(db), "0000000000000001.seg"))
 
-	cmd := d.Command()
-	cmd.Env = append(cmd.Env, failpoint.EnvVar+"=store.migrate-logged=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("oriond at the migration's kill point: %v, want killed\n%s", err, out.String())
+	// Killed once with the contents copied to the log, not yet indexed;
+	// then once with the migrated file's compacted copy written, not
+	// yet renamed over it.
+	for _, point := range []string{"store.migrate-logged=1", "store.compact-file=1"} {
+		cmd := d.Command()
+		cmd.Env = append(cmd.Env, failpoint.EnvVar+"="+point)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("oriond at the kill point %s: %v, want killed\n%s", point, err, out.String())
+		}
 	}
 	d.Restart()
 	c := dial(t, d)

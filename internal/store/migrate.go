@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/orion-agent/orion/internal/failpoint"
 
@@ -208,4 +210,77 @@ func createBuckets(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// compactFile rewrites the bbolt file without its free pages, when they are
+// most of it: a migration moves the contents out of the file, and bbolt
+// never shrinks it, so a store that kept hundreds of MiB of checkpoint
+// contents would otherwise keep taking that much disk next to the log
+// that now holds them. The copy (bbolt's Compact) is written and synced
+// under a temporary name, renamed over the file and the directory synced:
+// a crash leaves the migrated file or its copy, both whole. The old file
+// stays open, holding the lock, until the copy is open.
+func (s *Store) compactFile(opts *bolt.Options) error {
+	var high int64
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		high = tx.Size()
+		return nil
+	}); err != nil {
+		return err
+	}
+	st := s.db.Stats()
+	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
+	if free < compactFileMin || free < high/2 {
+		return nil
+	}
+	tmp := compactPath(s.path)
+	os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, opts)
+	if err != nil {
+		return fmt.Errorf("compact store file: %w", err)
+	}
+	if err := bolt.Compact(dst, s.db, compactTxBytes); err != nil {
+		dst.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("compact store file: %w", err)
+	}
+	if err := dst.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("compact store file: %w", err)
+	}
+	failpoint.Hit("store.compact-file")
+	if err := os.Rename(tmp, s.path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("compact store file: %w", err)
+	}
+	if err := syncDir(filepath.Dir(s.path)); err != nil {
+		return fmt.Errorf("compact store file: %w", err)
+	}
+	db, err := bolt.Open(s.path, 0o600, opts)
+	if err != nil {
+		return fmt.Errorf("compact store file: reopen: %w", err)
+	}
+	s.db.Close()
+	s.db = db
+	slog.Info("store: rewrote the store file without the space the migration freed", "freed_bytes", free)
+	return nil
+}
+
+// compactFileMin is the free space under which compactFile leaves the file
+// as it is; compactTxBytes bounds one transaction of the copy.
+const (
+	compactFileMin = 1 << 20
+	compactTxBytes = 64 << 20
+)
+
+// compactPath is the temporary name of the file compactFile writes.
+func compactPath(path string) string { return path + ".compact" }
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

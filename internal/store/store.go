@@ -261,7 +261,7 @@ func Open(path string, opts Options) (*Store, error) {
 		maxBatch = defaultMaxBatch
 	}
 
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	boltOpts := &bolt.Options{
 		Timeout: timeout,
 		// The freelist is rewritten by every commit and grows with
 		// fragmentation, which dropping chunks produces all the time:
@@ -279,13 +279,17 @@ func Open(path string, opts Options) (*Store, error) {
 		// doubling it from 32 KiB with an fsync and a remap each time.
 		// It reserves address space only.
 		InitialMmapSize: initialMmapSize,
-	})
+	}
+	db, err := bolt.Open(path, 0o600, boltOpts)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	// A copy a compaction was writing when the daemon stopped (the lock
+	// is ours: no one else is writing it).
+	os.Remove(compactPath(path))
 	version, err := readSchema(db)
 	if err != nil {
 		db.Close()
@@ -333,12 +337,17 @@ func Open(path string, opts Options) (*Store, error) {
 		})
 		s.indexed.Store(new(contentlog.Pos))
 	case version < 4:
-		err = s.migrate(version)
+		if err = s.migrate(version); err == nil {
+			err = s.compactFile(boltOpts)
+		}
 	case version < schemaVersion:
 		// A version 4 file has a log whose chunks may wait to be
 		// replayed: they are indexed first, as by a version 4 build.
 		if err = s.replay(); err == nil {
 			err = s.migrate(version)
+		}
+		if err == nil {
+			err = s.compactFile(boltOpts)
 		}
 	default:
 		err = s.replay()
@@ -348,7 +357,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		log.Close()
-		db.Close()
+		s.db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.commitLoop()

@@ -103,7 +103,16 @@ func TestMigrateValuesFromReleaseFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(round, s)
+		// The bbolt file was rewritten without the pages the values
+		// took: it is not left at the old file's size.
+		st, _ := s.Stats()
+		if old := fileSize(t, "testdata/v4.db"); st.HighWater > old/2 {
+			t.Fatalf("round %d: the store file uses %d bytes after the migration, the release's %d", round, st.HighWater, old)
+		}
 		s.Close()
+	}
+	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
+		t.Fatalf("the compaction's temporary file is left: %v", err)
 	}
 
 	// The bbolt file holds index entries where the values were.
@@ -147,6 +156,15 @@ func TestMigrateValuesFromReleaseFile(t *testing.T) {
 	if _, err := s.CopyRange(want.Session, &buf, 0, -1); err != nil || buf.String() != joined(want.Chunks)+"more" {
 		t.Fatalf("session after reopen: %d bytes, %v", buf.Len(), err)
 	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
 
 func sum(b []byte) []byte {

@@ -267,9 +267,7 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 			if err != nil {
 				// The record is durable: the next Open indexes it.
 				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
-				return
 			}
-			s.advanceIndexed(end)
 		},
 	}
 	s.mu.RLock()
@@ -346,19 +344,6 @@ func (s *Store) pendingOf(id string) []pendingIndex {
 		out[i] = *r.index
 	}
 	return out
-}
-
-// advanceIndexed records that every record before p is indexed.
-func (s *Store) advanceIndexed(p contentlog.Pos) {
-	for {
-		cur := s.indexed.Load()
-		if cur != nil && !cur.Less(p) {
-			return
-		}
-		if s.indexed.CompareAndSwap(cur, &p) {
-			return
-		}
-	}
 }
 
 // flushIfDeferred commits the deferred writes, if there are any, so that a

@@ -260,7 +260,6 @@ func (s *Store) replay() error {
 		}
 	}
 	if len(entries) == 0 && !from.Less(end) {
-		s.indexed.Store(&end)
 		return nil
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
@@ -277,7 +276,6 @@ func (s *Store) replay() error {
 	if len(entries) > 0 {
 		slog.Info("store: indexed appends found in the content log after a stop", "appends", len(entries))
 	}
-	s.indexed.Store(&end)
 	return nil
 }
 

@@ -67,9 +67,6 @@ func (s *Store) applyFence(tx *bolt.Tx) error {
 	if err := setLogPos(tx, *f); err != nil {
 		return err
 	}
-	tx.OnCommit(func() {
-		s.fence.CompareAndSwap(f, nil)
-		s.advanceIndexed(*f)
-	})
+	tx.OnCommit(func() { s.fence.CompareAndSwap(f, nil) })
 	return nil
 }

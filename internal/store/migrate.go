@@ -188,7 +188,6 @@ func (s *Store) migrate(from uint64) error {
 	if err != nil {
 		return fmt.Errorf("migrate version %d: %w", from, err)
 	}
-	s.indexed.Store(&end)
 	values := 0
 	for _, m := range all {
 		if m.bucket != "" {

@@ -192,10 +192,8 @@ type Store struct {
 	commits atomic.Uint64
 	writes  atomic.Uint64
 
-	// log holds the chunks' bytes; indexed is the position up to which
-	// its records are indexed by committed bbolt transactions.
-	log     *contentlog.Log
-	indexed atomic.Pointer[contentlog.Pos]
+	// log holds the bytes of the chunks and the content buckets' values.
+	log *contentlog.Log
 	// live is the bytes of the log's records that the index points to,
 	// or will once their entries commit: what --store-max-bytes counts.
 	live atomic.Int64
@@ -335,7 +333,6 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
 		})
-		s.indexed.Store(new(contentlog.Pos))
 	case version < 4:
 		if err = s.migrate(version); err == nil {
 			err = s.compactFile(boltOpts)

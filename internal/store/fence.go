@@ -17,10 +17,13 @@ import (
 // carry) whose senders were told they were refused, maybe after the session
 // had moved on. So the store fences them out: meta/logpos is moved to the
 // start of the next segment, after the index entries of every record before
-// the failed batch, which were all queued before it was written. Until that
-// commit has succeeded, every commit carries the fence, and no Append is
-// acknowledged: nothing after a refused record is acknowledged while a crash
-// could still replay it.
+// the failed batch, which were all queued before it was written. The
+// refusal is returned once that commit has been tried; until one has
+// succeeded, every commit carries the fence and no new Append is written to
+// the log. So a client told of a refusal can act on it (abort, finish, send
+// something else) without a crash bringing the refused record back; an
+// append whose outcome a crash kept from its client may be there or not,
+// as always.
 
 // fenceAfter fences out the records of the batch that err refused, if err
 // is a failed write of the log, and tries to commit the fence at once.

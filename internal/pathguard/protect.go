@@ -377,13 +377,14 @@ func (g *Guard) Protected(path string) (Match, bool) {
 	// Read by path: an early answer for a session's begin. A directory
 	// that cannot be read here is read again, failing closed, through
 	// descriptors at the write (CheckProtectedIn).
-	m, ok, _ := g.protected(path, openByPath)
+	m, ok, _ := g.protected(path, openByPath, nil)
 	return m, ok
 }
 
 // protected is Protected with the git-partial rule's directories read
-// through open.
-func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
+// through open, and what the git rules read by path kept in s (nil: read
+// every time).
+func (g *Guard) protected(path string, open OpenDirFunc, s *Scope) (Match, bool, error) {
 	if e := matchPaths(g.protect.always, path); len(e) > 0 {
 		return Match{Rule: RuleOriond, At: e[0]}, true, nil
 	}
@@ -397,7 +398,7 @@ func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
 			return m, true, nil
 		}
 	}
-	for _, m := range gitDirs(path) {
+	for _, m := range gitDirs(path, s) {
 		// Allowing the name .git lifts a .git directory's shape too.
 		name := ""
 		if sameName(filepath.Base(m.At), ".git") {
@@ -552,18 +553,20 @@ const maxGitFile = 4096
 // whether it holds a repository's internals (RuleGitDir), and whether a
 // .git file in it points (gitdir:) at a directory holding path
 // (RuleGitLink). Only what exists is looked at; reading fails closed only
-// where it matters (an unreadable .git file is not a pointer).
-func gitDirs(path string) []Match {
+// where it matters (an unreadable .git file is not a pointer). What each
+// directory holds is read once per Scope s.
+func gitDirs(path string, s *Scope) []Match {
 	var out []Match
 	sep := string(filepath.Separator)
 	dir := sep
 	comps := strings.Split(strings.Trim(path, sep), sep)
 	for i := 0; ; i++ {
-		if isGitDir(dir) {
+		f := s.facts(dir)
+		if f.gitDir {
 			out = append(out, Match{Rule: RuleGitDir, At: dir})
 		}
-		if to, ok := gitLink(dir); ok && Within(to, path) {
-			out = append(out, Match{Rule: RuleGitLink, At: to})
+		if f.linked && Within(f.link, path) {
+			out = append(out, Match{Rule: RuleGitLink, At: f.link})
 		}
 		if i >= len(comps) || comps[i] == "" {
 			return out
@@ -593,11 +596,22 @@ func isDir(p string) bool {
 }
 
 // gitLink reads dir/.git when it is a file ("gitdir: <path>") and returns
-// the directory it names, resolved against dir and through symlinks.
-func gitLink(dir string) (string, bool) {
+// the directory it names, resolved against dir and through symlinks;
+// exists says whether dir/.git is there at all.
+func gitLink(dir string) (to string, ok, exists bool) {
 	p := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
+	if err != nil {
+		return "", false, false
+	}
+	to, ok = readGitLink(p, fi)
+	return to, ok, true
+}
+
+// readGitLink reads the .git entry at p, described by fi, as gitLink does.
+func readGitLink(p string, fi fs.FileInfo) (string, bool) {
+	dir := filepath.Dir(p)
+	if !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
 		return "", false
 	}
 	// O_NONBLOCK: should a FIFO replace the file after the Lstat, the

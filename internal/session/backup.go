@@ -10,6 +10,7 @@ import (
 	"io/fs"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
@@ -34,7 +35,7 @@ func backupKey(id string, n uint64) []byte {
 // stored in the commit that journals the finalize, which saves that
 // finalize a commit: it is needed only once that record is.
 func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) {
-	b, err := m.backupFileHoldingLast(r.ID, r.Target)
+	b, err := m.backupFileHoldingLast(m.fsOf(r), r.ID, r.Target)
 	return b.pieces, b.last, err
 }
 
@@ -53,7 +54,7 @@ type backedUp struct {
 // it copied, so a caller can tell whether that is the content it expects.
 // A file that does not exist has no pieces.
 func (m *Manager) backupFile(id, path string) (backedUp, error) {
-	b, err := m.backupFileHoldingLast(id, path)
+	b, err := m.backupFileHoldingLast(m.fs(), id, path)
 	if err == nil && b.last != nil {
 		err = m.cfg.Store.PutKVs(*b.last)
 		b.last = nil
@@ -63,9 +64,9 @@ func (m *Manager) backupFile(id, path string) (backedUp, error) {
 
 // backupFileHoldingLast is backupFile leaving the last piece to the caller,
 // in b.last, to store with a commit of its own.
-func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
+func (m *Manager) backupFileHoldingLast(fsys *confine.FS, id, path string) (backedUp, error) {
 	var b backedUp
-	f, err := m.openRegular(path)
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
 	}
@@ -215,7 +216,7 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 		m.traceStage(r, map[string]any{"undone": true, "files": len(r.Changes)})
 		return res, nil
 	}
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTarget(m.fsOf(r), r.Target)
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
@@ -293,7 +294,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
 			continue
 		}
-		now, err := m.statTarget(r.Target)
+		now, err := m.statTarget(m.fsOf(r), r.Target)
 		if err != nil {
 			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
 		}

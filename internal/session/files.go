@@ -25,8 +25,8 @@ import (
 // error satisfying errors.Is(err, fs.ErrNotExist) when it (or its
 // directory) is missing. A FIFO or device planted there is refused without
 // blocking.
-func (m *Manager) openRegular(path string) (*os.File, error) {
-	d, name, err := m.fs().OpenParent(path)
+func (m *Manager) openRegular(fsys *confine.FS, path string) (*os.File, error) {
+	d, name, err := fsys.OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
 		if errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing {
@@ -40,8 +40,8 @@ func (m *Manager) openRegular(path string) (*os.File, error) {
 
 // readTarget returns the target's content, or ok false when it does not
 // exist.
-func (m *Manager) readTarget(path string) (data []byte, ok bool, err error) {
-	f, err := m.openRegular(path)
+func (m *Manager) readTarget(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -62,8 +62,8 @@ type targetState struct {
 }
 
 // statTarget hashes the target as it is now.
-func (m *Manager) statTarget(path string) (targetState, error) {
-	f, err := m.openRegular(path)
+func (m *Manager) statTarget(fsys *confine.FS, path string) (targetState, error) {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return targetState{}, nil
 	}
@@ -85,8 +85,8 @@ func (m *Manager) statTarget(path string) (targetState, error) {
 
 // copyExisting copies the target's current content to w (nothing when it
 // does not exist), for append.
-func (m *Manager) copyExisting(w io.Writer, path string) error {
-	f, err := m.openRegular(path)
+func (m *Manager) copyExisting(fsys *confine.FS, w io.Writer, path string) error {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -96,6 +96,16 @@ func (m *Manager) copyExisting(w io.Writer, path string) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// fsOf is the confined layer as the request working on r sees it: the
+// request's view (see confine.FS.Scoped) while one is running, the
+// daemon's otherwise.
+func (m *Manager) fsOf(r *record) *confine.FS {
+	if r != nil && r.files != nil {
+		return r.files
+	}
+	return m.fs()
 }
 
 // workspaceOf is the directory r is confined to: its workspace root as
@@ -119,8 +129,8 @@ func (m *Manager) workspaceOf(r *record) string {
 // write, an undo or a roll-back can remove them again.
 //
 // A non-empty workspace confines every step to it (confine.FS.Within).
-func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
-	files := m.fs().Within(workspace)
+func (m *Manager) openParentMaking(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
+	files := fsys.Within(workspace)
 	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
 		return d, name, nil, err
@@ -130,7 +140,7 @@ func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string
 		d, name, err = files.OpenParent(path)
 	}
 	if err != nil {
-		m.fs().RemoveEmptyDirs(made)
+		fsys.RemoveEmptyDirs(made)
 		return nil, "", nil, err
 	}
 	return d, name, made, nil
@@ -139,19 +149,19 @@ func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string
 // writeFile replaces path atomically with what fill writes, making the
 // missing directories on the way; it returns those it made.
 func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	return m.writeFileIn("", path, opts, fill)
+	return m.writeFileIn(m.fs(), "", path, opts, fill)
 }
 
 // writeFileIn is writeFile confined to workspace (when not "").
-func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	d, name, made, err := m.openParentMaking(workspace, path)
+func (m *Manager) writeFileIn(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMaking(fsys, workspace, path)
 	if err != nil {
 		return atomicfile.Result{}, nil, err
 	}
 	defer d.Close()
 	res, err := atomicfile.Write(d, name, opts, fill)
 	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-		m.fs().RemoveEmptyDirs(made)
+		fsys.RemoveEmptyDirs(made)
 		return res, nil, err
 	}
 	return res, made, err

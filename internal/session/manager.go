@@ -295,7 +295,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 
 // beginAs is begin for a session of owner.
 func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
-	r, err := m.prepare(p, newID, createdAt, txID)
+	r, err := m.prepare(nil, p, newID, createdAt, txID)
 	if err != nil {
 		return protocol.BeginResult{}, err
 	}
@@ -308,7 +308,7 @@ func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() str
 
 // prepare checks the params and the target of a new session and returns
 // its record, not yet journaled.
-func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
+func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
 	// The daemon checked the request already; a spooled session's
 	// metadata.json was never checked, and the record keeps every field.
 	if err := p.Check(); err != nil {
@@ -339,7 +339,11 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 			return record{}, e
 		}
 	}
-	target, err := m.guard().Resolve(p.TargetFile, p.WorkspaceRoot)
+	fsys := m.fs()
+	if files != nil {
+		fsys = files
+	}
+	target, err := fsys.Guard().ResolveIn(fsys.PathScope(), p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
 		return record{}, pathError(err)
 	}
@@ -355,7 +359,7 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 			return record{}, err
 		}
 	}
-	base, err := m.statTarget(target)
+	base, err := m.statTarget(fsys, target)
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}

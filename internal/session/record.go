@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -19,6 +20,10 @@ type record struct {
 	// first journaling of the record stores it as chunk 1 in the same
 	// commit (see Manager.Write), and clears it.
 	inline []byte
+	// files is the confined layer as the request working on the record
+	// sees it (confine.FS.Scoped), while one is: its steps then look for
+	// repositories above the target, and open its directory, once.
+	files *confine.FS
 
 	ID            string `json:"id"`
 	Intent        string `json:"intent,omitempty"`

@@ -140,15 +140,21 @@ func (r *record) marshal() ([]byte, error) { return json.Marshal(r) }
 // segments lists the pieces of the content to write, in order: every
 // chained session's content, then this session's own.
 func (r *record) segments() []link {
-	own := link{ID: r.ID, Bytes: r.Scanner.ContentLen(), Newlines: r.Scanner.Newlines,
+	return append(append([]link(nil), r.Chain...), r.own())
+}
+
+// own is this session's own share of the content.
+func (r *record) own() link {
+	return link{ID: r.ID, Bytes: r.Scanner.ContentLen(), Newlines: r.Scanner.Newlines,
 		Unterminated: !r.Scanner.MarkerSeen() && r.Scanner.LinePending}
-	return append(append([]link(nil), r.Chain...), own)
 }
 
 // contentBytes and contentLines describe the whole (chained) content.
+// They run for every append's reply, so they walk the chain without
+// building segments.
 func (r *record) contentBytes() int64 {
-	var n int64
-	for _, s := range r.segments() {
+	n := r.own().Bytes
+	for _, s := range r.Chain {
 		n += s.Bytes
 	}
 	return n
@@ -157,7 +163,7 @@ func (r *record) contentBytes() int64 {
 func (r *record) contentLines() int64 {
 	var lines int64
 	unterminated := false
-	for _, s := range r.segments() {
+	count := func(s link) {
 		lines += s.Newlines
 		if s.Bytes > 0 {
 			// Only the last non-empty piece decides whether the whole
@@ -165,6 +171,10 @@ func (r *record) contentLines() int64 {
 			unterminated = s.Unterminated
 		}
 	}
+	for _, s := range r.Chain {
+		count(s)
+	}
+	count(r.own())
 	if unterminated {
 		lines++
 	}

@@ -209,6 +209,9 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading sessions: %w", err)
 	}
+	for _, e := range m.sessions {
+		m.catchUp(e)
+	}
 	// Transactions first: a roll-back rewrites targets, which sessions
 	// must not see as external changes once they watch them again.
 	if err := m.recoverTxs(); err != nil {
@@ -558,9 +561,9 @@ func (e *entry) snapshot() protocol.SessionInfo {
 	return e.rec.info()
 }
 
-// Append journals one chunk. It returns only after the chunk and the
-// session's updated record are durably committed; a repeated seq with the
-// same bytes is acknowledged again without storing anything.
+// Append journals one chunk. It returns only after the chunk (and, when
+// recordDue says so, the session's updated record) is durable; a repeated
+// seq with the same bytes is acknowledged again without storing anything.
 func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error) {
 	if p.Seq == 0 {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonSeqZero, "seq starts at 1 for a session's first chunk")
@@ -608,9 +611,17 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	next.LastSeq = p.Seq
 	next.Stage = protocol.StageStreaming
 	next.UpdatedAt = m.cfg.Clock.Now()
-	meta, err := next.marshal()
-	if err != nil {
-		return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
+	// The record goes with the chunk only when more than the counts the
+	// chunks themselves give has changed, or when enough has been
+	// appended since it last went: after a crash, catchUp rebuilds the
+	// counts from the chunks appended after it.
+	var meta []byte
+	if next.recordDue(r) {
+		next.recordedSeq, next.recordedBytes = next.LastSeq, next.Scanner.Total
+		var err error
+		if meta, err = next.marshal(); err != nil {
+			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
+		}
 	}
 	if err := m.cfg.Store.Append(r.ID, p.Seq, chunk, meta); err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)

@@ -9,9 +9,13 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// record is a session as journaled in the store, next to its chunks. It is
-// rewritten in the same transaction as every chunk, so after a crash the
-// metadata always agrees with the chunks that were acknowledged.
+// record is a session as journaled in the store, next to its chunks. It
+// goes with a chunk at every stage change and every recordEvery appends
+// (recordDue); what the appends in between change (the last seq and the
+// scanner's counts) follows from their chunks, which are journaled before
+// they are acknowledged, so after a crash the record read back and then
+// caught up with those chunks (Manager.catchUp) agrees with every chunk
+// that was acknowledged.
 type record struct {
 	// published is where the entry holding this record keeps what
 	// listings show; copies of the record share it.
@@ -24,6 +28,10 @@ type record struct {
 	// sees it (confine.FS.Scoped), while one is: its steps then look for
 	// repositories above the target, and open its directory, once.
 	files *confine.FS
+	// recordedSeq and recordedBytes are LastSeq and Scanner.Total as the
+	// journaled record last said (see recordDue).
+	recordedSeq   uint64
+	recordedBytes int64
 
 	ID            string `json:"id"`
 	Intent        string `json:"intent,omitempty"`
@@ -124,6 +132,26 @@ type record struct {
 	CreatedAt           time.Time                   `json:"created_at"`
 	UpdatedAt           time.Time                   `json:"updated_at"`
 	Result              *protocol.FinalizeResult    `json:"result,omitempty"`
+}
+
+// An append journals the session record with its chunk only every
+// recordEvery appends or recordEveryBytes bytes, or when something other
+// than the counts changes: encoding and storing it with each chunk cost
+// more than the chunk's index entry. What an append changes (the last seq
+// and the scanner's counts) follows from the chunks, which recovery reads
+// back from the last record on (Manager.catchUp); these bound that read.
+const (
+	recordEvery      = 64
+	recordEveryBytes = 4 << 20
+)
+
+// recordDue reports whether r, which an append made from prev, must be
+// journaled with that append's chunk: its first chunk or a stage change,
+// the end marker seen, or enough appended since the record last went.
+func (r *record) recordDue(prev *record) bool {
+	return prev.Stage != r.Stage || prev.LastSeq == 0 || prev.recordedSeq == 0 ||
+		prev.Scanner.MarkerSeen() != r.Scanner.MarkerSeen() ||
+		r.LastSeq-prev.recordedSeq >= recordEvery || r.Scanner.Total-prev.recordedBytes >= recordEveryBytes
 }
 
 // link is one earlier session's share of a chained write.

@@ -496,7 +496,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		entry.stream = jsonrpc.NewServerStream(c, tr.limits, tr.stash, log)
 		entry.stream.OnFrame(func() { entry.touch(time.Now()) })
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry},
-			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
+			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)), entry.stream.OnSend())
 		entry.bind(rpc)
 		go func() {
 			<-rpc.DisconnectNotify()

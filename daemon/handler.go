@@ -91,6 +91,7 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 		if decodeErr == nil && m.heavy {
 			release, ok := h.heavy.acquire(ctx, c)
 			if !ok {
+				h.log.Debug("request abandoned before it started: its connection closed", "method", method)
 				done()
 				return
 			}
@@ -113,6 +114,12 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 		// to --max-chunk-bytes) must not stay alive meanwhile.
 		done()
 		params = nil
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// A read that stopped because its client went away: there is
+			// no one to answer, and it failed nothing.
+			h.log.Info("request abandoned: its connection closed", "method", method, "after", time.Since(start))
+			return
+		}
 		h.traceRequest(method, key, result, owned, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)

@@ -92,8 +92,8 @@ func (h *handler) get(_ context.Context, _ Peer, p *protocol.SessionIDParams) (p
 	return h.mgr.Get(p.SessionID)
 }
 
-func (h *handler) list(_ context.Context, _ Peer, p *protocol.ListParams) (protocol.ListResult, error) {
-	return h.mgr.ListPage(*p)
+func (h *handler) list(ctx context.Context, _ Peer, p *protocol.ListParams) (protocol.ListResult, error) {
+	return h.mgr.ListPage(ctx, *p)
 }
 
 func (h *handler) resume(_ context.Context, _ Peer, p *protocol.SessionIDParams) (protocol.ResumeResult, error) {
@@ -112,8 +112,8 @@ func (h *handler) undo(_ context.Context, _ Peer, p *protocol.SessionIDParams) (
 	return h.mgr.Undo(p.SessionID)
 }
 
-func (h *handler) content(_ context.Context, _ Peer, p *protocol.ContentParams) (protocol.ContentResult, error) {
-	return h.mgr.Content(*p)
+func (h *handler) content(ctx context.Context, _ Peer, p *protocol.ContentParams) (protocol.ContentResult, error) {
+	return h.mgr.Content(ctx, *p)
 }
 
 func (h *handler) write(_ context.Context, peer Peer, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
@@ -152,11 +152,11 @@ func (h *handler) toolsDefinitions(context.Context, Peer, *protocol.NoParams) (p
 	return protocol.ToolsResult{Tools: []protocol.ToolDefinition{protocol.WritePlanToolBegin()}}, nil
 }
 
-func (h *handler) traceList(_ context.Context, _ Peer, p *protocol.TraceListParams) (protocol.TraceListResult, error) {
+func (h *handler) traceList(ctx context.Context, _ Peer, p *protocol.TraceListParams) (protocol.TraceListResult, error) {
 	if h.traces == nil {
 		return protocol.TraceListResult{}, errTracingOff(protocol.MethodTraceList)
 	}
-	return h.traces.List(*p)
+	return h.traces.List(ctx, *p)
 }
 
 func (h *handler) traceFollow(ctx context.Context, peer Peer, p *protocol.TraceFollowParams) (protocol.TraceFollowResult, error) {

@@ -63,12 +63,12 @@ func (h *handler) turnEnd(_ context.Context, _ Peer, p *protocol.TurnEndParams) 
 	return h.turns.End(p.TurnID)
 }
 
-func (h *handler) turnList(_ context.Context, _ Peer, p *protocol.TurnListParams) (protocol.TurnListResult, error) {
-	return h.turns.List(*p)
+func (h *handler) turnList(ctx context.Context, _ Peer, p *protocol.TurnListParams) (protocol.TurnListResult, error) {
+	return h.turns.List(ctx, *p)
 }
 
-func (h *handler) turnGet(_ context.Context, _ Peer, p *protocol.TurnGetParams) (protocol.TurnInfo, error) {
-	return h.turns.Get(*p)
+func (h *handler) turnGet(ctx context.Context, _ Peer, p *protocol.TurnGetParams) (protocol.TurnInfo, error) {
+	return h.turns.Get(ctx, *p)
 }
 
 func (h *handler) turnUndo(_ context.Context, _ Peer, p *protocol.TurnUndoParams) (protocol.TurnUndoResult, error) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,10 @@ type ServerStream struct {
 	// wmu keeps frames whole on the wire: replies are written from many
 	// handler goroutines.
 	wmu sync.Mutex
+	// sending is the message jsonrpc2 showed OnSend and is about to hand
+	// WriteObject; guarded by the Conn's send lock, which it holds from
+	// one to the other.
+	sending outgoing
 
 	mu sync.Mutex
 	// ids maps each synthetic id to its request as sent.
@@ -236,7 +241,13 @@ func (s *ServerStream) ReadObject(v any) error {
 		}
 		b, err := json.Marshal(lib)
 		if err == nil {
-			err = json.Unmarshal(b, v)
+			// jsonrpc2's message type decodes itself; encoding/json around
+			// it would only scan the bytes built here once more.
+			if u, ok := v.(json.Unmarshaler); ok {
+				err = u.UnmarshalJSON(b)
+			} else {
+				err = json.Unmarshal(b, v)
+			}
 		}
 		if err != nil {
 			// Cannot happen for what parseMessage lets through; if it
@@ -345,10 +356,50 @@ func (s *ServerStream) forget(syn uint64) json.RawMessage {
 	return p.id
 }
 
+// OnSend is the jsonrpc2.ConnOpt to give the jsonrpc2.Conn of this stream:
+// it shows the stream each message the Conn is about to write as the
+// typed value it is, so that WriteObject encodes it once, from that value,
+// with the client's id, instead of reading back the JSON jsonrpc2 would
+// marshal (a reply's result copied and checked three times over, then
+// parsed again to find its id). jsonrpc2 calls it, then WriteObject, under
+// one lock of the Conn's, so nothing comes in between (pinned by
+// TestJSONRPC2ShowsEachMessageBeforeWritingIt).
+func (s *ServerStream) OnSend() jsonrpc2.ConnOpt {
+	return jsonrpc2.OnSend(func(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
+		s.sending = outgoing{req: req, resp: resp}
+	})
+}
+
+// outgoing is the message jsonrpc2 is about to write: a response, or a
+// request (the daemon's notifications).
+type outgoing struct {
+	req  *jsonrpc2.Request
+	resp *jsonrpc2.Response
+}
+
 // WriteObject implements jsonrpc2.ObjectStream: it puts back the id the
 // client sent and frees the request's slot once the reply is written (or
 // failed), not before, so replies a client does not read stay bounded too.
 func (s *ServerStream) WriteObject(obj any) error {
+	msg := s.sending
+	s.sending = outgoing{}
+	switch o := obj.(type) {
+	case *jsonrpc2.Response:
+		msg = outgoing{resp: o}
+	case *jsonrpc2.Request:
+		msg = outgoing{req: o}
+	}
+	switch {
+	case msg.resp != nil:
+		return s.writeResponse(msg.resp)
+	case msg.req != nil && msg.req.Notif:
+		data, err := encodeNotification(msg.req)
+		if err != nil {
+			return err
+		}
+		return s.writeFrame(data)
+	}
+	// Without OnSend: what jsonrpc2 marshals, read back.
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -360,6 +411,83 @@ func (s *ServerStream) WriteObject(obj any) error {
 	err = s.writeFrame(reply)
 	s.forget(syn)
 	return err
+}
+
+// writeResponse writes resp, a reply to a request of this stream, with
+// the id its client sent, and frees the request's room.
+func (s *ServerStream) writeResponse(resp *jsonrpc2.Response) error {
+	var syn uint64
+	var id json.RawMessage
+	if !resp.ID.IsString {
+		syn = resp.ID.Num
+		s.mu.Lock()
+		p, known := s.ids[syn]
+		s.mu.Unlock()
+		id = p.id
+		if !known {
+			id = nil
+		}
+	}
+	if id == nil {
+		// Not a request of this stream's (none is answered so): written
+		// with the library's id, as jsonrpc2 would.
+		b, err := resp.ID.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		id = b
+	}
+	data, err := encodeResponse(id, resp)
+	if err != nil {
+		return err
+	}
+	err = s.writeFrame(data)
+	s.forget(syn)
+	return err
+}
+
+// encodeResponse is the JSON of resp with id in place of its own: a result
+// as jsonrpc2 encoded it once (Response.SetResult), or an error.
+func encodeResponse(id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error) {
+	member, value := `,"result":`, []byte(nil)
+	switch {
+	case resp.Error != nil:
+		b, err := json.Marshal(resp.Error)
+		if err != nil {
+			return nil, err
+		}
+		member, value = `,"error":`, b
+	case resp.Result != nil && len(*resp.Result) > 0:
+		value = *resp.Result
+	default:
+		return nil, errors.New("jsonrpc: a response with neither a result nor an error")
+	}
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(value))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, member...)
+	out = append(out, value...)
+	return append(out, '}'), nil
+}
+
+// encodeNotification is the JSON of a notification: a method, its params
+// as jsonrpc2 encoded them once (Request.SetParams), and no id.
+func encodeNotification(req *jsonrpc2.Request) ([]byte, error) {
+	method, err := json.Marshal(req.Method)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(method)+64)
+	if req.Params != nil {
+		out = slices.Grow(out, len(*req.Params))
+	}
+	out = append(out, `{"jsonrpc":"2.0","method":`...)
+	out = append(out, method...)
+	if req.Params != nil {
+		out = append(out, `,"params":`...)
+		out = append(out, *req.Params...)
+	}
+	return append(out, '}'), nil
 }
 
 // reply rewrites a response jsonrpc2 wrote to a request of this stream
@@ -390,7 +518,7 @@ func (s *ServerStream) reply(data []byte) (uint64, []byte, bool) {
 	if rerr != nil {
 		member, value = `,"error":`, rerr
 	}
-	out := make([]byte, 0, len(value)+len(p.id)+32)
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(p.id)+len(value))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, p.id...)
 	out = append(out, member...)

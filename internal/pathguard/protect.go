@@ -251,6 +251,10 @@ type protection struct {
 	plainNames map[string]string
 	otherNames []string
 	otherParts [][]string
+	// otherFolded is otherParts as nameMatches compares them: each part
+	// folded (foldName), and lower-cased too where it is a pattern;
+	// folded once here rather than for every component of every check.
+	otherFolded [][]string
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -267,7 +271,15 @@ func newProtection(p Protection, roots []string) protection {
 			if isPattern(d) || strings.ContainsRune(d, filepath.Separator) {
 				if !slices.Contains(q.otherNames, d) {
 					q.otherNames = append(q.otherNames, d)
-					q.otherParts = append(q.otherParts, strings.Split(d, string(filepath.Separator)))
+					parts := strings.Split(d, string(filepath.Separator))
+					q.otherParts = append(q.otherParts, parts)
+					folded := make([]string, len(parts))
+					for k, part := range parts {
+						if folded[k] = foldName(part); isPattern(part) {
+							folded[k] = strings.ToLower(folded[k])
+						}
+					}
+					q.otherFolded = append(q.otherFolded, folded)
 				}
 			} else if _, ok := q.plainNames[nameKey(d)]; !ok {
 				if q.plainNames == nil {
@@ -472,18 +484,24 @@ func (q protection) matchNames(path string) []Match {
 	var out []Match
 	sep := string(filepath.Separator)
 	comps := strings.Split(strings.Trim(path, sep), sep)
+	// Each component folded, and lower-cased, once for every name.
+	folded, keys := make([]string, len(comps)), make([]string, len(comps))
+	for i, c := range comps {
+		folded[i] = foldName(c)
+		keys[i] = strings.ToLower(folded[i])
+	}
 	for i, c := range comps {
 		if c == "" {
 			continue
 		}
-		n, ok := q.plainNames[nameKey(c)]
+		n, ok := q.plainNames[keys[i]]
 		width := 1 // the components the name spans
-		for j, parts := range q.otherParts {
+		for j, parts := range q.otherFolded {
 			if ok {
 				break
 			}
 			width = len(parts)
-			ok = i+width <= len(comps) && slices.EqualFunc(parts, comps[i:i+width], nameMatches)
+			ok = i+width <= len(comps) && q.partsMatch(j, folded[i:i+width], keys[i:i+width])
 			n = q.otherNames[j]
 		}
 		if !ok {
@@ -507,6 +525,25 @@ func (q protection) matchNames(path string) []Match {
 		out = append(out, Match{Rule: rule, At: sep + filepath.Join(comps[:i+width]...), Name: name})
 	}
 	return out
+}
+
+// partsMatch reports whether the components whose folded and lower-cased
+// forms are folded and keys are the otherNames[j]'s parts, as nameMatches
+// compares each part with each component.
+func (q protection) partsMatch(j int, folded, keys []string) bool {
+	for k, part := range q.otherParts[j] {
+		want := q.otherFolded[j][k]
+		if !isPattern(part) {
+			if !strings.EqualFold(want, folded[k]) {
+				return false
+			}
+			continue
+		}
+		if ok, err := path.Match(want, keys[k]); !ok || err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // nameKey is a name as sameName compares it, for an exact lookup.

@@ -173,7 +173,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 	for i := range changes {
 		c := &changes[i]
 		if !c.OldExists {
-			if now, err := m.statTarget(m.fs(), c.Path); err != nil || now.exists {
+			if now, err := m.statTarget(c.Path); err != nil || now.exists {
 				dropBackups()
 				return txChanged(tx, c.Path, "it was created by someone else")
 			}
@@ -236,7 +236,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		if changes[i].Kind == changeDelete {
 			d, name, err = m.fs().Within(changes[i].Workspace).OpenParent(changes[i].Path)
 		} else {
-			d, name, changes[i].CreatedDirs, err = m.openParentMaking(m.fs(), changes[i].Workspace, changes[i].Path)
+			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Workspace, changes[i].Path)
 		}
 		if err != nil {
 			removeMade()
@@ -378,7 +378,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 	restored := make([]bool, len(tx.Files))
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		c := &tx.Files[i]
-		now, err := m.statTarget(m.fs(), c.Path)
+		now, err := m.statTarget(c.Path)
 		switch {
 		case err != nil:
 			m.cfg.Logger.Error("reading a file to roll back", "tx", tx.ID, "path", c.Path, "err", err)

@@ -35,7 +35,7 @@ func backupKey(id string, n uint64) []byte {
 // stored in the commit that journals the finalize, which saves that
 // finalize a commit: it is needed only once that record is.
 func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) {
-	b, err := m.backupFileHoldingLast(m.fsOf(r), r.ID, r.Target)
+	b, err := m.backupFileHoldingLastVia(m.fsOf(r), r.ID, r.Target)
 	return b.pieces, b.last, err
 }
 
@@ -54,7 +54,7 @@ type backedUp struct {
 // it copied, so a caller can tell whether that is the content it expects.
 // A file that does not exist has no pieces.
 func (m *Manager) backupFile(id, path string) (backedUp, error) {
-	b, err := m.backupFileHoldingLast(m.fs(), id, path)
+	b, err := m.backupFileHoldingLast(id, path)
 	if err == nil && b.last != nil {
 		err = m.cfg.Store.PutKVs(*b.last)
 		b.last = nil
@@ -64,9 +64,14 @@ func (m *Manager) backupFile(id, path string) (backedUp, error) {
 
 // backupFileHoldingLast is backupFile leaving the last piece to the caller,
 // in b.last, to store with a commit of its own.
-func (m *Manager) backupFileHoldingLast(fsys *confine.FS, id, path string) (backedUp, error) {
+func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
+	return m.backupFileHoldingLastVia(m.fs(), id, path)
+}
+
+// backupFileHoldingLastVia is backupFileHoldingLast through fsys.
+func (m *Manager) backupFileHoldingLastVia(fsys *confine.FS, id, path string) (backedUp, error) {
 	var b backedUp
-	f, err := m.openRegular(fsys, path)
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
 	}
@@ -216,7 +221,7 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 		m.traceStage(r, map[string]any{"undone": true, "files": len(r.Changes)})
 		return res, nil
 	}
-	now, err := m.statTarget(m.fsOf(r), r.Target)
+	now, err := m.statTarget(r.Target)
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
@@ -294,7 +299,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
 			continue
 		}
-		now, err := m.statTarget(m.fsOf(r), r.Target)
+		now, err := m.statTarget(r.Target)
 		if err != nil {
 			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
 		}

@@ -74,7 +74,7 @@ func (m *Manager) isEnvelope(r *record) (bool, []byte, error) {
 			return true, content, nil
 		}
 	}
-	now, err := m.statTarget(m.fsOf(r), r.Target)
+	now, err := m.statTarget(r.Target)
 	if err != nil {
 		return false, nil, confinedError(r.ID, "reading the current target", err)
 	}
@@ -142,7 +142,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 			return nil, false, pathErr
 		}
 		resolved[p] = abs
-		data, ok, err := m.readTarget(m.fs(), abs)
+		data, ok, err := m.readTarget(abs)
 		if err != nil {
 			if pe := confinedError(r.ID, "reading "+abs, err); pe.Data.Reason != protocol.ReasonIO {
 				pathErr = pe
@@ -359,7 +359,7 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 	undo := make([]fileChange, 0, len(r.Changes))
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		c := r.Changes[i]
-		now, err := m.statTarget(m.fs(), c.Path)
+		now, err := m.statTarget(c.Path)
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}

@@ -25,7 +25,13 @@ import (
 // error satisfying errors.Is(err, fs.ErrNotExist) when it (or its
 // directory) is missing. A FIFO or device planted there is refused without
 // blocking.
-func (m *Manager) openRegular(fsys *confine.FS, path string) (*os.File, error) {
+func (m *Manager) openRegular(path string) (*os.File, error) {
+	return m.openRegularVia(m.fs(), path)
+}
+
+// openRegularVia is openRegular through fsys, a request's view of the
+// files (see fsOf).
+func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error) {
 	d, name, err := fsys.OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
@@ -40,8 +46,13 @@ func (m *Manager) openRegular(fsys *confine.FS, path string) (*os.File, error) {
 
 // readTarget returns the target's content, or ok false when it does not
 // exist.
-func (m *Manager) readTarget(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
-	f, err := m.openRegular(fsys, path)
+func (m *Manager) readTarget(path string) (data []byte, ok bool, err error) {
+	return m.readTargetVia(m.fs(), path)
+}
+
+// readTargetVia is readTarget through fsys.
+func (m *Manager) readTargetVia(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -62,8 +73,13 @@ type targetState struct {
 }
 
 // statTarget hashes the target as it is now.
-func (m *Manager) statTarget(fsys *confine.FS, path string) (targetState, error) {
-	f, err := m.openRegular(fsys, path)
+func (m *Manager) statTarget(path string) (targetState, error) {
+	return m.statTargetVia(m.fs(), path)
+}
+
+// statTargetVia is statTarget through fsys.
+func (m *Manager) statTargetVia(fsys *confine.FS, path string) (targetState, error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return targetState{}, nil
 	}
@@ -85,8 +101,13 @@ func (m *Manager) statTarget(fsys *confine.FS, path string) (targetState, error)
 
 // copyExisting copies the target's current content to w (nothing when it
 // does not exist), for append.
-func (m *Manager) copyExisting(fsys *confine.FS, w io.Writer, path string) error {
-	f, err := m.openRegular(fsys, path)
+func (m *Manager) copyExisting(w io.Writer, path string) error {
+	return m.copyExistingVia(m.fs(), w, path)
+}
+
+// copyExistingVia is copyExisting through fsys.
+func (m *Manager) copyExistingVia(fsys *confine.FS, w io.Writer, path string) error {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -129,7 +150,12 @@ func (m *Manager) workspaceOf(r *record) string {
 // write, an undo or a roll-back can remove them again.
 //
 // A non-empty workspace confines every step to it (confine.FS.Within).
-func (m *Manager) openParentMaking(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
+func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
+	return m.openParentMakingVia(m.fs(), workspace, path)
+}
+
+// openParentMakingVia is openParentMaking through fsys.
+func (m *Manager) openParentMakingVia(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
 	files := fsys.Within(workspace)
 	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
@@ -149,12 +175,17 @@ func (m *Manager) openParentMaking(fsys *confine.FS, workspace, path string) (*c
 // writeFile replaces path atomically with what fill writes, making the
 // missing directories on the way; it returns those it made.
 func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	return m.writeFileIn(m.fs(), "", path, opts, fill)
+	return m.writeFileIn("", path, opts, fill)
 }
 
 // writeFileIn is writeFile confined to workspace (when not "").
-func (m *Manager) writeFileIn(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	d, name, made, err := m.openParentMaking(fsys, workspace, path)
+func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	return m.writeFileVia(m.fs(), workspace, path, opts, fill)
+}
+
+// writeFileVia is writeFileIn through fsys.
+func (m *Manager) writeFileVia(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMakingVia(fsys, workspace, path)
 	if err != nil {
 		return atomicfile.Result{}, nil, err
 	}

@@ -236,7 +236,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 // time and inode, and a later undo would have no old content to restore.
 func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResult, error) {
 	r := &e.rec
-	now, err := m.statTarget(m.fsOf(r), r.Target)
+	now, err := m.statTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -371,7 +371,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 		content.h = nil
 	}
 	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, made, err := m.writeFileIn(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	written, made, err := m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}
@@ -418,7 +418,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if op == protocol.OpAppend {
-			if err := m.copyExisting(m.fsOf(r), w, path); err != nil {
+			if err := m.copyExistingVia(m.fsOf(r), w, path); err != nil {
 				return err
 			}
 		}

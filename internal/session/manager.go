@@ -364,7 +364,7 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 			return record{}, err
 		}
 	}
-	base, err := m.statTarget(fsys, target)
+	base, err := m.statTargetVia(fsys, target)
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}

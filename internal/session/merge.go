@@ -72,7 +72,7 @@ func (m *Manager) keepBase(r *record) *store.Put {
 		// A full store keeps what is acknowledged, not this.
 		return nil
 	}
-	data, ok, err := m.readForMerge(m.fsOf(r), r.Target)
+	data, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok || sum(data) != r.BaseSHA256 {
 		return nil
 	}
@@ -196,7 +196,7 @@ type targetChange struct {
 // as it always was: a create whose path appeared, a deleted target, a
 // target created meanwhile, an append, or a file whose base was not kept.
 func (m *Manager) changedSince(r *record) (*targetChange, error) {
-	now, err := m.statTarget(m.fsOf(r), r.Target)
+	now, err := m.statTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return nil, confinedError(r.ID, "reading the current target", err)
 	}
@@ -332,7 +332,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	if err != nil {
 		return nil, nil, refuse()
 	}
-	cur, ok, err := m.readForMerge(m.fsOf(r), r.Target)
+	cur, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok {
 		return nil, nil, refuse()
 	}
@@ -428,7 +428,7 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 	if err != nil {
 		return nil, refuse()
 	}
-	cur, ok, err := m.readForMerge(m.fs(), c.Path)
+	cur, ok, err := m.readForMerge(c.Path)
 	if err != nil || !ok {
 		return nil, refuse()
 	}
@@ -445,8 +445,13 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 // readForMerge reads a file whole for a merge, at most mergeMaxBytes of
 // it: ok is false when it is absent or grew past that since it was
 // measured.
-func (m *Manager) readForMerge(fsys *confine.FS, path string) ([]byte, bool, error) {
-	f, err := m.openRegular(fsys, path)
+func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
+	return m.readForMergeVia(m.fs(), path)
+}
+
+// readForMergeVia is readForMerge through fsys.
+func (m *Manager) readForMergeVia(fsys *confine.FS, path string) ([]byte, bool, error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -27,7 +27,7 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 		}
 	}
 	read := func(p string) ([]byte, bool) {
-		f, err := m.openRegular(fsys, filepath.FromSlash(p))
+		f, err := m.openRegularVia(fsys, filepath.FromSlash(p))
 		if err != nil {
 			return nil, false
 		}

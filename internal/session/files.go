@@ -99,13 +99,8 @@ func (m *Manager) statTargetVia(fsys *confine.FS, path string) (targetState, err
 	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil)), perm: fi.Mode().Perm()}, nil
 }
 
-// copyExisting copies the target's current content to w (nothing when it
+// copyExistingVia copies the target's current content to w (nothing when it
 // does not exist), for append.
-func (m *Manager) copyExisting(w io.Writer, path string) error {
-	return m.copyExistingVia(m.fs(), w, path)
-}
-
-// copyExistingVia is copyExisting through fsys.
 func (m *Manager) copyExistingVia(fsys *confine.FS, w io.Writer, path string) error {
 	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -143,6 +143,41 @@ type conn struct {
 	// following is set once the connection asked for trace.follow: it
 	// waits for events, which is not idleness.
 	following atomic.Bool
+
+	// cancels are the requests being served that their client may cancel
+	// (protocol.CancelRequest), by the id jsonrpc2 knows them by.
+	cmu     sync.Mutex
+	cancels map[uint64]context.CancelFunc
+}
+
+// cancellable returns the context of the request jsonrpc2 knows by id, a
+// child of ctx (the connection's) that its client may cancel, and the
+// function to call once the request is done.
+func (c *conn) cancellable(ctx context.Context, id uint64) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.cmu.Lock()
+	if c.cancels == nil {
+		c.cancels = make(map[uint64]context.CancelFunc)
+	}
+	c.cancels[id] = cancel
+	c.cmu.Unlock()
+	return ctx, func() {
+		c.cmu.Lock()
+		delete(c.cancels, id)
+		c.cmu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels the request jsonrpc2 knows by id, if it is cancellable
+// and not done.
+func (c *conn) cancel(id uint64) {
+	c.cmu.Lock()
+	cancel := c.cancels[id]
+	c.cmu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 func (c *conn) touch(now time.Time) { c.active.Store(now.UnixNano()) }

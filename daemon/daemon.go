@@ -495,6 +495,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		}
 		entry.stream = jsonrpc.NewServerStream(c, tr.limits, tr.stash, log)
 		entry.stream.OnFrame(func() { entry.touch(time.Now()) })
+		entry.stream.OnCancel(entry.cancel)
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry},
 			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)), entry.stream.OnSend())
 		entry.bind(rpc)

@@ -64,8 +64,9 @@ type handler struct {
 // gone can stop.
 func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
-		// No client notifications are defined yet; $/cancelRequest and
-		// friends are ignored rather than answered, as JSON-RPC requires.
+		// Notifications are never answered, as JSON-RPC requires: the
+		// stream acts on $/cancelRequest itself (OnCancel), and any other
+		// is ignored.
 		return
 	}
 	// Params are decoded once, here: the session key that orders the
@@ -82,29 +83,36 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 		wait, done = h.order.enqueue(key)
 	}
 	method, id := shortMethod(req.Method), req.ID
+	// A heavy read may be cancelled by its client as well as stopped by
+	// its connection's end; the context is made here, on the read loop,
+	// so that a cancellation read next finds it.
+	reqCtx, finished := ctx, func() {}
+	if decodeErr == nil && m.heavy && !id.IsString {
+		reqCtx, finished = c.cancellable(ctx, id.Num)
+	}
 	h.inflight.Add(1)
 	go func() {
 		defer h.inflight.Done()
+		defer finished()
 		if wait != nil {
 			<-wait
 		}
-		if decodeErr == nil && m.heavy {
-			release, ok := h.heavy.acquire(ctx, c)
-			if !ok {
-				h.log.Debug("request abandoned before it started: its connection closed", "method", method)
-				done()
-				return
+		err := decodeErr
+		if err == nil && m.heavy {
+			release, ok := h.heavy.acquire(reqCtx, c)
+			if ok {
+				defer release()
+			} else {
+				err = reqCtx.Err()
 			}
-			defer release()
 		}
 		start := time.Now()
 		var (
 			result any
 			owned  []string
 		)
-		err := decodeErr
 		if err == nil {
-			result, owned, err = h.serve(ctx, c.peer(), m, params)
+			result, owned, err = h.serve(reqCtx, c.peer(), m, params)
 		}
 		for _, id := range owned {
 			h.owners.claim(id, c)
@@ -114,11 +122,15 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 		// to --max-chunk-bytes) must not stay alive meanwhile.
 		done()
 		params = nil
-		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			// A read that stopped because its client went away: there is
-			// no one to answer, and it failed nothing.
-			h.log.Info("request abandoned: its connection closed", "method", method, "after", time.Since(start))
-			return
+		if err != nil && reqCtx.Err() != nil && errors.Is(err, reqCtx.Err()) {
+			if ctx.Err() != nil {
+				// A read that stopped because its client went away: there
+				// is no one to answer, and it failed nothing.
+				h.log.Info("request abandoned: its connection closed", "method", method, "after", time.Since(start))
+				return
+			}
+			h.log.Info("request cancelled by its client", "method", method, "after", time.Since(start))
+			err = errCancelled(method)
 		}
 		h.traceRequest(method, key, result, owned, err, start)
 		if err != nil {
@@ -307,6 +319,14 @@ func toRPCError(err error) *jsonrpc2.Error {
 	rpcErr := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
 	rpcErr.SetError(pe.Data)
 	return rpcErr
+}
+
+// errCancelled answers a request its client cancelled.
+func errCancelled(method string) error {
+	e := protocol.Errorf(protocol.CodeRequestCancelled, protocol.ReasonRequestCancelled,
+		"%s was cancelled by its client (%s) before it was answered; nothing was changed", method, protocol.CancelRequest)
+	e.Data.Method = method
+	return e
 }
 
 // errTracingOff answers trace methods when oriond runs with --trace=false.

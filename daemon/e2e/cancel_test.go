@@ -1,7 +1,13 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +97,104 @@ func waitForLog(t *testing.T, d *testdaemon.Daemon, want string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A client that cancels its listing with $/cancelRequest, as vscode-jsonrpc
+// does when a request's token fires, gets request_cancelled for it while
+// the listing is held in its work, and its connection goes on: a
+// cancellation of an id that is not pending is ignored, unanswered.
+func TestHeavyReadCancelledByItsClient(t *testing.T) {
+	d := testdaemon.StartEnv(t, []string{failpoint.EnvVar + "=session.list.scan=1:wait"})
+	ctx := testCtx(t)
+	if _, err := dial(t, d).Begin(ctx, protocol.BeginParams{TargetFile: "a.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate}); err != nil {
+		t.Fatal(err)
+	}
+	c := dialFrames(t, d)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"session.list","params":{"all":true}}`)
+	waitForLog(t, d, "failpoint session.list.scan: holding")
+	c.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"7"}}`) // not the id sent: 7 is a number
+	c.send(`{"jsonrpc":"2.0","id":8,"method":"daemon.status"}`)
+	if r := c.reply(); string(r.ID) != "8" || r.Error != nil {
+		t.Fatalf("status while the listing is held: %s", r)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}`)
+	r := c.reply()
+	if string(r.ID) != "7" || r.Error == nil || r.Error.Code != protocol.CodeRequestCancelled ||
+		r.Error.Data.Reason != protocol.ReasonRequestCancelled || r.Error.Data.Method != protocol.MethodSessionList {
+		t.Fatalf("the cancelled listing answered %s, want request_cancelled", r)
+	}
+	waitForLog(t, d, "request cancelled by its client")
+	c.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}`) // answered already
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"session.list","params":{"all":true}}`)
+	if r := c.reply(); string(r.ID) != "9" || r.Error != nil || !strings.Contains(string(r.Result), "a.txt") {
+		t.Fatalf("the same listing after the cancelled one: %s", r)
+	}
+}
+
+// frameConn speaks JSON-RPC to the daemon frame by frame, as a client
+// library other than ours would.
+type frameConn struct {
+	t testing.TB
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialFrames(t testing.TB, d *testdaemon.Daemon) *frameConn {
+	t.Helper()
+	c, err := net.Dial("unix", d.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &frameConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (c *frameConn) send(body string) {
+	c.t.Helper()
+	c.c.SetWriteDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c.c, "Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// frameReply is a reply as it came over the wire, its id untouched.
+type frameReply struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *protocol.Error `json:"error"`
+}
+
+func (r frameReply) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("id %s: code %d, reason %s, method %s: %s", r.ID, r.Error.Code, r.Error.Data.Reason, r.Error.Data.Method, r.Error.Message)
+	}
+	return fmt.Sprintf("id %s: result %.200s", r.ID, r.Result)
+}
+
+// reply reads the next frame.
+func (c *frameConn) reply() frameReply {
+	c.t.Helper()
+	c.c.SetReadDeadline(time.Now().Add(time.Minute))
+	length := -1
+	for {
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			c.t.Fatalf("reading a reply: %v", err)
+		}
+		if line == "\r\n" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	body := make([]byte, max(length, 0))
+	if _, err := io.ReadFull(c.r, body); err != nil {
+		c.t.Fatalf("reading a reply: %v", err)
+	}
+	var r frameReply
+	if err := json.Unmarshal(body, &r); err != nil {
+		c.t.Fatalf("reply %q: %v", body, err)
+	}
+	return r
 }

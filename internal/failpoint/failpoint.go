@@ -83,7 +83,7 @@ func Armed() map[string]int { return armed }
 // has a context (Wait).
 func Hit(name string) {
 	if _, ok := armed[name]; ok && actions[name] != actionWait {
-		fire(nil, name)
+		fire(context.Background(), name)
 	}
 }
 
@@ -98,7 +98,8 @@ func Wait(ctx context.Context, name string) {
 }
 
 // fire counts a pass through name and, on its armed pass, does what it was
-// armed for. ctx is nil where the work has none (Hit).
+// armed for; ctx is waited on only by a point armed with :wait, which Hit
+// never fires.
 func fire(ctx context.Context, name string) {
 	mu.Lock()
 	counts[name]++

@@ -28,7 +28,7 @@
 // What this relies on in jsonrpc2, each pinned by a test of
 // jsonrpc2_test.go, so an upgrade that changes one fails there:
 //
-//   - the value ReadObject is given decodes {"jsonrpc","id","method"} JSON
+//   - the value ReadObject is given decodes {"id","method"} JSON
 //     as a Request with that numeric id (an int64) and method and no
 //     params, and without an id as a notification;
 //   - Handle is called on the read loop, one request at a time in the order

@@ -90,7 +90,7 @@ type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
 func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
 
 // What ReadObject hands the Conn, the minimal request ServerStream builds
-// (jsonrpc, a numeric id, the method; never params), reaches the handler
+// (a numeric id and the method; never params, nor "jsonrpc"), reaches the handler
 // as a Request with that numeric id, that method and no params; without
 // an id, as a notification. jsonrpc2 reads an id as an int64 (a larger one
 // ends the connection): the synthetic ids count up from 1.
@@ -101,8 +101,8 @@ func TestJSONRPC2DecodesTheRequestHandedToIt(t *testing.T) {
 		got <- r
 	}))
 	defer conn.Close()
-	s.in <- `{"jsonrpc":"2.0","id":9223372036854775807,"method":"session.append"}`
-	s.in <- `{"jsonrpc":"2.0","method":"$/cancelRequest"}`
+	s.in <- `{"id":9223372036854775807,"method":"session.append"}`
+	s.in <- `{"method":"$/cancelRequest"}`
 	r := <-got
 	if r.Notif || r.ID.IsString || r.ID.Num != 9223372036854775807 || r.Method != "session.append" || r.Params != nil {
 		t.Fatalf("request %+v (params %v)", r, r.Params)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/protocol"
@@ -81,6 +82,9 @@ type ServerStream struct {
 	log    *slog.Logger
 	// onFrame, if set, is told when a frame starts to arrive.
 	onFrame func()
+	// onCancel, if set, is told the synthetic id of each request its
+	// client cancels.
+	onCancel func(id uint64)
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -224,22 +228,25 @@ func (s *ServerStream) ReadObject(v any) error {
 			}
 			continue
 		}
-		lib := libraryRequest{JSONRPC: "2.0", Method: msg.method}
+		var syn *uint64
 		if msg.id == nil {
 			// Notifications are never answered, so they hold no room; their
-			// params are dropped (none are defined).
+			// params are dropped once read (only a cancellation has any).
+			if msg.method == protocol.CancelRequest {
+				s.cancel(msg.params)
+			}
 			s.release(length)
 		} else {
-			syn := s.stash.newID()
-			lib.ID = &syn
+			id := s.stash.newID()
+			syn = &id
 			s.mu.Lock()
-			s.ids[syn] = pending{id: msg.id, size: length}
+			s.ids[id] = pending{id: msg.id, size: length}
 			s.mu.Unlock()
 			if msg.params != nil {
-				s.stash.put(syn, msg.params)
+				s.stash.put(id, msg.params)
 			}
 		}
-		b, err := json.Marshal(lib)
+		b, err := libraryRequest(syn, msg.method)
 		if err == nil {
 			// jsonrpc2's message type decodes itself; encoding/json around
 			// it would only scan the bytes built here once more.
@@ -253,9 +260,9 @@ func (s *ServerStream) ReadObject(v any) error {
 			// Cannot happen for what parseMessage lets through; if it
 			// does, the connection ends rather than a request going
 			// unanswered forever.
-			if lib.ID != nil {
-				s.forget(*lib.ID)
-				s.stash.take(*lib.ID)
+			if syn != nil {
+				s.forget(*syn)
+				s.stash.take(*syn)
 			}
 			return fmt.Errorf("handing a request to jsonrpc2: %w", err)
 		}
@@ -263,12 +270,21 @@ func (s *ServerStream) ReadObject(v any) error {
 	}
 }
 
-// libraryRequest is what jsonrpc2 is given: the method and a synthetic id,
-// never the client's params (the handler takes those from the stash).
-type libraryRequest struct {
-	JSONRPC string  `json:"jsonrpc"`
-	ID      *uint64 `json:"id,omitempty"`
-	Method  string  `json:"method"`
+// libraryRequest is the JSON jsonrpc2 is given for a request: its method
+// and a synthetic id (none for a notification), never the client's params
+// (the handler takes those from the stash), nor "jsonrpc", which jsonrpc2
+// drops: it decodes each member it is given into a value of its own.
+func libraryRequest(id *uint64, method string) ([]byte, error) {
+	b := make([]byte, 0, len(`{"id":18446744073709551615,"method":""}`)+len(method))
+	b = append(b, '{')
+	if id != nil {
+		b = append(b, `"id":`...)
+		b = strconv.AppendUint(b, *id, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b, err := jsontext.AppendQuote(b, method)
+	return append(b, '}'), err
 }
 
 // admit waits until fits (called with s.mu held) allows a request in, then
@@ -557,6 +573,44 @@ func (s *ServerStream) writeFrame(data []byte) error {
 // first byte read), as a sign of life of the connection. Call it before
 // the stream is handed to jsonrpc2.
 func (s *ServerStream) OnFrame(f func()) { s.onFrame = f }
+
+// OnCancel sets f to be called, on the read loop, when the client cancels
+// a request of its own that is not answered yet (protocol.CancelRequest):
+// f is given the id jsonrpc2 knows that request by. jsonrpc2 has no
+// cancellation of its own. Call it before the stream is handed to
+// jsonrpc2.
+func (s *ServerStream) OnCancel(f func(id uint64)) { s.onCancel = f }
+
+// cancel finds the unanswered request whose id, as sent, is the "id" of
+// params, a cancellation's, and tells onCancel. An id is matched byte for
+// byte as the client wrote it in both messages; one that matches no
+// request (answered already, or never sent) is ignored, as LSP asks.
+func (s *ServerStream) cancel(params json.RawMessage) {
+	if s.onCancel == nil || params == nil {
+		return
+	}
+	ms, ok := readMembers(params)
+	if !ok {
+		return
+	}
+	id := ms.get("id")
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	var syn uint64
+	found := false
+	for k, p := range s.ids {
+		if string(p.id) == string(id) {
+			syn, found = k, true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found {
+		s.onCancel(syn)
+	}
+}
 
 // Waiting reports whether the stream has read a request it has not
 // answered yet.

@@ -169,13 +169,21 @@ func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []
 	if err := chunks.Put(key, c.encode()); err != nil {
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
+	sessions := tx.Bucket(bucketSessions)
+	if len(meta) == 0 {
+		// The metadata stays as it was (see Append); a session that had
+		// none is listed all the same.
+		if _, ok := lookup(sessions, id); ok {
+			return nil
+		}
+		return sessions.Put(id, []byte{})
+	}
 	// The metadata goes next to the chunk (see the package comment); the
 	// sessions bucket is written only to list a session that had no
 	// PutMeta yet.
 	if err := chunks.Put(keyChunkMeta, meta); err != nil {
 		return fmt.Errorf("store: session %q: %w", id, err)
 	}
-	sessions := tx.Bucket(bucketSessions)
 	if _, ok := lookup(sessions, id); ok {
 		return nil
 	}

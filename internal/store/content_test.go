@@ -140,6 +140,44 @@ func TestAppendsReplayedAfterCrash(t *testing.T) {
 	}
 }
 
+// An Append without metadata leaves the last one written, committed or
+// replayed from the log after a crash; its chunk is there all the same.
+func TestAppendWithoutMetaKeepsTheLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutMeta("a", []byte("begun")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("a", 1, []byte("one;"), []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 4; i++ {
+		if err := s.Append("a", uint64(i), []byte(fmt.Sprint(i, ";")), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if meta, err := s.Meta("a"); err != nil || string(meta) != "m1" {
+		t.Fatalf("meta of a = %q, %v; want the last Append's that had some", meta, err)
+	}
+	img := crashImage(t, path)
+	if err := s.PutMeta("b", []byte("begun")); err != nil { // commits a's entries
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*store.Store{"committed": s, "replayed": openStore(t, img)} {
+		var buf bytes.Buffer
+		if _, err := st.CopyRange("a", &buf, 0, -1); err != nil || buf.String() != "one;2;3;4;" {
+			t.Errorf("%s: content of a = %q, %v", name, buf.String(), err)
+		}
+		if meta, err := st.Meta("a"); err != nil || string(meta) != "m1" {
+			t.Errorf("%s: meta of a = %q, %v; want m1", name, meta, err)
+		}
+	}
+}
+
 // A finished session is not brought back by the replay of its Appends: the
 // write that finished it committed their index entries first.
 func TestReplayDoesNotReviveFinished(t *testing.T) {

@@ -59,7 +59,10 @@
 // sessions bucket: a commit of appends from many sessions then writes one
 // leaf per session instead of also rewriting most of the sessions bucket.
 // The key is nine bytes, so it sorts after every eight-byte seq and is never
-// taken for a chunk.
+// taken for a chunk. An Append without metadata (empty) leaves it as the
+// last Append or PutMeta wrote it: a caller whose metadata changes only in
+// what the chunks themselves tell (how many, how long) need not rewrite it
+// with each one, and rebuilds those counts from the chunks after a crash.
 //
 // Segments of the log are reclaimed once no index entry, of a chunk or of a
 // content bucket's value, points into them (reclaim.go); a segment that is

@@ -49,6 +49,10 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 // returns after that commit: a session written in one request journals its
 // backup with its content.
 //
+// An empty (or nil) meta leaves the session's metadata as it was: the
+// chunk's record carries none, and recovery indexes the chunk alone (a
+// session that had none is listed with empty metadata).
+//
 // Appending a seq that exists replaces that chunk, so retrying an Append
 // whose outcome is unknown is safe. chunk and meta must not be modified until
 // Append returns.
@@ -93,7 +97,9 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	}
 	// The entry keeps its own copy of meta, so that rec, chunk and all,
 	// is garbage once it is written.
-	meta = append([]byte(nil), meta...)
+	if len(meta) > 0 {
+		meta = append([]byte(nil), meta...)
+	}
 	_, err := s.log.Append([][]byte{rec}, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
 		s.addLive(ref.rec.Seg, ref.rec.Size())

@@ -1,0 +1,106 @@
+package charset_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/charset"
+)
+
+// Each form a file comes in is decoded to the UTF-8 a model reads and
+// encoded back to the same bytes; the name the project gives wins over
+// the bytes, a byte order mark over both.
+func TestForFile(t *testing.T) {
+	cases := []struct {
+		name, in, named, codec, text string
+		err                          error
+	}{
+		{"UTF8", "café\n", "", "UTF-8", "café\n", nil},
+		{"UTF8BOM", "\xef\xbb\xbfx\n", "latin1", "UTF-8", "\xef\xbb\xbfx\n", nil},
+		{"Latin1Detected", "caf\xe9 \x81\n", "", "ISO-8859-1", "café \u0081\n", nil},
+		{"Windows1252Detected", "\x93caf\xe9 \x80\x94\n", "", "Windows-1252", "“café €”\n", nil},
+		{"MixedLeftAlone", "café caf\xe9\n", "", "UTF-8", "café caf\xe9\n", nil},
+		{"NULLeftAlone", "a\x00\xe9\n", "", "UTF-8", "a\x00\xe9\n", nil},
+		{"Latin1Named", "caf\xe9\n", "latin1", "ISO-8859-1", "café\n", nil},
+		{"Latin1NamedASCII", "cafe\n", "latin1", "ISO-8859-1", "cafe\n", nil},
+		{"UnknownNameIgnored", "caf\xe9\n", "klingon", "Windows-1252", "café\n", nil},
+		{"UTF16LEBOM", "\xff\xfeh\x00i\x00", "", "UTF-16LE", "hi", nil},
+		{"UTF16BEBOM", "\xfe\xff\x00h\x00i", "", "UTF-16BE", "hi", nil},
+		{"UTF16LEDetected", "h\x00i\x00\n\x00", "", "UTF-16LE", "hi\n", nil},
+		{"UTF16BEDetected", "\x00h\x00i\x00\n", "", "UTF-16BE", "hi\n", nil},
+		{"UTF16LENamed", "\xe9\x00\n\x00", "UTF-16LE", "UTF-16LE", "é\n", nil},
+		{"ShiftJISNamed", "\x93\xfa\x96{\n", "SHIFT-JIS", "Shift_JIS", "日本\n", nil},
+		{"UnpairedSurrogate", "\xff\xfea\x00\x00\xd8b\x00", "", "", "", charset.ErrUnsupportedEncoding},
+		{"OddUTF16", "\xff\xfea\x00b", "", "", "", charset.ErrUnsupportedEncoding},
+		{"UTF8NamedLatin1Stays", "caf\xc3\xa9\n", "ISO-8859-1", "ISO-8859-1", "cafÃ©\n", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			codec, err := charset.ForFile([]byte(c.in), c.named, "test")
+			if !errors.Is(err, c.err) {
+				t.Fatalf("err = %v, want %v", err, c.err)
+			}
+			if err != nil {
+				return
+			}
+			if got := codec.String(); got != c.codec {
+				t.Fatalf("codec = %s, want %s", got, c.codec)
+			}
+			text, err := codec.Decode([]byte(c.in))
+			if err != nil || string(text) != c.text {
+				t.Fatalf("Decode = %q, %v; want %q", text, err, c.text)
+			}
+			back, err := codec.Encode(text)
+			if err != nil || string(back) != c.in {
+				t.Fatalf("Encode = %q, %v; want the file's bytes %q", back, err, c.in)
+			}
+		})
+	}
+}
+
+// A character the file's charset has no byte for is refused, naming it
+// and its line.
+func TestEncodeRefuses(t *testing.T) {
+	for _, named := range []string{"latin1", "windows-1252", "SHIFT-JIS"} {
+		c, _, ok := charset.Lookup(named)
+		if !ok || c == nil {
+			t.Fatalf("%s: not known", named)
+		}
+		_, err := c.Encode([]byte("a\nb \U0001F600\n"))
+		if !errors.Is(err, charset.ErrUnsupportedEncoding) {
+			t.Fatalf("%s: err = %v", named, err)
+		}
+		if want := `line 2 has "😀" (U+1F600)`; !contains(err.Error(), want) {
+			t.Errorf("%s: %v; want it to say %s", named, err, want)
+		}
+	}
+	c, _, _ := charset.Lookup("latin1")
+	if _, err := c.Encode([]byte("5 €")); !errors.Is(err, charset.ErrUnsupportedEncoding) {
+		t.Errorf("€ in Latin-1: %v", err)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for name, want := range map[string]string{
+		"latin1": "ISO-8859-1", "ISO-8859-1": "ISO-8859-1", "CP1252": "Windows-1252", "WINDOWS-1252": "Windows-1252",
+		"UTF-16LE": "UTF-16LE", "utf-16be": "UTF-16BE", "UTF-16": "UTF-16BE", "Shift_JIS": "Shift_JIS", "EUC-JP": "EUC-JP",
+		"ISO-8859-15": "ISO-8859-15", "KOI8-R": "KOI8-R", "utf-8": "UTF-8", "UTF-8-BOM": "UTF-8",
+	} {
+		c, _, ok := charset.Lookup(name)
+		if !ok || c.String() != want {
+			t.Errorf("Lookup(%q) = %v, %v; want %s", name, c, ok, want)
+		}
+	}
+	if _, _, ok := charset.Lookup("klingon"); ok {
+		t.Error("an unknown name was known")
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

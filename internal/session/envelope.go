@@ -155,7 +155,13 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		rb, errb := m.resolveEdit(r, b, root)
 		return erra == nil && errb == nil && ra == rb
 	}
-	res, err := edit.ApplyFiles(content, r.Target, read, same)
+	charsetOf := func(p string) edit.Charset {
+		if abs, ok := resolved[p]; ok {
+			return m.charsetOf(r, abs)
+		}
+		return edit.Charset{}
+	}
+	res, err := edit.ApplyFilesAs(content, r.Target, read, same, charsetOf)
 	plan := &envelopePlan{edit: &protocol.EditResult{}}
 	if cerr := convert(res, plan.edit); cerr != nil {
 		return nil, ioError(r.ID, "encoding the edit result", cerr)

@@ -359,7 +359,7 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
-	if err := checkExpected(p.ExpectedSHA256, base, target); err != nil {
+	if err := m.checkExpected(p.ExpectedSHA256, base, target); err != nil {
 		return record{}, err
 	}
 	if base.exists && p.Operation == protocol.OpCreate {

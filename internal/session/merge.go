@@ -33,8 +33,11 @@ func afterKey(id string) string { return id + "~after" }
 
 // checkExpected refuses a session whose target is not the content the
 // writer based its change on (expected_sha256), before anything is
-// journaled or written.
-func checkExpected(expected string, now targetState, target string) error {
+// journaled or written. The hash of the file's text counts as well as
+// that of its bytes: a writer that read the file through a tool that
+// showed CRLF as LF, or hid a UTF-8 byte order mark, read the same
+// content (and the write keeps the file's endings and mark).
+func (m *Manager) checkExpected(expected string, now targetState, target string) error {
 	if expected == "" {
 		return nil
 	}
@@ -44,6 +47,11 @@ func checkExpected(expected string, now targetState, target string) error {
 	}
 	if actual == expected {
 		return nil
+	}
+	if now.exists && now.size <= mergeMaxBytes {
+		if data, ok, err := m.readForMerge(target); err == nil && ok && sum(data) == now.sha256 && sum(textForm(data)) == expected {
+			return nil
+		}
 	}
 	pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
 		"%s is not the content this write was based on: expected_sha256 is %s, the file's content hashes to %s. "+
@@ -202,6 +210,12 @@ func (m *Manager) changedSince(r *record) (*targetChange, error) {
 	if now.exists == r.BaseExists && (!now.exists || now.sha256 == r.BaseSHA256) {
 		return nil, nil
 	}
+	if now.exists && r.BaseExists && m.sameText(r, now) {
+		// Only line endings changed (a CRLF checkout of the same text):
+		// no change. The session's result is computed from the file as
+		// it is now, so it keeps the file's current endings.
+		return nil, nil
+	}
 	if r.Operation == protocol.OpCreate && !now.exists {
 		// A create whose path appeared and vanished again is harmless.
 		return nil, nil
@@ -212,6 +226,38 @@ func (m *Manager) changedSince(r *record) (*targetChange, error) {
 		return nil, changedError(r, now)
 	}
 	return &targetChange{now: now}, nil
+}
+
+// sameText says whether the target now differs from its content at
+// begin only in line endings (CRLF for LF, either way, line by line). It
+// needs the content at begin, kept for merges.
+func (m *Manager) sameText(r *record, now targetState) bool {
+	if r.BasePieces == 0 || now.size > mergeMaxBytes {
+		return false
+	}
+	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	if err != nil || sum(base) != r.BaseSHA256 {
+		return false
+	}
+	cur, ok, err := m.readForMerge(r.Target)
+	if err != nil || !ok {
+		return false
+	}
+	return bytes.Equal(lfForm(base), lfForm(cur))
+}
+
+// lfForm is b with every CRLF read as LF.
+func lfForm(b []byte) []byte {
+	if bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+}
+
+// textForm is the content as a tool that reads text shows it: without a
+// UTF-8 byte order mark, with CRLF read as LF.
+func textForm(b []byte) []byte {
+	return lfForm(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")))
 }
 
 // changedError is finalize's refusal of a target that changed since begin.
@@ -273,7 +319,7 @@ func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.
 		// against the content at begin.
 		return merge.Merge3(base, now, base).OursHunks, nil
 	case protocol.OpPatch:
-		theirs, _, err := applyEdit(r, base, c.input)
+		theirs, _, err := applyEdit(r, base, c.input, m.charsetOf(r, r.Target))
 		if err != nil {
 			return nil, changedError(r, ch.now)
 		}

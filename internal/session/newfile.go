@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/newfile"
 )
 
@@ -13,10 +14,23 @@ import (
 // workspace (or the repository holding it), through the same confined
 // reads as the target.
 func (m *Manager) newFileStyle(r *record) newfile.Style {
+	return m.styleOf(r, r.Target)
+}
+
+// charsetOf is the charset the project names for a file of r's (its
+// working-tree-encoding, else its .editorconfig charset), for an edit or
+// a write over it to decode and encode it in.
+func (m *Manager) charsetOf(r *record, target string) edit.Charset {
+	name, from := m.styleOf(r, target).FileCharset()
+	return edit.Charset{Name: name, From: from}
+}
+
+// styleOf is what the project says about target, one of r's files.
+func (m *Manager) styleOf(r *record, target string) newfile.Style {
 	top := m.workspaceOf(r)
 	if top == "" {
 		top = "/"
-		for d := filepath.Dir(r.Target); ; d = filepath.Dir(d) {
+		for d := filepath.Dir(target); ; d = filepath.Dir(d) {
 			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 				top = d
 				break
@@ -38,5 +52,5 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 		}
 		return data, true
 	}
-	return newfile.Lookup(filepath.ToSlash(r.Target), filepath.ToSlash(top), read)
+	return newfile.Lookup(filepath.ToSlash(target), filepath.ToSlash(top), read)
 }

@@ -1,0 +1,150 @@
+package e2e_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/testdaemon"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// TestEncodingsCorpus edits, through the real daemon, files in each form a
+// checkout holds (testdata/encodings: UTF-8, byte order marks, CRLF,
+// mixed endings, no final newline, Latin-1, Windows-1252, UTF-16 with and
+// without a mark, Shift_JIS, named by .editorconfig or .gitattributes or
+// detected), as a model writes: UTF-8, LF. Each case's file must become
+// want byte for byte (so every byte outside the edit is kept), or be
+// refused with reason and left as it was.
+//
+// A case is a directory: file.txt (the file before; absent for a create),
+// edit (what the session sends), op (edit, overwrite, append, create),
+// want or reason, and optionally editorconfig and gitattributes, put
+// beside the file as .editorconfig and .gitattributes.
+func TestEncodingsCorpus(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	dirs, err := filepath.Glob(filepath.Join("testdata", "encodings", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, src := range dirs {
+		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+			continue
+		}
+		n++
+		name := filepath.Base(src)
+		t.Run(name, func(t *testing.T) {
+			read := func(f string) []byte {
+				b, err := os.ReadFile(filepath.Join(src, f))
+				if err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+				return b
+			}
+			ws := filepath.Join(d.Root, name)
+			if err := os.MkdirAll(ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for from, to := range map[string]string{"file.txt": "file.txt", "editorconfig": ".editorconfig", "gitattributes": ".gitattributes"} {
+				if b := read(from); b != nil {
+					if err := os.WriteFile(filepath.Join(ws, to), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before := read("file.txt")
+			target := filepath.Join(ws, "file.txt")
+			res, err := c.Write(ctx, protocol.WriteParams{
+				BeginParams: protocol.BeginParams{TargetFile: target, WorkspaceRoot: ws, Operation: protocol.Operation(strings.TrimSpace(string(read("op"))))},
+				Content:     string(read("edit")),
+			})
+			got, _ := os.ReadFile(target)
+			if reason := strings.TrimSpace(string(read("reason"))); reason != "" {
+				pe := protoErr(t, err)
+				if pe.Data.Reason != reason {
+					t.Fatalf("refused %s (%s), want %s", pe.Data.Reason, pe.Message, reason)
+				}
+				if !bytes.Equal(got, before) {
+					t.Fatalf("a refused write changed the file:\n got  %q\n want %q", got, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			if want := read("want"); !bytes.Equal(got, want) {
+				t.Fatalf("file is\n %q\nwant\n %q", got, want)
+			}
+			if res.FileSHA256 != hashOf(string(got)) {
+				t.Errorf("result's file_sha256 %s is not the file's", res.FileSHA256)
+			}
+		})
+	}
+	if n < 20 {
+		t.Fatalf("the corpus has %d cases; it should have every form", n)
+	}
+}
+
+// A CRLF checkout of the same text is no change: a session whose target
+// was converted to CRLF while it streamed is finalized without
+// target_changed and writes CRLF, and a write based on the LF text (or
+// the text without its byte order mark) passes expected_sha256.
+func TestLineEndingsAreNoChange(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		name    string
+		op      protocol.Operation
+		content string
+		want    string
+	}{
+		{"edit", protocol.OpEdit, "<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n", "a\r\nx = 2\r\nb\r\n"},
+		{"overwrite", protocol.OpOverwrite, "a\nx = 3\nb\n", "a\r\nx = 3\r\nb\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(d.Root, "eol-"+tc.name+".txt")
+			if err := os.WriteFile(path, []byte("a\nx = 1\nb\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: tc.op})
+			if err != nil {
+				t.Fatal(err)
+			}
+			personWrites(t, path, "a\r\nx = 1\r\nb\r\n")
+			if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: tc.content + b.EndMarker + "\n"}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID})
+			if err != nil {
+				t.Fatalf("finalize after a CRLF checkout: %v", err)
+			}
+			if res.Merged {
+				t.Errorf("reported as merged with a change")
+			}
+			if got := readFile(t, path); got != tc.want {
+				t.Fatalf("file is %q, want %q", got, tc.want)
+			}
+		})
+	}
+	path := filepath.Join(d.Root, "eol-expected.txt")
+	if err := os.WriteFile(path, []byte("\xef\xbb\xbfa\r\nb\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpEdit, ExpectedSHA256: hashOf("a\nb\n")},
+		Content: "<<<<<<< SEARCH\nb\n=======\nc\n>>>>>>> REPLACE\n"})
+	if err != nil {
+		t.Fatalf("expected_sha256 of the file's text: %v", err)
+	}
+	if got := readFile(t, path); got != "\xef\xbb\xbfa\r\nc\r\n" || res.FileSHA256 != hashOf(got) {
+		t.Fatalf("file is %q (result's hash %s)", got, res.FileSHA256)
+	}
+	// A different text is still a change.
+	_, err = c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite, ExpectedSHA256: hashOf("a\nb\n")}, Content: "z\n"})
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+}

@@ -148,3 +148,54 @@ func TestLineEndingsAreNoChange(t *testing.T) {
 	_, err = c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite, ExpectedSHA256: hashOf("a\nb\n")}, Content: "z\n"})
 	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
 }
+
+// A transaction writes each file in its own encoding, and refuses all of
+// them, writing none, when one file's text does not fit its encoding.
+func TestTransactionKeepsEncodings(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	latin := filepath.Join(d.Root, "latin.txt")
+	utf16 := filepath.Join(d.Root, "wide.txt")
+	run := func(latinText, wideText string) error {
+		if err := os.WriteFile(latin, []byte("caf\xe9\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(utf16, []byte("\xff\xfea\x00\r\x00\n\x00"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := c.TxBegin(ctx, protocol.TxBeginParams{WorkspaceRoot: d.Root, Files: []protocol.BeginParams{
+			{TargetFile: latin, Operation: protocol.OpOverwrite},
+			{TargetFile: utf16, Operation: protocol.OpEdit},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, text := range []string{latinText, wideText} {
+			s := tx.Sessions[i]
+			if _, err := c.Append(ctx, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: text + s.EndMarker + "\n"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = c.TxCommit(ctx, protocol.TxCommitParams{TxID: tx.TxID})
+		return err
+	}
+	if err := run("déjà\n", "<<<<<<< SEARCH\na\n=======\nß\n>>>>>>> REPLACE\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readFile(t, latin), "d\xe9j\xe0\n"; got != want {
+		t.Errorf("latin.txt is %q, want %q", got, want)
+	}
+	if got, want := readFile(t, utf16), "\xff\xfe\xdf\x00\r\x00\n\x00"; got != want {
+		t.Errorf("wide.txt is %q, want %q", got, want)
+	}
+	err := run("5 Ω\n", "<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n")
+	pe := protoErr(t, err)
+	if pe.Data.Reason != protocol.ReasonTxRefused || len(pe.Data.Files) != 1 ||
+		pe.Data.Files[0].TargetFile != latin || pe.Data.Files[0].Reason != protocol.ReasonUnsupportedEncoding {
+		t.Fatalf("refused %s (%s; files %+v), want tx_refused naming latin.txt unsupported_encoding", pe.Data.Reason, pe.Message, pe.Data.Files)
+	}
+	if readFile(t, latin) != "caf\xe9\n" || readFile(t, utf16) != "\xff\xfea\x00\r\x00\n\x00" {
+		t.Fatalf("a refused transaction wrote: %q %q", readFile(t, latin), readFile(t, utf16))
+	}
+}

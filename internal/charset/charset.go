@@ -105,10 +105,17 @@ func Lookup(name string) (c *Codec, utf8, ok bool) {
 // charset the project names for it ("" for none) and where that was said
 // (for messages). A nil codec means UTF-8, or bytes to edit as they are.
 func ForFile(b []byte, named, from string) (*Codec, error) {
+	c, _, err := DecodeFile(b, named, from)
+	return c, err
+}
+
+// DecodeFile is ForFile that also returns the file's UTF-8 text (b
+// itself for a nil codec), decoded once.
+func DecodeFile(b []byte, named, from string) (*Codec, []byte, error) {
 	var c *Codec
 	switch {
 	case bytes.HasPrefix(b, []byte("\xef\xbb\xbf")):
-		return nil, nil
+		return nil, b, nil
 	case bytes.HasPrefix(b, bomLE):
 		c = &Codec{Name: "UTF-16LE", From: "byte order mark", BOM: bomLE, enc: utf16le}
 	case bytes.HasPrefix(b, bomBE):
@@ -116,7 +123,7 @@ func ForFile(b []byte, named, from string) (*Codec, error) {
 	default:
 		if nc, isUTF8, ok := Lookup(named); ok {
 			if isUTF8 {
-				return nil, nil
+				return nil, b, nil
 			}
 			c = nc
 			c.From = from
@@ -125,12 +132,13 @@ func ForFile(b []byte, named, from string) (*Codec, error) {
 		}
 	}
 	if c == nil {
-		return nil, nil
+		return nil, b, nil
 	}
-	if _, err := c.Decode(b); err != nil {
-		return nil, err
+	text, err := c.Decode(b)
+	if err != nil {
+		return nil, nil, err
 	}
-	return c, nil
+	return c, text, nil
 }
 
 // detect guesses the encoding of bytes with no mark and no name.

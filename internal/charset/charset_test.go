@@ -104,3 +104,47 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// The cost an edit pays to know a file's encoding and convert it: the
+// detection scan alone for UTF-8, a round trip for the others, 1 MiB each.
+func BenchmarkForFile(b *testing.B) {
+	line := func(s string, n int) []byte {
+		var out []byte
+		for len(out) < n {
+			out = append(out, s...)
+		}
+		return out
+	}
+	utf16 := func(s []byte) []byte {
+		out := []byte{0xff, 0xfe}
+		for _, r := range string(s) {
+			out = append(out, byte(r), byte(r>>8))
+		}
+		return out
+	}
+	ascii := line("    return fmt.Sprintf(\"%d items\", n) // count\n", 1<<20)
+	cases := []struct {
+		name  string
+		data  []byte
+		named string
+	}{
+		{"UTF8", line("    s := \"naïve café\" // ß\n", 1<<20), ""},
+		{"Windows1252Detected", line("    s = \"\x93caf\xe9\x94 \x80\"\n", 1<<20), ""},
+		{"Latin1Named", line("    s = \"caf\xe9\"\n", 1<<20), "latin1"},
+		{"UTF16LEBOM", utf16(ascii[:1<<19]), ""},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.data)))
+			for b.Loop() {
+				codec, text, err := charset.DecodeFile(c.data, c.named, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := codec.Encode(text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -28,11 +28,7 @@ type codec = charset.Codec
 // file is refused: an unpaired surrogate or an odd byte count would not
 // survive.
 func decodeFile(b []byte, cs Charset) ([]byte, *codec, error) {
-	c, err := charset.ForFile(b, cs.Name, cs.From)
-	if err != nil || c == nil {
-		return b, nil, err
-	}
-	text, err := c.Decode(b)
+	c, text, err := charset.DecodeFile(b, cs.Name, cs.From)
 	return text, c, err
 }
 

@@ -119,10 +119,7 @@ func (m *Manager) check(r *record) (checked, error) {
 	var codec *charset.Codec
 	if hasOriginal {
 		cs := m.charsetOf(r, r.Target)
-		if codec, err = charset.ForFile(original, cs.Name, cs.From); err == nil {
-			original, err = codec.Decode(original)
-		}
-		if err != nil {
+		if codec, original, err = charset.DecodeFile(original, cs.Name, cs.From); err != nil {
 			return checked{}, encodingError(r, err)
 		}
 	}

@@ -1,9 +1,15 @@
 package mcpserver_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orion-agent/orion/client/mcpserver"
+	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
 // The MCP edit and write tools keep a file in the encoding its project
@@ -43,5 +49,41 @@ func TestEditKeepsEncoding(t *testing.T) {
 	h.ok("edit_file", map[string]any{"target_file": "a.w16", "edit": "<<<<<<< SEARCH\nx\n=======\né\n>>>>>>> REPLACE\n"})
 	if got := readFile(t, wp); got != "a\x00\n\x00\xe9\x00\n\x00" {
 		t.Fatalf("a.w16: %q", got)
+	}
+}
+
+// The filesystem-compatible read_text_file and edit_file read a
+// Windows-1252 file as its text (the reference server shows replacement
+// characters and writes them back), and the edit is written back in
+// Windows-1252, every other byte kept.
+func TestFSToolsKeepEncoding(t *testing.T) {
+	d := testdaemon.Start(t)
+	dir := filepath.Join(d.Root, "ws")
+	mkdir(t, dir)
+	target := filepath.Join(dir, "price.txt")
+	if err := os.WriteFile(target, []byte("\x93Price\x94 5 \x80\r\nx = 1\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserver.New(mcpserver.Options{Socket: d.Socket, WorkspaceRoot: dir, FilesystemCompatible: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	st, ct := mcp.NewInMemoryTransports()
+	go s.Run(ctx, st)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	h := &host{t: t, d: d, cs: cs}
+
+	if got, _ := h.ok("read_text_file", map[string]any{"path": target}); got != "“Price” 5 €\r\nx = 1\r\n" {
+		t.Fatalf("read_text_file: %q", got)
+	}
+	h.ok("edit_file", map[string]any{"path": target, "edits": []any{map[string]any{"oldText": "“Price” 5 €", "newText": "“Price” 6 €"}}})
+	if got := readFile(t, target); got != "\x93Price\x94 6 \x80\r\nx = 1\r\n" {
+		t.Fatalf("after edit_file: %q", got)
 	}
 }

@@ -199,3 +199,4 @@ func TestTransactionKeepsEncodings(t *testing.T) {
 		t.Fatalf("a refused transaction wrote: %q %q", readFile(t, latin), readFile(t, utf16))
 	}
 }
+

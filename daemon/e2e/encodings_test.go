@@ -199,4 +199,3 @@ func TestTransactionKeepsEncodings(t *testing.T) {
 		t.Fatalf("a refused transaction wrote: %q %q", readFile(t, latin), readFile(t, utf16))
 	}
 }
-

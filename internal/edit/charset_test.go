@@ -13,7 +13,9 @@ import (
 // cannot hold is refused.
 func TestEditInCharset(t *testing.T) {
 	latin1 := edit.Charset{Name: "latin1", From: ".editorconfig"}
-	sr := func(o, n string) []byte { return []byte("<<<<<<< SEARCH\n" + o + "\n=======\n" + n + "\n>>>>>>> REPLACE\n") }
+	sr := func(o, n string) []byte {
+		return []byte("<<<<<<< SEARCH\n" + o + "\n=======\n" + n + "\n>>>>>>> REPLACE\n")
+	}
 	cases := []struct {
 		name      string
 		apply     func(old []byte) (edit.Result, error)

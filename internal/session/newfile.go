@@ -21,7 +21,14 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 // working-tree-encoding, else its .editorconfig charset), for an edit or
 // a write over it to decode and encode it in.
 func (m *Manager) charsetOf(r *record, target string) edit.Charset {
-	name, from := m.styleOf(r, target).FileCharset()
+	style := m.styleOf(r, target)
+	name, from := style.FileCharset()
+	if style.Binary && style.WorkingTreeEncoding == "" {
+		// A file git keeps as binary is not guessed at: its bytes are
+		// edited as they are (a UTF-16 byte order mark still decides, as
+		// such files are often marked binary for git's diff's sake).
+		return edit.Charset{Name: "utf-8", From: "-text in .gitattributes"}
+	}
 	return edit.Charset{Name: name, From: from}
 }
 

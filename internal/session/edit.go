@@ -50,7 +50,7 @@ func decodePatchSpec(raw json.RawMessage) (edit.PatchSpec, error) {
 
 // applyEdit computes the new file of a patch or edit session from the file
 // as it is and the streamed content.
-func applyEdit(r *record, original, content []byte, cs edit.Charset) ([]byte, *protocol.EditResult, error) {
+func applyEdit(r *record, original, content []byte) ([]byte, *protocol.EditResult, error) {
 	var (
 		res edit.Result
 		err error
@@ -60,9 +60,9 @@ func applyEdit(r *record, original, content []byte, cs edit.Charset) ([]byte, *p
 		if derr != nil {
 			return nil, nil, derr
 		}
-		res, err = edit.ApplyPatchAs(original, spec, content, cs)
+		res, err = edit.ApplyPatchAs(original, spec, content, r.charset)
 	} else {
-		res, err = edit.ApplyAs(original, content, cs)
+		res, err = edit.ApplyAs(original, content, r.charset)
 	}
 	out := &protocol.EditResult{}
 	if cerr := convert(res, out); cerr != nil {

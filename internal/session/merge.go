@@ -319,7 +319,7 @@ func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.
 		// against the content at begin.
 		return merge.Merge3(base, now, base).OursHunks, nil
 	case protocol.OpPatch:
-		theirs, _, err := applyEdit(r, base, c.input, m.charsetOf(r, r.Target))
+		theirs, _, err := applyEdit(r, base, c.input)
 		if err != nil {
 			return nil, changedError(r, ch.now)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -19,6 +20,11 @@ type record struct {
 	// first journaling of the record stores it as chunk 1 in the same
 	// commit (see Manager.Write), and clears it.
 	inline []byte
+	// charset is the encoding the target's project names, looked up by
+	// the check that applies the session's edit, so that an edit applied
+	// again (to the content at begin, for a merge) decodes the file the
+	// same way.
+	charset edit.Charset
 
 	ID            string `json:"id"`
 	Intent        string `json:"intent,omitempty"`

@@ -202,7 +202,8 @@ func (m *Manager) check(r *record) (checked, error) {
 // validates the result against the file as it was.
 func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error) {
 	cs := m.charsetOf(r, r.Target)
-	after, res, err := applyEdit(r, original, content, cs)
+	r.charset = cs
+	after, res, err := applyEdit(r, original, content)
 	if err != nil {
 		return checked{edit: res}, err
 	}

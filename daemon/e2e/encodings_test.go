@@ -21,8 +21,9 @@ import (
 //
 // A case is a directory: file.txt (the file before; absent for a create),
 // edit (what the session sends), op (edit, overwrite, append, create),
-// want or reason, and optionally editorconfig and gitattributes, put
-// beside the file as .editorconfig and .gitattributes.
+// want or reason, and optionally repair (a repair the result must report),
+// editorconfig and gitattributes, put beside the file as .editorconfig and
+// .gitattributes.
 func TestEncodingsCorpus(t *testing.T) {
 	d := testdaemon.Start(t)
 	c := dial(t, d)
@@ -82,6 +83,15 @@ func TestEncodingsCorpus(t *testing.T) {
 			}
 			if res.FileSHA256 != hashOf(string(got)) {
 				t.Errorf("result's file_sha256 %s is not the file's", res.FileSHA256)
+			}
+			if kind := strings.TrimSpace(string(read("repair"))); kind != "" {
+				found := false
+				for _, r := range res.Repairs {
+					found = found || r.Kind == kind
+				}
+				if !found {
+					t.Errorf("no %s repair reported: %+v", kind, res.Repairs)
+				}
 			}
 		})
 	}

@@ -253,10 +253,24 @@ func (c *Codec) firstUnencodable(text []byte) string {
 }
 
 func (c *Codec) from() string {
-	if c.From == "" {
-		return ""
+	if d := c.Source(); d != "" {
+		return " (" + d + ")"
 	}
-	return " (" + c.From + ")"
+	return ""
+}
+
+// Source says how the codec was chosen, for messages: "its byte order
+// mark", "detected from its bytes", "as .editorconfig says".
+func (c *Codec) Source() string {
+	switch c.From {
+	case "":
+		return ""
+	case "byte order mark":
+		return "by its byte order mark"
+	case "detected":
+		return "detected from its bytes"
+	}
+	return "as " + c.From + " says"
 }
 
 // String names the codec for messages: "UTF-8" for nil.

@@ -234,7 +234,7 @@ func Apply(text []byte, s Style) ([]byte, []Change, error) {
 	if !ok || c == nil {
 		return out, changes, nil
 	}
-	c.From = from + " says " + name
+	c.From = from
 	if s.WorkingTreeEncoding == "" && strings.HasPrefix(name, "utf-16") || strings.EqualFold(name, "UTF-16") {
 		// Editors write .editorconfig's utf-16le and utf-16be with a byte
 		// order mark; git writes its UTF-16 with one, and UTF-16LE or

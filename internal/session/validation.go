@@ -173,7 +173,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			return checked{}, encodingError(r, err)
 		}
 		c.repairs = append(c.repairs, protocol.Repair{Kind: "charset_matched",
-			Message: "written as " + codec.Name + " (" + codec.From + "), the encoding of the file it replaces"})
+			Message: "written as " + codec.Name + " (" + codec.Source() + "), the encoding of the file it replaces"})
 	}
 	if !hasOriginal && r.Operation != protocol.OpAppend {
 		// A new file takes the form the project names; validation reads
@@ -211,12 +211,12 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	// Validation reads the text, not the bytes of its encoding (a UTF-16
 	// JSON file is JSON); the edit decoded the file the same way.
 	textAfter, textOriginal := after, original
-	if codec, err := charset.ForFile(original, cs.Name, cs.From); err == nil && codec != nil {
-		a, aerr := codec.Decode(after)
-		o, oerr := codec.Decode(original)
-		if aerr == nil && oerr == nil {
+	if codec, o, err := charset.DecodeFile(original, cs.Name, cs.From); err == nil && codec != nil {
+		if a, err := codec.Decode(after); err == nil {
 			textAfter, textOriginal = a, o
 		}
+		c.repairs = append(c.repairs, protocol.Repair{Kind: "charset_matched",
+			Message: "edited as " + codec.Name + " text (" + codec.Source() + ") and written back in " + codec.Name})
 	}
 	return c, m.validateInto(&c, r, textAfter, textOriginal, true)
 }

@@ -19,7 +19,8 @@ import (
 // want byte for byte (so every byte outside the edit is kept), or be
 // refused with reason and left as it was.
 //
-// A case is a directory: file.txt (the file before; absent for a create),
+// A case is a directory: file.txt (the file before; absent for a create;
+// called as the file name says, when there is one),
 // edit (what the session sends), op (edit, overwrite, append, create),
 // want or reason, and optionally repair (a repair the result must report),
 // editorconfig and gitattributes, put beside the file as .editorconfig and
@@ -51,7 +52,13 @@ func TestEncodingsCorpus(t *testing.T) {
 			if err := os.MkdirAll(ws, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			for from, to := range map[string]string{"file.txt": "file.txt", "editorconfig": ".editorconfig", "gitattributes": ".gitattributes"} {
+			// name, when present, is what file.txt is called in the
+			// workspace (a file type that validation checks).
+			fileName := "file.txt"
+			if n := strings.TrimSpace(string(read("name"))); n != "" {
+				fileName = n
+			}
+			for from, to := range map[string]string{"file.txt": fileName, "editorconfig": ".editorconfig", "gitattributes": ".gitattributes"} {
 				if b := read(from); b != nil {
 					if err := os.WriteFile(filepath.Join(ws, to), b, 0o644); err != nil {
 						t.Fatal(err)
@@ -59,7 +66,7 @@ func TestEncodingsCorpus(t *testing.T) {
 				}
 			}
 			before := read("file.txt")
-			target := filepath.Join(ws, "file.txt")
+			target := filepath.Join(ws, fileName)
 			res, err := c.Write(ctx, protocol.WriteParams{
 				BeginParams: protocol.BeginParams{TargetFile: target, WorkspaceRoot: ws, Operation: protocol.Operation(strings.TrimSpace(string(read("op"))))},
 				Content:     string(read("edit")),
@@ -77,6 +84,16 @@ func TestEncodingsCorpus(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatalf("write: %v", err)
+			}
+			// Validation read the text, not the bytes of its encoding.
+			vs := []*protocol.Validation{res.Validation}
+			for _, f := range res.Files {
+				vs = append(vs, f.Validation)
+			}
+			for _, v := range vs {
+				if v != nil && !v.SyntaxOK {
+					t.Errorf("validation found the written file's syntax wrong: %+v", v.Findings)
+				}
 			}
 			if want := read("want"); !bytes.Equal(got, want) {
 				t.Fatalf("file is\n %q\nwant\n %q", got, want)

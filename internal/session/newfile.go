@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/orion-agent/orion/internal/charset"
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/newfile"
 )
@@ -60,4 +61,23 @@ func (m *Manager) styleOf(r *record, target string) newfile.Style {
 		return data, true
 	}
 	return newfile.Lookup(filepath.ToSlash(target), filepath.ToSlash(top), read)
+}
+
+// textForValidation is a file's new and old content as the UTF-8 text
+// validation reads, when the old content is in another encoding (a
+// UTF-16 JSON file is JSON); otherwise both as they are.
+func (m *Manager) textForValidation(r *record, path string, content, old []byte) ([]byte, []byte) {
+	if old == nil {
+		return content, old
+	}
+	cs := m.charsetOf(r, path)
+	codec, oldText, err := charset.DecodeFile(old, cs.Name, cs.From)
+	if err != nil || codec == nil {
+		return content, old
+	}
+	text, err := codec.Decode(content)
+	if err != nil {
+		return content, old
+	}
+	return text, oldText
 }

@@ -226,3 +226,55 @@ func TestTransactionKeepsEncodings(t *testing.T) {
 		t.Fatalf("a refused transaction wrote: %q %q", readFile(t, latin), readFile(t, utf16))
 	}
 }
+
+// A whole-file write to a UTF-16 JSON file that a person edited elsewhere
+// meanwhile is merged, written in UTF-16, and validated as JSON; its undo
+// after another edit is merged the same way.
+func TestMergeKeepsEncoding(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	u16 := func(s string) string {
+		b := []byte{0xff, 0xfe}
+		for _, r := range s {
+			b = append(b, byte(r), byte(r>>8))
+		}
+		return string(b)
+	}
+	lines := func(a, e string) string {
+		return "{\r\n  \"a\": " + a + ",\r\n  \"b\": 2,\r\n  \"c\": 3,\r\n  \"d\": 4,\r\n  \"e\": \"" + e + "\"\r\n}\r\n"
+	}
+	path := filepath.Join(d.Root, "data.json")
+	if err := os.WriteFile(path, []byte(u16(lines("1", "é"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	personWrites(t, path, u16(lines("1", "è")))
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: strings.ReplaceAll(lines("10", "é"), "\r\n", "\n") + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatalf("finalize: %v", err)
+	}
+	if got, want := readFile(t, path), u16(lines("10", "è")); got != want || !res.Merged {
+		t.Fatalf("merged %v, file\n %q\nwant\n %q", res.Merged, got, want)
+	}
+	if !res.Validation.SyntaxOK {
+		t.Fatalf("validation read the merge as bytes: %+v", res.Validation.Findings)
+	}
+	// Undone after a later edit elsewhere: the session's change is
+	// reverted around it, in UTF-16.
+	later := strings.Replace(lines("10", "è"), `"c": 3`, `"c": 30`, 1)
+	personWrites(t, path, u16(later))
+	u, err := c.Undo(ctx, b.SessionID)
+	if err != nil {
+		t.Fatalf("undo: %v", err)
+	}
+	if got, want := readFile(t, path), u16(strings.Replace(later, `"a": 10`, `"a": 1`, 1)); got != want || !u.Merged {
+		t.Fatalf("undo merged %v, file\n %q\nwant\n %q", u.Merged, got, want)
+	}
+}

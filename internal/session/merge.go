@@ -317,15 +317,15 @@ func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.
 		}
 		// The other writer's changes, for the result: the file now
 		// against the content at begin.
-		return merge.Merge3(base, now, base).OursHunks, nil
+		return m.merge3(r, r.Target, base, now, base).OursHunks, nil
 	case protocol.OpPatch:
 		theirs, _, err := applyEdit(r, base, c.input)
 		if err != nil {
 			return nil, changedError(r, ch.now)
 		}
-		res = merge.Merge3(base, now, theirs)
+		res = m.merge3(r, r.Target, base, now, theirs)
 	default:
-		res = merge.Merge3(base, now, c.content)
+		res = m.merge3(r, r.Target, base, now, c.content)
 	}
 	if !res.Clean {
 		return nil, mergeRefused(r, "session "+r.ID+" began", res.Conflicts, true, r.BaseSHA256, sum(now))
@@ -348,7 +348,7 @@ func (m *Manager) changesSinceBegin(r *record, now []byte) []merge.Hunk {
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return nil
 	}
-	return merge.Merge3(base, now, base).OursHunks
+	return m.merge3(r, r.Target, base, now, base).OursHunks
 }
 
 // revertMerged reverts a session's change from a target someone changed
@@ -381,7 +381,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	if err != nil || !ok {
 		return nil, nil, refuse()
 	}
-	res := merge.Merge3(after, cur, before)
+	res := m.merge3(r, r.Target, after, cur, before)
 	if !res.Clean {
 		return nil, nil, mergeRefused(r, "session "+r.ID+" wrote it", res.Conflicts, true, r.Result.FileSHA256, sum(cur))
 	}
@@ -477,7 +477,7 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 	if err != nil || !ok {
 		return nil, refuse()
 	}
-	res := merge.Merge3(after, cur, before)
+	res := m.merge3(r, c.Path, after, cur, before)
 	if !res.Clean {
 		pe := mergeRefused(r, "session "+r.ID+" wrote it", res.Conflicts, true, c.NewSHA256, sum(cur))
 		pe.Data.Path = c.Path

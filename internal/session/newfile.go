@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/orion-agent/orion/internal/charset"
-	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/newfile"
 )
 
@@ -16,21 +14,6 @@ import (
 // reads as the target.
 func (m *Manager) newFileStyle(r *record) newfile.Style {
 	return m.styleOf(r, r.Target)
-}
-
-// charsetOf is the charset the project names for a file of r's (its
-// working-tree-encoding, else its .editorconfig charset), for an edit or
-// a write over it to decode and encode it in.
-func (m *Manager) charsetOf(r *record, target string) edit.Charset {
-	style := m.styleOf(r, target)
-	name, from := style.FileCharset()
-	if style.Binary && style.WorkingTreeEncoding == "" {
-		// A file git keeps as binary is not guessed at: its bytes are
-		// edited as they are (a UTF-16 byte order mark still decides, as
-		// such files are often marked binary for git's diff's sake).
-		return edit.Charset{Name: "utf-8", From: "-text in .gitattributes"}
-	}
-	return edit.Charset{Name: name, From: from}
 }
 
 // styleOf is what the project says about target, one of r's files.
@@ -61,23 +44,4 @@ func (m *Manager) styleOf(r *record, target string) newfile.Style {
 		return data, true
 	}
 	return newfile.Lookup(filepath.ToSlash(target), filepath.ToSlash(top), read)
-}
-
-// textForValidation is a file's new and old content as the UTF-8 text
-// validation reads, when the old content is in another encoding (a
-// UTF-16 JSON file is JSON); otherwise both as they are.
-func (m *Manager) textForValidation(r *record, path string, content, old []byte) ([]byte, []byte) {
-	if old == nil {
-		return content, old
-	}
-	cs := m.charsetOf(r, path)
-	codec, oldText, err := charset.DecodeFile(old, cs.Name, cs.From)
-	if err != nil || codec == nil {
-		return content, old
-	}
-	text, err := codec.Decode(content)
-	if err != nil {
-		return content, old
-	}
-	return text, oldText
 }

@@ -187,7 +187,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
 		}
 	}
-	verr := m.validateInto(&c, r, whole, original, hasOriginal)
+	verr := m.validateText(&c, r, whole, original, hasOriginal)
 	if elideErr != nil && c.validation != nil {
 		for i := range c.validation.Findings {
 			if c.validation.Findings[i].Code == string(validate.CodeLazyPlaceholder) {
@@ -218,7 +218,7 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 		c.repairs = append(c.repairs, protocol.Repair{Kind: "charset_matched",
 			Message: "edited as " + codec.Name + " text (" + codec.Source() + ") and written back in " + codec.Name})
 	}
-	return c, m.validateInto(&c, r, textAfter, textOriginal, true)
+	return c, m.validateText(&c, r, textAfter, textOriginal, true)
 }
 
 // encodingError is unsupported_encoding for r's target: its bytes do not
@@ -229,9 +229,19 @@ func encodingError(r *record, err error) *protocol.Error {
 	return pe
 }
 
-// validateInto checks whole (the file as it would be) against original and
-// records the result and the policy's decision in c.
+// validateInto checks whole (the file as it would be, in the bytes it
+// is written in) against original and records the result and the
+// policy's decision in c. A file in another encoding is checked as the
+// text it holds.
 func (m *Manager) validateInto(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
+	if hasOriginal {
+		whole, original = m.textForValidation(r, r.Target, whole, original)
+	}
+	return m.validateText(c, r, whole, original, hasOriginal)
+}
+
+// validateText is validateInto for text decoded already.
+func (m *Manager) validateText(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
 	v, err := m.validateFile(r, r.Target, whole, original, hasOriginal)
 	c.validation = v
 	return err

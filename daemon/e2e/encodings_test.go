@@ -278,3 +278,28 @@ func TestMergeKeepsEncoding(t *testing.T) {
 		t.Fatalf("undo merged %v, file\n %q\nwant\n %q", u.Merged, got, want)
 	}
 }
+
+// A dry run's diff of a file in another encoding shows its text.
+func TestDryRunDiffIsText(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	path := filepath.Join(d.Root, "w.txt")
+	if err := os.WriteFile(path, []byte("\xff\xfec\x00a\x00f\x00\xe9\x00\n\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: "<<<<<<< SEARCH\ncafé\n=======\nthé\n>>>>>>> REPLACE\n" + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Diff, "-café\n+thé\n") {
+		t.Fatalf("diff %q does not show the text", res.Diff)
+	}
+}

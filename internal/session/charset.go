@@ -25,10 +25,10 @@ func (m *Manager) charsetOf(r *record, target string) edit.Charset {
 	return edit.Charset{Name: name, From: from}
 }
 
-// textForValidation is a file's new and old content as the UTF-8 text
-// validation reads, when the old content is in another encoding (a
-// UTF-16 JSON file is JSON); otherwise both as they are.
-func (m *Manager) textForValidation(r *record, path string, content, old []byte) ([]byte, []byte) {
+// textOf is a file's new and old content as the UTF-8 text validation
+// and diffs read, when the old content is in another encoding (a UTF-16
+// JSON file is JSON); otherwise both as they are.
+func (m *Manager) textOf(r *record, path string, content, old []byte) ([]byte, []byte) {
 	if old == nil {
 		return content, old
 	}

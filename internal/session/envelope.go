@@ -231,7 +231,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 		}
 		if op.Kind != edit.OpDelete {
 			fc.SHA256 = sha(op.Content)
-			text, oldText := m.textForValidation(r, dest, op.Content, old)
+			text, oldText := m.textOf(r, dest, op.Content, old)
 			v, err := m.validateFile(r, dest, text, oldText, op.Kind != edit.OpAdd || op.Replaced)
 			if err != nil {
 				return nil, ioError(r.ID, "encoding the validation result", err)

@@ -235,7 +235,7 @@ func encodingError(r *record, err error) *protocol.Error {
 // text it holds.
 func (m *Manager) validateInto(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
 	if hasOriginal {
-		whole, original = m.textForValidation(r, r.Target, whole, original)
+		whole, original = m.textOf(r, r.Target, whole, original)
 	}
 	return m.validateText(c, r, whole, original, hasOriginal)
 }

@@ -119,8 +119,9 @@ func TestEncodingsCorpus(t *testing.T) {
 
 // A CRLF checkout of the same text is no change: a session whose target
 // was converted to CRLF while it streamed is finalized without
-// target_changed and writes CRLF, and a write based on the LF text (or
-// the text without its byte order mark) passes expected_sha256.
+// target_changed and writes CRLF, a write based on the LF text (or the
+// text without its byte order mark) passes expected_sha256, and an undo
+// after a CRLF checkout reverts the session's change in CRLF.
 func TestLineEndingsAreNoChange(t *testing.T) {
 	d := testdaemon.Start(t)
 	c := dial(t, d)
@@ -174,6 +175,24 @@ func TestLineEndingsAreNoChange(t *testing.T) {
 	// A different text is still a change.
 	_, err = c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite, ExpectedSHA256: hashOf("a\nb\n")}, Content: "z\n"})
 	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+
+	// An undo after a CRLF checkout of what the session wrote puts back
+	// what it replaced, with the file's CRLF endings.
+	path = filepath.Join(d.Root, "eol-undo.txt")
+	if err := os.WriteFile(path, []byte("a\nx = 1\nb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Write(ctx, protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite}, Content: "a\nx = 2\nb\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	personWrites(t, path, "a\r\nx = 2\r\nb\r\n")
+	if _, err := c.Undo(ctx, w.SessionID); err != nil {
+		t.Fatalf("undo after a CRLF checkout: %v", err)
+	}
+	if got := readFile(t, path); got != "a\r\nx = 1\r\nb\r\n" {
+		t.Fatalf("after undo the file is %q", got)
+	}
 }
 
 // A transaction writes each file in its own encoding, and refuses all of

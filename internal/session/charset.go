@@ -1,6 +1,8 @@
 package session
 
 import (
+	"bytes"
+
 	"github.com/orion-agent/orion/internal/charset"
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/merge"
@@ -45,15 +47,17 @@ func (m *Manager) textOf(r *record, path string, content, old []byte) ([]byte, [
 }
 
 // merge3 is merge.Merge3 for path, one of r's files: a file in another
-// encoding is
-// merged as its text (UTF-16 holds NUL bytes, which a merge takes for a
-// binary file, and its line breaks are two bytes) and the merge encoded
-// back; the hunks and conflicts it reports are text. Contents that do not
-// all decode in the encoding of ours (the file now) are merged as bytes.
+// encoding is merged as its text (UTF-16 holds NUL bytes, which a merge
+// takes for a binary file, and its line breaks are two bytes) and the
+// merge encoded back; the hunks and conflicts it reports are text.
+// Contents that do not all decode in the encoding of ours (the file now)
+// are merged as bytes. Where ours differs from base only in its line
+// endings, all of one kind (a CRLF checkout), that is no change: the
+// result is theirs with ours' endings.
 func (m *Manager) merge3(r *record, path string, base, ours, theirs []byte) merge.Result {
 	cs := m.charsetOf(r, path)
 	codec, oursText, err := charset.DecodeFile(ours, cs.Name, cs.From)
-	if err != nil || codec == nil {
+	if err != nil {
 		return merge.Merge3(base, ours, theirs)
 	}
 	baseText, berr := codec.Decode(base)
@@ -61,8 +65,13 @@ func (m *Manager) merge3(r *record, path string, base, ours, theirs []byte) merg
 	if berr != nil || terr != nil {
 		return merge.Merge3(base, ours, theirs)
 	}
-	res := merge.Merge3(baseText, oursText, theirsText)
-	if res.Clean {
+	var res merge.Result
+	if eol, ok := uniformEOL(oursText); ok && !bytes.Equal(oursText, baseText) && bytes.Equal(lfForm(oursText), lfForm(baseText)) {
+		res = merge.Result{Clean: true, Merged: withEOL(lfForm(theirsText), eol)}
+	} else {
+		res = merge.Merge3(baseText, oursText, theirsText)
+	}
+	if res.Clean && codec != nil {
 		b, err := codec.Encode(res.Merged)
 		if err != nil {
 			return merge.Merge3(base, ours, theirs)
@@ -70,4 +79,28 @@ func (m *Manager) merge3(r *record, path string, base, ours, theirs []byte) merg
 		res.Merged = b
 	}
 	return res
+}
+
+// uniformEOL is the line ending every line of b ends with, when they all
+// end alike (and some line ends).
+func uniformEOL(b []byte) (string, bool) {
+	n := bytes.Count(b, []byte("\n"))
+	if n == 0 {
+		return "", false
+	}
+	switch bytes.Count(b, []byte("\r\n")) {
+	case n:
+		return "\r\n", true
+	case 0:
+		return "\n", true
+	}
+	return "", false
+}
+
+// withEOL writes the LF text b with eol line endings.
+func withEOL(b []byte, eol string) []byte {
+	if eol == "\n" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("\n"), []byte(eol))
 }

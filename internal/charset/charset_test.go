@@ -3,6 +3,7 @@ package charset_test
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/charset"
 )
@@ -147,4 +148,42 @@ func BenchmarkForFile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Whatever the bytes and the name, a file is either refused or decoded
+// to valid UTF-8 that encodes back to exactly its bytes: nothing is ever
+// garbled, and nothing panics.
+func FuzzDecodeFile(f *testing.F) {
+	for _, seed := range []struct {
+		b     string
+		named string
+	}{
+		{"caf\xe9\n", ""}, {"\x93a\x94 \x80\n", ""}, {"\xff\xfea\x00\n\x00", ""}, {"\xfe\xff\x00a", ""},
+		{"a\x00b\x00", ""}, {"\x93\xfa\x96{\n", "SHIFT-JIS"}, {"a\x81\n", "shift_jis"}, {"caf\xc3\xa9", "latin1"},
+		{"\xa4\xa2", "EUC-JP"}, {"x", "UTF-16"}, {"\xff\xfe\x00\xd8", ""},
+	} {
+		f.Add([]byte(seed.b), seed.named)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, named string) {
+		c, text, err := charset.DecodeFile(b, named, "fuzz")
+		if err != nil {
+			if !errors.Is(err, charset.ErrUnsupportedEncoding) {
+				t.Fatalf("error %v is not ErrUnsupportedEncoding", err)
+			}
+			return
+		}
+		if c == nil {
+			if string(text) != string(b) {
+				t.Fatalf("UTF-8 text %q is not the bytes %q", text, b)
+			}
+			return
+		}
+		if !utf8.Valid(text) {
+			t.Fatalf("%s text %q is not valid UTF-8", c, text)
+		}
+		back, err := c.Encode(text)
+		if err != nil || string(back) != string(b) {
+			t.Fatalf("%s: %q encodes back to %q, %v; want %q", c, text, back, err, b)
+		}
+	})
 }

@@ -230,15 +230,20 @@ func Apply(text []byte, s Style) ([]byte, []Change, error) {
 		}
 		return out, changes, nil
 	}
+	gitUTF16 := s.WorkingTreeEncoding != "" && (strings.EqualFold(name, "UTF-16") || strings.EqualFold(name, "UTF16"))
+	if gitUTF16 {
+		// git (through glibc's iconv) checks UTF-16 out with a byte order
+		// mark, little-endian; UTF-16LE and UTF-16BE without a mark.
+		name = "UTF-16LE"
+	}
 	c, _, ok := charset.Lookup(name)
 	if !ok || c == nil {
 		return out, changes, nil
 	}
 	c.From = from
-	if s.WorkingTreeEncoding == "" && strings.HasPrefix(name, "utf-16") || strings.EqualFold(name, "UTF-16") {
+	if gitUTF16 || s.WorkingTreeEncoding == "" && strings.HasPrefix(name, "utf-16") {
 		// Editors write .editorconfig's utf-16le and utf-16be with a byte
-		// order mark; git writes its UTF-16 with one, and UTF-16LE or
-		// UTF-16BE without.
+		// order mark.
 		if strings.HasSuffix(c.Name, "LE") {
 			c.BOM = []byte{0xff, 0xfe}
 		} else {

@@ -36,9 +36,9 @@ func TestLookupAndApply(t *testing.T) {
 		{"/home/p/old/deep/a.txt", "café\n", "caf\xe9\n", nil},
 		{"/home/p/old/deep/b.txt", "€\n", "", newfile.ErrUnsupportedEncoding},
 		// git's working-tree-encoding: UTF-16LE without a byte order mark,
-		// UTF-16 with one (big-endian), Windows-1252 with its euro sign.
+		// UTF-16 with one (little-endian), Windows-1252 with its euro sign.
 		{"/home/p/web/a.w16", "hi\n", "h\x00i\x00\r\x00\n\x00", nil},
-		{"/home/p/web/a.u16", "hi", "\xfe\xff\x00h\x00i\x00\n", nil},
+		{"/home/p/web/a.u16", "hi", "\xff\xfeh\x00i\x00\n\x00", nil},
 		{"/home/p/web/a.sj", "日本\n", "\x93\xfa\x96{\n", nil},
 		{"/home/p/web/a.ini", "“5 €”\n", "\x935 \x80\x94\n", nil},
 		{"/home/p/web/b.ini", "Ω\n", "", newfile.ErrUnsupportedEncoding},

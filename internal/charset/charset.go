@@ -77,10 +77,11 @@ func Lookup(name string) (c *Codec, utf8, ok bool) {
 		return &Codec{Name: "ISO-8859-1", enc: charmap.ISO8859_1}, false, true
 	case "windows-1252", "cp1252", "win-1252":
 		return &Codec{Name: "Windows-1252", enc: charmap.Windows1252}, false, true
-	case "utf-16le", "utf16le":
+	case "utf-16le", "utf16le", "utf-16", "utf16":
+		// git's UTF-16 without a mark is read little-endian, as git
+		// (glibc's iconv) reads it on Linux.
 		return &Codec{Name: "UTF-16LE", enc: utf16le}, false, true
-	case "utf-16be", "utf16be", "utf-16", "utf16":
-		// git's UTF-16 without a mark is big-endian, as RFC 2781 says.
+	case "utf-16be", "utf16be":
 		return &Codec{Name: "UTF-16BE", enc: utf16be}, false, true
 	case "shift-jis", "sjis", "cp932", "windows-31j", "ms-kanji":
 		return &Codec{Name: "Shift_JIS", enc: japanese.ShiftJIS}, false, true

@@ -84,7 +84,7 @@ func TestEncodeRefuses(t *testing.T) {
 func TestLookup(t *testing.T) {
 	for name, want := range map[string]string{
 		"latin1": "ISO-8859-1", "ISO-8859-1": "ISO-8859-1", "CP1252": "Windows-1252", "WINDOWS-1252": "Windows-1252",
-		"UTF-16LE": "UTF-16LE", "utf-16be": "UTF-16BE", "UTF-16": "UTF-16BE", "Shift_JIS": "Shift_JIS", "EUC-JP": "EUC-JP",
+		"UTF-16LE": "UTF-16LE", "utf-16be": "UTF-16BE", "UTF-16": "UTF-16LE", "Shift_JIS": "Shift_JIS", "EUC-JP": "EUC-JP",
 		"ISO-8859-15": "ISO-8859-15", "KOI8-R": "KOI8-R", "utf-8": "UTF-8", "UTF-8-BOM": "UTF-8",
 	} {
 		c, _, ok := charset.Lookup(name)

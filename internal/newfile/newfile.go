@@ -230,12 +230,9 @@ func Apply(text []byte, s Style) ([]byte, []Change, error) {
 		}
 		return out, changes, nil
 	}
+	// git (through glibc's iconv) checks UTF-16 out with a byte order
+	// mark, little-endian; UTF-16LE and UTF-16BE without a mark.
 	gitUTF16 := s.WorkingTreeEncoding != "" && (strings.EqualFold(name, "UTF-16") || strings.EqualFold(name, "UTF16"))
-	if gitUTF16 {
-		// git (through glibc's iconv) checks UTF-16 out with a byte order
-		// mark, little-endian; UTF-16LE and UTF-16BE without a mark.
-		name = "UTF-16LE"
-	}
 	c, _, ok := charset.Lookup(name)
 	if !ok || c == nil {
 		return out, changes, nil

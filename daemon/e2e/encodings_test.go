@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -320,5 +321,73 @@ func TestDryRunDiffIsText(t *testing.T) {
 	}
 	if !strings.Contains(res.Diff, "-café\n+thé\n") {
 		t.Fatalf("diff %q does not show the text", res.Diff)
+	}
+}
+
+// Files git checked out in their working-tree-encoding (and with CRLF
+// where it says eol=crlf) are edited through the daemon, and git itself
+// sees exactly the one line changed: git diff decodes the working tree
+// and finds nothing else different. Runs the real git, when installed.
+func TestGitSeesOnlyTheEdit(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed: ", err)
+	}
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	repo := filepath.Join(d.Root, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitBin, args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
+		cmd.Stdin = strings.NewReader(stdin)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, stderr.String())
+		}
+		return string(out)
+	}
+	cases := []struct{ name, attrs, text, from, to string }{
+		{"a.w16", "working-tree-encoding=UTF-16LE eol=crlf", "Grüße\nx = 1\n日本\n", "x = 1", "x = \"ß\""},
+		{"a.u16", "working-tree-encoding=UTF-16", "Grüße\nx = 1\n日本\n", "x = 1", "x = 2"},
+		{"a.cp", "working-tree-encoding=WINDOWS-1252", "“café” €\nx = 1\nend\n", "x = 1", "x = \"€ …\""},
+		{"a.sj", "working-tree-encoding=SHIFT_JIS", "日本語\nx = 1\n東京\n", "x = 1", "x = \"大阪\""},
+		{"a.crlf", "text eol=crlf", "café\nx = 1\nend\n", "x = 1", "x = 2"},
+	}
+	var attrs strings.Builder
+	for _, tc := range cases {
+		attrs.WriteString("*" + filepath.Ext(tc.name) + " " + tc.attrs + "\n")
+	}
+	git("", "init", "-q", ".")
+	if err := os.WriteFile(filepath.Join(repo, ".gitattributes"), []byte(attrs.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			blob := strings.TrimSpace(git(tc.text, "hash-object", "-w", "--stdin"))
+			git("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+tc.name)
+			git("", "checkout", "--", tc.name)
+			_, err := c.Write(ctx, protocol.WriteParams{
+				BeginParams: protocol.BeginParams{TargetFile: filepath.Join(repo, tc.name), WorkspaceRoot: repo, Operation: protocol.OpEdit},
+				Content:     "<<<<<<< SEARCH\n" + tc.from + "\n=======\n" + tc.to + "\n>>>>>>> REPLACE\n",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := git("", "diff", "--numstat", "--", tc.name); got != "1\t1\t"+tc.name+"\n" {
+				t.Fatalf("git diff --numstat: %q, want one line changed", got)
+			}
+			diff := git("", "diff", "--", tc.name)
+			if !strings.Contains(diff, "\n-"+tc.from+"\n+"+tc.to+"\n") {
+				t.Fatalf("git diff does not show the edit as text:\n%s", diff)
+			}
+		})
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
-	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -407,7 +406,7 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 	if !exists {
 		return nil, true, changedError(r, ch.now)
 	}
-	mr := merge.Merge3(base, now, plan.changes[i].content)
+	mr := m.merge3(r, r.Target, base, now, plan.changes[i].content)
 	if !mr.Clean {
 		return nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
 	}

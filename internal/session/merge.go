@@ -564,7 +564,7 @@ func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks
 	if !exists {
 		return checked{}, nil, true, changedError(r, ch.now)
 	}
-	mr := merge.Merge3(base, now, theirs)
+	mr := m.merge3(r, r.Target, base, now, theirs)
 	if !mr.Clean {
 		return checked{}, nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
 	}

@@ -299,7 +299,8 @@ func TestMergeKeepsEncoding(t *testing.T) {
 	}
 }
 
-// A dry run's diff of a file in another encoding shows its text.
+// A dry run's diff of a file in another encoding shows its text, for an
+// edit and for a multi-file edit.
 func TestDryRunDiffIsText(t *testing.T) {
 	d := testdaemon.Start(t)
 	c := dial(t, d)
@@ -321,6 +322,26 @@ func TestDryRunDiffIsText(t *testing.T) {
 	}
 	if !strings.Contains(res.Diff, "-café\n+thé\n") {
 		t.Fatalf("diff %q does not show the text", res.Diff)
+	}
+
+	// And a multi-file edit's, for a Windows-1252 file.
+	cp := filepath.Join(d.Root, "cp.txt")
+	if err := os.WriteFile(cp, []byte("\x93caf\xe9\x94\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err = c.Begin(ctx, protocol.BeginParams{TargetFile: cp, Operation: protocol.OpEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: "*** Begin Patch\n*** Update File: " + cp + "\n@@\n-“café”\n+“thé”\n*** End Patch\n" + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Diff, "-“café”\n+“thé”\n") {
+		t.Fatalf("envelope diff %q does not show the text", res.Diff)
 	}
 }
 

@@ -259,7 +259,12 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 			plan.diff.WriteString(validate.Diff(dest, op.ReplacedOld, after))
 		} else {
 			from := plan.diff.Len()
-			plan.diff.WriteString(validate.Diff(path, old, after))
+			oldText, afterText := old, after
+			if old != nil && after != nil {
+				// A person reads the diff as text, whatever the encoding.
+				afterText, oldText = m.textOf(r, path, after, old)
+			}
+			plan.diff.WriteString(validate.Diff(path, oldText, afterText))
 			if path == r.Target {
 				plan.targetDiff = [2]int{from, plan.diff.Len()}
 			}
@@ -418,7 +423,8 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 		whole := plan.diff.String()
 		plan.diff.Reset()
 		plan.diff.WriteString(whole[:d[0]])
-		plan.diff.WriteString(validate.Diff(r.Target, now, mr.Merged))
+		mergedText, nowText := m.textOf(r, r.Target, mr.Merged, now)
+		plan.diff.WriteString(validate.Diff(r.Target, nowText, mergedText))
 		plan.diff.WriteString(whole[d[1]:])
 	}
 	for j := range plan.files {

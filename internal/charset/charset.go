@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 
@@ -77,9 +78,15 @@ func Lookup(name string) (c *Codec, utf8, ok bool) {
 		return &Codec{Name: "ISO-8859-1", enc: charmap.ISO8859_1}, false, true
 	case "windows-1252", "cp1252", "win-1252":
 		return &Codec{Name: "Windows-1252", enc: charmap.Windows1252}, false, true
-	case "utf-16le", "utf16le", "utf-16", "utf16":
-		// git's UTF-16 without a mark is read little-endian, as git
-		// (glibc's iconv) reads it on Linux.
+	case "utf-16", "utf16":
+		// git converts through the system's iconv, whose UTF-16 (written
+		// with a byte order mark, read without one) is little-endian on
+		// Linux (glibc) and big-endian elsewhere (libiconv on macOS).
+		if runtime.GOOS == "linux" {
+			return &Codec{Name: "UTF-16LE", enc: utf16le}, false, true
+		}
+		return &Codec{Name: "UTF-16BE", enc: utf16be}, false, true
+	case "utf-16le", "utf16le":
 		return &Codec{Name: "UTF-16LE", enc: utf16le}, false, true
 	case "utf-16be", "utf16be":
 		return &Codec{Name: "UTF-16BE", enc: utf16be}, false, true

@@ -2,6 +2,7 @@ package charset_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"unicode/utf8"
 
@@ -84,13 +85,21 @@ func TestEncodeRefuses(t *testing.T) {
 func TestLookup(t *testing.T) {
 	for name, want := range map[string]string{
 		"latin1": "ISO-8859-1", "ISO-8859-1": "ISO-8859-1", "CP1252": "Windows-1252", "WINDOWS-1252": "Windows-1252",
-		"UTF-16LE": "UTF-16LE", "utf-16be": "UTF-16BE", "UTF-16": "UTF-16LE", "Shift_JIS": "Shift_JIS", "EUC-JP": "EUC-JP",
+		"UTF-16LE": "UTF-16LE", "utf-16be": "UTF-16BE", "Shift_JIS": "Shift_JIS", "EUC-JP": "EUC-JP",
 		"ISO-8859-15": "ISO-8859-15", "KOI8-R": "KOI8-R", "utf-8": "UTF-8", "UTF-8-BOM": "UTF-8",
 	} {
 		c, _, ok := charset.Lookup(name)
 		if !ok || c.String() != want {
 			t.Errorf("Lookup(%q) = %v, %v; want %s", name, c, ok, want)
 		}
+	}
+	// git's UTF-16 is what the system's iconv makes of it.
+	want16 := "UTF-16BE"
+	if runtime.GOOS == "linux" {
+		want16 = "UTF-16LE"
+	}
+	if c, _, _ := charset.Lookup("UTF-16"); c.String() != want16 {
+		t.Errorf("Lookup(UTF-16) = %v, want %s on %s", c, want16, runtime.GOOS)
 	}
 	if _, _, ok := charset.Lookup("klingon"); ok {
 		t.Error("an unknown name was known")

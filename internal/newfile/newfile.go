@@ -230,8 +230,8 @@ func Apply(text []byte, s Style) ([]byte, []Change, error) {
 		}
 		return out, changes, nil
 	}
-	// git (through glibc's iconv) checks UTF-16 out with a byte order
-	// mark, little-endian; UTF-16LE and UTF-16BE without a mark.
+	// git checks UTF-16 out with a byte order mark (in the byte order
+	// of the system's iconv), UTF-16LE and UTF-16BE without one.
 	gitUTF16 := s.WorkingTreeEncoding != "" && (strings.EqualFold(name, "UTF-16") || strings.EqualFold(name, "UTF16"))
 	c, _, ok := charset.Lookup(name)
 	if !ok || c == nil {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/orion-agent/orion/internal/newfile"
@@ -18,11 +17,12 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 
 // styleOf is what the project says about target, one of r's files.
 func (m *Manager) styleOf(r *record, target string) newfile.Style {
+	fsys := m.fsOf(r)
 	top := m.workspaceOf(r)
 	if top == "" {
 		top = "/"
 		for d := filepath.Dir(target); ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			if fsys.PathScope().HasDotGit(d) {
 				top = d
 				break
 			}
@@ -32,7 +32,7 @@ func (m *Manager) styleOf(r *record, target string) newfile.Style {
 		}
 	}
 	read := func(p string) ([]byte, bool) {
-		f, err := m.openRegular(filepath.FromSlash(p))
+		f, err := m.openRegularVia(fsys, filepath.FromSlash(p))
 		if err != nil {
 			return nil, false
 		}

@@ -157,10 +157,11 @@ const (
 const (
 	// ReasonEditFailed goes with CodeEditFailed.
 	ReasonEditFailed = "edit_failed"
-	// ReasonUnsupportedEncoding goes with CodeEditFailed (an existing file) or
-	// CodeValidationFailed (a new file's charset): the file is in
-	// an encoding whose bytes would not survive decoding to UTF-8 and
-	// back (a UTF-16 file with an unpaired surrogate), so it is not edited.
+	// ReasonUnsupportedEncoding goes with CodeEditFailed (an edit) or
+	// CodeValidationFailed (a whole-file write): the file is in an
+	// encoding whose bytes would not survive decoding to UTF-8 and back
+	// (a UTF-16 file with an unpaired surrogate), or the new text has a
+	// character that encoding cannot hold, so nothing is written.
 	ReasonUnsupportedEncoding = "unsupported_encoding"
 	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
 	ReasonInvalidPatchSpec = "invalid_patch_spec"

@@ -166,7 +166,14 @@ const unknownFormatHelp = `expected one of these edit formats:
 // files: use ApplyEnvelope); content in no known format gets
 // ErrUnknownFormat, with an example of every format.
 func Apply(old, content []byte) (Result, error) {
-	return onText(old, Detect(content), func(text []byte) (Result, error) { return applyText(text, content) })
+	return ApplyAs(old, content, Charset{})
+}
+
+// ApplyAs is Apply on a file in the charset its project names: the file
+// is decoded to UTF-8, edited, and encoded back, byte-exact outside the
+// edit, or refused with ErrUnsupportedEncoding.
+func ApplyAs(old, content []byte, cs Charset) (Result, error) {
+	return onText(old, cs, Detect(content), func(text []byte) (Result, error) { return applyText(text, content) })
 }
 
 func applyText(old, content []byte) (Result, error) {

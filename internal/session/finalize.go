@@ -113,7 +113,9 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	sum := newCounter()
 	sum.Write(c.content)
 	res.Bytes, res.Lines, res.SHA256 = sum.bytes, sum.lines(), sum.sum()
-	res.Diff = validate.Diff(r.Target, c.original, after)
+	// A person reads the diff as text, in whatever encoding the file is.
+	newText, oldText := m.textOf(r, r.Target, after, c.original)
+	res.Diff = validate.Diff(r.Target, oldText, newText)
 	return res, nil
 }
 

@@ -368,7 +368,7 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
-	if err := checkExpected(p.ExpectedSHA256, base, target); err != nil {
+	if err := m.checkExpected(p.ExpectedSHA256, base, target); err != nil {
 		return record{}, err
 	}
 	if base.exists && p.Operation == protocol.OpCreate {

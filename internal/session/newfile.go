@@ -12,11 +12,16 @@ import (
 // workspace (or the repository holding it), through the same confined
 // reads as the target.
 func (m *Manager) newFileStyle(r *record) newfile.Style {
+	return m.styleOf(r, r.Target)
+}
+
+// styleOf is what the project says about target, one of r's files.
+func (m *Manager) styleOf(r *record, target string) newfile.Style {
 	fsys := m.fsOf(r)
 	top := m.workspaceOf(r)
 	if top == "" {
 		top = "/"
-		for d := filepath.Dir(r.Target); ; d = filepath.Dir(d) {
+		for d := filepath.Dir(target); ; d = filepath.Dir(d) {
 			if fsys.PathScope().HasDotGit(d) {
 				top = d
 				break
@@ -38,5 +43,5 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 		}
 		return data, true
 	}
-	return newfile.Lookup(filepath.ToSlash(r.Target), filepath.ToSlash(top), read)
+	return newfile.Lookup(filepath.ToSlash(target), filepath.ToSlash(top), read)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -24,6 +25,11 @@ type record struct {
 	// first journaling of the record stores it as chunk 1 in the same
 	// commit (see Manager.Write), and clears it.
 	inline []byte
+	// charset is the encoding the target's project names, looked up by
+	// the check that applies the session's edit, so that an edit applied
+	// again (to the content at begin, for a merge) decodes the file the
+	// same way.
+	charset edit.Charset
 	// files is the confined layer as the request working on the record
 	// sees it (confine.FS.Scoped), while one is: its steps then look for
 	// repositories above the target, and open its directory, once.

@@ -264,6 +264,21 @@ func (m *Manager) TargetChanged(path, kind string) {
 			e.mu.Unlock()
 			continue
 		}
+		if now.exists && r.BaseExists && r.BasePieces > 0 {
+			// Line endings alone are no change either (finalize reads it
+			// so too); comparing reads the file and the content at begin,
+			// so the lock is let go meanwhile.
+			probe := record{Target: r.Target, BaseKey: r.BaseKey, BasePieces: r.BasePieces, BaseSHA256: r.BaseSHA256}
+			e.mu.Unlock()
+			if m.sameText(&probe, now) {
+				continue
+			}
+			e.mu.Lock()
+			if r.Conflict != "" || !(r.acceptsContent() || r.Stage == protocol.StageTruncated) {
+				e.mu.Unlock()
+				continue
+			}
+		}
 		r.Conflict = kind
 		r.UpdatedAt = m.cfg.Clock.Now()
 		if err := m.put(r); err != nil {

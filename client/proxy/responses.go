@@ -421,6 +421,15 @@ func (r *responsesWriter) fail(status int, body []byte) {
 	if e.Error.Code == nil {
 		code = e.Error.Type
 	}
+	if code == "" {
+		// A body that is not JSON names no code; clients switch on it.
+		code = "upstream_error"
+	}
+	if r.msg >= 0 && r.output[r.msg] == nil {
+		// The message cut by the failure is reported as far as it went,
+		// never as a null item that clients cannot read.
+		r.output[r.msg] = r.messageItemLocked("incomplete")
+	}
 	resp := r.responseLocked("failed")
 	resp["error"] = map[string]string{"code": code, "message": e.Error.Message}
 	r.eventLocked("response.failed", map[string]any{"response": resp})

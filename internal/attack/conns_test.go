@@ -2,14 +2,11 @@ package attack
 
 import (
 	"bufio"
-	"errors"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
@@ -202,18 +199,5 @@ func TestConnsFDExhaustion(t *testing.T) {
 	r := dial(t, d)
 	if je := r.write(protocol.BeginParams{TargetFile: d.Root + "/after.txt", Operation: protocol.OpCreate}, "still here"); je != nil {
 		t.Fatalf("a write after the flood: %v %s", je, rawData(je))
-	}
-}
-
-// lowerFDLimit sets the running daemon's RLIMIT_NOFILE (soft and hard, so
-// nothing raises it again).
-func lowerFDLimit(t *testing.T, pid, n int) {
-	t.Helper()
-	lim := unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
-	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
-			t.Skipf("cannot lower oriond's RLIMIT_NOFILE: %v", err)
-		}
-		t.Fatal(err)
 	}
 }

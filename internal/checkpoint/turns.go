@@ -2,12 +2,15 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/linediff"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/trace"
@@ -271,6 +274,13 @@ func renames(changes []Change) map[string]string {
 // info is the wire form of t, with diffs when asked (each at most
 // maxDiff bytes).
 func (e *Engine) info(t *turnRecord, diffs bool, maxDiff int) protocol.TurnInfo {
+	ti, _ := e.infoCtx(context.Background(), t, diffs, maxDiff)
+	return ti
+}
+
+// infoCtx is info that stops, with ctx's error, once ctx is done: a
+// turn's diffs read and compare the contents of every file it changed.
+func (e *Engine) infoCtx(ctx context.Context, t *turnRecord, diffs bool, maxDiff int) (protocol.TurnInfo, error) {
 	ti := protocol.TurnInfo{TurnID: t.ID, WorkspaceRoot: t.Root, Agent: t.Agent, Label: t.Label, State: t.State,
 		StartCheckpoint: t.Start, EndCheckpoint: t.End, StartedAt: t.StartedAt, EndedAt: t.EndedAt,
 		Files: []protocol.TurnFile{}, Sessions: t.Sessions, Warning: t.Warning}
@@ -314,11 +324,15 @@ func (e *Engine) info(t *turnRecord, diffs bool, maxDiff int) protocol.TurnInfo 
 			f.Writer = sw.Session
 		}
 		if diffs {
+			failpoint.Wait(ctx, "turn.get.diff")
+			if err := ctx.Err(); err != nil {
+				return protocol.TurnInfo{}, err
+			}
 			e.diff(&f, old, c.New, maxDiff)
 		}
 		ti.Files = append(ti.Files, f)
 	}
-	return ti
+	return ti, nil
 }
 
 // diffContext is the lines of context around each hunk.
@@ -360,8 +374,9 @@ func (e *Engine) diff(f *protocol.TurnFile, old, cur *Entry, maxDiff int) {
 	f.Diff = d
 }
 
-// Get returns one turn, with diffs when asked.
-func (e *Engine) Get(p protocol.TurnGetParams) (protocol.TurnInfo, error) {
+// Get returns one turn, with diffs when asked; it stops, with ctx's error,
+// once ctx is done.
+func (e *Engine) Get(ctx context.Context, p protocol.TurnGetParams) (protocol.TurnInfo, error) {
 	t, err := e.getTurn(p.TurnID)
 	if err != nil {
 		return protocol.TurnInfo{}, err
@@ -371,11 +386,13 @@ func (e *Engine) Get(p protocol.TurnGetParams) (protocol.TurnInfo, error) {
 		maxDiff = protocol.DefaultDiffBytes
 	}
 	maxDiff = min(maxDiff, protocol.MaxDiffBytes)
-	return e.info(t, p.Diffs, maxDiff), nil
+	return e.infoCtx(ctx, t, p.Diffs, maxDiff)
 }
 
-// List returns a workspace's turns, newest first, a page at a time.
-func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error) {
+// List returns a workspace's turns, newest first, a page at a time. The
+// turns of every workspace are read to find a page of one: it stops, with
+// ctx's error, once ctx is done.
+func (e *Engine) List(ctx context.Context, p protocol.TurnListParams) (protocol.TurnListResult, error) {
 	if p.WorkspaceRoot == "" {
 		return protocol.TurnListResult{}, missingField("workspace_root")
 	}
@@ -393,7 +410,14 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 	if p.Cursor != "" {
 		from = []byte(p.Cursor)
 	}
+	read := 0
 	err = e.cfg.Store.ScanKVReverse(bucketTurns, from, func(k, v []byte) (bool, error) {
+		if read++; read%listCheckEvery == 1 {
+			failpoint.Wait(ctx, "turn.list.scan")
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
 		if p.Cursor != "" && string(k) >= p.Cursor {
 			return true, nil
 		}
@@ -412,10 +436,17 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 		return true, nil
 	})
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return res, err
+		}
 		return res, ioErr("listing turns", err)
 	}
 	return res, nil
 }
+
+// listCheckEvery is how many turns a listing reads between two checks
+// that its caller is still there.
+const listCheckEvery = 256
 
 // SessionWrote tells the engine an Orion session wrote path (absolute)
 // with content sha256: within an open turn of its workspace, the file's

@@ -5,6 +5,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -699,11 +700,26 @@ func (m *Manager) Get(id string) (protocol.SessionInfo, error) {
 // List describes the unfinished sessions (open, truncated, needing
 // corrections), or all of them, oldest first.
 func (m *Manager) List(all bool) []protocol.SessionInfo {
+	infos, _ := m.list(context.Background(), all)
+	return infos
+}
+
+// listCheckEvery is how many sessions a listing looks at between two
+// checks that its caller is still there.
+const listCheckEvery = 256
+
+// list is List that stops, with ctx's error, once ctx is done.
+func (m *Manager) list(ctx context.Context, all bool) ([]protocol.SessionInfo, error) {
 	m.mu.Lock()
 	entries := m.entries()
 	m.mu.Unlock()
 	infos := make([]protocol.SessionInfo, 0, len(entries))
-	for _, e := range entries {
+	for i, e := range entries {
+		if i%listCheckEvery == 0 {
+			if err := readOn(ctx, "session.list.scan"); err != nil {
+				return nil, err
+			}
+		}
 		if info := e.snapshot(); all || info.Stage.Unfinished() {
 			infos = append(infos, info)
 		}
@@ -714,7 +730,7 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 		}
 		return infos[i].SessionID < infos[j].SessionID
 	})
-	return infos
+	return infos, nil
 }
 
 // OpenCount is the number of sessions that still accept content or a

@@ -169,6 +169,7 @@ export const ErrorCodes = {
   txFailed: -32016,
   tooManyConnections: -32020,
   tooManySessions: -32021,
+  requestCancelled: -32800,
   turnNotFound: -32030,
   turnState: -32031,
   workspaceTooBig: -32032,
@@ -230,6 +231,7 @@ export const Reasons = {
   invalidRequest: "invalid_request",
   batchNotSupported: "batch_not_supported",
   tooManyConnections: "too_many_connections",
+  requestCancelled: "request_cancelled",
   tooManySessions: "too_many_sessions",
   storeFull: "store_full",
   backupDropped: "backup_dropped",
@@ -309,6 +311,7 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32016, reason: "tx_refused", doc: "a file failed the check; nothing was written (`data.files`)", advice: "" },
   { code: -32016, reason: "tx_rolled_back", doc: "writing failed and every file was put back (`data.files`)", advice: "" },
   { code: -32020, reason: "too_many_connections", doc: "the daemon serves `--max-connections` clients already, or this process its `--max-client-connections` share (id null; the connection closes); also a connection of the status reserve asking anything but daemon.status", advice: "" },
+  { code: -32800, reason: "request_cancelled", doc: "a listing or a session's content its client cancelled with `$/cancelRequest` before it was answered; nothing was changed", advice: "" },
   { code: -32021, reason: "too_many_sessions", doc: "the daemon holds `--max-sessions` unfinished sessions, or this client `--max-client-sessions` (`data.limit`): finish or abort some", advice: "" },
   { code: -32008, reason: "store_full", doc: "the store is at `--store-max-bytes` with no undo backup left to drop (`data.limit`); nothing acknowledged is dropped", advice: "" },
   { code: -32030, reason: "turn_not_found", doc: "no turn has this `turn_id` (or, with `last`, the workspace has no ended turn left to undo)", advice: "" },
@@ -624,6 +627,13 @@ export interface UndoResult {
    */
   merged?: boolean;
   merged_hunks?: MergeHunk[];
+  /**
+   * Unchanged is true when the file was already as the undo would leave
+   * it, so nothing was written to it: the file the session created was
+   * deleted since, or the file it deleted was put back since with the
+   * content it had.
+   */
+  unchanged?: boolean;
 }
 
 /**

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -287,12 +288,15 @@ func TestUndoKeepsLaterEdits(t *testing.T) {
 }
 
 // A turn open across a restart of the engine ends with what changed on
-// both sides of it.
+// both sides of it, and still names the Orion session that wrote a file
+// before the restart.
 func TestTurnSpansRestart(t *testing.T) {
 	en := newEnv(t)
 	en.write("a.txt", "a\n")
 	id := en.begin()
 	en.write("a.txt", "a changed before\n")
+	sum := sha256.Sum256([]byte("a changed before\n"))
+	en.e.SessionWrote("session-before", filepath.Join(en.ws, "a.txt"), hex.EncodeToString(sum[:]))
 	en.close()
 	en.write("b.txt", "b made while down\n")
 	en.open()
@@ -306,6 +310,20 @@ func TestTurnSpansRestart(t *testing.T) {
 		if !got[p] {
 			t.Errorf("%s missing from the turn's files %v", p, ti.Files)
 		}
+	}
+	for _, f := range ti.Files {
+		if f.Path == "a.txt" && f.Writer != "session-before" {
+			t.Errorf("a.txt written by %q, want the session that wrote it before the restart", f.Writer)
+		}
+	}
+	if len(ti.Sessions) != 1 || ti.Sessions[0] != "session-before" {
+		t.Errorf("turn's sessions %v, want the one that wrote before the restart", ti.Sessions)
+	}
+	// The ended turn keeps its writers in its own record.
+	left := 0
+	en.st.ScanKV("checkpoint_writes", nil, func(k, v []byte) (bool, error) { left++; return true, nil })
+	if left != 0 {
+		t.Errorf("%d writes of the open turn kept after it ended", left)
 	}
 	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id}); err != nil {
 		t.Fatal(err)

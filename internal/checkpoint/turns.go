@@ -13,6 +13,7 @@ import (
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/linediff"
 	"github.com/orion-agent/orion/internal/merge"
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -182,7 +183,13 @@ func (e *Engine) end(w *workspace, id string) (*turnRecord, error) {
 	if rec.OpenTurn == id {
 		rec.OpenTurn = ""
 	}
-	if err := e.cfg.Store.PutKVs(putJSON(bucketTurns, t.ID, t), putJSON(bucketWorkspaces, w.root, rec)); err != nil {
+	// The turn keeps its writers in its record from now on.
+	written, err := e.writeKeys(id)
+	if err != nil {
+		return nil, ioErr("reading the turn's writers", err)
+	}
+	if err := e.cfg.Store.Update([]store.Put{putJSON(bucketTurns, t.ID, t), putJSON(bucketWorkspaces, w.root, rec)},
+		[]store.Del{{Bucket: bucketWrites, Keys: written}}); err != nil {
 		return nil, ioErr("storing the turn", err)
 	}
 	w.setRec(rec)
@@ -458,9 +465,37 @@ func (e *Engine) SessionWrote(sessionID, path, sha256 string) {
 		return
 	}
 	rel, _ := filepath.Rel(ws.root, path)
+	rel = filepath.ToSlash(rel)
+	sw := sessionWrite{Session: sessionID, SHA256: sha256}
 	ws.writesMu.Lock()
-	ws.writes[filepath.ToSlash(rel)] = sessionWrite{Session: sessionID, SHA256: sha256}
-	ws.writesMu.Unlock()
+	defer ws.writesMu.Unlock()
+	turn := ws.openTurn()
+	if turn == "" {
+		return
+	}
+	ws.writes[rel] = sw
+	// It rides the next commit, the session's own completion record's
+	// usually: a crash loses it only with that record, which recovery
+	// redoes without a writer (the file then shows as written outside).
+	e.cfg.Store.PutKVsLater(func(err error) {
+		if err != nil {
+			e.cfg.Logger.Warn("checkpoints: storing a session's write in the open turn", "turn", turn, "session", sessionID, "err", err)
+		}
+	}, putJSON(bucketWrites, turn+"\x00"+rel, sw))
+}
+
+// writeKeys returns the keys of the writes kept for turn id.
+func (e *Engine) writeKeys(id string) ([][]byte, error) {
+	prefix := []byte(id + "\x00")
+	var keys [][]byte
+	err := e.cfg.Store.ScanKV(bucketWrites, prefix, func(k, _ []byte) (bool, error) {
+		if !bytes.HasPrefix(k, prefix) {
+			return false, nil
+		}
+		keys = append(keys, bytes.Clone(k))
+		return true, nil
+	})
+	return keys, err
 }
 
 // holding returns the recorded workspace that holds path, the innermost.

@@ -73,7 +73,7 @@ func (s *scriptedStream) last(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
 	select {
 	case <-s.wrote:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the Conn wrote nothing")
 	}
 	s.mu.Lock()
@@ -139,7 +139,7 @@ func TestJSONRPC2HandlesOnTheReadLoop(t *testing.T) {
 	}
 	close(release)
 	<-s.reads
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mu.Lock()
 		n := len(order)
@@ -305,7 +305,7 @@ func TestJSONRPC2ReadErrorEndsTheConn(t *testing.T) {
 	close(s.in)
 	select {
 	case <-conn.DisconnectNotify():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("a read error did not end the Conn")
 	}
 	// jsonrpc2 closes the stream right after DisconnectNotify, not before.

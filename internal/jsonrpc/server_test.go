@@ -338,7 +338,7 @@ func TestFrameStreamInflight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("a reply did not make room")
 			}
 			if got := readReplies(t, c.written()); len(got) != 1 || string(got[0].ID) != "0" {
@@ -365,7 +365,7 @@ func TestFrameStreamCloseWakesReader(t *testing.T) {
 		if !errors.Is(err, jsonrpc2.ErrClosed) {
 			t.Fatalf("err %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not wake the reader")
 	}
 }

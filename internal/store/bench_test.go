@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/internal/store"
-
-	"golang.org/x/sys/unix"
 )
 
 // The benchmarks compare durable 1 KiB appends through the store with the
@@ -131,7 +129,7 @@ func BenchmarkFdatasync(b *testing.B) {
 				if _, err := files[w].Write(chunk1K); err != nil {
 					return err
 				}
-				return unix.Fdatasync(int(files[w].Fd()))
+				return datasync(files[w])
 			})
 		})
 	}

@@ -454,18 +454,24 @@ func (s *Store) takeDeferred() []*request {
 		s.deferTimer = nil
 	}
 	s.deferMu.Unlock()
-	index, other := false, false
+	index, other := 0, false
 	for _, r := range later {
 		if r.index != nil {
-			index = true
+			index++
 		} else {
 			other = true
 		}
 	}
 	// Crash tests die here: deferred writes taken, not yet durable; the
-	// index entries of appends apart from the rest.
-	if index {
+	// index entries of appends apart from the rest. store.index-entry
+	// counts entries rather than commits, so a test can die at the commit
+	// that takes its n-th append's entry, whichever commits (a timer's, the
+	// trace's) took the earlier ones.
+	if index > 0 {
 		failpoint.Hit("store.commit-index")
+		for range index {
+			failpoint.Hit("store.index-entry")
+		}
 	}
 	if other {
 		failpoint.Hit("store.commit-deferred")

@@ -39,8 +39,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/internal/sibling"
 	"github.com/orion-agent/orion/protocol"
@@ -320,7 +318,7 @@ func baseline(cfg config, writers int) (result, error) {
 			if _, err := f.Write(chunk); err != nil {
 				return err
 			}
-			return unix.Fdatasync(int(f.Fd()))
+			return datasync(f)
 		}
 		return op, func() { f.Close() }, nil
 	})

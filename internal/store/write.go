@@ -75,12 +75,14 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(puts) > 0 {
 		flags = flagIndexed
 	}
-	rec, at := encodeChunkRecord(id, seq, meta, chunk, flags)
-	ref := chunkRef{at: uint32(at), len: uint32(len(chunk))}
+	// The chunk is written from where it is, after the record's head.
+	head := encodeChunkHead(id, seq, meta, flags, 0)
+	rec := [][][]byte{{head, chunk}}
+	ref := chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	if len(puts) > 0 {
 		s.indexMu.RLock()
 		defer s.indexMu.RUnlock()
-		refs, err := s.log.Append([][]byte{rec}, nil)
+		refs, err := s.log.AppendParts(rec, nil)
 		if err != nil {
 			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 		}
@@ -97,7 +99,7 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	// The entry keeps its own copy of meta, so that rec, chunk and all,
 	// is garbage once it is written.
 	meta = append([]byte(nil), meta...)
-	_, err := s.log.Append([][]byte{rec}, func(refs []contentlog.Ref) {
+	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
 		s.live.Add(ref.rec.Size())
 		s.deferIndex(id, seq, ref, meta)

@@ -319,11 +319,30 @@ type hashWriter struct {
 }
 
 func (hw *hashWriter) Write(p []byte) (int, error) {
+	if len(p) < parallelHash {
+		n, err := hw.w.Write(p)
+		hw.h.Write(p[:n])
+		hw.n += int64(n)
+		return n, err
+	}
+	// A large piece is hashed while it is written: the hash is as much
+	// CPU as the rest of the write, and another core is usually idle
+	// (the client waits for the reply). A short write fails the whole
+	// file, so hashing all of p then does no harm.
+	done := make(chan struct{})
+	go func() {
+		hw.h.Write(p)
+		close(done)
+	}()
 	n, err := hw.w.Write(p)
-	hw.h.Write(p[:n])
+	<-done
 	hw.n += int64(n)
 	return n, err
 }
+
+// parallelHash is the size from which a write is hashed beside it rather
+// than after it: under it, starting a goroutine costs more than it saves.
+const parallelHash = 256 << 10
 
 // randomToken returns the random part of a temp name. Tests replace it to
 // predict the name.

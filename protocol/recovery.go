@@ -115,4 +115,9 @@ type UndoResult struct {
 	// MergedHunks are the later changes kept.
 	Merged      bool        `json:"merged,omitempty"`
 	MergedHunks []MergeHunk `json:"merged_hunks,omitempty"`
+	// Unchanged is true when the file was already as the undo would leave
+	// it, so nothing was written to it: the file the session created was
+	// deleted since, or the file it deleted was put back since with the
+	// content it had.
+	Unchanged bool `json:"unchanged,omitempty"`
 }

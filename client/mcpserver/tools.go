@@ -535,6 +535,9 @@ type undoOut struct {
 	// change was reverted, and MergedHunks (the later change) kept.
 	Merged      bool                 `json:"merged,omitempty"`
 	MergedHunks []protocol.MergeHunk `json:"merged_hunks,omitempty"`
+	// Unchanged: the file was already as the undo would leave it, and
+	// nothing was written.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult, error) {
@@ -569,7 +572,8 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 		return toolResult{}, err
 	}
 	out := undoOut{SessionID: ur.SessionID, TargetFile: s.shown(ur.SessionID, ur.TargetFile), Removed: ur.Removed,
-		RestoredBytes: ur.RestoredBytes, RemovedDirs: ur.RemovedDirs, SHA256: ur.SHA256, Merged: ur.Merged, MergedHunks: ur.MergedHunks}
+		RestoredBytes: ur.RestoredBytes, RemovedDirs: ur.RemovedDirs, SHA256: ur.SHA256, Merged: ur.Merged, MergedHunks: ur.MergedHunks,
+		Unchanged: ur.Unchanged}
 	text := fmt.Sprintf("Undone: %s is back as it was before session %s (%s).", out.TargetFile, ur.SessionID, textfmt.CountGrouped(ur.RestoredBytes, "byte", "bytes"))
 	if ur.Merged {
 		text = fmt.Sprintf("Undone: session %s's change to %s was reverted; the file had changed since, and those later changes were kept (%s).",
@@ -577,6 +581,9 @@ func (s *Server) undo(ctx context.Context, req *mcp.CallToolRequest) (toolResult
 	}
 	if ur.Removed {
 		text = fmt.Sprintf("Undone: session %s had created %s, so it was removed.", ur.SessionID, out.TargetFile)
+	}
+	if ur.Unchanged {
+		text = fmt.Sprintf("Undone: %s was already as before session %s (deleted or put back since), so nothing was written.", out.TargetFile, ur.SessionID)
 	}
 	if len(ur.RemovedDirs) > 0 {
 		text += fmt.Sprintf(" Removed the directories it had made: %s.", strings.Join(ur.RemovedDirs, ", "))

@@ -331,6 +331,9 @@ func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
 			if res.Removed {
 				msg = "removed " + res.TargetFile + ", which the session had created"
 			}
+			if res.Unchanged {
+				msg = "left " + res.TargetFile + " as it is: it was already as before the session"
+			}
 			if res.TxID != "" {
 				msg = fmt.Sprintf("undid transaction %s: %d files", res.TxID, len(res.Files))
 			}

@@ -359,3 +359,158 @@ func TestMultiFileEditUndoesAroundALaterEdit(t *testing.T) {
 		t.Fatalf("b after the undo %q, merged %v", readFile(t, b), u.Merged)
 	}
 }
+
+// TestDiffThatNoLongerAppliesIsMerged: the agent streams a unified diff
+// written against the file at begin; meanwhile the person changes one of
+// the diff's context lines in another process, so the diff no longer
+// applies to the file. The finalize applies it to the file as it was at
+// begin and merges that with the person's change; an overlapping change
+// is refused with the region, the person's file untouched.
+func TestDiffThatNoLongerAppliesIsMerged(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	path := filepath.Join(d.Root, "diff.txt")
+	os.WriteFile(path, []byte(numbered(20, nil)), 0o644)
+	diff := "--- a/diff.txt\n+++ b/diff.txt\n@@ -8,5 +8,5 @@\n line 8\n line 9\n-line 10\n+line 10, by the agent\n line 11\n line 12\n"
+
+	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: diff[:40]}); err != nil {
+		t.Fatal(err)
+	}
+	person := numbered(20, map[int]string{8: "line 8, by the person"})
+	personWrites(t, path, person)
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: diff[40:] + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := numbered(20, map[int]string{8: "line 8, by the person", 10: "line 10, by the agent"})
+	if got := readFile(t, path); got != want {
+		t.Fatalf("merged file:\n%s\nwant\n%s", got, want)
+	}
+	if !res.Merged || len(res.MergedHunks) != 1 || res.MergedHunks[0].New != "line 8, by the person\n" || res.FileSHA256 != hashOf(want) {
+		t.Fatalf("result merged %v, hunks %+v", res.Merged, res.MergedHunks)
+	}
+
+	// The same diff over a change to the line it replaces: refused.
+	os.WriteFile(path, []byte(numbered(20, nil)), 0o644)
+	b, err = c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: diff + b.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	person = numbered(20, map[int]string{10: "line 10, by the person"})
+	personWrites(t, path, person)
+	_, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: b.SessionID})
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if pe := protoErr(t, err); len(pe.Data.Conflicts) != 1 || pe.Data.Conflicts[0].File != "line 10, by the person\n" || pe.Data.Conflicts[0].Session != "line 10, by the agent\n" {
+		t.Fatalf("conflicts %+v", pe.Data.Conflicts)
+	}
+	if got := readFile(t, path); got != person {
+		t.Fatalf("file after a refused merge: %q", got)
+	}
+}
+
+// TestUndoKeepsWhatThePersonDidToCreatedDeletedAndMovedFiles: files a
+// session created, deleted or moved, changed by the person in another
+// process afterwards. The undo never loses the person's bytes: an edited
+// created file is refused and kept, a created file deleted since is left
+// alone, a moved file edited since moves back with the edits, and a
+// transaction refuses all or nothing.
+func TestUndoKeepsWhatThePersonDidToCreatedDeletedAndMovedFiles(t *testing.T) {
+	d := testdaemon.Start(t)
+	c := dial(t, d)
+	ctx := testCtx(t)
+	write := func(p protocol.BeginParams, content string) protocol.FinalizeResult {
+		t.Helper()
+		res, err := c.Write(ctx, protocol.WriteParams{BeginParams: p, Content: content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	created := filepath.Join(d.Root, "created.txt")
+	res := write(protocol.BeginParams{TargetFile: created, Operation: protocol.OpCreate}, numbered(5, nil))
+	edited := numbered(5, map[int]string{2: "line 2, by the person"})
+	personWrites(t, created, edited)
+	_, err := c.Undo(ctx, res.SessionID)
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if pe := protoErr(t, err); pe.Data.ActualSHA256 != hashOf(edited) || pe.Data.ExpectedSHA256 != res.FileSHA256 {
+		t.Fatalf("refusal hashes %s %s", pe.Data.ExpectedSHA256, pe.Data.ActualSHA256)
+	}
+	if readFile(t, created) != edited {
+		t.Fatalf("a refused undo changed the file: %q", readFile(t, created))
+	}
+	if err := exec.Command("rm", created).Run(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := c.Undo(ctx, res.SessionID)
+	if err != nil || !u.Unchanged || u.Removed {
+		t.Fatalf("undo of a created file the person deleted: %+v %v", u, err)
+	}
+
+	// A move, then the person edits the moved file.
+	from, to := filepath.Join(d.Root, "from.txt"), filepath.Join(d.Root, "sub", "to.txt")
+	os.WriteFile(from, []byte(numbered(12, nil)), 0o644)
+	res = write(protocol.BeginParams{TargetFile: from, WorkspaceRoot: d.Root, Operation: protocol.OpEdit},
+		"*** Begin Patch\n*** Update File: from.txt\n*** Move to: sub/to.txt\n@@\n line 2\n-line 3\n+line 3, by the agent\n line 4\n*** End Patch\n")
+	personWrites(t, to, numbered(12, map[int]string{3: "line 3, by the agent", 11: "line 11, by the person"}))
+	u, err = c.Undo(ctx, res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := numbered(12, map[int]string{11: "line 11, by the person"}); readFile(t, from) != want {
+		t.Fatalf("moved back: %q", readFile(t, from))
+	}
+	if _, err := os.Stat(filepath.Dir(to)); !os.IsNotExist(err) || !u.Merged {
+		t.Fatalf("the move's directory is still there (%v) or the result is not merged: %+v", err, u)
+	}
+
+	// A deletion, then the person makes another file at that path: both
+	// are kept, and the refusal carries both.
+	gone := filepath.Join(d.Root, "gone.txt")
+	os.WriteFile(gone, []byte("the old file\n"), 0o644)
+	res = write(protocol.BeginParams{TargetFile: gone, WorkspaceRoot: d.Root, Operation: protocol.OpEdit},
+		"*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch\n")
+	personWrites(t, gone, "the person's new file\n")
+	_, err = c.Undo(ctx, res.SessionID)
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if pe := protoErr(t, err); len(pe.Data.Conflicts) != 1 || pe.Data.Conflicts[0].File != "the person's new file\n" || pe.Data.Conflicts[0].Session != "the old file\n" {
+		t.Fatalf("conflicts %+v", pe.Data.Conflicts)
+	}
+	if readFile(t, gone) != "the person's new file\n" {
+		t.Fatalf("a refused undo replaced the person's file: %q", readFile(t, gone))
+	}
+
+	// A transaction: one created file edited since refuses the whole undo.
+	a, b := filepath.Join(d.Root, "tx-old.txt"), filepath.Join(d.Root, "tx-new.txt")
+	os.WriteFile(a, []byte("old\n"), 0o644)
+	tx, err := c.TxBegin(ctx, protocol.TxBeginParams{Files: []protocol.BeginParams{
+		{TargetFile: a, Operation: protocol.OpOverwrite}, {TargetFile: b, Operation: protocol.OpCreate}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range tx.Sessions {
+		if _, err := c.Append(ctx, protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: []string{"new\n", "made\n"}[i] + s.EndMarker + "\n"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.TxCommit(ctx, protocol.TxCommitParams{TxID: tx.TxID}); err != nil {
+		t.Fatal(err)
+	}
+	personWrites(t, b, "made, and the person's line\n")
+	_, err = c.Undo(ctx, tx.Sessions[0].SessionID)
+	wantCode(t, err, protocol.CodeTargetChanged, protocol.ReasonTargetChanged)
+	if readFile(t, a) != "new\n" || readFile(t, b) != "made, and the person's line\n" {
+		t.Fatalf("a refused transaction undo changed a file: %q %q", readFile(t, a), readFile(t, b))
+	}
+}

@@ -78,6 +78,10 @@ type fileChange struct {
 	// multi-file edit wrote over an existing file, the base of a
 	// three-way undo (see merge.go).
 	AfterPieces uint64 `json:"after_pieces,omitempty"`
+	// MovedFrom is set on the file a multi-file edit moved here: the
+	// path it came from, which is that edit's delete of the same file.
+	// Its undo moves it back, with the edits made to it since.
+	MovedFrom string `json:"moved_from,omitempty"`
 
 	// fill writes the new content into the staged temp file; content is
 	// that content, when it is in memory.
@@ -113,8 +117,13 @@ type txRecord struct {
 	// Sessions are that transaction's sessions it puts back. Once
 	// committed, those sessions are undone; its record matters only until
 	// they are journaled so.
-	Undoes string       `json:"undoes,omitempty"`
-	Files  []fileChange `json:"files,omitempty"`
+	Undoes string `json:"undoes,omitempty"`
+	// RollForward marks the undo of one file, which keeps no backup: a
+	// crash after its record says committing is finished forward at the
+	// next start where the file holds the new content (see
+	// applySingleUndo), and is otherwise not begun.
+	RollForward bool         `json:"roll_forward,omitempty"`
+	Files       []fileChange `json:"files,omitempty"`
 	// Results are the summaries of the sessions, in Sessions order, once
 	// committed.
 	Results   []protocol.FinalizeResult `json:"results,omitempty"`
@@ -450,6 +459,10 @@ func (m *Manager) recoverTxs() error {
 			m.cfg.Logger.Info("removing what a crash left of a transaction being staged", "tx", tx.ID)
 			m.unprepare(tx)
 		case protocol.TxCommitting:
+			if tx.RollForward {
+				m.rollForward(tx)
+				break
+			}
 			m.cfg.Logger.Info("rolling back a transaction a crash interrupted", "tx", tx.ID, "files", len(tx.Files))
 			m.rollBack(tx, "the daemon stopped while the transaction was being committed")
 		case protocol.TxCommitted:

@@ -9,8 +9,7 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/orion-agent/orion/internal/atomicfile"
-	"github.com/orion-agent/orion/internal/merge"
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -219,42 +218,59 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
-	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target}
-	if !now.exists || now.sha256 != r.Result.FileSHA256 {
-		// Changed since: only the session's own change is reverted, or
-		// nothing is.
-		merged, kept, err := m.revertMerged(r, now)
+	step, err := m.planUndo(r, now, id+"-undo")
+	if err != nil {
+		return protocol.UndoResult{}, err
+	}
+	res := protocol.UndoResult{SessionID: id, TargetFile: r.Target, Unchanged: step.change == nil}
+	var utx *txRecord
+	if step.change != nil {
+		// The undo's own record: a crash before the file is written
+		// leaves the undo not begun, after it, finished at the next start
+		// (applySingleUndo).
+		utx = &txRecord{ID: id + "-undo", Undoes: id, Sessions: []string{id}, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
+		u, err := m.applySingleUndo(utx, *step.change)
 		if err != nil {
 			return protocol.UndoResult{}, err
 		}
-		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id},
-			func(w io.Writer) error { _, err := w.Write(merged); return err })
-		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-			return protocol.UndoResult{}, confinedError(id, "restoring "+r.Target, err)
+		if u.Kind == changeDelete {
+			res.Removed = true
+		} else {
+			res.RestoredBytes, res.SHA256 = u.NewBytes, u.NewSHA256
 		}
-		res.RestoredBytes, res.SHA256 = written.Bytes, written.SHA256
-		res.Merged, res.MergedHunks = true, hunksOf(kept)
-	} else if r.BackupPieces == 0 {
-		if err := m.removeFile(r.Target); err != nil {
-			return protocol.UndoResult{}, confinedError(id, "removing the file the session created", err)
+		if step.merged {
+			res.Merged, res.MergedHunks = true, hunksOf(step.kept)
 		}
-		res.Removed = true
+	}
+	if step.change == nil || step.change.Kind == changeDelete {
 		res.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
-	} else {
-		fill := m.backupFill(id, r.BackupPieces)
-		written, _, err := m.writeFile(r.Target, atomicfile.Options{Mode: atomicfile.Replace, Perm: 0o644, Tag: id}, fill)
-		if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-			return protocol.UndoResult{}, confinedError(id, "restoring "+r.Target, err)
-		}
-		res.RestoredBytes, res.SHA256 = written.Bytes, written.SHA256
 	}
 	r.Undone = true
 	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.put(r); err != nil {
+		// The undo's record stays: the next start finds the file written
+		// and records the session as undone.
 		return protocol.UndoResult{}, err
 	}
-	m.traceStage(r, map[string]any{"undone": true, "removed": res.Removed, "restored_bytes": res.RestoredBytes})
+	if utx != nil {
+		m.dropTx(utx.ID)
+	}
+	m.traceStage(r, map[string]any{"undone": true, "removed": res.Removed, "restored_bytes": res.RestoredBytes, "unchanged": res.Unchanged})
 	return res, nil
+}
+
+// applyUndo writes an undo's files as one transaction and records it
+// committed; on error every file is as it was and the record is gone.
+func (m *Manager) applyUndo(utx *txRecord, changes []fileChange) error {
+	err := m.applyChanges(utx, changes)
+	if err == nil {
+		failpoint.Hit(failpointUndoApplied)
+		err = m.settleTx(utx, nil)
+	}
+	if err != nil {
+		m.dropTx(utx.ID)
+	}
+	return err
 }
 
 // undoTx undoes every file a committed transaction wrote, all or none, the
@@ -287,7 +303,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 
 	var undo []fileChange
 	var members []*record
-	mergedHunks := map[string][]merge.Hunk{}
+	steps := map[string]undoStep{}
 	for _, e := range entries {
 		r := &e.rec
 		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
@@ -298,29 +314,24 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
 		}
 		// The file as it is now is backed up under its own id, so that a
-		// roll-back of the undo can put it back.
-		u := fileChange{Path: r.Target, SessionID: r.ID, BackupID: r.ID + "-undo",
-			OldExists: true, OldSHA256: now.sha256, Kind: changeDelete}
-		if !now.exists || now.sha256 != r.Result.FileSHA256 {
-			// Changed since: this file's own change is reverted three-way,
-			// keeping the later one, or the whole undo is refused.
-			content, kept, err := m.revertMerged(r, now)
-			if err != nil {
-				if pe, ok := err.(*protocol.Error); ok {
-					pe.Data.TxID = tx.ID
-					pe.Message += fmt.Sprintf(" (nothing of transaction %s was undone)", tx.ID)
-				}
-				return protocol.UndoResult{}, err
+		// roll-back of the undo can put it back. A file changed since has
+		// only this file's own change reverted, keeping the later one; a
+		// file that cannot be undone that way refuses the whole undo.
+		step, err := m.planUndo(r, now, r.ID+"-undo")
+		if err != nil {
+			if pe, ok := err.(*protocol.Error); ok {
+				pe.Data.TxID = tx.ID
+				pe.Message += fmt.Sprintf(" (nothing of transaction %s was undone)", tx.ID)
 			}
-			u.Kind, u.fill = changeWrite, func(w io.Writer) error { _, err := w.Write(content); return err }
-			mergedHunks[r.ID] = kept
-		} else if r.BackupPieces > 0 {
-			u.Kind, u.fill = changeWrite, m.backupFill(r.ID, r.BackupPieces)
+			return protocol.UndoResult{}, err
 		}
-		undo = append(undo, u)
+		if step.change != nil {
+			undo = append(undo, *step.change)
+		}
+		steps[r.ID] = step
 		members = append(members, r)
 	}
-	if len(undo) == 0 {
+	if len(members) == 0 {
 		pe := protocol.Errorf(protocol.CodeSessionState, protocol.ReasonNothingToUndo,
 			"transaction %s has no written file left to undo (undone already)", tx.ID)
 		pe.Data.SessionID, pe.Data.TxID = asked, tx.ID
@@ -334,40 +345,45 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 	// files back to what the transaction wrote; once it is, recovery
 	// records its sessions as undone (recoverTxs).
 	utx := &txRecord{ID: tx.ID + "-undo", Undoes: tx.ID, Sessions: ids, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
-	err := m.applyChanges(utx, undo)
-	if err == nil {
-		err = m.settleTx(utx, nil)
-	}
-	if err != nil {
-		m.dropTx(utx.ID)
-		if pe, ok := err.(*protocol.Error); ok {
-			pe.Data.TxID = tx.ID
+	if len(undo) > 0 {
+		if err := m.applyUndo(utx, undo); err != nil {
+			if pe, ok := err.(*protocol.Error); ok {
+				pe.Data.TxID = tx.ID
+			}
+			return protocol.UndoResult{}, err
 		}
-		return protocol.UndoResult{}, err
+	}
+	written := map[string]fileChange{}
+	for _, u := range utx.Files {
+		written[u.SessionID] = u
 	}
 	res := protocol.UndoResult{SessionID: asked, TxID: tx.ID}
 	var firstErr error
-	for i, r := range members {
-		u := undo[i]
-		m.dropBackup(u.BackupID, u.BackupPieces)
-		f := protocol.UndoResult{SessionID: r.ID, TargetFile: r.Target, TxID: tx.ID, Removed: u.Kind == changeDelete}
-		if !f.Removed {
-			f.RestoredBytes, f.SHA256 = u.NewBytes, u.NewSHA256
-		}
-		if kept, ok := mergedHunks[r.ID]; ok {
-			f.Merged, f.MergedHunks = true, hunksOf(kept)
+	for _, r := range members {
+		f := protocol.UndoResult{SessionID: r.ID, TargetFile: r.Target, TxID: tx.ID}
+		if u, ok := written[r.ID]; ok {
+			m.dropBackup(u.BackupID, u.BackupPieces)
+			f.Removed = u.Kind == changeDelete
+			if !f.Removed {
+				f.RestoredBytes, f.SHA256 = u.NewBytes, u.NewSHA256
+			}
+		} else {
+			f.Unchanged = true
 		}
 		f.RemovedDirs = m.fs().RemoveEmptyDirs(r.Result.CreatedDirs)
+		if step := steps[r.ID]; step.merged {
+			f.Merged, f.MergedHunks = true, hunksOf(step.kept)
+		}
 		r.Undone = true
 		r.UpdatedAt = m.cfg.Clock.Now()
 		if err := m.put(r); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		m.traceStage(r, map[string]any{"undone": true, "tx_id": tx.ID, "removed": f.Removed, "restored_bytes": f.RestoredBytes})
+		m.traceStage(r, map[string]any{"undone": true, "tx_id": tx.ID, "removed": f.Removed, "restored_bytes": f.RestoredBytes, "unchanged": f.Unchanged})
 		if r.ID == asked {
 			res.TargetFile, res.Removed, res.RestoredBytes, res.SHA256, res.RemovedDirs =
 				f.TargetFile, f.Removed, f.RestoredBytes, f.SHA256, f.RemovedDirs
-			res.Merged, res.MergedHunks = f.Merged, f.MergedHunks
+			res.Merged, res.MergedHunks, res.Unchanged = f.Merged, f.MergedHunks, f.Unchanged
 		}
 		res.Files = append(res.Files, f)
 	}

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -38,8 +40,10 @@ type envelopePlan struct {
 	diff    bytes.Buffer
 	// errs are the files validation refused.
 	errs []protocol.FileError
-	// targetOld is the session's target as the plan read it.
-	targetOld []byte
+	// targetOld is the session's target as the plan read it; targetDiff
+	// is where diff holds the diff of its update.
+	targetOld  []byte
+	targetDiff [2]int
 }
 
 // isEnvelope reads an edit session's content and reports whether it is
@@ -130,8 +134,9 @@ func (m *Manager) resolveEdit(r *record, p, root string) (string, error) {
 }
 
 // planEnvelope applies the envelope to the files as they are now and
-// validates every file it would leave.
-func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error) {
+// validates every file it would leave. A non-nil base stands for the
+// session's target as it was at begin (mergeEnvelopeOnBase).
+func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, error) {
 	root := m.editRoot(r, edit.NamedFiles(content))
 	resolved := map[string]string{}
 	var pathErr error
@@ -142,6 +147,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 			return nil, false, pathErr
 		}
 		resolved[p] = abs
+		if base != nil && abs == r.Target {
+			return base, true, nil
+		}
 		data, ok, err := m.readTarget(abs)
 		if err != nil {
 			if pe := confinedError(r.ID, "reading "+abs, err); pe.Data.Reason != protocol.ReasonIO {
@@ -178,9 +186,9 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 
 	add := func(c fileChange, content []byte) {
 		c.SessionID, c.Workspace = r.ID, m.workspaceOf(r)
-		if c.OldExists {
-			c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
-		}
+		// A created file has no backup, but what it was written with is
+		// kept under this id for a three-way undo.
+		c.BackupID = r.ID + "#" + strconv.Itoa(len(plan.changes))
 		if content != nil {
 			body := content
 			c.fill = func(w io.Writer) error { _, err := w.Write(body); return err }
@@ -219,7 +227,7 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 				// backed up like any replaced file.
 				add(fileChange{Path: dest, Kind: changeWrite, OldExists: true, OldSHA256: sha(op.ReplacedOld)}, op.Content)
 			} else {
-				add(fileChange{Path: dest, Kind: changeCreate}, op.Content)
+				add(fileChange{Path: dest, Kind: changeCreate, MovedFrom: path}, op.Content)
 			}
 			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
 		}
@@ -244,7 +252,11 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 			plan.diff.WriteString(validate.Diff(path, old, nil))
 			plan.diff.WriteString(validate.Diff(dest, op.ReplacedOld, after))
 		} else {
+			from := plan.diff.Len()
 			plan.diff.WriteString(validate.Diff(path, old, after))
+			if path == r.Target {
+				plan.targetDiff = [2]int{from, plan.diff.Len()}
+			}
 		}
 	}
 	return plan, nil
@@ -255,16 +267,35 @@ func (m *Manager) planEnvelope(r *record, content []byte) (*envelopePlan, error)
 func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
 	var change *targetChange
-	if !force && !dryRun {
+	if !force {
 		// An envelope's hunks are found by their context in the files as
 		// they are now, so a target changed since begin is edited as it
-		// is, where each hunk still matches exactly once.
+		// is, where each hunk still matches exactly once. A dry run shows
+		// what a finalize would do, refusing nothing.
 		var err error
 		if change, err = m.changedSince(r); err != nil {
-			return protocol.FinalizeResult{}, err
+			if !dryRun {
+				return protocol.FinalizeResult{}, err
+			}
+			change = nil
 		}
 	}
-	plan, err := m.planEnvelope(r, content)
+	plan, err := m.planEnvelope(r, content, nil)
+	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed && change != nil {
+		// Written against the target at begin, the envelope may apply
+		// there: its result for the target is merged with the change.
+		onBase, ok, merr := m.mergeEnvelopeOnBase(r, content, change)
+		mpe, isPE := merr.(*protocol.Error)
+		switch {
+		case isPE && dryRun:
+			return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+				DryRun: true, Edit: plan.edit, Warnings: []protocol.Warning{{Code: mpe.Data.Reason, Message: mpe.Message}}}, nil
+		case merr != nil:
+			return protocol.FinalizeResult{}, merr
+		case ok:
+			plan, err = onBase, nil
+		}
+	}
 	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
 		if dryRun {
 			return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
@@ -282,6 +313,10 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 	}
 	if dryRun {
 		res.DryRun, res.Diff = true, plan.diff.String()
+		if change != nil {
+			res.Merged = true
+			res.MergedHunks = hunksOf(m.changesSinceBegin(r, plan.targetOld))
+		}
 		return res, nil
 	}
 	if len(plan.errs) > 0 {
@@ -335,6 +370,69 @@ func (m *Manager) finalizeEnvelope(e *entry, content []byte, force, dryRun bool)
 	return res, nil
 }
 
+// mergeEnvelopeOnBase is mergeFailedEdit for an envelope that fails on
+// the files as they are now: applied with the session's target as it was
+// at begin (the other files as they are), its result for the target is
+// merged three-way with the target now. ok is false where that cannot be
+// done: no base kept, the envelope fails there too, or it does more to
+// the target than update it in place.
+func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChange) (*envelopePlan, bool, error) {
+	if r.BasePieces == 0 || ch.now.size > mergeMaxBytes {
+		return nil, false, nil
+	}
+	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	if err != nil || sum(base) != r.BaseSHA256 {
+		return nil, false, nil
+	}
+	plan, err := m.planEnvelope(r, content, base)
+	if err != nil {
+		return nil, false, nil
+	}
+	i := slices.IndexFunc(plan.changes, func(c fileChange) bool { return c.Path == r.Target })
+	if i < 0 || plan.changes[i].Kind != changeWrite || plan.changes[i].MovedFrom != "" ||
+		slices.ContainsFunc(plan.changes, func(c fileChange) bool { return c.MovedFrom == r.Target }) {
+		return nil, false, nil
+	}
+	now, exists, err := m.readForMerge(r.Target)
+	if err != nil {
+		return nil, true, confinedError(r.ID, "reading the current target", err)
+	}
+	if !exists {
+		return nil, true, changedError(r, ch.now)
+	}
+	mr := merge.Merge3(base, now, plan.changes[i].content)
+	if !mr.Clean {
+		return nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
+	}
+	c := &plan.changes[i]
+	c.content, c.fill, c.OldSHA256 = mr.Merged, fillWith(mr.Merged), sha(now)
+	plan.targetOld = now
+	if d := plan.targetDiff; d[1] > d[0] {
+		// The dry run's diff of the target: from the file now.
+		whole := plan.diff.String()
+		plan.diff.Reset()
+		plan.diff.WriteString(whole[:d[0]])
+		plan.diff.WriteString(validate.Diff(r.Target, now, mr.Merged))
+		plan.diff.WriteString(whole[d[1]:])
+	}
+	for j := range plan.files {
+		if plan.files[j].TargetFile != r.Target {
+			continue
+		}
+		v, err := m.validateFile(r, r.Target, mr.Merged, now, true)
+		if err != nil {
+			return nil, true, ioError(r.ID, "encoding the validation result", err)
+		}
+		plan.files[j].Validation, plan.files[j].SHA256, plan.files[j].Bytes = v, sha(mr.Merged), int64(len(mr.Merged))
+		plan.errs = slices.DeleteFunc(plan.errs, func(fe protocol.FileError) bool { return fe.TargetFile == r.Target })
+		if v.Blocked {
+			plan.errs = append(plan.errs, protocol.FileError{SessionID: r.ID, TargetFile: r.Target,
+				Code: protocol.CodeValidationFailed, Reason: protocol.ReasonValidationFailed, Message: v.Summary, Validation: v})
+		}
+	}
+	return plan, true, nil
+}
+
 // refuseEdit keeps an edit that did not apply, like refused content, for a
 // corrected attempt.
 func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditResult) error {
@@ -353,62 +451,108 @@ func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditRes
 }
 
 // undoChanges restores every file a multi-file edit changed, as one
-// transaction, refusing if any of them changed since.
+// transaction, by the rules of undo.go: a file changed since has only the
+// edit's own change reverted, or nothing is undone.
 func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 	res := protocol.UndoResult{SessionID: r.ID, TargetFile: r.Target}
+	// A moved file edited since goes back to where it was with the
+	// edits: the content its old path gets back, by that path.
+	back := map[string][]byte{}
+	for _, c := range r.Changes {
+		if c.MovedFrom == "" || c.Kind != changeCreate {
+			continue
+		}
+		src := slices.IndexFunc(r.Changes, func(s fileChange) bool { return s.Path == c.MovedFrom && s.Kind == changeDelete })
+		now, err := m.statTarget(c.Path)
+		if err != nil {
+			return res, confinedError(r.ID, "reading "+c.Path, err)
+		}
+		if src < 0 || !now.exists || c.isNew(now) {
+			continue
+		}
+		content, kept, err := m.moveBack(r, c, r.Changes[src], now)
+		if err != nil {
+			return res, err
+		}
+		back[c.MovedFrom] = content
+		res.Merged = true
+		res.MergedHunks = append(res.MergedHunks, hunksOf(kept)...)
+	}
 	undo := make([]fileChange, 0, len(r.Changes))
+	targetUnchanged := false
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		c := r.Changes[i]
 		now, err := m.statTarget(c.Path)
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}
-		var merged []byte
-		if !c.isNew(now) {
-			// Changed since: this file's own change is reverted
-			// three-way, keeping the later one, or nothing is undone.
-			if merged, err = m.revertChange(r, c, now); err != nil {
-				return res, err
-			}
-		}
 		u := fileChange{Path: c.Path, SessionID: r.ID, OldExists: now.exists, OldSHA256: now.sha256}
 		if u.OldExists {
 			u.BackupID = r.ID + "-undo#" + strconv.Itoa(len(undo))
 		}
-		switch {
-		case merged != nil:
-			u.Kind = changeWrite
-			u.fill = func(w io.Writer) error { _, err := w.Write(merged); return err }
-			res.Merged = true
-		case !c.OldExists:
-			u.Kind = changeDelete
-		case now.exists:
-			u.Kind = changeWrite
-			u.fill = m.backupFill(c.BackupID, c.BackupPieces)
+		switch c.Kind {
+		case changeDelete:
+			content, moved := back[c.Path]
+			switch {
+			case moved:
+				u.Kind, u.fill = changeCreate, fillWith(content)
+			case !now.exists:
+				u.Kind, u.fill = changeCreate, m.backupFill(c.BackupID, c.BackupPieces)
+			case now.sha256 == c.OldSHA256:
+				// Put back already, as it was.
+				targetUnchanged = targetUnchanged || c.Path == r.Target
+				continue
+			default:
+				return res, m.deletedRecreated(r.ID, c, now)
+			}
+		case changeCreate:
+			_, moved := back[c.MovedFrom]
+			switch {
+			case c.isNew(now) || moved && c.MovedFrom != "":
+				u.Kind = changeDelete
+			case !now.exists:
+				// Deleted since: nothing of it is left to remove.
+				targetUnchanged = targetUnchanged || c.Path == r.Target
+				continue
+			default:
+				return res, m.createdChanged(r.ID, c.Path, c.NewSHA256, afterKey(c.BackupID), c.AfterPieces, now)
+			}
 		default:
-			u.Kind = changeCreate
-			u.fill = m.backupFill(c.BackupID, c.BackupPieces)
+			if c.isNew(now) {
+				u.Kind, u.fill = changeWrite, m.backupFill(c.BackupID, c.BackupPieces)
+				break
+			}
+			// Changed since: this file's own change is reverted
+			// three-way, keeping the later one, or nothing is undone.
+			merged, err := m.revertChange(r, c, now)
+			if err != nil {
+				return res, err
+			}
+			u.Kind, u.fill = changeWrite, fillWith(merged)
+			res.Merged = true
 		}
 		undo = append(undo, u)
 	}
-	tx := &txRecord{ID: r.ID + "-undo", Stage: protocol.TxOpen, Sessions: []string{r.ID}, Edit: true, CreatedAt: m.cfg.Clock.Now()}
-	if err := m.applyChanges(tx, undo); err != nil {
-		// A failed multi-file edit's record is of no more use; its
-		// session (or the undone one) stays as it was.
-		m.dropTx(tx.ID)
-		return res, err
+	tx := &txRecord{ID: r.ID + "-undo", Undoes: r.ID, Sessions: []string{r.ID}, Stage: protocol.TxOpen, CreatedAt: m.cfg.Clock.Now()}
+	if len(undo) > 0 {
+		if err := m.applyUndo(tx, undo); err != nil {
+			if pe, ok := err.(*protocol.Error); ok {
+				pe.Data.TxID, pe.Data.SessionID = "", r.ID
+			}
+			return res, err
+		}
 	}
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		res.RemovedDirs = append(res.RemovedDirs, m.fs().RemoveEmptyDirs(r.Changes[i].CreatedDirs)...)
 	}
-	for _, u := range undo {
+	for _, u := range tx.Files {
 		m.dropBackup(u.BackupID, u.BackupPieces)
 		if u.Path == r.Target {
 			res.Removed = u.Kind == changeDelete
 			res.RestoredBytes, res.SHA256 = u.NewBytes, u.NewSHA256
 		}
 	}
-	m.dropTx(tx.ID)
+	res.Unchanged = targetUnchanged
 	return res, nil
 }
 

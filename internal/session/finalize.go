@@ -65,19 +65,30 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 // apply, changing nothing.
 func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	c, err := m.check(r)
-	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
-		// A dry run reports a failed edit as its result, per block.
-		return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
-			DryRun: true, Edit: c.edit, Diff: "", Warnings: []protocol.Warning{{Code: pe.Data.Reason, Message: pe.Message}}}, nil
-	}
-	if err != nil {
-		return protocol.FinalizeResult{}, err
-	}
 	// A dry run shows what a finalize would write now: merged with a
 	// change made since begin, or what would refuse it.
 	var merged []merge.Hunk
 	change, cerr := m.changedSince(r)
-	if cerr == nil && change != nil {
+	mergedOnBase := false
+	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
+		onBase, hunks, ok, merr := m.mergeFailedEdit(r, change)
+		if mpe, isPE := merr.(*protocol.Error); isPE {
+			// The merge's refusal, as a finalize would give it.
+			pe, ok = mpe, false
+		} else if merr != nil {
+			return protocol.FinalizeResult{}, merr
+		}
+		if !ok {
+			// A dry run reports a failed edit as its result, per block.
+			return protocol.FinalizeResult{SessionID: r.ID, Stage: r.Stage, TargetFile: r.Target, Operation: r.Operation,
+				DryRun: true, Edit: c.edit, Diff: "", Warnings: []protocol.Warning{{Code: pe.Data.Reason, Message: pe.Message}}}, nil
+		}
+		c, merged, mergedOnBase, err = onBase, hunks, true, nil
+	}
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	if cerr == nil && change != nil && !mergedOnBase {
 		merged, cerr = m.mergeChange(r, &c, change)
 	}
 	res := protocol.FinalizeResult{
@@ -126,14 +137,24 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		}
 	}
 	c, err := m.check(r)
+	var merged []merge.Hunk
+	mergedOnBase := false
 	if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
-		return protocol.FinalizeResult{}, m.refuseEdit(e, pe, c.edit)
+		// An edit that no longer applies to a file someone changed is
+		// applied to the content it was written against, and merged.
+		onBase, hunks, ok, merr := m.mergeFailedEdit(r, change)
+		if merr != nil {
+			return protocol.FinalizeResult{}, merr
+		}
+		if !ok {
+			return protocol.FinalizeResult{}, m.refuseEdit(e, pe, c.edit)
+		}
+		c, merged, mergedOnBase, err = onBase, hunks, true, nil
 	}
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	var merged []merge.Hunk
-	if change != nil {
+	if change != nil && !mergedOnBase {
 		if merged, err = m.mergeChange(r, &c, change); err != nil {
 			return protocol.FinalizeResult{}, err
 		}

@@ -26,6 +26,10 @@ import (
 // in memory; a larger file is refused as before, never merged blind.
 const mergeMaxBytes = 4 << 20
 
+// maxMergePieces bounds the backup pieces read whole for a merge: a file
+// the session replaced may be far larger than what it wrote.
+const maxMergePieces = mergeMaxBytes/backupPiece + 1
+
 // baseKey and afterKey name the backups of a session's target at begin
 // and of what it wrote.
 func baseKey(id string) string  { return id + "~base" }
@@ -320,7 +324,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 		pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = r.Result.FileSHA256, hashOrAbsent(now.exists, now.sha256)
 		return pe
 	}
-	if !now.exists || r.AfterPieces == 0 || r.BackupPieces == 0 || now.size > mergeMaxBytes {
+	if !now.exists || r.AfterPieces == 0 || r.BackupPieces == 0 || now.size > mergeMaxBytes || r.BackupPieces > maxMergePieces {
 		return nil, nil, refuse()
 	}
 	after, err := m.readBackup(afterKey(r.ID), r.AfterPieces)
@@ -391,7 +395,7 @@ func (m *Manager) changeAfters(files, plan []fileChange) []store.Put {
 	for i := range files {
 		c := &files[i]
 		c.AfterPieces = 0
-		if i >= len(plan) || c.Kind != changeWrite || !c.OldExists || c.BackupPieces == 0 ||
+		if i >= len(plan) || c.Kind == changeDelete || c.OldExists && c.BackupPieces == 0 ||
 			plan[i].content == nil || len(plan[i].content) > mergeMaxBytes {
 			continue
 		}
@@ -416,7 +420,8 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 		pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = c.NewSHA256, hashOrAbsent(now.exists, now.sha256)
 		return pe
 	}
-	if c.Kind != changeWrite || !c.OldExists || !now.exists || c.AfterPieces == 0 || c.BackupPieces == 0 || now.size > mergeMaxBytes {
+	if c.Kind != changeWrite || !c.OldExists || !now.exists || c.AfterPieces == 0 || c.BackupPieces == 0 || now.size > mergeMaxBytes ||
+		c.BackupPieces > maxMergePieces {
 		return nil, refuse()
 	}
 	after, err := m.readBackup(afterKey(c.BackupID), c.AfterPieces)
@@ -458,4 +463,65 @@ func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	return data, len(data) <= mergeMaxBytes, nil
+}
+
+// sessionContent reads the session's streamed content whole, as check
+// does, for an edit applied again to another content; the caller has
+// bounded it (ValidateMaxBytes).
+func (m *Manager) sessionContent(r *record) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(r.contentBytes()))
+	if r.inline != nil {
+		// A session.write not journaled yet: its content is at hand,
+		// copied as the journal's would be, since it is still to be
+		// journaled as sent.
+		buf.Write(r.inline)
+		return buf.Bytes(), nil
+	}
+	for _, s := range r.segments() {
+		if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
+			return nil, ioError(r.ID, "reading the journal", err)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// mergeFailedEdit retries an edit (search/replace, unified diff, patch)
+// that does not apply to the file as it is now, when someone changed the
+// file since begin: the edit was written against the content at begin,
+// so it is applied to that content, and the result merged three-way with
+// the file now (base the content at begin, ours the file now, theirs the
+// edit applied to the base). ok is false where that cannot be done (no
+// base kept, or the edit fails on the base too): the edit's own failure
+// then stands. Overlapping changes are refused target_changed with the
+// regions, nothing written.
+func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks []merge.Hunk, ok bool, err error) {
+	if ch == nil || r.BasePieces == 0 || ch.now.size > mergeMaxBytes {
+		return checked{}, nil, false, nil
+	}
+	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	if err != nil || sum(base) != r.BaseSHA256 {
+		return checked{}, nil, false, nil
+	}
+	input, err := m.sessionContent(r)
+	if err != nil {
+		return checked{}, nil, false, err
+	}
+	theirs, res, err := applyEdit(r, base, input)
+	if err != nil {
+		return checked{}, nil, false, nil
+	}
+	now, exists, err := m.readForMerge(r.Target)
+	if err != nil {
+		return checked{}, nil, true, confinedError(r.ID, "reading the current target", err)
+	}
+	if !exists {
+		return checked{}, nil, true, changedError(r, ch.now)
+	}
+	mr := merge.Merge3(base, now, theirs)
+	if !mr.Clean {
+		return checked{}, nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
+	}
+	c = checked{content: mr.Merged, original: now, hasOriginal: true, edit: res, input: input}
+	return c, mr.OursHunks, true, m.validateInto(&c, r, c.content, now, true)
 }

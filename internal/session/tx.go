@@ -269,11 +269,25 @@ func (m *Manager) checkMembers(entries []*entry, p protocol.TxCommitParams) ([]c
 			continue
 		}
 		c, err := m.check(r)
+		mergedOnBase := false
+		if pe, ok := err.(*protocol.Error); ok && pe.Code == protocol.CodeEditFailed {
+			// As a single finalize does: an edit that no longer applies
+			// to a changed file is merged from the content at begin.
+			onBase, hunks, ok, merr := m.mergeFailedEdit(r, change)
+			if merr != nil {
+				fail(r, merr, nil, nil)
+				continue
+			}
+			if ok {
+				c, err, mergedOnBase = onBase, nil, true
+				c.mergedHunks, c.merged = hunks, true
+			}
+		}
 		if err != nil {
 			fail(r, err, nil, c.edit)
 			continue
 		}
-		if change != nil {
+		if change != nil && !mergedOnBase {
 			// As a single finalize does: merged with the change, or
 			// refused with the overlapping regions.
 			if c.mergedHunks, err = m.mergeChange(r, &c, change); err != nil {

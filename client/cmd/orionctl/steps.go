@@ -299,6 +299,10 @@ func printUndone(out io.Writer, indent string, res protocol.UndoResult) {
 		fmt.Fprintf(out, "%sremoved %s, which session %s had created\n", indent, shown(res.TargetFile), termsafe.String(res.SessionID))
 		return
 	}
+	if res.Unchanged {
+		fmt.Fprintf(out, "%sleft %s as it is: it was already as before session %s (deleted since, or put back)\n", indent, shown(res.TargetFile), termsafe.String(res.SessionID))
+		return
+	}
 	fmt.Fprintf(out, "%srestored %s: %s, sha256 %s\n", indent, shown(res.TargetFile),
 		textfmt.Count(res.RestoredBytes, "byte", "bytes"), termsafe.String(res.SHA256))
 	printMerged(out, indent+"the file changed after the write; reverted only the write's change and kept", res.Merged, res.MergedHunks)

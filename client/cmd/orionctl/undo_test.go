@@ -213,3 +213,31 @@ func TestDaemonLogsRefusedBeginAndUndo(t *testing.T) {
 		t.Errorf("the log carries the client's intent:\n%s", logs)
 	}
 }
+
+// TestUndoOfACreatedFileChangedSince: undo of a write that created a file
+// the person then edited is refused and the file kept; once the person has
+// deleted it, undo says it left the path as it is.
+func TestUndoOfACreatedFileChangedSince(t *testing.T) {
+	d := testdaemon.Start(t)
+	t.Chdir(d.Root)
+	if code, out, errOut := orionctl(t, d.Socket, "fresh\n", "write", "fresh.txt"); code != 0 {
+		t.Fatalf("write: exit %d: %s%s", code, out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(d.Root, "fresh.txt"), []byte("fresh, and the person's line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := orionctl(t, d.Socket, "", "undo", "--last")
+	if code == 0 || !strings.Contains(errOut, "target_changed") || readRoot(t, d, "fresh.txt") != "fresh, and the person's line\n" {
+		t.Fatalf("undo of an edited created file: exit %d: %s%s", code, out, errOut)
+	}
+	if err := os.Remove(filepath.Join(d.Root, "fresh.txt")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = orionctl(t, d.Socket, "", "undo", "--last")
+	if code != 0 || !strings.Contains(out, "left fresh.txt as it is") {
+		t.Fatalf("undo of a deleted created file: exit %d: %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root, "fresh.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the undo made the file again: %v", err)
+	}
+}

@@ -624,6 +624,13 @@ export interface UndoResult {
    */
   merged?: boolean;
   merged_hunks?: MergeHunk[];
+  /**
+   * Unchanged is true when the file was already as the undo would leave
+   * it, so nothing was written to it: the file the session created was
+   * deleted since, or the file it deleted was put back since with the
+   * content it had.
+   */
+  unchanged?: boolean;
 }
 
 /**

@@ -75,7 +75,19 @@ const (
 	// sessions already, or this client --max-client-sessions; finish,
 	// abort or wait for some (data.limit gives the limit).
 	CodeTooManySessions = -32021
+	// CodeRequestCancelled answers a request its client cancelled with
+	// CancelRequest before it was done: the code LSP and vscode-jsonrpc
+	// give it, outside the range of the daemon's own codes.
+	CodeRequestCancelled = -32800
 )
+
+// CancelRequest is the notification a client sends to cancel one of its
+// requests, as LSP defines it (vscode-jsonrpc sends it when a request's
+// cancellation token fires): params {"id": the request's id, as it was
+// sent}. A listing or a session's content stops and is answered
+// CodeRequestCancelled; other requests are not cancelled (a write that
+// has begun is finished, as if it had not been asked to stop).
+const CancelRequest = "$/cancelRequest"
 
 // Application error codes of checkpoints and turns.
 const (
@@ -200,6 +212,8 @@ const (
 	ReasonBatchNotSupported = "batch_not_supported"
 	// ReasonTooManyConnections goes with CodeTooManyConnections.
 	ReasonTooManyConnections = "too_many_connections"
+	// ReasonRequestCancelled goes with CodeRequestCancelled.
+	ReasonRequestCancelled = "request_cancelled"
 )
 
 // Reasons of the daemon's resource limits.

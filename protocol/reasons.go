@@ -72,6 +72,7 @@ var ErrorReasons = []ReasonDoc{
 	{CodeTxFailed, ReasonTxRefused, "a file failed the check; nothing was written (`data.files`)"},
 	{CodeTxFailed, ReasonTxRolledBack, "writing failed and every file was put back (`data.files`)"},
 	{CodeTooManyConnections, ReasonTooManyConnections, "the daemon serves `--max-connections` clients already, or this process its `--max-client-connections` share (id null; the connection closes); also a connection of the status reserve asking anything but daemon.status"},
+	{CodeRequestCancelled, ReasonRequestCancelled, "a listing or a session's content its client cancelled with `$/cancelRequest` before it was answered; nothing was changed"},
 	{CodeTooManySessions, ReasonTooManySessions, "the daemon holds `--max-sessions` unfinished sessions, or this client `--max-client-sessions` (`data.limit`): finish or abort some"},
 	{CodeTooLarge, ReasonStoreFull, "the store is at `--store-max-bytes` with no undo backup left to drop (`data.limit`); nothing acknowledged is dropped"},
 	{CodeTurnNotFound, ReasonTurnNotFound, "no turn has this `turn_id` (or, with `last`, the workspace has no ended turn left to undo)"},

@@ -56,6 +56,19 @@ var ErrDamaged = errors.New("content log: record damaged")
 // ErrClosed reports a call on a Log after Close.
 var ErrClosed = errors.New("content log: closed")
 
+// A WriteError reports a batch whose write or sync failed. None of its
+// records is acknowledged, and segment Seg takes no more appends; some of
+// the records may still be found there after a crash (the bytes reached
+// the disk, or part of them did), so a caller that replays the log must
+// not take records of Seg past its last acknowledged one for its own.
+type WriteError struct {
+	Seg uint64
+	Err error
+}
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
 const (
 	headerSize  = 16
 	recordMagic = 0x4f524c47 // "ORLG"
@@ -104,6 +117,12 @@ type Options struct {
 	// SegmentSize is the size new segments are preallocated to. 0 means
 	// DefaultSegmentSize.
 	SegmentSize int64
+
+	// Fault, for tests only, is asked before each write ("write"), sync
+	// ("sync") and allocation ("allocate") of a segment file, and its
+	// error, if any, is returned instead of doing it (a failed write
+	// writes half of its bytes first, as a real one may).
+	Fault func(op string) error
 
 	// file opens segment files; tests replace it to inject failures.
 	file func(path string, flag int) (segFile, error)
@@ -183,6 +202,15 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if opts.file == nil {
 		opts.file = openOSFile
+		if fault := opts.Fault; fault != nil {
+			opts.file = func(path string, flag int) (segFile, error) {
+				f, err := openOSFile(path, flag)
+				if err != nil {
+					return nil, err
+				}
+				return faultyFile{f.(osFile), fault}, nil
+			}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open content log: %w", err)
@@ -423,7 +451,9 @@ func (l *Log) commit(batch []*pending) {
 			}
 		}
 		l.buf = buf
-		err = l.writeSync(writes(buf, pieces), start)
+		if err = l.writeSync(writes(buf, pieces), start); err != nil {
+			err = &WriteError{Seg: l.active.id, Err: err}
+		}
 		if cap(l.buf) > 4<<20 {
 			l.buf = nil // a huge record's buffer is not kept
 		}
@@ -563,6 +593,38 @@ func (l *Log) reserve(need int64) error {
 	l.segMu.Unlock()
 	l.active, l.tail = s, 0
 	return nil
+}
+
+// Rotate starts a new segment now, unless the one appends go to holds no
+// record yet, so that the segment that was being appended to can be
+// reclaimed (Reclaim never takes the last one). A caller rotates a segment
+// whose records are mostly dead rather than wait for appends to fill it.
+func (l *Log) Rotate() error {
+	l.mu.Lock()
+	for l.leading {
+		l.idle.Wait()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	// Lead, as an Append does, so that no batch is written meanwhile.
+	l.leading = true
+	l.mu.Unlock()
+	var err error
+	if l.active == nil || l.tail > 0 {
+		l.active = nil
+		err = l.reserve(0)
+	}
+	l.mu.Lock()
+	if len(l.queue) > 0 {
+		l.queue[0].done <- true
+	} else {
+		l.leading = false
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+	return err
 }
 
 // StartNewSegment makes the next append start a new segment, leaving the

@@ -1,7 +1,9 @@
 package session_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +22,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 	}
 
 	t.Run("Backup", func(t *testing.T) {
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +31,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		}
 	})
 	t.Run("BackupBounded", func(t *testing.T) {
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup, MaxBytes: 100})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup, MaxBytes: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,9 +44,32 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: c.SessionID, Source: protocol.ContentBackup})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: c.SessionID, Source: protocol.ContentBackup})
 		if err != nil || got.Available {
 			t.Fatalf("a create replaced nothing, yet: %+v, %v", got, err)
+		}
+	})
+	t.Run("CallerGone", func(t *testing.T) {
+		// A caller that is gone gets ctx's error, never content nor an
+		// "unavailable" that would read as the store having lost it.
+		s := h.begin(protocol.BeginParams{TargetFile: "gone.txt", Operation: protocol.OpCreate})
+		if _, err := h.mgr.Append(protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: "x\n"}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, src := range []string{protocol.ContentStreamed, protocol.ContentBackup} {
+			id := s.SessionID
+			if src == protocol.ContentBackup {
+				id = b.SessionID
+			}
+			if got, err := h.mgr.Content(ctx, protocol.ContentParams{SessionID: id, Source: src}); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s content for a caller gone: %+v, %v; want context.Canceled", src, got, err)
+			}
+		}
+		list, err := h.mgr.ListPage(ctx, protocol.ListParams{All: true})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("session list for a caller gone: %d sessions, %v; want context.Canceled", len(list.Sessions), err)
 		}
 	})
 	t.Run("Streamed", func(t *testing.T) {
@@ -52,7 +77,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		if _, err := h.mgr.Append(protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: "line one\nline "}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +86,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		}
 	})
 	t.Run("UnknownSource", func(t *testing.T) {
-		_, err := h.mgr.Content(protocol.ContentParams{SessionID: b.SessionID, Source: "disk"})
+		_, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: "disk"})
 		if c, _ := code(err); c != protocol.CodeInvalidParams {
 			t.Fatalf("source disk: %v", err)
 		}
@@ -80,7 +105,7 @@ func TestContentIsBoundedByItsEncodedSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID})
+	got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +120,7 @@ func TestContentIsBoundedByItsEncodedSize(t *testing.T) {
 		t.Errorf("content: %d of %d bytes, truncated %v; want the first %d, truncated", got.Bytes, got.Total, got.Truncated, protocol.MaxContentBytes/6)
 	}
 	// Text that needs no escaping still comes whole up to the limit.
-	if n, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID, MaxBytes: 1000}); err != nil || n.Bytes != 1000 {
+	if n, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID, MaxBytes: 1000}); err != nil || n.Bytes != 1000 {
 		t.Errorf("max_bytes 1000: %d bytes, %v", n.Bytes, err)
 	}
 }

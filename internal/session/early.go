@@ -36,7 +36,7 @@ func (m *Manager) stageEarly(r *record, op protocol.Operation, content []byte) *
 	if content == nil || op == protocol.OpAppend {
 		return nil
 	}
-	d, name, err := m.fs().Within(m.workspaceOf(r)).OpenParent(r.Target)
+	d, name, err := m.fsOf(r).Within(m.workspaceOf(r)).OpenParent(r.Target)
 	if err != nil {
 		return nil
 	}

@@ -120,6 +120,13 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 // finalizeLocked writes the content of an entry whose lock is held.
 func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
+	if r.files == nil {
+		r.files = m.fs().Scoped()
+		defer func() {
+			r.files.Close()
+			r.files = nil
+		}()
+	}
 	if err := m.recheckPath(r); err != nil {
 		return protocol.FinalizeResult{}, err
 	}
@@ -256,7 +263,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 // time and inode, and a later undo would have no old content to restore.
 func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResult, error) {
 	r := &e.rec
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -275,7 +282,8 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 // recheckPath resolves the target again: it was checked at begin, but a
 // directory on the way may have been swapped for a symlink since.
 func (m *Manager) recheckPath(r *record) error {
-	target, err := m.guard().Resolve(r.Target, m.workspaceOf(r))
+	fsys := m.fsOf(r)
+	target, err := fsys.Guard().ResolveIn(fsys.PathScope(), r.Target, m.workspaceOf(r))
 	if err != nil {
 		return pathError(err)
 	}
@@ -407,7 +415,7 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 	}
 	if !done {
 		fill := m.contentFill(r, path, op, repaired, note, content)
-		written, made, err = m.writeFileIn(m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
 	}
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
@@ -455,7 +463,7 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if op == protocol.OpAppend {
-			if err := m.copyExisting(w, path); err != nil {
+			if err := m.copyExistingVia(m.fsOf(r), w, path); err != nil {
 				return err
 			}
 		}

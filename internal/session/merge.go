@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
@@ -75,7 +76,7 @@ func (m *Manager) keepBase(r *record) *store.Put {
 		// A full store keeps what is acknowledged, not this.
 		return nil
 	}
-	data, ok, err := m.readForMerge(r.Target)
+	data, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok || sum(data) != r.BaseSHA256 {
 		return nil
 	}
@@ -199,7 +200,7 @@ type targetChange struct {
 // as it always was: a create whose path appeared, a deleted target, a
 // target created meanwhile, an append, or a file whose base was not kept.
 func (m *Manager) changedSince(r *record) (*targetChange, error) {
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return nil, confinedError(r.ID, "reading the current target", err)
 	}
@@ -335,7 +336,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	if err != nil {
 		return nil, nil, refuse()
 	}
-	cur, ok, err := m.readForMerge(r.Target)
+	cur, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok {
 		return nil, nil, refuse()
 	}
@@ -450,7 +451,12 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 // it: ok is false when it is absent or grew past that since it was
 // measured.
 func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
-	f, err := m.openRegular(path)
+	return m.readForMergeVia(m.fs(), path)
+}
+
+// readForMergeVia is readForMerge through fsys.
+func (m *Manager) readForMergeVia(fsys *confine.FS, path string) ([]byte, bool, error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

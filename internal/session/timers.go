@@ -42,13 +42,23 @@ func sessionTimeout(ms int64) time.Duration {
 // resetTimers restarts the idle and auto-finalize timers of a session that
 // accepts content; e.mu must be held.
 func (m *Manager) resetTimers(e *entry) {
-	m.stopTimers(e)
 	if !e.rec.acceptsContent() {
+		m.stopTimers(e)
 		return
 	}
+	// Every append resets both: the timers are rescheduled, not made
+	// anew, which cost four allocations per append.
 	id := e.rec.ID
-	e.idle = m.cfg.Clock.AfterFunc(m.idleTimeout(&e.rec), func() { m.onIdle(e, id) })
-	e.auto = m.cfg.Clock.AfterFunc(m.autoFinalizeTimeout(&e.rec), func() { m.onAutoFinalize(e, id) })
+	if e.idle != nil {
+		e.idle.Reset(m.idleTimeout(&e.rec))
+	} else {
+		e.idle = m.cfg.Clock.AfterFunc(m.idleTimeout(&e.rec), func() { m.onIdle(e, id) })
+	}
+	if e.auto != nil {
+		e.auto.Reset(m.autoFinalizeTimeout(&e.rec))
+	} else {
+		e.auto = m.cfg.Clock.AfterFunc(m.autoFinalizeTimeout(&e.rec), func() { m.onAutoFinalize(e, id) })
+	}
 }
 
 func (m *Manager) stopTimers(e *entry) {

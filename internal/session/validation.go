@@ -98,7 +98,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			}
 		}
 	}
-	original, hasOriginal, err := m.readTarget(r.Target)
+	original, hasOriginal, err := m.readTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return checked{}, confinedError(r.ID, "reading the current target", err)
 	}

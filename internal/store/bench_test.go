@@ -227,3 +227,28 @@ func BenchmarkCopyRange(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFinalizeRecordWithBackup is what a streamed session's finalize
+// journals before it writes a file it replaces: the session's record and
+// the last piece of the backup, one writer. The piece goes to the content
+// log and is synced before the commit that indexes it with the record.
+func BenchmarkFinalizeRecordWithBackup(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			s, err := store.Open(benchPath(b), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			piece := bytes.Repeat([]byte("x"), size)
+			meta := bytes.Repeat([]byte("m"), 400)
+			b.ResetTimer()
+			for i := range b.N {
+				id := "s" + strconv.Itoa(i)
+				if err := s.PutMeta(id, meta, store.Put{Bucket: "backups", KVs: []store.KV{{Key: []byte(id + "/0"), Value: piece}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -67,7 +67,7 @@ func (s *Store) write(apply func(tx *bolt.Tx) error) error {
 	// throughput, so the last batch's size decides.
 	if s.lastBatch.Load() <= 1 && s.commitMu.TryLock() {
 		if len(s.reqs) == 0 && !s.hasDeferred() {
-			err := s.commitAlone(apply)
+			err := s.commitAlone(apply, true)
 			s.commitMu.Unlock()
 			s.mu.RUnlock()
 			return err
@@ -151,7 +151,7 @@ func (s *Store) commit(batch []*request) {
 			// commit would cost two fsyncs for nothing.
 			return errNothingChanged
 		}
-		return nil
+		return s.applyFence(tx)
 	})
 	if err == nil || err == errNothingChanged {
 		if err == nil {
@@ -171,16 +171,25 @@ func (s *Store) commit(batch []*request) {
 		return
 	}
 	for _, r := range batch {
-		r.finish(s.commitAlone(r.apply))
+		// Not with the fence: the index entries before it would not all
+		// be in the same commit.
+		r.finish(s.commitAlone(r.apply, false))
 	}
 }
 
-// commitAlone commits apply in a transaction of its own.
-func (s *Store) commitAlone(apply func(tx *bolt.Tx) error) error {
+// commitAlone commits apply in a transaction of its own, with the fence
+// (see fence.go) when fence is set: the caller has made sure that no
+// deferred index entry waits.
+func (s *Store) commitAlone(apply func(tx *bolt.Tx) error, fence bool) error {
 	var applyErr error
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		applyErr = apply(tx)
-		return applyErr
+		if applyErr = apply(tx); applyErr != nil {
+			return applyErr
+		}
+		if fence {
+			return s.applyFence(tx)
+		}
+		return nil
 	})
 	switch {
 	case err == nil:
@@ -258,9 +267,7 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 			if err != nil {
 				// The record is durable: the next Open indexes it.
 				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
-				return
 			}
-			s.advanceIndexed(end)
 		},
 	}
 	s.mu.RLock()
@@ -337,19 +344,6 @@ func (s *Store) pendingOf(id string) []pendingIndex {
 		out[i] = *r.index
 	}
 	return out
-}
-
-// advanceIndexed records that every record before p is indexed.
-func (s *Store) advanceIndexed(p contentlog.Pos) {
-	for {
-		cur := s.indexed.Load()
-		if cur != nil && !cur.Less(p) {
-			return
-		}
-		if s.indexed.CompareAndSwap(cur, &p) {
-			return
-		}
-	}
 }
 
 // flushIfDeferred commits the deferred writes, if there are any, so that a

@@ -139,6 +139,44 @@ func TestAppendsReplayedAfterCrash(t *testing.T) {
 	}
 }
 
+// An Append without metadata leaves the last one written, committed or
+// replayed from the log after a crash; its chunk is there all the same.
+func TestAppendWithoutMetaKeepsTheLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutMeta("a", []byte("begun")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("a", 1, []byte("one;"), []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 4; i++ {
+		if err := s.Append("a", uint64(i), []byte(fmt.Sprint(i, ";")), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if meta, err := s.Meta("a"); err != nil || string(meta) != "m1" {
+		t.Fatalf("meta of a = %q, %v; want the last Append's that had some", meta, err)
+	}
+	img := crashImage(t, path)
+	if err := s.PutMeta("b", []byte("begun")); err != nil { // commits a's entries
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*store.Store{"committed": s, "replayed": openStore(t, img)} {
+		var buf bytes.Buffer
+		if _, err := st.CopyRange("a", &buf, 0, -1); err != nil || buf.String() != "one;2;3;4;" {
+			t.Errorf("%s: content of a = %q, %v", name, buf.String(), err)
+		}
+		if meta, err := st.Meta("a"); err != nil || string(meta) != "m1" {
+			t.Errorf("%s: meta of a = %q, %v; want m1", name, meta, err)
+		}
+	}
+}
+
 // A finished session is not brought back by the replay of its Appends: the
 // write that finished it committed their index entries first.
 func TestReplayDoesNotReviveFinished(t *testing.T) {
@@ -388,6 +426,10 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if err := s.Append("keep", 1, []byte("kept chunk"), []byte("first")); err != nil {
 		t.Fatal(err)
 	}
+	// A backup's value in the same segment is moved the same way.
+	if err := s.PutKV("backups", []store.KV{{Key: []byte("keep/0"), Value: []byte("kept backup")}}); err != nil {
+		t.Fatal(err)
+	}
 	chunk := bytes.Repeat([]byte("z"), 4000)
 	for i := range 60 {
 		if err := s.Append("drop", uint64(i), chunk, []byte("d")); err != nil {
@@ -404,9 +446,15 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if img == "" {
 		t.Fatal("no compaction happened")
 	}
+	if v, _, err := s.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after compaction = %q, %v", v, err)
+	}
 	c := openStore(t, img)
 	if got, err := c.Chunk("keep", 1); err != nil || string(got) != "kept chunk" {
 		t.Fatalf("chunk after a crash during compaction = %q, %v", got, err)
+	}
+	if v, _, err := c.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after a crash during compaction = %q, %v", v, err)
 	}
 	if meta, err := c.Meta("keep"); err != nil || string(meta) != "later" {
 		t.Fatalf("meta after a crash during compaction = %q, %v; want the later PutMeta's", meta, err)
@@ -421,6 +469,9 @@ func TestCrashDuringCompaction(t *testing.T) {
 	store.WaitReclaim(c)
 	if got, err := c.Chunk("keep", 1); err != nil || string(got) != "kept chunk" {
 		t.Fatalf("chunk after the next compaction = %q, %v", got, err)
+	}
+	if v, _, err := c.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after the next compaction = %q, %v", v, err)
 	}
 }
 

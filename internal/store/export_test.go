@@ -28,3 +28,10 @@ func WaitReclaim(s *Store) { s.reclaimDone.Wait() }
 // AfterCompactCopy makes fn run where a compaction has copied live chunks
 // to the end of the log and not yet pointed the index at the copies.
 func AfterCompactCopy(s *Store, fn func()) { s.afterCompactCopy = fn }
+
+// WithLogFaults makes the content log's files fail as fault says: it is
+// asked before each write, sync and allocation (contentlog.Options.Fault).
+func WithLogFaults(opts Options, fault func(op string) error) Options {
+	opts.logFault = fault
+	return opts
+}

@@ -118,22 +118,17 @@ func (m *Manager) backupFileHoldingLastVia(fsys *confine.FS, id, path string) (b
 func (m *Manager) backupFill(id string, pieces uint64) func(w io.Writer) error {
 	return func(w io.Writer) error {
 		for n := range pieces {
-			key := backupKey(id, n)
-			found := false
-			err := m.cfg.Store.ScanKV(backupBucket, key, func(k, v []byte) (bool, error) {
-				if string(k) == string(key) {
-					found = true
-					if _, err := w.Write(v); err != nil {
-						return false, err
-					}
-				}
-				return false, nil
-			})
+			// One key read, never a scan: a missing piece must read as
+			// missing, not as whatever record sorts next.
+			v, found, err := m.cfg.Store.GetKV(backupBucket, backupKey(id, n))
 			if err != nil {
 				return err
 			}
 			if !found {
 				return fmt.Errorf("backup piece %d of %s is missing", n, id)
+			}
+			if _, err := w.Write(v); err != nil {
+				return err
 			}
 		}
 		return nil

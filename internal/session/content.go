@@ -46,11 +46,8 @@ func (m *Manager) Content(ctx context.Context, p protocol.ContentParams) (protoc
 		if r.BackupPieces == 0 {
 			return res, nil
 		}
-		prefix := append([]byte(r.ID), '/')
-		err := m.cfg.Store.ScanKV(backupBucket, backupKey(r.ID, 0), func(k, v []byte) (bool, error) {
-			if !bytes.HasPrefix(k, prefix) {
-				return false, nil
-			}
+		// A prefix scan reads no value past the last piece.
+		err := m.cfg.Store.ScanKVPrefix(backupBucket, append([]byte(r.ID), '/'), func(k, v []byte) (bool, error) {
 			if err := readOn(ctx, "session.content.piece"); err != nil {
 				return false, err
 			}

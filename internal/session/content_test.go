@@ -1,14 +1,17 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -123,4 +126,60 @@ func TestContentIsBoundedByItsEncodedSize(t *testing.T) {
 	if n, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID, MaxBytes: 1000}); err != nil || n.Bytes != 1000 {
 		t.Errorf("max_bytes 1000: %d bytes, %v", n.Bytes, err)
 	}
+}
+
+// The backup of a session is read up to its last piece and no further: a
+// damaged record of something else stored after it does not fail it.
+func TestContentBackupReadsNothingPastItsPieces(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.root, "c.txt"), []byte("original\n"), 0o600)
+	b, _, err := h.writeAll(protocol.BeginParams{TargetFile: "c.txt", Operation: protocol.OpOverwrite}, "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sorts right after the session's pieces, "<id>/<n>".
+	next := []byte(b.SessionID + "0")
+	if err := h.st.PutKV("backups", []store.KV{{Key: next, Value: []byte("UNRELATED-AND-DAMAGED")}}); err != nil {
+		t.Fatal(err)
+	}
+	damageLogged(t, h.db, "UNRELATED-AND-DAMAGED")
+	if _, _, err := h.st.GetKV("backups", next); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("the record after the pieces reads back as %v, want it damaged", err)
+	}
+	got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup})
+	if err != nil || got.Content != "original\n" {
+		t.Fatalf("backup = %q, %v; want the replaced content", got.Content, err)
+	}
+}
+
+// damageLogged flips a bit of the value that begins with marker in the
+// content log of the store at path.
+func damageLogged(t *testing.T, path, marker string) {
+	t.Helper()
+	dir := store.LogDir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, []byte(marker)); i >= 0 {
+			// In place: the store has the file open.
+			_, err = f.WriteAt([]byte{b[i] ^ 1}, int64(i))
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		f.Close()
+	}
+	t.Fatalf("%q is not in the content log", marker)
 }

@@ -135,7 +135,7 @@ func (s *Store) commit(batch []*request) {
 	}
 	errs := make([]error, len(batch))
 	applied := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		applied = 0
 		for i, r := range batch {
 			errs[i] = r.apply(tx)
@@ -163,17 +163,85 @@ func (s *Store) commit(batch []*request) {
 		}
 		return
 	}
-	if len(batch) == 1 {
+	if len(batch) == 1 && batch[0].index == nil {
 		if err != errs[0] {
 			err = commitError(err)
 		}
 		batch[0].finish(err)
 		return
 	}
+	// The index entries are retried together, in log order, and
+	// everything else after them, alone: meta/logpos, which each entry
+	// moves to its record's end, must never pass an entry that is not
+	// committed, or the next Open would not index that entry's chunk.
+	var index, rest []*request
 	for _, r := range batch {
+		if r.index != nil {
+			index = append(index, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	if len(index) > 0 {
+		// Alone, they have just failed: they wait for the next commit.
+		if len(rest) > 0 {
+			err = s.commitIndex(index)
+		} else {
+			err = commitError(err)
+		}
+		if err != nil {
+			// Nothing may commit before them either: a later
+			// write of their sessions would land before them.
+			s.requeue(index, err)
+			for _, r := range rest {
+				r.finish(commitError(err))
+			}
+			return
+		}
+	}
+	for _, r := range rest {
 		// Not with the fence: the index entries before it would not all
 		// be in the same commit.
 		r.finish(s.commitAlone(r.apply, false))
+	}
+}
+
+// commitIndex commits deferred index entries, in the order given, in one
+// transaction, and hands them their outcome if it succeeds.
+func (s *Store) commitIndex(index []*request) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		for _, r := range index {
+			if err := r.apply(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return commitError(err)
+	}
+	s.commits.Add(1)
+	s.writes.Add(uint64(len(index)))
+	for _, r := range index {
+		r.finish(nil)
+	}
+	return nil
+}
+
+// requeue puts index entries whose commit failed back at the head of the
+// deferred writes, so that the next commit takes them first: their records
+// are durable and acknowledged, and only a commit of theirs, or a replay at
+// the next Open, may move meta/logpos past them. They stay pending, so
+// reads still find their chunks.
+func (s *Store) requeue(index []*request, err error) {
+	slog.Error("store: indexing appended chunks failed; they are retried with the next commit, or indexed from the content log at the next start",
+		"appends", len(index), "err", err)
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	s.deferred = append(index, s.deferred...)
+	s.deferredN += len(index)
+	if s.deferTimer == nil && !s.closing {
+		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
 	}
 }
 
@@ -182,7 +250,7 @@ func (s *Store) commit(batch []*request) {
 // deferred index entry waits.
 func (s *Store) commitAlone(apply func(tx *bolt.Tx) error, fence bool) error {
 	var applyErr error
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		if applyErr = apply(tx); applyErr != nil {
 			return applyErr
 		}
@@ -199,6 +267,19 @@ func (s *Store) commitAlone(apply func(tx *bolt.Tx) error, fence bool) error {
 		err = commitError(err)
 	}
 	return err
+}
+
+// update runs fn in a bbolt transaction of the committer.
+func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if s.commitFault != nil {
+			return s.commitFault()
+		}
+		return nil
+	})
 }
 
 // commitError wraps a failure of the commit itself, as opposed to one of the
@@ -261,13 +342,11 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 			}
 			return setLogPos(tx, end)
 		},
-		notify: func(err error) {
+		// Called only once the entry is committed: one whose commit
+		// fails is queued again (requeue).
+		notify: func(error) {
 			s.indexDone.Add(1)
 			s.unpend(id, r0)
-			if err != nil {
-				// The record is durable: the next Open indexes it.
-				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
-			}
 		},
 	}
 	s.mu.RLock()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -558,5 +559,91 @@ func TestDamagedUnindexedRecordStopsItsSession(t *testing.T) {
 	}
 	if got, err := c.Chunk("b", 1); err != nil || string(got) != "b1;" {
 		t.Fatalf("another session = %q, %v", got, err)
+	}
+}
+
+// Index entries whose commit fails are acknowledged already: however many
+// commits fail, and whichever of their retries succeed, meta/logpos must not
+// pass an entry that is not committed, or the next Open would not index its
+// chunk.
+func TestFailedIndexEntryNotPassed(t *testing.T) {
+	for fails := 1; fails <= 4; fails++ {
+		t.Run(fmt.Sprint(fails), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "orion.db")
+			var fail atomic.Int32
+			s, err := store.Open(path, store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
+				if fail.Add(-1) >= 0 {
+					return errors.New("injected commit failure")
+				}
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ids := []string{"a", "b", "c"}
+			for _, id := range ids[:2] {
+				if err := s.Append(id, 1, []byte(id+" content"), []byte(id+" meta")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fail.Store(int32(fails))
+			s.Flush()
+			// A write after them commits them first, or fails.
+			for i := 0; ; i++ {
+				if err := s.PutMeta("c", []byte("c meta")); err == nil {
+					break
+				} else if i == fails {
+					t.Fatalf("write after %d failed commits: %v", fails, err)
+				}
+			}
+			if err := s.Append("c", 1, []byte("c content"), []byte("c meta")); err != nil {
+				t.Fatal(err)
+			}
+			s.Flush()
+			c := openStore(t, crashImage(t, path))
+			for _, id := range ids {
+				if got, err := c.Chunk(id, 1); err != nil || string(got) != id+" content" {
+					t.Errorf("chunk of %s after a crash = %q, %v; want %q", id, got, err, id+" content")
+				}
+			}
+		})
+	}
+}
+
+// Index entries whose commit still fails at Close are indexed from the log
+// at the next Open; until then reads find them.
+func TestFailedIndexEntryAtClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	var failing atomic.Bool
+	s, err := store.Open(path, store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
+		if failing.Load() {
+			return errors.New("injected commit failure")
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMeta("z", []byte("z meta")); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	for _, id := range []string{"a", "b"} {
+		if err := s.Append(id, 1, []byte(id+" content"), []byte(id+" meta")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Flush()
+	var buf bytes.Buffer
+	if _, err := s.CopyRange("b", &buf, 0, -1); err != nil || buf.String() != "b content" {
+		t.Errorf("content of b while its index entry fails = %q, %v", buf.String(), err)
+	}
+	s.Close()
+	c := openStore(t, path)
+	for _, id := range []string{"a", "b"} {
+		if got, err := c.Chunk(id, 1); err != nil || string(got) != id+" content" {
+			t.Errorf("chunk of %s after a restart = %q, %v; want %q", id, got, err, id+" content")
+		}
 	}
 }

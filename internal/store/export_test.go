@@ -35,3 +35,10 @@ func WithLogFaults(opts Options, fault func(op string) error) Options {
 	opts.logFault = fault
 	return opts
 }
+
+// WithCommitFaults makes the committer's transactions fail where fault
+// returns an error: it is asked at the end of each one.
+func WithCommitFaults(opts Options, fault func() error) Options {
+	opts.commitFault = fault
+	return opts
+}

@@ -137,7 +137,16 @@ func checkPuts(puts []Put) error {
 // checked against their checksums: a damaged one ends the scan with an
 // error wrapping ErrDamaged, never as data.
 func (s *Store) ScanKV(bucket string, from []byte, fn func(k, v []byte) (bool, error)) error {
-	return s.scanKV(bucket, fn, func(c *bolt.Cursor) ([]byte, []byte) { return c.Seek(from) }, (*bolt.Cursor).Next)
+	return s.scanKV(bucket, fn, func(c *bolt.Cursor) ([]byte, []byte) { return c.Seek(from) }, (*bolt.Cursor).Next, nil)
+}
+
+// ScanKVPrefix is ScanKV over the keys that begin with prefix. It stops at
+// the first key without it before reading that key's value: in a content
+// bucket, a scan that let fn see the key first would read a record of
+// something else from the log, and fail on it if it were damaged.
+func (s *Store) ScanKVPrefix(bucket string, prefix []byte, fn func(k, v []byte) (bool, error)) error {
+	return s.scanKV(bucket, fn, func(c *bolt.Cursor) ([]byte, []byte) { return c.Seek(prefix) }, (*bolt.Cursor).Next,
+		func(k []byte) bool { return !bytes.HasPrefix(k, prefix) })
 }
 
 // ScanKVReverse is ScanKV downwards: from the greatest key <= from (or
@@ -156,12 +165,13 @@ func (s *Store) ScanKVReverse(bucket string, from []byte, fn func(k, v []byte) (
 		}
 		return k, v
 	}
-	return s.scanKV(bucket, fn, first, (*bolt.Cursor).Prev)
+	return s.scanKV(bucket, fn, first, (*bolt.Cursor).Prev, nil)
 }
 
-// scanKV walks a named bucket from first, stepping with next.
+// scanKV walks a named bucket from first, stepping with next, up to the
+// first key for which stop, when set, is true.
 func (s *Store) scanKV(bucket string, fn func(k, v []byte) (bool, error),
-	first, next func(*bolt.Cursor) ([]byte, []byte)) error {
+	first, next func(*bolt.Cursor) ([]byte, []byte), stop func(k []byte) bool) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
@@ -180,6 +190,9 @@ func (s *Store) scanKV(bucket string, fn func(k, v []byte) (bool, error),
 		}
 		c := b.Cursor()
 		for k, v := first(c); k != nil; k, v = next(c) {
+			if stop != nil && stop(k) {
+				return nil
+			}
 			if content {
 				var err error
 				if buf, err = s.readValue(buf, bucket, k, v); err != nil {

@@ -162,6 +162,10 @@ type Options struct {
 	// logFault, set by tests, makes the log's segment files fail
 	// (contentlog.Options.Fault).
 	logFault func(op string) error
+	// commitFault, set by tests, is asked at the end of each transaction
+	// of the committer; an error it returns fails that commit, as a
+	// refused write of the bbolt file would.
+	commitFault func() error
 }
 
 // Store is an open journal file. Its methods are safe for concurrent use.
@@ -188,6 +192,9 @@ type Store struct {
 	deferMu    sync.Mutex
 	deferred   []*request
 	deferTimer *time.Timer
+	// closing, under deferMu, keeps requeue from arming deferTimer once
+	// Close has begun its last commit.
+	closing bool
 
 	// lastBatch is the size of the last batch the committer committed.
 	lastBatch atomic.Int32
@@ -236,9 +243,11 @@ type Store struct {
 	// segSize is the log's segment size; segLive the live bytes of each
 	// segment (as live is of all), under liveMu: they tell, without a
 	// read of the index, when a reclaim pass has something to do.
-	segSize int64
-	liveMu  sync.Mutex
-	segLive map[uint64]int64
+	segSize     int64
+	liveMu      sync.Mutex
+	segLive     map[uint64]int64
+	commitFault func() error // Options.commitFault
+
 	// fence, when set, is a position meta/logpos must reach before the
 	// log acknowledges anything more (fence.go).
 	fence atomic.Pointer[contentlog.Pos]
@@ -327,6 +336,8 @@ func Open(path string, opts Options) (*Store, error) {
 		done:       make(chan struct{}),
 		log:        log,
 		segSize:    segSize,
+
+		commitFault: opts.commitFault,
 	}
 	switch {
 	case version == 0:
@@ -420,7 +431,12 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	<-s.done
-	// Deferred writes are not given up at a graceful stop.
+	s.deferMu.Lock()
+	s.closing = true
+	s.deferMu.Unlock()
+	// Deferred writes are not given up at a graceful stop. Index entries
+	// whose commit fails even now are indexed from the log at the next
+	// Open.
 	s.flushDeferred()
 	s.bg.Wait()
 	s.reclaimDone.Wait()

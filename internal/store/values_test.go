@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -432,4 +433,59 @@ func TestDamagedValueIsReported(t *testing.T) {
 	if !errors.Is(err, store.ErrDamaged) {
 		t.Fatalf("scan of a damaged value: %v, want ErrDamaged", err)
 	}
+}
+
+// A prefix scan of a content bucket ends at the last key with the prefix
+// without reading the next key's value: a damaged record of something else
+// must not fail it.
+func TestPrefixScanReadsNoValuePastThePrefix(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := openStore(t, path)
+	if err := s.PutKV("backups", []store.KV{
+		{Key: []byte("a/1"), Value: []byte("one;")},
+		{Key: []byte("a/2"), Value: []byte("two;")},
+		{Key: []byte("a0"), Value: []byte("DAMAGED-UNRELATED")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	damageLogged(t, path, "DAMAGED-UNRELATED")
+	s = openStore(t, path)
+	var got []string
+	err := s.ScanKVPrefix("backups", []byte("a/"), func(k, v []byte) (bool, error) {
+		got = append(got, string(k)+"="+string(v))
+		return true, nil
+	})
+	if err != nil || strings.Join(got, " ") != "a/1=one; a/2=two;" {
+		t.Fatalf("prefix scan = %q, %v; want a/1 and a/2", got, err)
+	}
+	// The record is damaged indeed: a scan that reaches it fails.
+	if err := s.ScanKV("backups", []byte("a/2"), func(k, v []byte) (bool, error) { return true, nil }); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("scan through the damaged value: %v, want ErrDamaged", err)
+	}
+}
+
+// damageLogged flips a bit of the value that begins with marker in the
+// content log of the store at path.
+func damageLogged(t *testing.T, path, marker string) {
+	t.Helper()
+	ents, err := os.ReadDir(store.LogDir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		seg := filepath.Join(store.LogDir(path), e.Name())
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, []byte(marker)); i >= 0 {
+			b[i] ^= 1
+			if err := os.WriteFile(seg, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%q is not in the content log", marker)
 }

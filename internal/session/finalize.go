@@ -218,18 +218,24 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
+	writeOp := r.Operation
+	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
+		writeOp = protocol.OpOverwrite
+	}
+	// The file is written while its record is journaled, and named only
+	// after (see early).
+	staged := m.stageEarly(r, writeOp, c.content)
 	if err := m.putWith(r, lastPiece); err != nil {
+		if staged != nil {
+			staged.discard()
+		}
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}
 	m.traceStage(r, map[string]any{"force": force})
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
-	writeOp := r.Operation
-	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
-		writeOp = protocol.OpOverwrite
-	}
-	res, err := m.writeContent(r, r.Target, writeOp, c.content, "")
+	res, err := m.writeContentStaged(r, r.Target, writeOp, c.content, "", staged)
 	if err != nil {
 		// Nothing was written, and the content is still journaled: the
 		// session stays finalizable.
@@ -381,6 +387,12 @@ func (m *Manager) write(r *record, path string, op protocol.Operation, note stri
 // writeContent writes content (repaired, in memory) to path, or streams the
 // journal when content is nil.
 func (m *Manager) writeContent(r *record, path string, op protocol.Operation, repaired []byte, note string) (protocol.FinalizeResult, error) {
+	return m.writeContentStaged(r, path, op, repaired, note, nil)
+}
+
+// writeContentStaged is writeContent, committing the file staged early
+// (with repaired as its content and no note) when there is one.
+func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operation, repaired []byte, note string, staged *early) (protocol.FinalizeResult, error) {
 	mode := atomicfile.Replace
 	if op == protocol.OpCreate {
 		mode = atomicfile.CreateNew
@@ -393,8 +405,20 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 	if sameBytes {
 		content.h = nil
 	}
-	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, made, err := m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	var (
+		written atomicfile.Result
+		made    []string
+		err     error
+		done    bool
+	)
+	if staged != nil {
+		content = staged.content
+		written, done, err = staged.commit()
+	}
+	if !done {
+		fill := m.contentFill(r, path, op, repaired, note, content)
+		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	}
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}

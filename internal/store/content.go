@@ -44,15 +44,20 @@ const (
 // encodeChunkRecord returns the record of an Append, and where its chunk
 // starts in it.
 func encodeChunkRecord(id string, seq uint64, meta, chunk []byte, flags byte) ([]byte, int) {
-	rec := make([]byte, 0, recFixed+len(id)+len(meta)+len(chunk))
+	head := encodeChunkHead(id, seq, meta, flags, len(chunk))
+	return append(head, chunk...), len(head)
+}
+
+// encodeChunkHead returns the record of an Append up to its chunk, with
+// room for capChunk more bytes: the record is the head, then the chunk.
+func encodeChunkHead(id string, seq uint64, meta []byte, flags byte, capChunk int) []byte {
+	rec := make([]byte, 0, recFixed+len(id)+len(meta)+capChunk)
 	rec = append(rec, recChunk, flags)
 	rec = binary.BigEndian.AppendUint16(rec, uint16(len(id)))
 	rec = append(rec, id...)
 	rec = binary.BigEndian.AppendUint64(rec, seq)
 	rec = binary.BigEndian.AppendUint32(rec, uint32(len(meta)))
-	rec = append(rec, meta...)
-	at := len(rec)
-	return append(rec, chunk...), at
+	return append(rec, meta...)
 }
 
 // chunkRecord is a decoded chunk record; its slices point into the record.

@@ -57,7 +57,7 @@ func (s *Store) PutKVs(puts ...Put) error {
 // writePuts logs lead (records of the caller's) and the values puts store
 // in content buckets, then commits puts and, in the same transaction, apply
 // (when not nil) with the refs of lead.
-func (s *Store) writePuts(lead [][]byte, puts []Put, apply func(tx *bolt.Tx, leadRefs []contentlog.Ref) error) error {
+func (s *Store) writePuts(lead [][][]byte, puts []Put, apply func(tx *bolt.Tx, leadRefs []contentlog.Ref) error) error {
 	var leadRefs []contentlog.Ref
 	if len(lead) > 0 || hasContent(puts) {
 		s.mu.RLock()

@@ -69,8 +69,8 @@ func hasContent(puts []Put) bool {
 // index entries. The caller holds indexMu for reading until the commit that
 // stores the entries has ended, so that no reclaim takes their segment
 // before they are live.
-func (s *Store) logValues(lead [][]byte, puts []Put) ([]contentlog.Ref, []Put, error) {
-	recs := append([][]byte(nil), lead...)
+func (s *Store) logValues(lead [][][]byte, puts []Put) ([]contentlog.Ref, []Put, error) {
+	recs := append([][][]byte(nil), lead...)
 	var at []int
 	for _, p := range puts {
 		if !contentBuckets[p.Bucket] {
@@ -78,14 +78,14 @@ func (s *Store) logValues(lead [][]byte, puts []Put) ([]contentlog.Ref, []Put, e
 		}
 		for _, kv := range p.KVs {
 			rec, a := encodeValueRecord(p.Bucket, kv.Key, kv.Value)
-			recs = append(recs, rec)
+			recs = append(recs, [][]byte{rec})
 			at = append(at, a)
 		}
 	}
 	if len(recs) == 0 {
 		return nil, puts, nil
 	}
-	refs, err := s.log.Append(recs, nil)
+	refs, err := s.log.AppendParts(recs, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -76,13 +76,15 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(puts) > 0 {
 		flags = flagIndexed
 	}
-	rec, at := encodeChunkRecord(id, seq, meta, chunk, flags)
-	ref := chunkRef{at: uint32(at), len: uint32(len(chunk))}
+	// The chunk is written from where it is, after the record's head.
+	head := encodeChunkHead(id, seq, meta, flags, 0)
+	rec := [][][]byte{{head, chunk}}
+	ref := chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	if len(puts) > 0 {
 		// The chunk and the values of content buckets in one batch of
 		// the log, then one commit indexes them all.
 		key := []byte(id)
-		err := s.writePuts([][]byte{rec}, puts, func(tx *bolt.Tx, refs []contentlog.Ref) error {
+		err := s.writePuts(rec, puts, func(tx *bolt.Tx, refs []contentlog.Ref) error {
 			ref.rec = refs[0]
 			s.liveOnCommit(tx, ref.rec.Seg, ref.rec.Size())
 			return s.putIndex(tx, key, seq, ref, meta)
@@ -100,7 +102,7 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(meta) > 0 {
 		meta = append([]byte(nil), meta...)
 	}
-	_, err := s.log.Append([][]byte{rec}, func(refs []contentlog.Ref) {
+	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
 		s.addLive(ref.rec.Seg, ref.rec.Size())
 		s.deferIndex(id, seq, ref, meta)

@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/go-json-experiment/json/jsontext"
-
+	"github.com/orion-agent/orion/internal/jsonstr"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -20,14 +19,20 @@ func appendParamsJSON(p protocol.AppendParams) []byte {
 		Seq       uint64 `json:"seq"`
 		Chunk     string `json:"chunk"`
 	}(p)
-	b := make([]byte, 0, len(p.Chunk)+len(p.Chunk)/8+len(p.SessionID)+64)
-	b = append(b, `{"session_id":`...)
-	b, _ = jsontext.AppendQuote(b, p.SessionID)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, p.Seq, 10)
-	b = append(b, `,"chunk":`...)
-	b, _ = jsontext.AppendQuote(b, p.Chunk)
-	return append(b, '}')
+	return appendChunkParams(make([]byte, 0, len(p.Chunk)+len(p.Chunk)/8+len(p.SessionID)+64), p.SessionID, p.Seq, p.Chunk)
+}
+
+// appendChunkParams appends session.append's params, encoded as
+// appendParamsJSON encodes them, to dst: a streamer reuses one buffer for
+// every chunk, and a chunk read as bytes is not copied into a string first.
+func appendChunkParams[S ~[]byte | ~string](dst []byte, id string, seq uint64, chunk S) []byte {
+	dst = append(dst, `{"session_id":`...)
+	dst = jsonstr.Quote(dst, id)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, `,"chunk":`...)
+	dst = jsonstr.Quote(dst, chunk)
+	return append(dst, '}')
 }
 
 // writeParamsJSON encodes session.write's params: begin's small fields as
@@ -44,6 +49,6 @@ func writeParamsJSON(p protocol.WriteParams) ([]byte, error) {
 		b = append(b, ',')
 	}
 	b = append(b, `"content":`...)
-	b, _ = jsontext.AppendQuote(b, p.Content)
+	b = jsonstr.Quote(b, p.Content)
 	return append(b, '}'), nil
 }

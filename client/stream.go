@@ -72,6 +72,9 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		chunks   uint64
 		pending  []inflight
 		firstErr error
+		// enc holds each chunk's params, encoded, until its request is
+		// written; the next chunk reuses it.
+		enc []byte
 	)
 	// settle waits for the oldest append in flight. After a failure the
 	// replies still due are read but not counted: the appends after a
@@ -105,7 +108,8 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		params, release := c.codec.Hold(appendParamsJSON(protocol.AppendParams{SessionID: id, Seq: seq, Chunk: string(chunk)}))
+		enc = appendChunkParams(enc[:0], id, seq, chunk)
+		params, release := c.codec.Hold(enc)
 		// DispatchCall returns once the request is written: the encoded
 		// chunk need not be held while its reply is awaited.
 		w, err := c.conn.DispatchCall(ctx, protocol.MethodSessionAppend, params)

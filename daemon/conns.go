@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -120,22 +119,21 @@ type connSet struct {
 	served   int
 	reserved int
 	byPID    map[int]int
-	// byRPC maps each *jsonrpc2.Conn to its *conn.
-	byRPC sync.Map
 }
 
 // conn is one served connection.
 type conn struct {
-	// pid is the peer process, by its credentials at connect time.
-	pid int
+	// uid and pid are the peer's user and process, by its credentials at
+	// connect time.
+	uid, pid int
 	// name is the peer process's name, read at accept ("" when unknown),
 	// which the sessions it begins record.
 	name string
 	// reserved is a connection admitted past the limit for daemon.status
 	// only.
 	reserved bool
-	// rpc is set once the connection is bound (connSet.bind), by serve
-	// or by its first request, whichever comes first.
+	// rpc is set once the connection is bound (bind), by serve or by its
+	// first request, whichever comes first.
 	rpc    atomic.Pointer[jsonrpc2.Conn]
 	stream *jsonrpc.ServerStream
 	// active is the last time (UnixNano) a frame started to arrive: a
@@ -145,9 +143,62 @@ type conn struct {
 	// following is set once the connection asked for trace.follow: it
 	// waits for events, which is not idleness.
 	following atomic.Bool
+
+	// cancels are the requests being served that their client may cancel
+	// (protocol.CancelRequest), by the id jsonrpc2 knows them by.
+	cmu     sync.Mutex
+	cancels map[uint64]context.CancelFunc
+}
+
+// cancellable returns the context of the request jsonrpc2 knows by id, a
+// child of ctx (the connection's) that its client may cancel, and the
+// function to call once the request is done.
+func (c *conn) cancellable(ctx context.Context, id uint64) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.cmu.Lock()
+	if c.cancels == nil {
+		c.cancels = make(map[uint64]context.CancelFunc)
+	}
+	c.cancels[id] = cancel
+	c.cmu.Unlock()
+	return ctx, func() {
+		c.cmu.Lock()
+		delete(c.cancels, id)
+		c.cmu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels the request jsonrpc2 knows by id, if it is cancellable
+// and not done.
+func (c *conn) cancel(id uint64) {
+	c.cmu.Lock()
+	cancel := c.cancels[id]
+	c.cmu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 func (c *conn) touch(now time.Time) { c.active.Store(now.UnixNano()) }
+
+// peer is who is at the other end of c.
+func (c *conn) peer() Peer { return Peer{UID: c.uid, PID: c.pid, Name: c.name, conn: c} }
+
+// notify sends the peer a notification. It fails once the connection is
+// closed.
+func (c *conn) notify(method string, params any) error {
+	rpc := c.rpc.Load()
+	if rpc == nil {
+		return jsonrpc2.ErrClosed
+	}
+	return rpc.Notify(context.Background(), method, params)
+}
+
+// bind records rpc as c's connection. serve and the first request both
+// bind, in either order, so that neither a handler nor the idle sweep
+// finds c without it.
+func (c *conn) bind(rpc *jsonrpc2.Conn) { c.rpc.CompareAndSwap(nil, rpc) }
 
 // shut closes the connection, once it is bound.
 func (c *conn) shut() {
@@ -242,7 +293,7 @@ func (s *connSet) closeAll() {
 // no request for its timeout, no request awaiting its reply,
 // no trace followed and (asked last, it costs most) no unfinished session
 // driven. A connection of the status reserve is idle after reserveIdle.
-func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*jsonrpc2.Conn) bool) bool {
+func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*conn) bool) bool {
 	if c.reserved {
 		timeout = reserveIdle
 	}
@@ -255,12 +306,11 @@ func (c *conn) idle(now time.Time, timeout time.Duration, drives func(*jsonrpc2.
 	if c.reserved {
 		return true
 	}
-	rpc := c.rpc.Load()
-	return !c.following.Load() && (rpc == nil || drives == nil || !drives(rpc))
+	return !c.following.Load() && (drives == nil || !drives(c))
 }
 
 // sweepIdle closes idle connections until ctx is done.
-func (s *connSet) sweepIdle(ctx context.Context, timeout time.Duration, drives func(*jsonrpc2.Conn) bool, log *slog.Logger) {
+func (s *connSet) sweepIdle(ctx context.Context, timeout time.Duration, drives func(*conn) bool, log *slog.Logger) {
 	interval := time.Second
 	if timeout > 0 && timeout/4 < interval {
 		interval = max(timeout/4, 10*time.Millisecond)
@@ -290,9 +340,8 @@ func (s *connSet) sweepIdle(ctx context.Context, timeout time.Duration, drives f
 // connHandler is the handler of one connection: it keeps what the idle
 // check and the status reserve need to know, then hands the request on.
 type connHandler struct {
-	h   jsonrpc2.Handler
-	c   *conn
-	set *connSet
+	h *handler
+	c *conn
 }
 
 // reserveMethods are what a connection of the status reserve may ask.
@@ -301,8 +350,8 @@ var reserveMethods = map[string]bool{protocol.MethodDaemonStatus: true, protocol
 func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	// The connection's read loop may hand over its first request before
 	// serve had the *jsonrpc2.Conn to bind: a session begun then must
-	// still count against its client.
-	ch.set.bind(rpc, ch.c)
+	// still be driven by this connection.
+	ch.c.bind(rpc)
 	if ch.c.reserved && !req.Notif && !reserveMethods[req.Method] {
 		method := shortMethod(req.Method)
 		e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
@@ -316,7 +365,7 @@ func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonr
 	if req.Method == protocol.MethodTraceFollow {
 		ch.c.following.Store(true)
 	}
-	ch.h.Handle(ctx, rpc, req)
+	ch.h.handle(ctx, ch.c, rpc, req)
 }
 
 // refuse tells a client over the limit or its share why, in a frame its
@@ -412,41 +461,4 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-// bind lets client find the connection behind rpc. serve and the first
-// request both bind, in either order: each stores the mapping itself
-// (storing it twice is harmless), so neither returns before client can
-// find it, which a bind that left the store to whichever won a race did not
-// promise (a first request could be counted against no client).
-//
-// Every request binds, so once the mapping is there a bind is one read
-// (sync.Map's lock-free path for a key that is not rewritten).
-func (s *connSet) bind(rpc *jsonrpc2.Conn, c *conn) {
-	if _, ok := s.byRPC.Load(rpc); ok {
-		return
-	}
-	c.rpc.CompareAndSwap(nil, rpc)
-	s.byRPC.Store(rpc, c)
-}
-
-func (s *connSet) unbind(rpc *jsonrpc2.Conn) { s.byRPC.Delete(rpc) }
-
-// name is the peer process name of rpc, "" when unknown. Like client, it
-// is found through the binding its first request makes, so a request read
-// before serve had the *jsonrpc2.Conn still names its process.
-func (s *connSet) name(rpc *jsonrpc2.Conn) string {
-	if c, ok := s.byRPC.Load(rpc); ok {
-		return c.(*conn).name
-	}
-	return ""
-}
-
-// client names the peer process of rpc, the owner its sessions are counted
-// against ("" when unknown: counted against the daemon's cap only).
-func (s *connSet) client(rpc *jsonrpc2.Conn) string {
-	if c, ok := s.byRPC.Load(rpc); ok {
-		return "pid " + strconv.Itoa(c.(*conn).pid)
-	}
-	return ""
 }

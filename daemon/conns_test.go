@@ -126,7 +126,7 @@ func TestConnIdle(t *testing.T) {
 		c.touch(now.Add(-time.Minute))
 		return c
 	}
-	none := func(*jsonrpc2.Conn) bool { return false }
+	none := func(*conn) bool { return false }
 	if c := quiet(); !c.idle(now, 30*time.Second, none) {
 		t.Fatal("a quiet connection is not idle")
 	}
@@ -142,8 +142,7 @@ func TestConnIdle(t *testing.T) {
 		t.Fatal("a connection following the trace is idle")
 	}
 	c = quiet()
-	c.rpc.Store(&jsonrpc2.Conn{})
-	if c.idle(now, time.Second, func(*jsonrpc2.Conn) bool { return true }) {
+	if c.idle(now, time.Second, func(*conn) bool { return true }) {
 		t.Fatal("a connection driving a session is idle")
 	}
 	c = quiet()
@@ -159,20 +158,22 @@ func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.R
 
 // TestConnHandlerBindsBeforeTheFirstRequest: a connection's read loop can
 // hand over its first request before serve binds the connection; the
-// request must still be counted against its client.
+// request binds it, so what it begins is driven by this connection, and
+// its handler sees the peer the connection was accepted from.
 func TestConnHandlerBindsBeforeTheFirstRequest(t *testing.T) {
-	s := newConnSet(4, 4, 1)
-	c := &conn{pid: 42}
-	s.add(c)
+	c := &conn{uid: 1000, pid: 42, name: "agent"}
 	a, b := net.Pipe()
 	defer b.Close()
 	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(a, jsonrpc2.VSCodeObjectCodec{}),
 		handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
 	defer rpc.Close()
-	var got string
-	ch := connHandler{h: handlerFunc(func(_ context.Context, rc *jsonrpc2.Conn, _ *jsonrpc2.Request) { got = s.client(rc) }), c: c, set: s}
+	ch := connHandler{h: &handler{}, c: c}
 	ch.Handle(context.Background(), rpc, &jsonrpc2.Request{Method: "session.begin", Notif: true})
-	if got != "pid 42" {
-		t.Fatalf("the first request's client: %q, want pid 42", got)
+	if got := c.rpc.Load(); got != rpc {
+		t.Fatalf("the first request left the connection bound to %p, want %p", got, rpc)
+	}
+	p := c.peer()
+	if p.UID != 1000 || p.PID != 42 || p.Name != "agent" || p.Client() != "pid 42" {
+		t.Fatalf("peer %+v (client %q), want uid 1000, pid 42, agent, client pid 42", p, p.Client())
 	}
 }

@@ -338,7 +338,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	// A session counts as driven while it is not finished: open,
 	// truncated or needing corrections.
-	tr.drives = func(c *jsonrpc2.Conn) bool {
+	tr.drives = func(c *conn) bool {
 		return owners.drives(c, func(id string) bool {
 			info, err := mgr.Get(id)
 			return err == nil && info.Stage.Unfinished()
@@ -360,8 +360,6 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		inflight: &inflight,
 		roots: &rootAdder{stateDir: cfg.StateDir, protect: cfg.Protection(), mgr: mgr, log: log,
 			given: roots, added: added},
-		client: tr.conns.client,
-		name:   tr.conns.name,
 		status: func() protocol.StatusResult {
 			var ts *protocol.TraceStats
 			if tracer != nil {
@@ -437,7 +435,7 @@ type transport struct {
 	// idleTimeout closes idle connections (negative: never); drives
 	// reports whether a connection drives an unfinished session.
 	idleTimeout time.Duration
-	drives      func(*jsonrpc2.Conn) bool
+	drives      func(*conn) bool
 }
 
 // serve accepts connections until ctx is done, then closes them all. Only
@@ -485,7 +483,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			c.Close()
 			continue
 		}
-		entry := &conn{pid: pid, name: peerProcess(pid)}
+		entry := &conn{uid: peer, pid: pid, name: peerProcess(pid)}
 		entry.touch(time.Now())
 		if why := tr.conns.add(entry); why == refusedFull || why == refusedShare {
 			if n, ok := refusals.note(time.Now()); ok {
@@ -497,14 +495,14 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 		}
 		entry.stream = jsonrpc.NewServerStream(c, tr.limits, tr.stash, log)
 		entry.stream.OnFrame(func() { entry.touch(time.Now()) })
-		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry, set: tr.conns},
-			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)))
-		tr.conns.bind(rpc, entry)
+		entry.stream.OnCancel(entry.cancel)
+		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry},
+			jsonrpc2.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelDebug)), entry.stream.OnSend())
+		entry.bind(rpc)
 		go func() {
 			<-rpc.DisconnectNotify()
 			tr.conns.remove(entry)
-			tr.conns.unbind(rpc)
-			h.owners.drop(rpc)
+			h.owners.drop(entry)
 		}()
 	}
 }

@@ -3,8 +3,6 @@ package daemon
 import (
 	"sync"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -14,18 +12,18 @@ import (
 // by hundreds of megabytes. Usable as a zero value.
 type followCount struct {
 	mu sync.Mutex
-	n  map[*jsonrpc2.Conn]int
+	n  map[*conn]int
 }
 
 // add counts one more follow of conn, or refuses it with
 // too_many_follows when conn has protocol.MaxFollowsPerConnection.
-func (f *followCount) add(conn *jsonrpc2.Conn) error {
+func (f *followCount) add(c *conn) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == nil {
-		f.n = map[*jsonrpc2.Conn]int{}
+		f.n = map[*conn]int{}
 	}
-	if f.n[conn] >= protocol.MaxFollowsPerConnection {
+	if f.n[c] >= protocol.MaxFollowsPerConnection {
 		e := protocol.Errorf(protocol.CodeTooLarge, protocol.ReasonTooManyFollows,
 			"this connection follows the trace %d times already, the most one may; a follow lasts until its connection closes: "+
 				"follow with one filter that covers what you need, or open another connection", protocol.MaxFollowsPerConnection)
@@ -33,15 +31,15 @@ func (f *followCount) add(conn *jsonrpc2.Conn) error {
 		e.Data.Limit = protocol.MaxFollowsPerConnection
 		return e
 	}
-	f.n[conn]++
+	f.n[c]++
 	return nil
 }
 
 // done forgets one follow of conn, once it closed.
-func (f *followCount) done(conn *jsonrpc2.Conn) {
+func (f *followCount) done(c *conn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n[conn]--; f.n[conn] <= 0 {
-		delete(f.n, conn)
+	if f.n[c]--; f.n[c] <= 0 {
+		delete(f.n, c)
 	}
 }

@@ -51,41 +51,22 @@ type handler struct {
 	// nil, or a request it does not hold, means the params are in the
 	// request.
 	params *jsonrpc.Params
-	// client names a connection's peer process, whose sessions the
-	// per-client cap counts; nil counts none.
-	client func(*jsonrpc2.Conn) string
-	// name is a connection's peer process name, which the sessions it
-	// begins record (session info's client); nil names none.
-	name func(*jsonrpc2.Conn) string
 	// heavy bounds the replies that may be megabytes (heavy.go).
 	heavy heavyGate
 	// follows bounds each connection's trace.follow subscriptions.
 	follows followCount
 }
 
-// nameOf is the peer process name of conn, "" when unknown.
-func (h *handler) nameOf(conn *jsonrpc2.Conn) string {
-	if h.name == nil {
-		return ""
-	}
-	return h.name(conn)
-}
-
-// clientOf names conn's client for the per-client caps.
-func (h *handler) clientOf(conn *jsonrpc2.Conn) string {
-	if h.client == nil {
-		return ""
-	}
-	return h.client(conn)
-}
-
-// Handle is called from the connection's read loop: it only decodes the
-// params, fixes the request's place in its session's queue and hands it to
-// a goroutine.
-func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+// handle is called from the read loop of connection c (rpc to jsonrpc2):
+// it only decodes the params, fixes the request's place in its session's
+// queue and hands it to a goroutine. ctx is jsonrpc2's for the connection,
+// done when it closes: the handler's, so that work for a client that is
+// gone can stop.
+func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
-		// No client notifications are defined yet; $/cancelRequest and
-		// friends are ignored rather than answered, as JSON-RPC requires.
+		// Notifications are never answered, as JSON-RPC requires: the
+		// stream acts on $/cancelRequest itself (OnCancel), and any other
+		// is ignored.
 		return
 	}
 	// Params are decoded once, here: the session key that orders the
@@ -102,48 +83,66 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		wait, done = h.order.enqueue(key)
 	}
 	method, id := shortMethod(req.Method), req.ID
+	// A heavy read may be cancelled by its client as well as stopped by
+	// its connection's end; the context is made here, on the read loop,
+	// so that a cancellation read next finds it.
+	reqCtx, finished := ctx, func() {}
+	if decodeErr == nil && m.heavy && !id.IsString {
+		reqCtx, finished = c.cancellable(ctx, id.Num)
+	}
 	h.inflight.Add(1)
 	go func() {
 		defer h.inflight.Done()
+		defer finished()
 		if wait != nil {
 			<-wait
 		}
-		if decodeErr == nil && m.heavy {
-			release, ok := h.heavy.acquire(conn)
-			if !ok {
-				done()
-				return
+		err := decodeErr
+		if err == nil && m.heavy {
+			release, ok := h.heavy.acquire(reqCtx, c)
+			if ok {
+				defer release()
+			} else {
+				err = reqCtx.Err()
 			}
-			defer release()
 		}
 		start := time.Now()
 		var (
 			result any
 			owned  []string
 		)
-		err := decodeErr
 		if err == nil {
-			result, owned, err = h.serve(conn, m, params)
+			result, owned, err = h.serve(reqCtx, c.peer(), m, params)
 		}
 		for _, id := range owned {
-			h.owners.claim(id, conn)
+			h.owners.claim(id, c)
 		}
 		// The reply may wait on a client that does not read: the session's
 		// next request must not wait with it, and the params (a chunk of up
 		// to --max-chunk-bytes) must not stay alive meanwhile.
 		done()
 		params = nil
+		if err != nil && reqCtx.Err() != nil && errors.Is(err, reqCtx.Err()) {
+			if ctx.Err() != nil {
+				// A read that stopped because its client went away: there
+				// is no one to answer, and it failed nothing.
+				h.log.Info("request abandoned: its connection closed", "method", method, "after", time.Since(start))
+				return
+			}
+			h.log.Info("request cancelled by its client", "method", method, "after", time.Since(start))
+			err = errCancelled(method)
+		}
 		h.traceRequest(method, key, result, owned, err, start)
 		if err != nil {
 			rpcErr := toRPCError(err)
 			h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
-			if rerr := conn.ReplyWithError(ctx, id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+			if rerr := rpc.ReplyWithError(ctx, id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 				h.log.Warn("replying", "method", method, "err", rerr)
 			}
 			return
 		}
 		h.log.Debug("request", "method", method, "duration", time.Since(start))
-		if rerr := conn.Reply(ctx, id, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		if rerr := rpc.Reply(ctx, id, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 	}()
@@ -154,14 +153,14 @@ func (h *handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 // the daemon go on serving. What the handler did before it panicked stays
 // done: every write the engine acknowledges is committed first, so the
 // client asks where the session stands rather than assuming either way.
-func (h *handler) serve(conn *jsonrpc2.Conn, m method, params any) (result any, owned []string, err error) {
+func (h *handler) serve(ctx context.Context, peer Peer, m method, params any) (result any, owned []string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, owned, err = nil, nil, h.recovered(m.name, r)
 		}
 	}()
 	failpoint.Hit("daemon.serve")
-	return m.serve(h, conn, params)
+	return m.serve(h, ctx, peer, params)
 }
 
 // recovered logs a panic recovered while serving method, with its stack,
@@ -320,6 +319,14 @@ func toRPCError(err error) *jsonrpc2.Error {
 	rpcErr := &jsonrpc2.Error{Code: pe.Code, Message: pe.Message}
 	rpcErr.SetError(pe.Data)
 	return rpcErr
+}
+
+// errCancelled answers a request its client cancelled.
+func errCancelled(method string) error {
+	e := protocol.Errorf(protocol.CodeRequestCancelled, protocol.ReasonRequestCancelled,
+		"%s was cancelled by its client (%s) before it was answered; nothing was changed", method, protocol.CancelRequest)
+	e.Data.Method = method
+	return e
 }
 
 // errTracingOff answers trace methods when oriond runs with --trace=false.

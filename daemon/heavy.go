@@ -1,9 +1,8 @@
 package daemon
 
 import (
+	"context"
 	"sync"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // Replies that may be megabytes (session.content, session.list,
@@ -20,7 +19,7 @@ const maxHeavyReplies = 3
 type heavyGate struct {
 	mu     sync.Mutex
 	global chan struct{}
-	conns  map[*jsonrpc2.Conn]*connSlot
+	conns  map[*conn]*connSlot
 }
 
 // connSlot is one connection's slot and the requests that use or wait
@@ -31,18 +30,19 @@ type connSlot struct {
 }
 
 // acquire waits for conn's slot and then a daemon-wide one. It returns
-// false, holding nothing, when the connection closed meanwhile: its reply
-// could not be written anyway.
-func (g *heavyGate) acquire(conn *jsonrpc2.Conn) (release func(), ok bool) {
+// false, holding nothing, when ctx (the request's, done when its
+// connection closes) is done meanwhile: its reply could not be written
+// anyway.
+func (g *heavyGate) acquire(ctx context.Context, c *conn) (release func(), ok bool) {
 	g.mu.Lock()
 	if g.global == nil {
 		g.global = make(chan struct{}, maxHeavyReplies)
-		g.conns = map[*jsonrpc2.Conn]*connSlot{}
+		g.conns = map[*conn]*connSlot{}
 	}
-	slot := g.conns[conn]
+	slot := g.conns[c]
 	if slot == nil {
 		slot = &connSlot{ch: make(chan struct{}, 1)}
-		g.conns[conn] = slot
+		g.conns[c] = slot
 	}
 	slot.users++
 	global := g.global
@@ -51,19 +51,19 @@ func (g *heavyGate) acquire(conn *jsonrpc2.Conn) (release func(), ok bool) {
 	leave := func() {
 		g.mu.Lock()
 		if slot.users--; slot.users == 0 {
-			delete(g.conns, conn)
+			delete(g.conns, c)
 		}
 		g.mu.Unlock()
 	}
 	select {
 	case slot.ch <- struct{}{}:
-	case <-conn.DisconnectNotify():
+	case <-ctx.Done():
 		leave()
 		return nil, false
 	}
 	select {
 	case global <- struct{}{}:
-	case <-conn.DisconnectNotify():
+	case <-ctx.Done():
 		<-slot.ch
 		leave()
 		return nil, false

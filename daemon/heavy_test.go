@@ -2,26 +2,13 @@ package daemon
 
 import (
 	"context"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/orion-agent/orion/protocol"
 )
-
-func heavyTestConn(t *testing.T) *jsonrpc2.Conn {
-	t.Helper()
-	a, b := net.Pipe()
-	t.Cleanup(func() { b.Close() })
-	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(a, jsonrpc2.VSCodeObjectCodec{}),
-		handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}))
-	t.Cleanup(func() { rpc.Close() })
-	return rpc
-}
 
 // Many heavy requests at once, on a few connections: never more than one
 // reply per connection, nor maxHeavyReplies in all, is held at a time.
@@ -41,12 +28,12 @@ func TestHeavyGateBoundsRepliesPerConnectionAndInAll(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for i := range conns {
-		c := heavyTestConn(t)
+		c := &conn{pid: i}
 		for range each {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				release, ok := g.acquire(c)
+				release, ok := g.acquire(context.Background(), c)
 				if !ok {
 					t.Error("acquire on an open connection failed")
 					return
@@ -77,20 +64,21 @@ func TestHeavyGateBoundsRepliesPerConnectionAndInAll(t *testing.T) {
 }
 
 // A request waiting for its connection's slot gives up when the
-// connection closes, holding nothing.
+// connection closes (its context is done), holding nothing.
 func TestHeavyGateWaiterLeavesWithItsConnection(t *testing.T) {
 	var g heavyGate
-	c := heavyTestConn(t)
-	release, ok := g.acquire(c)
+	c := &conn{}
+	ctx, closeConn := context.WithCancel(context.Background())
+	release, ok := g.acquire(ctx, c)
 	if !ok {
 		t.Fatal("first acquire failed")
 	}
 	res := make(chan bool)
 	go func() {
-		_, ok := g.acquire(c)
+		_, ok := g.acquire(ctx, c)
 		res <- ok
 	}()
-	c.Close()
+	closeConn()
 	if <-res {
 		t.Fatal("a waiter on a closed connection acquired")
 	}

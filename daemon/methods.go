@@ -3,11 +3,10 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/protocol"
 )
@@ -72,110 +71,114 @@ func txOwner(r protocol.TxBeginResult) []string {
 	return ids
 }
 
-func (h *handler) begin(conn *jsonrpc2.Conn, p *protocol.BeginParams) (protocol.BeginResult, error) {
-	p.Client = withAgent(h.nameOf(conn), p.Agent)
-	return h.mgr.BeginAs(h.clientOf(conn), *p)
+func (h *handler) begin(_ context.Context, peer Peer, p *protocol.BeginParams) (protocol.BeginResult, error) {
+	p.Client = withAgent(peer.Name, p.Agent)
+	return h.mgr.BeginAs(peer.Client(), *p)
 }
 
-func (h *handler) append(_ *jsonrpc2.Conn, p *protocol.AppendParams) (protocol.AppendResult, error) {
+func (h *handler) append(_ context.Context, _ Peer, p *protocol.AppendParams) (protocol.AppendResult, error) {
 	return h.mgr.Append(*p)
 }
 
-func (h *handler) finalize(_ *jsonrpc2.Conn, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+func (h *handler) finalize(_ context.Context, _ Peer, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {
 	return h.mgr.Finalize(*p)
 }
 
-func (h *handler) abort(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.AbortResult, error) {
+func (h *handler) abort(_ context.Context, _ Peer, p *protocol.SessionIDParams) (protocol.AbortResult, error) {
 	return h.mgr.Abort(p.SessionID)
 }
 
-func (h *handler) get(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.SessionInfo, error) {
+func (h *handler) get(_ context.Context, _ Peer, p *protocol.SessionIDParams) (protocol.SessionInfo, error) {
 	return h.mgr.Get(p.SessionID)
 }
 
-func (h *handler) list(_ *jsonrpc2.Conn, p *protocol.ListParams) (protocol.ListResult, error) {
-	return h.mgr.ListPage(*p)
+func (h *handler) list(ctx context.Context, _ Peer, p *protocol.ListParams) (protocol.ListResult, error) {
+	return h.mgr.ListPage(ctx, *p)
 }
 
-func (h *handler) resume(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.ResumeResult, error) {
+func (h *handler) resume(_ context.Context, _ Peer, p *protocol.SessionIDParams) (protocol.ResumeResult, error) {
 	return h.mgr.Resume(p.SessionID)
 }
 
-func (h *handler) continue_(conn *jsonrpc2.Conn, p *protocol.ContinueParams) (protocol.BeginResult, error) {
-	return h.mgr.ContinueAs(h.clientOf(conn), p.SessionID)
+func (h *handler) continue_(_ context.Context, peer Peer, p *protocol.ContinueParams) (protocol.BeginResult, error) {
+	return h.mgr.ContinueAs(peer.Client(), p.SessionID)
 }
 
-func (h *handler) clean(_ *jsonrpc2.Conn, p *protocol.CleanParams) (protocol.CleanResult, error) {
+func (h *handler) clean(_ context.Context, _ Peer, p *protocol.CleanParams) (protocol.CleanResult, error) {
 	return h.mgr.Clean(time.Duration(p.OlderThanMS)*time.Millisecond, time.Duration(p.FinishedOlderThanMS)*time.Millisecond), nil
 }
 
-func (h *handler) undo(_ *jsonrpc2.Conn, p *protocol.SessionIDParams) (protocol.UndoResult, error) {
+func (h *handler) undo(_ context.Context, _ Peer, p *protocol.SessionIDParams) (protocol.UndoResult, error) {
 	return h.mgr.Undo(p.SessionID)
 }
 
-func (h *handler) content(_ *jsonrpc2.Conn, p *protocol.ContentParams) (protocol.ContentResult, error) {
-	return h.mgr.Content(*p)
+func (h *handler) content(ctx context.Context, _ Peer, p *protocol.ContentParams) (protocol.ContentResult, error) {
+	return h.mgr.Content(ctx, *p)
 }
 
-func (h *handler) write(conn *jsonrpc2.Conn, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
-	p.Client = h.nameOf(conn)
-	return h.mgr.WriteAs(h.clientOf(conn), *p)
+func (h *handler) write(_ context.Context, peer Peer, p *protocol.WriteParams) (protocol.FinalizeResult, error) {
+	p.Client = peer.Name
+	return h.mgr.WriteAs(peer.Client(), *p)
 }
 
-func (h *handler) txBegin(conn *jsonrpc2.Conn, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
+func (h *handler) txBegin(_ context.Context, peer Peer, p *protocol.TxBeginParams) (protocol.TxBeginResult, error) {
 	for i := range p.Files {
-		p.Files[i].Client = h.nameOf(conn)
+		p.Files[i].Client = peer.Name
 	}
-	return h.mgr.TxBeginAs(h.clientOf(conn), *p)
+	return h.mgr.TxBeginAs(peer.Client(), *p)
 }
 
-func (h *handler) txCommit(_ *jsonrpc2.Conn, p *protocol.TxCommitParams) (protocol.TxCommitResult, error) {
+func (h *handler) txCommit(_ context.Context, _ Peer, p *protocol.TxCommitParams) (protocol.TxCommitResult, error) {
 	return h.mgr.TxCommit(*p)
 }
 
-func (h *handler) txAbort(_ *jsonrpc2.Conn, p *protocol.TxIDParams) (protocol.TxInfo, error) {
+func (h *handler) txAbort(_ context.Context, _ Peer, p *protocol.TxIDParams) (protocol.TxInfo, error) {
 	return h.mgr.TxAbort(p.TxID)
 }
 
-func (h *handler) txGet(_ *jsonrpc2.Conn, p *protocol.TxIDParams) (protocol.TxInfo, error) {
+func (h *handler) txGet(_ context.Context, _ Peer, p *protocol.TxIDParams) (protocol.TxInfo, error) {
 	return h.mgr.TxGet(p.TxID)
 }
 
-func (h *handler) allowRoot(_ *jsonrpc2.Conn, p *protocol.AllowRootParams) (protocol.AllowRootResult, error) {
+func (h *handler) allowRoot(_ context.Context, _ Peer, p *protocol.AllowRootParams) (protocol.AllowRootResult, error) {
 	return h.roots.allow(p.Path)
 }
 
-func (h *handler) daemonStatus(*jsonrpc2.Conn, *protocol.NoParams) (protocol.StatusResult, error) {
+func (h *handler) daemonStatus(context.Context, Peer, *protocol.NoParams) (protocol.StatusResult, error) {
 	return h.status(), nil
 }
 
-func (h *handler) toolsDefinitions(*jsonrpc2.Conn, *protocol.NoParams) (protocol.ToolsResult, error) {
+func (h *handler) toolsDefinitions(context.Context, Peer, *protocol.NoParams) (protocol.ToolsResult, error) {
 	return protocol.ToolsResult{Tools: []protocol.ToolDefinition{protocol.WritePlanToolBegin()}}, nil
 }
 
-func (h *handler) traceList(_ *jsonrpc2.Conn, p *protocol.TraceListParams) (protocol.TraceListResult, error) {
+func (h *handler) traceList(ctx context.Context, _ Peer, p *protocol.TraceListParams) (protocol.TraceListResult, error) {
 	if h.traces == nil {
 		return protocol.TraceListResult{}, errTracingOff(protocol.MethodTraceList)
 	}
-	return h.traces.List(*p)
+	return h.traces.List(ctx, *p)
 }
 
-func (h *handler) traceFollow(conn *jsonrpc2.Conn, p *protocol.TraceFollowParams) (protocol.TraceFollowResult, error) {
+func (h *handler) traceFollow(ctx context.Context, peer Peer, p *protocol.TraceFollowParams) (protocol.TraceFollowResult, error) {
 	if h.traces == nil {
 		return protocol.TraceFollowResult{}, errTracingOff(protocol.MethodTraceFollow)
 	}
-	if err := h.follows.add(conn); err != nil {
+	c := peer.conn
+	if c == nil {
+		return protocol.TraceFollowResult{}, errors.New("trace.follow needs a connection to send its events on")
+	}
+	if err := h.follows.add(c); err != nil {
 		return protocol.TraceFollowResult{}, err
 	}
 	// Events go to this connection, from the tracer's goroutine for it,
-	// until the connection closes.
+	// until the connection closes, which is when ctx is done.
 	stop := h.traces.Follow(p.TraceFilter, func(n protocol.TraceEventNotification) {
-		conn.Notify(context.Background(), protocol.NotifyTraceEvent, n)
+		c.notify(protocol.NotifyTraceEvent, n)
 	})
 	go func() {
-		<-conn.DisconnectNotify()
+		<-ctx.Done()
 		stop()
-		h.follows.done(conn)
+		h.follows.done(c)
 	}()
 	return protocol.TraceFollowResult{Following: true}, nil
 }
@@ -193,7 +196,7 @@ type method struct {
 	session func(params any) string
 	// serve calls the handler with decoded params and names the sessions
 	// its result makes the connection the driver of.
-	serve func(h *handler, conn *jsonrpc2.Conn, params any) (result any, owned []string, err error)
+	serve func(h *handler, ctx context.Context, peer Peer, params any) (result any, owned []string, err error)
 	// heavy: its reply may be megabytes, built and written under the
 	// handler's heavyGate.
 	heavy bool
@@ -202,7 +205,7 @@ type method struct {
 // routeOf is a method of the table with its types, as written in it.
 type routeOf[P, R any] struct {
 	m         protocol.Method[P, R]
-	handle    func(*handler, *jsonrpc2.Conn, *P) (R, error)
+	handle    func(*handler, context.Context, Peer, *P) (R, error)
 	sessionOf func(*P) string
 	ownedBy   func(R) []string
 	decoder   func(json.RawMessage) (*P, error)
@@ -210,7 +213,7 @@ type routeOf[P, R any] struct {
 }
 
 // route serves m with handle, whose params and result are m's types.
-func route[P, R any](m protocol.Method[P, R], handle func(*handler, *jsonrpc2.Conn, *P) (R, error)) routeOf[P, R] {
+func route[P, R any](m protocol.Method[P, R], handle func(*handler, context.Context, Peer, *P) (R, error)) routeOf[P, R] {
 	return routeOf[P, R]{m: m, handle: handle}
 }
 
@@ -260,8 +263,8 @@ func (r routeOf[P, R]) erase() method {
 	if r.sessionOf != nil {
 		m.session = func(p any) string { return r.sessionOf(p.(*P)) }
 	}
-	m.serve = func(h *handler, conn *jsonrpc2.Conn, p any) (any, []string, error) {
-		res, err := r.handle(h, conn, p.(*P))
+	m.serve = func(h *handler, ctx context.Context, peer Peer, p any) (any, []string, error) {
+		res, err := r.handle(h, ctx, peer, p.(*P))
 		if err != nil {
 			return nil, nil, err
 		}

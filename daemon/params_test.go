@@ -238,3 +238,68 @@ func BenchmarkWriteParams(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeAppendFast: params as clients send them are read by the one-pass
+// decoder, in any order and with any spacing; everything else is left to
+// the general decoder.
+func TestDecodeAppendFast(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		fast   bool
+	}{
+		{`{"session_id":"s","seq":1,"chunk":"hello\n"}`, true},
+		{` { "chunk" : "a\"b" , "seq" : 18446744073709551615 , "session_id" : "s\u00e9" } `, true},
+		{`{"session_id":"s","seq":0,"chunk":""}`, true},
+		{"{\"session_id\":\"s\",\"seq\":1,\"chunk\":\"caf\xe9\"}", false},
+		{`{"session_id":"s","seq":1,"chunk":"\ud800"}`, false},
+		{`{"session_id":"s","seq":1,"chunk":null}`, false},
+		{`{"session_id":"s","seq":1}`, false},
+		{`{"session_id":"s","seq":01,"chunk":""}`, false},
+		{`{"session_id":"s","seq":1.0,"chunk":""}`, false},
+		{`{"session_id":"s","seq":1e0,"chunk":""}`, false},
+		{`{"session_id":"s","seq":18446744073709551616,"chunk":""}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"","chunk":"x"}`, false},
+		{`{"Session_ID":"s","seq":1,"chunk":""}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"","x":1}`, false},
+		{`{"session_id":"s","seq":1,"chunk":""}x`, false},
+		{`{"session_id":"s","seq":1,"chunk":"",}`, false},
+		{`{"session_id":"s","seq":1 "chunk":""}`, false},
+	} {
+		p, ok := decodeAppendFast([]byte(tc.params))
+		if ok != tc.fast {
+			t.Errorf("%s: read in one pass %v, want %v", tc.params, ok, tc.fast)
+			continue
+		}
+		if ok {
+			want, err := decodeAppendGeneral([]byte(tc.params))
+			if err != nil || *want != *p {
+				t.Errorf("%s: read %+v, the general decoder %+v (%v)", tc.params, p, want, err)
+			}
+		}
+	}
+}
+
+// FuzzDecodeAppend: whatever the one-pass decoder reads, the general
+// decoder reads the same; it never takes what the general one refuses.
+func FuzzDecodeAppend(f *testing.F) {
+	for _, s := range []string{
+		`{"session_id":"s","seq":1,"chunk":"hello\n"}`,
+		` { "chunk" : "a\"b\ud83d\ude00" , "seq" : 42 , "session_id" : "s" } `,
+		`{"session_id":"s","seq":1,"chunk":"\ud800"}`,
+		`{"session_id":"s","seq":1,"chunk":null}`,
+		`{"session_id":"s","seq":1,"chunk":"","chunk":"x"}`,
+		`{"session_id":"s","seq":1e0,"chunk":""}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p, ok := decodeAppendFast(raw)
+		if !ok {
+			return
+		}
+		want, err := decodeAppendGeneral(raw)
+		if err != nil || *want != *p {
+			t.Fatalf("%q: read %+v, the general decoder %+v (%v)", raw, p, want, err)
+		}
+	})
+}

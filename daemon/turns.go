@@ -1,10 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"log/slog"
 	"path/filepath"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/blobstore"
 	"github.com/orion-agent/orion/internal/checkpoint"
@@ -56,30 +55,30 @@ func openCheckpoints(cfg Config, st *store.Store, guard *pathguard.Guard, rec tr
 
 func ptr[T any](v T) *T { return &v }
 
-func (h *handler) turnBegin(_ *jsonrpc2.Conn, p *protocol.TurnBeginParams) (protocol.TurnBeginResult, error) {
+func (h *handler) turnBegin(_ context.Context, _ Peer, p *protocol.TurnBeginParams) (protocol.TurnBeginResult, error) {
 	return h.turns.Begin(*p)
 }
 
-func (h *handler) turnEnd(_ *jsonrpc2.Conn, p *protocol.TurnEndParams) (protocol.TurnInfo, error) {
+func (h *handler) turnEnd(_ context.Context, _ Peer, p *protocol.TurnEndParams) (protocol.TurnInfo, error) {
 	return h.turns.End(p.TurnID)
 }
 
-func (h *handler) turnList(_ *jsonrpc2.Conn, p *protocol.TurnListParams) (protocol.TurnListResult, error) {
-	return h.turns.List(*p)
+func (h *handler) turnList(ctx context.Context, _ Peer, p *protocol.TurnListParams) (protocol.TurnListResult, error) {
+	return h.turns.List(ctx, *p)
 }
 
-func (h *handler) turnGet(_ *jsonrpc2.Conn, p *protocol.TurnGetParams) (protocol.TurnInfo, error) {
-	return h.turns.Get(*p)
+func (h *handler) turnGet(ctx context.Context, _ Peer, p *protocol.TurnGetParams) (protocol.TurnInfo, error) {
+	return h.turns.Get(ctx, *p)
 }
 
-func (h *handler) turnUndo(_ *jsonrpc2.Conn, p *protocol.TurnUndoParams) (protocol.TurnUndoResult, error) {
+func (h *handler) turnUndo(_ context.Context, _ Peer, p *protocol.TurnUndoParams) (protocol.TurnUndoResult, error) {
 	return h.turns.Undo(*p)
 }
 
-func (h *handler) turnRedo(_ *jsonrpc2.Conn, p *protocol.TurnRedoParams) (protocol.TurnUndoResult, error) {
+func (h *handler) turnRedo(_ context.Context, _ Peer, p *protocol.TurnRedoParams) (protocol.TurnUndoResult, error) {
 	return h.turns.Redo(*p)
 }
 
-func (h *handler) checkpointCreate(_ *jsonrpc2.Conn, p *protocol.CheckpointCreateParams) (protocol.CheckpointInfo, error) {
+func (h *handler) checkpointCreate(_ context.Context, _ Peer, p *protocol.CheckpointCreateParams) (protocol.CheckpointInfo, error) {
 	return h.turns.Checkpoint(*p)
 }

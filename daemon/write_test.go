@@ -68,23 +68,22 @@ func TestSessionWriteKilledBeforeRename(t *testing.T) {
 	d.Env = nil
 	d.Restart()
 	c, ctx = dialWrite(t, d)
-	deadline := time.Now().Add(10 * time.Second)
+	// Recovery finishes the write after the daemon answers: the file lands
+	// with its rename, and the session says completed a moment later.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got, _ := os.ReadFile(filepath.Join(d.Root, "k.txt"))
-		if string(got) == content {
+		all, err := c.List(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) == content && len(all) == 1 && all[0].Stage == protocol.StageCompleted {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("k.txt after the restart: %d bytes, want %d\n%s", len(got), len(content), d.Logs())
+			t.Fatalf("after the restart: k.txt %d bytes (want %d), sessions %+v\n%s", len(got), len(content), all, d.Logs())
 		}
-		time.Sleep(20 * time.Millisecond) // recovery finishes the write after the daemon answers
-	}
-	all, err := c.List(ctx, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) != 1 || all[0].Stage != protocol.StageCompleted {
-		t.Errorf("sessions after the restart: %+v", all)
+		time.Sleep(20 * time.Millisecond)
 	}
 	entries, _ := os.ReadDir(d.Root)
 	if len(entries) != 1 {
@@ -98,6 +97,10 @@ func TestSessionWriteKilledAfterReply(t *testing.T) {
 	d := testdaemon.Start(t)
 	d.Stop()
 	d.Env = []string{failpoint.EnvVar + "=store.commit-deferred=1"}
+	// Without the trace, whose batches commit every 100 ms, no commit
+	// takes the completion, and dies, between the rename and the reply:
+	// only the deferred writes' timer, a second after the rename.
+	d.Args = append(d.Args, "--trace=false")
 	d.Restart()
 	c, ctx := dialWrite(t, d)
 	target := filepath.Join(d.Root, "u.txt")

@@ -75,7 +75,19 @@ const (
 	// sessions already, or this client --max-client-sessions; finish,
 	// abort or wait for some (data.limit gives the limit).
 	CodeTooManySessions = -32021
+	// CodeRequestCancelled answers a request its client cancelled with
+	// CancelRequest before it was done: the code LSP and vscode-jsonrpc
+	// give it, outside the range of the daemon's own codes.
+	CodeRequestCancelled = -32800
 )
+
+// CancelRequest is the notification a client sends to cancel one of its
+// requests, as LSP defines it (vscode-jsonrpc sends it when a request's
+// cancellation token fires): params {"id": the request's id, as it was
+// sent}. A listing or a session's content stops and is answered
+// CodeRequestCancelled; other requests are not cancelled (a write that
+// has begun is finished, as if it had not been asked to stop).
+const CancelRequest = "$/cancelRequest"
 
 // Application error codes of checkpoints and turns.
 const (
@@ -145,10 +157,11 @@ const (
 const (
 	// ReasonEditFailed goes with CodeEditFailed.
 	ReasonEditFailed = "edit_failed"
-	// ReasonUnsupportedEncoding goes with CodeEditFailed (an existing file) or
-	// CodeValidationFailed (a new file's charset): the file is in
-	// an encoding whose bytes would not survive decoding to UTF-8 and
-	// back (a UTF-16 file with an unpaired surrogate), so it is not edited.
+	// ReasonUnsupportedEncoding goes with CodeEditFailed (an edit) or
+	// CodeValidationFailed (a whole-file write): the file is in an
+	// encoding whose bytes would not survive decoding to UTF-8 and back
+	// (a UTF-16 file with an unpaired surrogate), or the new text has a
+	// character that encoding cannot hold, so nothing is written.
 	ReasonUnsupportedEncoding = "unsupported_encoding"
 	// ReasonInvalidPatchSpec: patch_spec is missing or malformed.
 	ReasonInvalidPatchSpec = "invalid_patch_spec"
@@ -200,6 +213,8 @@ const (
 	ReasonBatchNotSupported = "batch_not_supported"
 	// ReasonTooManyConnections goes with CodeTooManyConnections.
 	ReasonTooManyConnections = "too_many_connections"
+	// ReasonRequestCancelled goes with CodeRequestCancelled.
+	ReasonRequestCancelled = "request_cancelled"
 )
 
 // Reasons of the daemon's resource limits.

@@ -24,6 +24,7 @@ import (
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orion-agent/orion/internal/charset"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -72,7 +73,7 @@ func (s *Server) addFSTools() {
 		if err != nil {
 			return nil, err
 		}
-		content := string(data)
+		content := fsDecode(data)
 		switch {
 		case tail > 0:
 			content = lastLines(content, int(tail))
@@ -145,7 +146,7 @@ func (s *Server) addFSTools() {
 					continue
 				}
 				sums[p] = sha(data)
-				parts = append(parts, fmt.Sprintf("%s:\n%s\n", p, data))
+				parts = append(parts, fmt.Sprintf("%s:\n%s\n", p, fsDecode(data)))
 			}
 			text := strings.Join(parts, "\n---\n")
 			return fsText(text, map[string]any{"content": text, "sha256": sums}), nil
@@ -306,7 +307,7 @@ func (s *Server) fsEdit(ctx context.Context, args map[string]any) (*mcp.CallTool
 	if err != nil {
 		return nil, err
 	}
-	content := strings.ReplaceAll(string(data), "\r\n", "\n")
+	content := strings.ReplaceAll(fsDecode(data), "\r\n", "\n")
 	modified := content
 	for _, e := range raw {
 		m, _ := e.(map[string]any)
@@ -622,6 +623,18 @@ func (s *Server) fsRead(p string) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// fsDecode is a file's text. The reference server reads every file as
+// UTF-8, turning a Latin-1 or UTF-16 file into replacement characters (and
+// its edit_file writes them back); this one decodes a file whose bytes
+// show another encoding, as the daemon does, which writes the edited text
+// back in that encoding.
+func fsDecode(data []byte) string {
+	if _, text, err := charset.DecodeFile(data, "", ""); err == nil {
+		return string(text)
+	}
+	return string(data)
 }
 
 // fsWrite writes the whole file through a write session of the daemon,

@@ -377,7 +377,7 @@ func TestRoots(t *testing.T) {
 	// The host changes its roots: roots/list_changed, then c is the root.
 	h.client.RemoveRoots("file://"+a, "file://"+b)
 	h.client.AddRoots(&mcp.Root{URI: "file://" + c})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res := h.call("write_file", map[string]any{"target_file": "new.txt", "operation": "create", "content": "new\n"})
 		if !res.IsError {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -143,7 +144,8 @@ type transport struct {
 
 // Connect implements mcp.Transport.
 func (t *transport) Connect(context.Context) (mcp.Connection, error) {
-	c := &conn{w: t.w, stash: t.stash, log: t.log, max: t.max, incoming: make(chan lineOrErr), closed: make(chan struct{})}
+	c := &conn{w: t.w, stash: t.stash, log: t.log, max: t.max, incoming: make(chan lineOrErr), closed: make(chan struct{}),
+		drainFor: drainTimeout}
 	go c.readLines(bufio.NewReaderSize(t.r, 64<<10), t.max)
 	return c, nil
 }
@@ -166,6 +168,87 @@ type conn struct {
 	incoming  chan lineOrErr
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// pending are the ids (as JSON text) of the requests handed to the
+	// SDK and not answered yet; answered is signalled as each is.
+	pmu      sync.Mutex
+	pending  map[string]bool
+	answered chan struct{}
+	drainFor time.Duration
+}
+
+// drainTimeout bounds how long the server goes on answering the requests
+// it has read once its input ends. The SDK stops writing answers as soon as
+// Read reports the end, so a host that pipes a request and closes stdin
+// (printf ... | orionctl mcp) would get nothing; a handler waiting for what
+// only the host could send (its answer to a request of ours) must not
+// keep the process alive for ever either.
+const drainTimeout = 30 * time.Second
+
+// handedOver notes a request Read returns to the SDK, which will answer it.
+func (c *conn) handedOver(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.ID.IsValid() {
+		return // a notification: nothing to answer
+	}
+	id, err := marshalID(req.ID)
+	if err != nil {
+		return
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.pending == nil {
+		c.pending = map[string]bool{}
+	}
+	c.pending[id] = true
+}
+
+// answer notes that the request id (JSON text) was answered.
+func (c *conn) answer(id string) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if !c.pending[id] {
+		return
+	}
+	delete(c.pending, id)
+	if c.answered == nil {
+		c.answered = make(chan struct{}, 1)
+	}
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits, once the input has ended, until every request handed to
+// the SDK is answered, for at most drainFor.
+func (c *conn) drain(ctx context.Context) {
+	c.pmu.Lock()
+	if c.answered == nil {
+		c.answered = make(chan struct{}, 1)
+	}
+	answered := c.answered
+	c.pmu.Unlock()
+	timer := time.NewTimer(c.drainFor)
+	defer timer.Stop()
+	for {
+		c.pmu.Lock()
+		n := len(c.pending)
+		c.pmu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-answered:
+		case <-timer.C:
+			c.log.Warn("the host closed its input; exiting with requests unanswered", "requests", n, "waited", c.drainFor)
+			return
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		}
+	}
 }
 
 // readLines reads lines on its own goroutine, so that Close unblocks Read
@@ -287,13 +370,18 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.EOF
 		case v := <-c.incoming:
 			if v.msg != nil {
+				c.handedOver(v.msg)
 				return v.msg, nil
 			}
 			if v.err != nil {
+				// The SDK stops answering once told the input ended:
+				// answer what it was given first.
+				c.drain(ctx)
 				return nil, v.err
 			}
 			msg, err := c.decode(v.line)
 			if err == nil {
+				c.handedOver(msg)
 				return msg, nil
 			}
 			m := skim(v.line)
@@ -431,14 +519,20 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	answered := ""
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
 		if raw, err := marshalID(resp.ID); err == nil {
 			c.stash.drop(c.stash.prefix + raw)
+			answered = raw
 		}
 	}
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	_, err = c.w.Write(append(data, '\n'))
+	c.wmu.Unlock()
+	if answered != "" {
+		// Once written: the process may exit right after.
+		c.answer(answered)
+	}
 	return err
 }
 

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -155,4 +157,54 @@ func TestReadSkipsBadLines(t *testing.T) {
 	if got, want := out.String(), `{"jsonrpc":"2.0","id":"a","error":{"code":-32700,`; !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
 		t.Errorf("answered %q, want one line starting %q", got, want)
 	}
+}
+
+// When the input ends, Read reports it only once every request it handed
+// over is answered (the SDK writes nothing after), or after the bound.
+func TestReadDrainsBeforeTheEnd(t *testing.T) {
+	newConn := func(drainFor time.Duration) *conn {
+		return &conn{w: io.Discard, stash: newArgStash(), log: slog.New(slog.DiscardHandler),
+			incoming: make(chan lineOrErr, 4), closed: make(chan struct{}), drainFor: drainFor}
+	}
+	readRequest := func(c *conn, line string) *jsonrpc.Request {
+		t.Helper()
+		c.incoming <- lineOrErr{line: []byte(line)}
+		msg, err := c.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg.(*jsonrpc.Request)
+	}
+	t.Run("Answered", func(t *testing.T) {
+		c := newConn(time.Hour)
+		req := readRequest(c, `{"jsonrpc":"2.0","id":"a","method":"tools/list"}`)
+		readRequest(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`) // nothing to answer
+		c.incoming <- lineOrErr{err: io.EOF}
+		ended := make(chan error, 1)
+		go func() {
+			_, err := c.Read(context.Background())
+			ended <- err
+		}()
+		// It cannot end before the answer, however long that takes; a
+		// Read that would is usually caught within this wait.
+		select {
+		case err := <-ended:
+			t.Fatalf("Read ended (%v) with the request unanswered", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if err := c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-ended; err != io.EOF {
+			t.Fatalf("Read after the answer: %v, want EOF", err)
+		}
+	})
+	t.Run("Bounded", func(t *testing.T) {
+		c := newConn(10 * time.Millisecond)
+		readRequest(c, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
+		c.incoming <- lineOrErr{err: io.EOF}
+		if _, err := c.Read(context.Background()); err != io.EOF {
+			t.Fatalf("Read with a request never answered: %v, want EOF after the bound", err)
+		}
+	})
 }

@@ -65,6 +65,46 @@ func TestTransport(t *testing.T) {
 	}
 }
 
+// orionctl mcp, the real binary, answers what a host piped in before it
+// closed stdin (printf ... | orionctl mcp): the SDK writes nothing once told
+// the input ended, so the server first answers what it read.
+func TestOrionctlMCPAnswersAfterInputEnds(t *testing.T) {
+	d := testdaemon.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testdaemon.Orionctl(t), "--socket", d.Socket, "mcp", "--workspace-root", d.Root)
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"target_file":"piped.txt","operation":"create","content":"piped in\n"}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"last","method":"tools/list"}` + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("orionctl mcp: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	answered := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		id, _ := json.Marshal(m["id"])
+		answered[string(id)] = m
+	}
+	for _, id := range []string{"0", "1", `"last"`} {
+		if answered[id]["result"] == nil {
+			t.Errorf("request %s: answered %v", id, answered[id])
+		}
+	}
+	if res, _ := answered["1"]["result"].(map[string]any); res["isError"] == true {
+		t.Errorf("the piped write_file failed: %v", res)
+	}
+	if got := readFile(t, filepath.Join(d.Root, "piped.txt")); got != "piped in\n" {
+		t.Errorf("piped.txt: %q", got)
+	}
+}
+
 // orionctl mcp, the real binary, survives messages over its limit: a
 // tool call of 9 MiB and one of 192 MiB are each answered with a tool
 // error that tells the model to send the content in chunks, a request of

@@ -3,13 +3,11 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -152,27 +150,12 @@ func finishFor(stop string) string {
 // the controller's: they go to the agent and into the history as they are.
 func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error {
 	aw, _ := out.(*anthropicWriter)
-	lr := newLineReader(body, out.flush)
-	chunk := func(v any) error { return feed("data: " + string(mustJSON(v))) }
+	ctl := controllerFeed(feed)
 	var thinking *anthropicBlock
-	for {
-		line, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data, ok := sseData(line)
-		if !ok {
-			continue
-		}
+	return eachData(ctx, body, out.flush, func(data string) error {
 		var ev anthropicEvent
 		if json.Unmarshal([]byte(data), &ev) != nil {
-			continue
+			return nil
 		}
 		var ferr error
 		switch ev.Type {
@@ -192,14 +175,14 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			case "text":
 				if b.Text != "" {
 					rd.addText(b.Text)
-					ferr = chunk(contentChunk(b.Text))
+					ferr = ctl.chunk(contentChunk(b.Text))
 				}
 			case "tool_use":
 				args := ""
 				if len(b.Input) > 0 && string(b.Input) != "{}" {
 					args = string(b.Input)
 				}
-				ferr = chunk(toolChunk(ev.Index, b.ID, b.Name, args))
+				ferr = ctl.chunk(toolChunk(ev.Index, b.ID, b.Name, args))
 			case "thinking", "redacted_thinking":
 				thinking = &b
 				if aw != nil {
@@ -212,9 +195,9 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			switch d.Type {
 			case "text_delta":
 				rd.addText(d.Text)
-				ferr = chunk(contentChunk(d.Text))
+				ferr = ctl.chunk(contentChunk(d.Text))
 			case "input_json_delta":
-				ferr = chunk(toolChunk(ev.Index, "", "", d.PartialJSON))
+				ferr = ctl.chunk(toolChunk(ev.Index, "", "", d.PartialJSON))
 			case "thinking_delta", "signature_delta":
 				if thinking != nil {
 					thinking.Thinking += d.Thinking
@@ -239,18 +222,16 @@ func (anthropic) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			if d.StopReason != "" {
 				rd.stopReason = d.StopReason
 				fr := finishFor(d.StopReason)
-				ferr = chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": fr}}})
+				ferr = ctl.finish(fr)
 			}
 			addUsage(rd.usage, ev.Usage)
 		case "message_stop":
-			ferr = feed("data: [DONE]")
+			ferr = ctl.done()
 		case "error":
 			rd.streamErr = []byte(data)
 		}
-		if ferr != nil {
-			return ferr
-		}
-	}
+		return ferr
+	})
 }
 
 func thinkingJSON(b *anthropicBlock) json.RawMessage {
@@ -284,7 +265,7 @@ func (anthropic) errorJSON(kind, msg string) []byte {
 }
 
 func (anthropic) newWriter(w http.ResponseWriter, req *agentRequest) agentWriter {
-	return &anthropicWriter{sse: sse{w: w}, req: req, open: -1,
+	return &anthropicWriter{sse: sse{w: w, ping: anthropicPing}, req: req, open: -1,
 		id: "msg_orion_" + strings.ReplaceAll(uuid.NewString(), "-", "")}
 }
 
@@ -305,8 +286,11 @@ type anthropicWriter struct {
 	held   bool
 }
 
+// anthropicPing is the keep-alive event Anthropic's own server sends.
+var anthropicPing = sseEvent(false, "ping", []byte(`{"type": "ping"}`))
+
 func (a *anthropicWriter) eventLocked(name string, v any) {
-	a.writeLocked([]byte("event: " + name + "\ndata: " + string(mustJSON(v)) + "\n\n"))
+	a.sendLocked(name, mustJSON(v))
 }
 
 func (a *anthropicWriter) begin(rd *round) {
@@ -450,18 +434,16 @@ func (a *anthropicWriter) end(finish string, usage map[string]int64) {
 	stop := a.stopReason(finish)
 	if !a.req.stream && a.overflow {
 		a.blocks = nil
-		writeJSON(a.w, http.StatusBadGateway, overflowJSON(anthropic{}))
-		a.closed = true
+		a.replyLocked(http.StatusBadGateway, overflowJSON(anthropic{}))
 		return
 	}
 	if !a.req.stream {
 		if a.blocks == nil {
 			a.blocks = []any{}
 		}
-		writeJSON(a.w, http.StatusOK, mustJSON(map[string]any{
+		a.replyLocked(http.StatusOK, mustJSON(map[string]any{
 			"id": a.id, "type": "message", "role": "assistant", "model": a.req.model, "content": a.blocks,
 			"stop_reason": stop, "stop_sequence": nil, "usage": anthropicUsage(usage)}))
-		a.closed = true
 		return
 	}
 	a.closeLocked()
@@ -474,25 +456,8 @@ func (a *anthropicWriter) end(finish string, usage map[string]int64) {
 func (a *anthropicWriter) fail(status int, body []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
-		return
+	if a.failLocked(status, body) {
+		a.sendLocked("error", streamErrorBody(anthropic{}, "api_error", status, body))
+		a.closed = true
 	}
-	if !a.started {
-		a.started, a.closed = true, true
-		writeJSON(a.w, status, body)
-		return
-	}
-	if !json.Valid(body) || !strings.Contains(string(body), `"error"`) {
-		body = anthropic{}.errorJSON("api_error", fmt.Sprintf("status %d: %s", status, body))
-	}
-	a.writeLocked([]byte("event: error\ndata: " + string(body) + "\n\n"))
-	a.closed = true
 }
-
-func (a *anthropicWriter) keepAlive(d time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.keepAliveLocked(d, []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n"))
-}
-
-func (a *anthropicWriter) endsLine() bool { return a.sse.endsLine() }

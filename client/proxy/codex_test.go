@@ -1,7 +1,6 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/orion-agent/orion/client/proxy"
 	"github.com/orion-agent/orion/internal/agentcli"
+	"github.com/orion-agent/orion/internal/fakemodel"
 )
 
 // Responses stream parts.
@@ -93,49 +93,6 @@ func codexScript(target, content string) []reply {
 	}
 }
 
-// codexHome writes a CODEX_HOME whose provider is the proxy, speaking the
-// Responses API, with nothing that would leave the machine.
-func codexHome(t *testing.T, baseURL string) string {
-	t.Helper()
-	home := t.TempDir()
-	cfg := fmt.Sprintf(`model = "fake-model"
-model_provider = "orion"
-
-[model_providers.orion]
-name = "orion"
-base_url = %q
-env_key = "OPENAI_API_KEY"
-wire_api = "responses"
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-unbounded_connection_retries = false
-`, baseURL)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return home
-}
-
-// codexEnv is the environment for Codex offline, built from scratch so the
-// runner's own OPENAI_* or CODEX_* settings do not leak in.
-func codexEnv(t *testing.T, codexHome string) []string {
-	home := t.TempDir()
-	return []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"CODEX_HOME=" + codexHome,
-		"TMPDIR=" + home,
-		"OPENAI_API_KEY=sk-dummy-codex",
-		"HTTPS_PROXY=http://127.0.0.1:9",
-		"HTTP_PROXY=http://127.0.0.1:9",
-		"NO_PROXY=127.0.0.1,localhost",
-	}
-}
-
 // Codex CLI itself, headless, through the proxy's Responses API: a
 // protected path is refused and the model hears why, then the model
 // writes a 3,000-line file in 40 deltas, and Codex gets one ordinary
@@ -149,18 +106,11 @@ func TestCodexCLI(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--ephemeral", "--json", "-s", "workspace-write",
 		"Write big.txt: 3000 numbered lines.")
 	cmd.Dir = h.d.Root
-	cmd.Env = codexEnv(t, codexHome(t, h.base+"/v1"))
+	cmd.Env = fakemodel.CodexEnv(t.TempDir(), fakemodel.CodexHome(t, h.base+"/v1", ""))
 	cmd.Stdin = nil
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("codex exec (Codex CLI %s) took %v", agentcli.Codex.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("codex exec: %v\nstdout %s\nstderr %s\nproxy log:\n%s", err, out.String(), errb.String(), h.logs.String())
-	}
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("codex exec (Codex CLI %s)", agentcli.Codex.Version), "\nproxy log:\n"+h.logs.String())
 	if got := readFile(t, filepath.Join(h.d.Root, "big.txt")); got != content {
-		t.Errorf("big.txt differs: got %d bytes, want %d\ncodex: %s\n%s", len(got), len(content), out.String(), errb.String())
+		t.Errorf("big.txt differs: got %d bytes, want %d\ncodex: %s\n%s", len(got), len(content), out, errb)
 	}
 	if _, err := os.Stat(filepath.Join(h.d.Root, ".git", "hooks", "pre-commit")); err == nil {
 		t.Error(".git/hooks/pre-commit was written")
@@ -168,7 +118,7 @@ func TestCodexCLI(t *testing.T) {
 	// Codex's last agent message carries the proxy's line and the model's
 	// last word.
 	var last string
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		var ev struct {
 			Type string `json:"type"`
 			Item struct {
@@ -181,7 +131,7 @@ func TestCodexCLI(t *testing.T) {
 		}
 	}
 	if !strings.Contains(last, "Wrote big.txt: 3,000 lines") || !strings.HasSuffix(last, "All 3000 lines are in big.txt.") {
-		t.Errorf("Codex's answer: %q\n%s", last, out.String())
+		t.Errorf("Codex's answer: %q\n%s", last, out)
 	}
 	reqs := h.up.all()
 	if len(reqs) != 4 {

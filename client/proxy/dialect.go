@@ -337,6 +337,46 @@ func (l *lineReader) next() (string, error) {
 	}
 }
 
+// eachData reads an upstream stream to its end and hands fn the payload
+// of each "data:" line; it stops at a read error, when ctx ends, or at
+// fn's error. The stream's end is no error: the controller decides
+// whether the reply was cut off.
+func eachData(ctx context.Context, body io.Reader, flush func(), fn func(data string) error) error {
+	lr := newLineReader(body, flush)
+	for {
+		line, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if data, ok := sseData(line); ok {
+			if err := fn(data); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// controllerFeed hands the controller the OpenAI-compatible stream a
+// dialect's upstream stream is translated into.
+type controllerFeed func(line string) error
+
+// chunk feeds one chunk.
+func (f controllerFeed) chunk(v any) error { return f("data: " + string(mustJSON(v))) }
+
+// finish feeds the chunk that gives the reply's finish reason.
+func (f controllerFeed) finish(reason string) error {
+	return f.chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": reason}}})
+}
+
+// done feeds the end of the stream.
+func (f controllerFeed) done() error { return f("data: [DONE]") }
+
 // sseData returns the payload of a "data:" line.
 func sseData(line string) (string, bool) {
 	if !strings.HasPrefix(line, "data:") {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -199,34 +198,22 @@ type geminiChunk struct {
 // for the next round's contents.
 func (gemini) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error {
 	gw, _ := out.(*geminiWriter)
-	lr := newLineReader(body, out.flush)
-	chunk := func(v any) error { return feed("data: " + string(mustJSON(v))) }
+	ctl := controllerFeed(feed)
 	calls := 0
 	finished := false
-	for {
-		line, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			// Without a finishReason the controller treats the reply as
-			// cut off (EndOfStream).
+	// A stream that ends without a finishReason is not an error here: the
+	// controller treats the reply as cut off (EndOfStream).
+	return eachData(ctx, body, out.flush, func(data string) error {
+		if !strings.HasPrefix(data, "{") {
 			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data, ok := sseData(line)
-		if !ok || !strings.HasPrefix(data, "{") {
-			continue
 		}
 		var ch geminiChunk
 		if json.Unmarshal([]byte(data), &ch) != nil {
-			continue
+			return nil
 		}
 		if len(ch.Error) > 0 {
 			rd.streamErr = []byte(data)
-			continue
+			return nil
 		}
 		if rd.id == "" {
 			rd.id, rd.model = ch.ResponseID, ch.Model
@@ -240,7 +227,7 @@ func (gemini) read(ctx context.Context, body io.Reader, rd *round, feed func(str
 			rd.usage["input_tokens"], rd.usage["output_tokens"] = u.Prompt, u.Candidates
 		}
 		if len(ch.Candidates) == 0 {
-			continue
+			return nil
 		}
 		c := ch.Candidates[0]
 		for _, raw := range c.Content.Parts {
@@ -270,13 +257,13 @@ func (gemini) read(ctx context.Context, body io.Reader, rd *round, feed func(str
 				if args == "" || args == "null" {
 					args = "{}"
 				}
-				ferr = chunk(toolChunk(calls, id, p.FunctionCall.Name, args))
+				ferr = ctl.chunk(toolChunk(calls, id, p.FunctionCall.Name, args))
 				calls++
 			case p.Thought:
 				rd.blocks = append(rd.blocks, raw)
 			case p.Text != nil && *p.Text != "":
 				rd.addText(*p.Text)
-				ferr = chunk(contentChunk(*p.Text))
+				ferr = ctl.chunk(contentChunk(*p.Text))
 			}
 			if ferr != nil {
 				return ferr
@@ -292,14 +279,13 @@ func (gemini) read(ctx context.Context, body io.Reader, rd *round, feed func(str
 				fr = "tool_calls"
 			}
 			rd.stopReason = c.FinishReason
-			if err := chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": fr}}}); err != nil {
+			if err := ctl.finish(fr); err != nil {
 				return err
 			}
-			if err := feed("data: [DONE]"); err != nil {
-				return err
-			}
+			return ctl.done()
 		}
-	}
+		return nil
+	})
 }
 
 func (gemini) errorJSON(kind, msg string) []byte {
@@ -318,7 +304,7 @@ func (gemini) errorJSON(kind, msg string) []byte {
 }
 
 func (gemini) newWriter(w http.ResponseWriter, req *agentRequest) agentWriter {
-	return &geminiWriter{sse: sse{w: w}, req: req, parts: map[string]json.RawMessage{}}
+	return &geminiWriter{sse: sse{w: w, crlf: true}, req: req, parts: map[string]json.RawMessage{}}
 }
 
 // geminiWriter writes a GenerateContentResponse, or its chunks as they
@@ -350,7 +336,7 @@ func (g *geminiWriter) chunkLocked(parts []any, finish string, usage map[string]
 	if usage != nil {
 		v["usageMetadata"] = geminiUsage(usage)
 	}
-	g.writeLocked([]byte("data: " + string(mustJSON(v)) + "\r\n\r\n"))
+	g.sendLocked("", mustJSON(v))
 }
 
 func geminiUsage(u map[string]int64) map[string]int64 {
@@ -425,18 +411,16 @@ func (g *geminiWriter) end(finish string, usage map[string]int64) {
 	}
 	if !g.req.stream {
 		if g.overflow {
-			writeJSON(g.w, http.StatusBadGateway, overflowJSON(gemini{}))
-			g.closed = true
+			g.replyLocked(http.StatusBadGateway, overflowJSON(gemini{}))
 			return
 		}
 		parts := g.all
 		if parts == nil {
 			parts = []any{}
 		}
-		writeJSON(g.w, http.StatusOK, mustJSON(map[string]any{"candidates": []any{map[string]any{
+		g.replyLocked(http.StatusOK, mustJSON(map[string]any{"candidates": []any{map[string]any{
 			"content": map[string]any{"role": "model", "parts": parts}, "finishReason": fr, "index": 0}},
 			"usageMetadata": geminiUsage(usage), "modelVersion": g.req.model}))
-		g.closed = true
 		return
 	}
 	g.chunkLocked([]any{map[string]string{"text": ""}}, fr, usage)
@@ -446,25 +430,8 @@ func (g *geminiWriter) end(finish string, usage map[string]int64) {
 func (g *geminiWriter) fail(status int, body []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return
+	if g.failLocked(status, body) {
+		g.sendLocked("", streamErrorBody(gemini{}, "api_error", status, body))
+		g.closed = true
 	}
-	if !g.started {
-		g.started, g.closed = true, true
-		writeJSON(g.w, status, body)
-		return
-	}
-	if !json.Valid(body) || !strings.Contains(string(body), `"error"`) {
-		body = gemini{}.errorJSON("api_error", fmt.Sprintf("status %d: %s", status, body))
-	}
-	g.writeLocked([]byte("data: " + string(body) + "\r\n\r\n"))
-	g.closed = true
 }
-
-func (g *geminiWriter) keepAlive(d time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.keepAliveLocked(d, []byte(": keep-alive\r\n\r\n"))
-}
-
-func (g *geminiWriter) endsLine() bool { return g.sse.endsLine() }

@@ -1,9 +1,9 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/orion-agent/orion/client/proxy"
 	"github.com/orion-agent/orion/internal/agentcli"
+	"github.com/orion-agent/orion/internal/fakemodel"
 )
 
 // gmChunk is one chunk of a Gemini stream with the given parts.
@@ -56,32 +57,20 @@ func TestGeminiCLI(t *testing.T) {
 	h := newHarness(t, proxy.Config{Token: "gemini-test-token-0123456789abcdef"}, script...)
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)
-	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}},
-"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},
-"general":{"enableAutoUpdate":false,"retryFetchErrors":false,"maxAttempts":1}}`
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), fakemodel.GeminiSettings(nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-m", "gemini-2.5-flash", "-o", "stream-json", "-p", "Write big.txt: 3000 numbered lines.")
 	cmd.Dir = h.d.Root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "GEMINI_API_KEY=dummy-gemini",
-		"GOOGLE_GEMINI_BASE_URL=" + h.base, "GEMINI_CLI_NO_RELAUNCH=true",
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost"}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("gemini -p (Gemini CLI %s) took %v", agentcli.Gemini.Version, time.Since(start))
-	if err != nil {
-		t.Fatalf("gemini -p: %v\nstdout %s\nstderr %s\nproxy log:\n%s", err, out.String(), errb.String(), h.logs.String())
-	}
+	cmd.Env = fakemodel.GeminiEnv(home, "GOOGLE_GEMINI_BASE_URL="+h.base)
+	out, errb := agentcli.Run(t, cmd, fmt.Sprintf("gemini -p (Gemini CLI %s)", agentcli.Gemini.Version), "\nproxy log:\n"+h.logs.String())
 	if got := readFile(t, filepath.Join(h.d.Root, "big.txt")); got != content {
-		t.Errorf("big.txt differs: got %d bytes, want %d\nstdout %s\nstderr %s", len(got), len(content), out.String(), errb.String())
+		t.Errorf("big.txt differs: got %d bytes, want %d\nstdout %s\nstderr %s", len(got), len(content), out, errb)
 	}
-	if !strings.Contains(out.String(), "Wrote big.txt: 3,000 lines") || !strings.Contains(out.String(), "All 3000 lines are in big.txt.") {
-		t.Errorf("Gemini CLI's output lacks the written file or the last word:\n%s", out.String())
+	if !strings.Contains(out, "Wrote big.txt: 3,000 lines") || !strings.Contains(out, "All 3000 lines are in big.txt.") {
+		t.Errorf("Gemini CLI's output lacks the written file or the last word:\n%s", out)
 	}
 	var turns []upstreamRequest
 	for _, req := range h.up.all() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -227,7 +226,7 @@ type contentDelta struct {
 func (o *openAIWriter) chunkLocked(delta any, finish *string) {
 	ch := chatChunk{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.modelName(),
 		Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}}
-	o.writeLocked(append(append([]byte("data: "), mustJSON(ch)...), '\n', '\n'))
+	o.sendLocked("", mustJSON(ch))
 }
 
 func (o *openAIWriter) begin(rd *round) {
@@ -286,8 +285,7 @@ func (o *openAIWriter) end(reason string, usage map[string]int64) {
 	fr := o.finish(reason)
 	if !o.req.stream && o.overflow {
 		o.buf.Reset()
-		writeJSON(o.w, http.StatusBadGateway, overflowJSON(openAI{}))
-		o.closed = true
+		o.replyLocked(http.StatusBadGateway, overflowJSON(openAI{}))
 		return
 	}
 	if !o.req.stream {
@@ -298,49 +296,33 @@ func (o *openAIWriter) end(reason string, usage map[string]int64) {
 		if len(o.calls) > 0 {
 			msg["tool_calls"] = openAICalls(o.calls, false)
 		}
-		writeJSON(o.w, http.StatusOK, mustJSON(map[string]any{
+		o.replyLocked(http.StatusOK, mustJSON(map[string]any{
 			"id": o.id, "object": "chat.completion", "created": o.created, "model": o.modelName(),
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": fr, "logprobs": nil}},
 			"usage":   o.usageJSON(usage),
 		}))
-		o.closed = true
 		return
 	}
 	o.chunkLocked(map[string]any{}, &fr)
 	if o.req.includeUsage {
-		o.writeLocked(append(append([]byte("data: "), mustJSON(map[string]any{
+		o.sendLocked("", mustJSON(map[string]any{
 			"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": o.modelName(),
-			"choices": []any{}, "usage": o.usageJSON(usage)})...), '\n', '\n'))
+			"choices": []any{}, "usage": o.usageJSON(usage)}))
 	}
-	o.writeLocked([]byte("data: [DONE]\n\n"))
+	o.doneLocked()
+}
+
+// doneLocked ends the stream with the sentinel the OpenAI SDKs stop at.
+func (o *openAIWriter) doneLocked() {
+	o.sendLocked("", []byte("[DONE]"))
 	o.closed = true
 }
 
 func (o *openAIWriter) fail(status int, body []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
-		return
+	if o.failLocked(status, body) {
+		o.sendLocked("", streamErrorBody(openAI{}, "upstream_error", status, body))
+		o.doneLocked()
 	}
-	if !o.started {
-		o.started, o.closed = true, true
-		writeJSON(o.w, status, body)
-		return
-	}
-	// The OpenAI SDKs raise an error for a data event with an "error"
-	// member.
-	if !json.Valid(body) || !strings.Contains(string(body), `"error"`) {
-		body = openAI{}.errorJSON("upstream_error", fmt.Sprintf("status %d: %s", status, body))
-	}
-	o.writeLocked(append(append([]byte("data: "), body...), '\n', '\n'))
-	o.writeLocked([]byte("data: [DONE]\n\n"))
-	o.closed = true
 }
-
-func (o *openAIWriter) keepAlive(d time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.keepAliveLocked(d, []byte(": keep-alive\n\n"))
-}
-
-func (o *openAIWriter) endsLine() bool { return o.sse.endsLine() }

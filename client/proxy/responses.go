@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -123,27 +122,12 @@ type responsesItem struct {
 // items are kept for the next round's input; they are not the agent's.
 func (responses) read(ctx context.Context, body io.Reader, rd *round, feed func(string) error, out agentWriter) error {
 	rw, _ := out.(*responsesWriter)
-	lr := newLineReader(body, out.flush)
-	chunk := func(v any) error { return feed("data: " + string(mustJSON(v))) }
+	ctl := controllerFeed(feed)
 	calls := 0
-	for {
-		line, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data, ok := sseData(line)
-		if !ok {
-			continue
-		}
+	return eachData(ctx, body, out.flush, func(data string) error {
 		var ev responsesEvent
 		if json.Unmarshal([]byte(data), &ev) != nil {
-			continue
+			return nil
 		}
 		var ferr error
 		switch ev.Type {
@@ -160,19 +144,19 @@ func (responses) read(ctx context.Context, body io.Reader, rd *round, feed func(
 			switch it.Type {
 			case "function_call":
 				calls++
-				ferr = chunk(toolChunk(ev.OutputIndex, it.CallID, it.Name, it.Arguments))
+				ferr = ctl.chunk(toolChunk(ev.OutputIndex, it.CallID, it.Name, it.Arguments))
 			case "custom_tool_call":
 				calls++
 				if rw != nil {
 					rw.markCustom(it.CallID)
 				}
-				ferr = chunk(toolChunk(ev.OutputIndex, it.CallID, it.Name, it.Input))
+				ferr = ctl.chunk(toolChunk(ev.OutputIndex, it.CallID, it.Name, it.Input))
 			}
 		case "response.output_text.delta":
 			rd.addText(ev.Delta)
-			ferr = chunk(contentChunk(ev.Delta))
+			ferr = ctl.chunk(contentChunk(ev.Delta))
 		case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
-			ferr = chunk(toolChunk(ev.OutputIndex, "", "", ev.Delta))
+			ferr = ctl.chunk(toolChunk(ev.OutputIndex, "", "", ev.Delta))
 		case "response.output_item.done":
 			var it responsesItem
 			_ = json.Unmarshal(ev.Item, &it)
@@ -200,8 +184,8 @@ func (responses) read(ctx context.Context, body io.Reader, rd *round, feed func(
 				fr = "tool_calls"
 			}
 			rd.stopReason = fr
-			if ferr = chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": fr}}}); ferr == nil {
-				ferr = feed("data: [DONE]")
+			if ferr = ctl.finish(fr); ferr == nil {
+				ferr = ctl.done()
 			}
 		case "response.failed", "error":
 			rd.streamErr = []byte(data)
@@ -209,10 +193,8 @@ func (responses) read(ctx context.Context, body io.Reader, rd *round, feed func(
 		if rw != nil && rd.id != "" {
 			rw.noteUpstream(rd.id)
 		}
-		if ferr != nil {
-			return ferr
-		}
-	}
+		return ferr
+	})
 }
 
 // withoutID drops an item's id: an item sent back with its id refers to
@@ -278,7 +260,7 @@ func (r *responsesWriter) eventLocked(typ string, m map[string]any) {
 	m["type"] = typ
 	m["sequence_number"] = r.seq
 	r.seq++
-	r.writeLocked([]byte("event: " + typ + "\ndata: " + string(mustJSON(m)) + "\n\n"))
+	r.sendLocked(typ, mustJSON(m))
 }
 
 func (r *responsesWriter) responseLocked(status string) map[string]any {
@@ -397,8 +379,7 @@ func (r *responsesWriter) end(finish string, usage map[string]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.req.stream && r.overflow {
-		writeJSON(r.w, http.StatusBadGateway, overflowJSON(responses{}))
-		r.closed = true
+		r.replyLocked(http.StatusBadGateway, overflowJSON(responses{}))
 		return
 	}
 	r.closeMessageLocked()
@@ -412,8 +393,7 @@ func (r *responsesWriter) end(finish string, usage map[string]int64) {
 		resp["incomplete_details"] = map[string]string{"reason": "max_output_tokens"}
 	}
 	if !r.req.stream {
-		writeJSON(r.w, http.StatusOK, mustJSON(resp))
-		r.closed = true
+		r.replyLocked(http.StatusOK, mustJSON(resp))
 		return
 	}
 	r.eventLocked(typ, map[string]any{"response": resp})
@@ -423,12 +403,7 @@ func (r *responsesWriter) end(finish string, usage map[string]int64) {
 func (r *responsesWriter) fail(status int, body []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	if !r.started {
-		r.started, r.closed = true, true
-		writeJSON(r.w, status, body)
+	if !r.failLocked(status, body) {
 		return
 	}
 	var e struct {
@@ -446,16 +421,17 @@ func (r *responsesWriter) fail(status int, body []byte) {
 	if e.Error.Code == nil {
 		code = e.Error.Type
 	}
+	if code == "" {
+		// A body that is not JSON names no code; clients switch on it.
+		code = "upstream_error"
+	}
+	if r.msg >= 0 && r.output[r.msg] == nil {
+		// The message cut by the failure is reported as far as it went,
+		// never as a null item that clients cannot read.
+		r.output[r.msg] = r.messageItemLocked("incomplete")
+	}
 	resp := r.responseLocked("failed")
 	resp["error"] = map[string]string{"code": code, "message": e.Error.Message}
 	r.eventLocked("response.failed", map[string]any{"response": resp})
 	r.closed = true
 }
-
-func (r *responsesWriter) keepAlive(d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keepAliveLocked(d, []byte(": keep-alive\n\n"))
-}
-
-func (r *responsesWriter) endsLine() bool { return r.sse.endsLine() }

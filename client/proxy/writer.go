@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -43,13 +44,20 @@ type agentWriter interface {
 	flush()
 }
 
-// sse is the part of a streamed response the two APIs share: headers,
-// flushing, and when it last wrote.
+// sse is the part of a response every API shares: headers, framing,
+// flushing, keep-alives, errors, and when it last wrote. Each API's writer
+// embeds it and adds only its own events.
 type sse struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	started bool
 	closed  bool
+	// crlf ends the lines of an event with "\r\n" rather than "\n", as
+	// the API's own server does.
+	crlf bool
+	// ping is the API's own keep-alive event; without one, a keep-alive
+	// is an SSE comment, which every client skips.
+	ping []byte
 	// holding defers flushes (see agentWriter.hold); inBurst says the
 	// burst's first write went out; dirty says that something written is
 	// not flushed yet.
@@ -144,13 +152,81 @@ func (s *sse) flush() {
 	s.inBurst = false
 }
 
-func (s *sse) keepAliveLocked(d time.Duration, ev []byte) {
+// sseEvent frames one event: an "event:" line when the API names its
+// events (name is not empty), the data line, and the blank line that ends
+// the event.
+func sseEvent(crlf bool, name string, data []byte) []byte {
+	eol := "\n"
+	if crlf {
+		eol = "\r\n"
+	}
+	b := make([]byte, 0, len("event: ")+len(name)+len("data: ")+len(data)+3*len(eol))
+	if name != "" {
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, eol...)
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	b = append(b, eol...)
+	return append(b, eol...)
+}
+
+// sendLocked writes one event of the stream (see sseEvent).
+func (s *sse) sendLocked(name string, data []byte) {
+	s.writeLocked(sseEvent(s.crlf, name, data))
+}
+
+// keepAlive writes a keep-alive if the stream was silent for d.
+func (s *sse) keepAlive(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.started || s.closed || time.Since(s.last) < d {
 		return
+	}
+	ev := s.ping
+	if ev == nil {
+		ev = []byte(": keep-alive\n\n")
+		if s.crlf {
+			ev = []byte(": keep-alive\r\n\r\n")
+		}
 	}
 	s.writeLocked(ev)
 	// The keep-alive is for now, burst or not.
 	s.flushLocked()
+}
+
+// replyLocked answers a request that is not streamed, once, with the
+// whole body.
+func (s *sse) replyLocked(status int, body []byte) {
+	writeJSON(s.w, status, body)
+	s.closed = true
+}
+
+// failLocked answers with the error body and its status if the response
+// has not begun, and reports whether it has, so that the caller writes the
+// error as an event of the stream in its API's shape instead.
+func (s *sse) failLocked(status int, body []byte) (inStream bool) {
+	if s.closed {
+		return false
+	}
+	if !s.started {
+		s.started = true
+		s.replyLocked(status, body)
+		return false
+	}
+	return true
+}
+
+// streamErrorBody is body when it is already an error in the API's shape
+// (an upstream's own, or one the proxy made), and otherwise an error of
+// the given kind saying the status and what came: the SDKs raise an error
+// for an event only when it has an "error" member.
+func streamErrorBody(d dialect, kind string, status int, body []byte) []byte {
+	if json.Valid(body) && strings.Contains(string(body), `"error"`) {
+		return body
+	}
+	return d.errorJSON(kind, fmt.Sprintf("status %d: %s", status, body))
 }
 
 func (s *sse) noteText(t string) {

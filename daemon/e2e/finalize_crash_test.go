@@ -31,9 +31,7 @@ func TestKilledAfterFinalizeReplyBeforeBookkeeping(t *testing.T) {
 		}
 		// The kill landed before the bookkeeping was durable: recovery,
 		// not the journal, completed the session.
-		if !strings.Contains(d.Logs(), "completing a finalize the crash interrupted after its rename") {
-			t.Fatalf("recovery did not complete the session; logs:\n%s", d.Logs())
-		}
+		d.WaitLog("completing a finalize the crash interrupted after its rename")
 		res, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: first.SessionID})
 		if err != nil {
 			t.Fatal(err)
@@ -76,9 +74,7 @@ func TestKilledAfterFinalizeReplyBeforeBookkeeping(t *testing.T) {
 		if got, _ := os.ReadFile(target); string(got) != edit {
 			t.Fatalf("recovery changed the target: %q", got)
 		}
-		if !strings.Contains(d.Logs(), "left the target changed") {
-			t.Fatalf("recovery did not report the change; logs:\n%s", d.Logs())
-		}
+		d.WaitLog("left the target changed")
 		_, err = c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: first.SessionID})
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Data.Reason != protocol.ReasonTargetChanged {
@@ -114,7 +110,26 @@ func TestRecoveryNeverRewritesByItself(t *testing.T) {
 	d.Args = append(d.Args, "--auto-finalize", "200ms", "--idle", "100ms")
 	d.Restart()
 	c := dial(t, d)
-	time.Sleep(time.Second) // five auto-finalize periods
+	// A control session, begun after the restart with its marker and
+	// never finalized, is written by auto-finalize: once it is, an
+	// auto-finalize of the recovered session, armed at the start, would
+	// have run too, however slow the machine.
+	control := filepath.Join(d.Root, "control.txt")
+	cb, err := c.Begin(testCtx(t), protocol.BeginParams{TargetFile: control, Operation: protocol.OpCreate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(testCtx(t), protocol.AppendParams{SessionID: cb.SessionID, Seq: 1, Chunk: "control\n" + cb.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got, _ := os.ReadFile(control); string(got) == "control\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the control session was not auto-finalized within 30s\n%s", d.Logs())
+		}
+	}
 	if got, _ := os.ReadFile(target); string(got) != originalContent {
 		t.Fatalf("the daemon wrote the target by itself after recovery (%d bytes there)\n%s", len(got), d.Logs())
 	}
@@ -170,10 +185,15 @@ func TestUndoRightAfterFinalize(t *testing.T) {
 // finalizeThenDie overwrites a file through a daemon armed to die at the commit
 // that carries the finalize's bookkeeping, runs between (if set) after the
 // reply, and waits for the daemon to die.
+//
+// The trace is off: its batches commit every 100 ms, and one armed by the
+// finalize's first events could take the bookkeeping, and die, between the
+// rename and the reply. Only the deferred writes' timer, a second after the
+// rename, commits it then.
 func finalizeThenDie(t *testing.T, between func(target string)) (*testdaemon.Daemon, string, protocol.FinalizeResult, string) {
 	t.Helper()
 	content := "package kept\n\n" + strings.Repeat("// a line of the file\n", 200)
-	d, c, target, b := armedOverwrite(t, "store.commit-deferred=1", filepath.Join("src", "kept.go"), content)
+	d, c, target, b := armedOverwrite(t, "store.commit-deferred=1", filepath.Join("src", "kept.go"), content, "--trace=false")
 	first, err := c.Finalize(testCtx(t), protocol.FinalizeParams{SessionID: b.SessionID})
 	if err != nil {
 		t.Fatal(err)

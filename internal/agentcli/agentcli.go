@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,4 +121,22 @@ func runs(bin string) error {
 		return fmt.Errorf("%s --version: %v: %s", bin, err, bytes.TrimSpace(out))
 	}
 	return nil
+}
+
+// Run runs cmd, an agent CLI's run that the caller has set up (Dir, Env,
+// a context with a deadline), to its end and returns what it wrote. It
+// logs how long the run took under what, and fails the test with both
+// outputs, and more when given (a proxy's or a model's log), when the
+// run fails: a CLI that failed says why only there.
+func Run(t testing.TB, cmd *exec.Cmd, what string, more ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s took %v", what, time.Since(start))
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout %s\nstderr %s%s", what, err, out.String(), errb.String(), strings.Join(more, ""))
+	}
+	return out.String(), errb.String()
 }

@@ -127,12 +127,20 @@ type Staged struct {
 	mode      Mode
 	res       Result
 	done      bool
+	// hidden is the temp file of StageHidden until Commit names it (tmp
+	// is "" until then); tag is the Options.Tag its name gets.
+	hidden *os.File
+	tag    string
 }
 
 // Stage does everything Write does up to the rename, and returns the temp
 // file for Commit or Discard. Until one of them is called the temp file
 // stays; a crash leaves it for CleanTemp. dir must stay open until then.
 func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
+	return stage(dir, name, opts, fill, false)
+}
+
+func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error, hidden bool) (*Staged, error) {
 	path := dir.Join(name)
 	if opts.Mode != Replace && opts.Mode != CreateNew {
 		return nil, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
@@ -174,7 +182,15 @@ func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		}
 	}
 
-	f, tmp, err := createTemp(dir, opts.Tag, name)
+	var (
+		f   *os.File
+		tmp string
+	)
+	if hidden {
+		f, err = dir.CreateUnnamed(0o600)
+	} else {
+		f, tmp, err = createTemp(dir, opts.Tag, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -184,7 +200,7 @@ func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		if !closed {
 			f.Close()
 		}
-		if !kept {
+		if !kept && tmp != "" {
 			dir.Remove(tmp)
 		}
 	}()
@@ -214,13 +230,20 @@ func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
+	res := Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}
+	if hidden {
+		// Crash tests die here: the content durable in a file without a
+		// name, which the kill takes with it.
+		failpoint.Hit("atomicfile.hidden-synced")
+		closed, kept = true, true
+		return &Staged{dir: dir, path: path, name: name, mode: opts.Mode, tag: opts.Tag, hidden: f, res: res}, nil
+	}
 	closed = true
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	kept = true
-	return &Staged{dir: dir, path: path, name: name, tmp: tmp, mode: opts.Mode,
-		res: Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}}, nil
+	return &Staged{dir: dir, path: path, name: name, tmp: tmp, mode: opts.Mode, res: res}, nil
 }
 
 // Result describes the staged content.
@@ -237,6 +260,11 @@ func (s *Staged) Commit() (Result, error) {
 		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
 	}
 	s.done = true
+	if s.hidden != nil {
+		if err := s.nameHidden(); err != nil {
+			return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+		}
+	}
 	// Crash tests die here: the temp file written and synced, not renamed.
 	failpoint.Hit("atomicfile.before-rename")
 	var err error
@@ -266,6 +294,11 @@ func (s *Staged) Discard() {
 		return
 	}
 	s.done = true
+	if s.hidden != nil {
+		// Closing the last descriptor of a file without a name frees it.
+		s.hidden.Close()
+		return
+	}
 	s.dir.Remove(s.tmp)
 }
 
@@ -319,11 +352,30 @@ type hashWriter struct {
 }
 
 func (hw *hashWriter) Write(p []byte) (int, error) {
+	if len(p) < parallelHash {
+		n, err := hw.w.Write(p)
+		hw.h.Write(p[:n])
+		hw.n += int64(n)
+		return n, err
+	}
+	// A large piece is hashed while it is written: the hash is as much
+	// CPU as the rest of the write, and another core is usually idle
+	// (the client waits for the reply). A short write fails the whole
+	// file, so hashing all of p then does no harm.
+	done := make(chan struct{})
+	go func() {
+		hw.h.Write(p)
+		close(done)
+	}()
 	n, err := hw.w.Write(p)
-	hw.h.Write(p[:n])
+	<-done
 	hw.n += int64(n)
 	return n, err
 }
+
+// parallelHash is the size from which a write is hashed beside it rather
+// than after it: under it, starting a goroutine costs more than it saves.
+const parallelHash = 256 << 10
 
 // randomToken returns the random part of a temp name. Tests replace it to
 // predict the name.

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -27,8 +29,9 @@ const (
 
 // TestHoldConnectionsHelper is not a test: run by TestConnsFairShare as
 // another process, it opens $ORION_ATTACK_HOLD_COUNT connections to the
-// socket and sends nothing, says on stdout how many the daemon kept open
-// and how many it refused, and holds them until its stdin closes.
+// socket, asks daemon.status once on each, says on stdout how many the
+// daemon kept open and how many it refused, and holds them, idle, until
+// its stdin closes.
 func TestHoldConnectionsHelper(t *testing.T) {
 	socket := os.Getenv(holdSocketEnv)
 	if socket == "" {
@@ -44,28 +47,38 @@ func TestHoldConnectionsHelper(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	// A refused connection gets its too_many_connections frame at once; a
-	// held one stays silent.
-	var held, refused atomic.Int64
+	// Each asks daemon.status once: a held connection is answered, a
+	// refused one has its too_many_connections frame (written at accept,
+	// before the daemon closed it). Telling them apart by silence would
+	// count a refusal still in the daemon's accept queue as held.
+	var held, refused, lost atomic.Int64
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			var b [1]byte
-			if _, err := c.Read(b[:]); err == nil {
-				refused.Add(1)
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			io.WriteString(c, frameOf(statusRequest)) // fails once refused; its frame is there to read
+			r, err := (&rawConn{t: t, c: c, r: bufio.NewReader(c)}).readReply()
+			switch {
+			case err == nil && r.Error == nil:
 				held.Add(1)
-			} else {
+			case err == nil && r.Error.Data.Reason == protocol.ReasonTooManyConnections:
 				refused.Add(1)
+			default:
+				lost.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
+	if lost.Load() > 0 {
+		fmt.Printf("error %d connections neither answered nor refused\n", lost.Load())
+		return
+	}
 	fmt.Printf("held %d refused %d\n", held.Load(), refused.Load())
 	bufio.NewReader(os.Stdin).ReadString('\n')
+	// Unreachable, the connections would be closed by their finalizers at
+	// the next garbage collection, and the daemon would admit others.
+	runtime.KeepAlive(conns)
 }
 
 // holder is a helper process holding connections.
@@ -134,7 +147,8 @@ func statusLatency(t *testing.T, d *testdaemon.Daemon) (time.Duration, protocol.
 // only its share of the limit (a quarter) and every other client is
 // served; with the whole limit held by four such processes, daemon.status
 // still answers through the status reserve. Latencies are logged, not
-// asserted (beyond a generous 5 s).
+// asserted: each call must be answered (within readReply's 10 s), however
+// loaded the machine.
 func TestConnsFairShare(t *testing.T) {
 	d := testdaemon.Start(t)
 	_, st := statusLatency(t, d)
@@ -156,9 +170,6 @@ func TestConnsFairShare(t *testing.T) {
 		}
 		slices.Sort(lat)
 		t.Logf("%s: daemon.status on a fresh connection, 20 calls: median %v, max %v", what, lat[len(lat)/2], lat[len(lat)-1])
-		if lat[len(lat)-1] > 5*time.Second {
-			t.Fatalf("daemon.status took %v", lat[len(lat)-1])
-		}
 	}
 	measure("one process holding its share")
 	// Three more processes take the rest of the limit.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
-	"golang.org/x/sys/unix"
 
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
@@ -71,7 +70,7 @@ func (a *arena) startSwapping() {
 				return
 			default:
 			}
-			if unix.Renameat2(unix.AT_FDCWD, a.work, unix.AT_FDCWD, a.swap, unix.RENAME_EXCHANGE) == nil {
+			if exchange(a.work, a.swap) == nil {
 				a.swaps.Add(1)
 			}
 			// Short pauses let sessions begin (the path is checked then)
@@ -89,7 +88,7 @@ func (a *arena) stopSwapping(t *testing.T) {
 	close(a.stop)
 	<-a.swapperDone
 	if fi, err := os.Lstat(a.work); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
-		if err := unix.Renameat2(unix.AT_FDCWD, a.work, unix.AT_FDCWD, a.swap, unix.RENAME_EXCHANGE); err != nil {
+		if err := exchange(a.work, a.swap); err != nil {
 			t.Fatal(err)
 		}
 	}

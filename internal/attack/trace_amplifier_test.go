@@ -118,7 +118,7 @@ func TestRejectedRequestsDoNotGrowTheTraceStore(t *testing.T) {
 	// The summary of what was held back is recorded within a second.
 	var after traceStatus
 	var summaries []protocol.TraceEvent
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var ok bool
 		after, ok = r.traceStatusOK()

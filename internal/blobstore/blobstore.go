@@ -4,9 +4,9 @@
 // compressed files, tiny ones).
 //
 // Store is the small interface the checkpoint engine needs; Bolt is its
-// implementation in the daemon's bbolt file (one bucket, key the hash,
-// value a format byte and the bytes). An append-only content log can
-// implement the same interface without the engine changing.
+// implementation in the daemon's store: one content bucket (key the hash,
+// value a format byte and the bytes), whose values the store keeps in its
+// content log, and a bucket of their sizes in the bbolt file.
 package blobstore
 
 import (
@@ -21,8 +21,12 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
 )
+
+// FailpointRelease is passed before a release commits, for crash tests.
+const FailpointRelease = "blobstore.release"
 
 // Hash is a content's SHA-256.
 type Hash = [sha256.Size]byte
@@ -52,11 +56,11 @@ type Store interface {
 	Stats() (count, bytes int64)
 }
 
-// Bucket is the bbolt bucket of Bolt's contents; SizeBucket holds each
-// content's stored size under the same key. Has, ForEach and the counts
-// read SizeBucket only: in Bucket, a content's first page is the page its
-// key is found on, so walking Bucket would fault every stored content
-// into memory (the daemon's resident set grew by the store's size).
+// Bucket is the store's content bucket of Bolt's contents (the store keeps
+// its values in the content log); SizeBucket holds each content's stored
+// size under the same key, and says which contents are stored: Has,
+// ForEach and the counts read it only. A content whose size entry is gone
+// is not stored, whatever the log still holds.
 const (
 	Bucket     = "checkpoint_blobs"
 	SizeBucket = "checkpoint_blob_sizes"
@@ -80,17 +84,42 @@ var (
 	decoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
 )
 
-// OpenBolt returns the blob store of st, counting what it holds.
+// OpenBolt returns the blob store of st, counting what it holds. Contents
+// without a size entry, which a crash in the middle of a release by an
+// earlier release could leave (it deleted the sizes and the contents in two
+// commits), are released: nothing counts or finds them.
 func OpenBolt(st *store.Store) (*Bolt, error) {
 	b := &Bolt{st: st}
+	sizes := map[Hash]bool{}
 	err := st.ScanKV(SizeBucket, nil, func(k, v []byte) (bool, error) {
 		b.count.Add(1)
 		if len(v) == 8 {
 			b.bytes.Add(int64(binary.BigEndian.Uint64(v)))
 		}
+		if len(k) == len(Hash{}) {
+			sizes[Hash(k)] = true
+		}
 		return true, nil
 	})
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	var orphans [][]byte
+	err = st.ScanKeys(Bucket, func(k []byte) bool {
+		if len(k) != len(Hash{}) || !sizes[Hash(k)] {
+			orphans = append(orphans, bytes.Clone(k))
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(orphans) > 0 {
+		if err := st.DeleteKV(Bucket, orphans); err != nil {
+			return nil, fmt.Errorf("blobstore: releasing %d contents no size names: %w", len(orphans), err)
+		}
+	}
+	return b, nil
 }
 
 // Encode returns data as stored: a format byte, then the bytes.
@@ -169,26 +198,15 @@ func (b *Bolt) Put(blobs []Blob) (int64, error) {
 	return added, nil
 }
 
-// lookup calls fn with the stored value of h in bucket, inside the read.
-func (b *Bolt) lookup(bucket string, h Hash, fn func(v []byte) error) (bool, error) {
-	found := false
-	err := b.st.ScanKV(bucket, h[:], func(k, v []byte) (bool, error) {
-		if bytes.Equal(k, h[:]) {
-			found = true
-			return false, fn(v)
-		}
-		return false, nil
-	})
-	return found, err
-}
-
 // Get implements Store.
 func (b *Bolt) Get(h Hash) ([]byte, error) {
-	var v []byte
-	found, err := b.lookup(Bucket, h, func(val []byte) error {
-		v = bytes.Clone(val)
-		return nil
-	})
+	if ok, err := b.Has(h); err != nil || !ok {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return nil, err
+	}
+	v, found, err := b.st.GetKV(Bucket, h[:])
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +225,8 @@ func (b *Bolt) Get(h Hash) ([]byte, error) {
 
 // Has implements Store.
 func (b *Bolt) Has(h Hash) (bool, error) {
-	return b.lookup(SizeBucket, h, func([]byte) error { return nil })
+	_, found, err := b.st.GetKV(SizeBucket, h[:])
+	return found, err
 }
 
 // Release implements Store.
@@ -220,26 +239,20 @@ func (b *Bolt) Release(hs []Hash) error {
 	var keys [][]byte
 	var freed int64
 	for _, h := range hs {
-		found, err := b.lookup(SizeBucket, h, func(v []byte) error {
-			if len(v) == 8 {
-				freed += int64(binary.BigEndian.Uint64(v))
-			}
-			return nil
-		})
+		v, found, err := b.st.GetKV(SizeBucket, h[:])
 		if err != nil {
 			return err
 		}
 		if found {
+			if len(v) == 8 {
+				freed += int64(binary.BigEndian.Uint64(v))
+			}
 			keys = append(keys, bytes.Clone(h[:]))
 		}
 	}
-	// Sizes go first: a crash between the two leaves a content no size
-	// names, which a later Put of it stores again (and a sweep never
-	// sees); never a size naming nothing.
-	if err := b.st.DeleteKV(SizeBucket, keys); err != nil {
-		return err
-	}
-	if err := b.st.DeleteKV(Bucket, keys); err != nil {
+	// Sizes and contents in one commit: a crash leaves both or neither.
+	failpoint.Hit(FailpointRelease)
+	if err := b.st.DeleteKVs(store.Del{Bucket: SizeBucket, Keys: keys}, store.Del{Bucket: Bucket, Keys: keys}); err != nil {
 		return err
 	}
 	b.count.Add(-int64(len(keys)))

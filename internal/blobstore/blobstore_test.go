@@ -68,3 +68,61 @@ func TestPutGetRelease(t *testing.T) {
 		t.Errorf("%d contents after release, want 1", n)
 	}
 }
+
+// Contents are kept in the store's content log, not its bbolt file: they
+// count as the log's live bytes while stored and stop counting once
+// released, sizes and contents in one commit.
+func TestContentsLiveInTheLog(t *testing.T) {
+	if !store.IsContentBucket(blobstore.Bucket) || store.IsContentBucket(blobstore.SizeBucket) {
+		t.Fatalf("%s must be a content bucket of the store and %s not", blobstore.Bucket, blobstore.SizeBucket)
+	}
+	b, st := open(t)
+	data := bytes.Repeat([]byte("some file content, "), 500)
+	added, err := b.Put([]blobstore.Blob{blob(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := st.Stats(); s.LiveLogBytes < added {
+		t.Fatalf("log holds %d live bytes after storing %d", s.LiveLogBytes, added)
+	}
+	if err := b.Release([]blobstore.Hash{sha256.Sum256(data)}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := st.Stats(); s.LiveLogBytes != 0 {
+		t.Fatalf("log holds %d live bytes after the release", s.LiveLogBytes)
+	}
+	h := sha256.Sum256(data)
+	if _, found, _ := st.GetKV(blobstore.Bucket, h[:]); found {
+		t.Fatal("content still stored after its release")
+	}
+}
+
+// A content left without its size entry (a crash in the middle of a
+// release by an earlier release of the daemon) is released at open, so it
+// does not hold its bytes forever.
+func TestContentWithoutSizeReleasedAtOpen(t *testing.T) {
+	b, st := open(t)
+	kept := []byte("a content still named by its size")
+	if _, err := b.Put([]blobstore.Blob{blob(kept)}); err != nil {
+		t.Fatal(err)
+	}
+	leaked := bytes.Repeat([]byte("leaked "), 100)
+	h := sha256.Sum256(leaked)
+	if err := st.PutKV(blobstore.Bucket, []store.KV{{Key: h[:], Value: blobstore.Encode(leaked)}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.Stats()
+	b2, err := blobstore.OpenBolt(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := st.GetKV(blobstore.Bucket, h[:]); found {
+		t.Fatal("content without a size still stored after open")
+	}
+	if after, _ := st.Stats(); after.LiveLogBytes >= before.LiveLogBytes {
+		t.Fatalf("live log bytes %d after the release at open, %d before", after.LiveLogBytes, before.LiveLogBytes)
+	}
+	if got, err := b2.Get(sha256.Sum256(kept)); err != nil || !bytes.Equal(got, kept) {
+		t.Fatalf("the named content after open: %q, %v", got, err)
+	}
+}

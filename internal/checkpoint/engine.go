@@ -16,6 +16,7 @@
 //	checkpoint_checkpoints checkpoint id -> cpRecord (what changed since the previous one)
 //	checkpoint_turns       turn id -> turnRecord
 //	checkpoint_ops         operation id -> opRecord (an undo or a redo, its journal)
+//	checkpoint_writes      turn id NUL path -> sessionWrite (an Orion session's write during the open turn)
 //
 // Ids are UUIDv7, so keys sort by time: the newest turns are read first
 // with a reverse scan, and retention walks from the oldest.
@@ -56,6 +57,7 @@ const (
 	bucketCheckpoints = "checkpoint_checkpoints"
 	bucketTurns       = "checkpoint_turns"
 	bucketOps         = "checkpoint_ops"
+	bucketWrites      = "checkpoint_writes"
 )
 
 // freeAfterBytes: a checkpoint that read more returns the memory to the
@@ -188,9 +190,10 @@ type workspace struct {
 	fullReason string
 	lastScan   string
 	// writes are the Orion sessions' writes during the open turn: path ->
-	// session id and the sha256 it wrote. writesMu guards them, and open
-	// mirrors rec.OpenTurn, so a session's finalize never waits for a
-	// checkpoint holding mu.
+	// session id and the sha256 it wrote, kept in checkpoint_writes too
+	// so that a turn open across a restart still names its writers.
+	// writesMu guards them, and open mirrors rec.OpenTurn, so a session's
+	// finalize never waits for a checkpoint holding mu.
 	writesMu sync.Mutex
 	writes   map[string]sessionWrite
 	open     atomic.Value
@@ -375,6 +378,23 @@ func (e *Engine) workspace(root string) (*workspace, error) {
 	}
 	if !found {
 		w.rec = wsRecord{Root: root, ID: newID()}
+	}
+	if w.rec.OpenTurn != "" {
+		// A turn open across a restart: its writers so far.
+		prefix := []byte(w.rec.OpenTurn + "\x00")
+		err := e.cfg.Store.ScanKV(bucketWrites, prefix, func(k, v []byte) (bool, error) {
+			if !bytes.HasPrefix(k, prefix) {
+				return false, nil
+			}
+			var sw sessionWrite
+			if json.Unmarshal(v, &sw) == nil {
+				w.writes[string(k[len(prefix):])] = sw
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	w.setRec(w.rec)
 	e.ws[root] = w

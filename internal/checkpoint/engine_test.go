@@ -2,7 +2,9 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -286,12 +288,15 @@ func TestUndoKeepsLaterEdits(t *testing.T) {
 }
 
 // A turn open across a restart of the engine ends with what changed on
-// both sides of it.
+// both sides of it, and still names the Orion session that wrote a file
+// before the restart.
 func TestTurnSpansRestart(t *testing.T) {
 	en := newEnv(t)
 	en.write("a.txt", "a\n")
 	id := en.begin()
 	en.write("a.txt", "a changed before\n")
+	sum := sha256.Sum256([]byte("a changed before\n"))
+	en.e.SessionWrote("session-before", filepath.Join(en.ws, "a.txt"), hex.EncodeToString(sum[:]))
 	en.close()
 	en.write("b.txt", "b made while down\n")
 	en.open()
@@ -305,6 +310,20 @@ func TestTurnSpansRestart(t *testing.T) {
 		if !got[p] {
 			t.Errorf("%s missing from the turn's files %v", p, ti.Files)
 		}
+	}
+	for _, f := range ti.Files {
+		if f.Path == "a.txt" && f.Writer != "session-before" {
+			t.Errorf("a.txt written by %q, want the session that wrote it before the restart", f.Writer)
+		}
+	}
+	if len(ti.Sessions) != 1 || ti.Sessions[0] != "session-before" {
+		t.Errorf("turn's sessions %v, want the one that wrote before the restart", ti.Sessions)
+	}
+	// The ended turn keeps its writers in its own record.
+	left := 0
+	en.st.ScanKV("checkpoint_writes", nil, func(k, v []byte) (bool, error) { left++; return true, nil })
+	if left != 0 {
+		t.Errorf("%d writes of the open turn kept after it ended", left)
 	}
 	if _, err := en.e.Undo(protocol.TurnUndoParams{TurnID: id}); err != nil {
 		t.Fatal(err)
@@ -376,10 +395,10 @@ func TestRetention(t *testing.T) {
 	if err := en.e.Retain(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := en.e.Get(protocol.TurnGetParams{TurnID: old}); !isReason(err, protocol.ReasonTurnNotFound) {
+	if _, err := en.e.Get(context.Background(), protocol.TurnGetParams{TurnID: old}); !isReason(err, protocol.ReasonTurnNotFound) {
 		t.Errorf("the old turn: %v, want dropped", err)
 	}
-	if _, err := en.e.Get(protocol.TurnGetParams{TurnID: fresh}); err != nil {
+	if _, err := en.e.Get(context.Background(), protocol.TurnGetParams{TurnID: fresh}); err != nil {
 		t.Errorf("the fresh turn: %v, want kept", err)
 	}
 	// "start" was held only by the old turn (and by checkpoints as old).
@@ -447,19 +466,39 @@ func TestListPages(t *testing.T) {
 		en.end(id)
 		ids = append(ids, id)
 	}
-	p1, err := en.e.List(protocol.TurnListParams{WorkspaceRoot: en.ws, Limit: 2})
+	p1, err := en.e.List(context.Background(), protocol.TurnListParams{WorkspaceRoot: en.ws, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p1.Turns) != 2 || p1.Turns[0].TurnID != ids[2] || p1.Turns[1].TurnID != ids[1] || p1.NextCursor == "" {
 		t.Fatalf("first page: %d turns, cursor %q; want the two newest and a cursor", len(p1.Turns), p1.NextCursor)
 	}
-	p2, err := en.e.List(protocol.TurnListParams{WorkspaceRoot: en.ws, Limit: 2, Cursor: p1.NextCursor})
+	p2, err := en.e.List(context.Background(), protocol.TurnListParams{WorkspaceRoot: en.ws, Limit: 2, Cursor: p1.NextCursor})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p2.Turns) != 1 || p2.Turns[0].TurnID != ids[0] || p2.NextCursor != "" {
 		t.Fatalf("second page: %+v; want the oldest turn and no cursor", p2)
+	}
+}
+
+// A listing or a turn's diffs for a caller that is gone stop with its
+// context's error.
+func TestListAndDiffsStopForACallerGone(t *testing.T) {
+	en := newEnv(t)
+	id := en.begin()
+	en.write("f.txt", "changed\n")
+	en.end(id)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := en.e.List(ctx, protocol.TurnListParams{WorkspaceRoot: en.ws}); !errors.Is(err, context.Canceled) {
+		t.Errorf("turn list for a caller gone: %d turns, %v; want context.Canceled", len(res.Turns), err)
+	}
+	if ti, err := en.e.Get(ctx, protocol.TurnGetParams{TurnID: id, Diffs: true}); !errors.Is(err, context.Canceled) {
+		t.Errorf("turn diffs for a caller gone: %d files, %v; want context.Canceled", len(ti.Files), err)
+	}
+	if _, err := en.e.Get(context.Background(), protocol.TurnGetParams{TurnID: id, Diffs: true}); err != nil {
+		t.Errorf("turn diffs for a caller still there: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/orion-agent/orion/internal/blobstore"
@@ -152,10 +153,19 @@ func (e *Engine) drop(turns []*turnRecord, cps []*cpRecord, live []*turnRecord, 
 		}
 		return true, nil
 	})
+	// Writes a session reported as its turn was ending stay behind the
+	// turn's record; they go with it.
+	var writeKeys [][]byte
+	_ = e.cfg.Store.ScanKeys(bucketWrites, func(k []byte) bool {
+		if turn, _, ok := strings.Cut(string(k), "\x00"); ok && gone[turn] {
+			writeKeys = append(writeKeys, append([]byte(nil), k...))
+		}
+		return true
+	})
 	for _, del := range []struct {
 		bucket string
 		keys   [][]byte
-	}{{bucketTurns, turnKeys}, {bucketCheckpoints, cpKeys}, {bucketOps, opKeys}} {
+	}{{bucketTurns, turnKeys}, {bucketCheckpoints, cpKeys}, {bucketOps, opKeys}, {bucketWrites, writeKeys}} {
 		if len(del.keys) > 0 {
 			if err := e.cfg.Store.DeleteKV(del.bucket, del.keys); err != nil {
 				return d, err

@@ -2,14 +2,18 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/linediff"
 	"github.com/orion-agent/orion/internal/merge"
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -179,7 +183,13 @@ func (e *Engine) end(w *workspace, id string) (*turnRecord, error) {
 	if rec.OpenTurn == id {
 		rec.OpenTurn = ""
 	}
-	if err := e.cfg.Store.PutKVs(putJSON(bucketTurns, t.ID, t), putJSON(bucketWorkspaces, w.root, rec)); err != nil {
+	// The turn keeps its writers in its record from now on.
+	written, err := e.writeKeys(id)
+	if err != nil {
+		return nil, ioErr("reading the turn's writers", err)
+	}
+	if err := e.cfg.Store.Update([]store.Put{putJSON(bucketTurns, t.ID, t), putJSON(bucketWorkspaces, w.root, rec)},
+		[]store.Del{{Bucket: bucketWrites, Keys: written}}); err != nil {
 		return nil, ioErr("storing the turn", err)
 	}
 	w.setRec(rec)
@@ -271,6 +281,13 @@ func renames(changes []Change) map[string]string {
 // info is the wire form of t, with diffs when asked (each at most
 // maxDiff bytes).
 func (e *Engine) info(t *turnRecord, diffs bool, maxDiff int) protocol.TurnInfo {
+	ti, _ := e.infoCtx(context.Background(), t, diffs, maxDiff)
+	return ti
+}
+
+// infoCtx is info that stops, with ctx's error, once ctx is done: a
+// turn's diffs read and compare the contents of every file it changed.
+func (e *Engine) infoCtx(ctx context.Context, t *turnRecord, diffs bool, maxDiff int) (protocol.TurnInfo, error) {
 	ti := protocol.TurnInfo{TurnID: t.ID, WorkspaceRoot: t.Root, Agent: t.Agent, Label: t.Label, State: t.State,
 		StartCheckpoint: t.Start, EndCheckpoint: t.End, StartedAt: t.StartedAt, EndedAt: t.EndedAt,
 		Files: []protocol.TurnFile{}, Sessions: t.Sessions, Warning: t.Warning}
@@ -314,11 +331,15 @@ func (e *Engine) info(t *turnRecord, diffs bool, maxDiff int) protocol.TurnInfo 
 			f.Writer = sw.Session
 		}
 		if diffs {
+			failpoint.Wait(ctx, "turn.get.diff")
+			if err := ctx.Err(); err != nil {
+				return protocol.TurnInfo{}, err
+			}
 			e.diff(&f, old, c.New, maxDiff)
 		}
 		ti.Files = append(ti.Files, f)
 	}
-	return ti
+	return ti, nil
 }
 
 // diffContext is the lines of context around each hunk.
@@ -360,8 +381,9 @@ func (e *Engine) diff(f *protocol.TurnFile, old, cur *Entry, maxDiff int) {
 	f.Diff = d
 }
 
-// Get returns one turn, with diffs when asked.
-func (e *Engine) Get(p protocol.TurnGetParams) (protocol.TurnInfo, error) {
+// Get returns one turn, with diffs when asked; it stops, with ctx's error,
+// once ctx is done.
+func (e *Engine) Get(ctx context.Context, p protocol.TurnGetParams) (protocol.TurnInfo, error) {
 	t, err := e.getTurn(p.TurnID)
 	if err != nil {
 		return protocol.TurnInfo{}, err
@@ -371,11 +393,13 @@ func (e *Engine) Get(p protocol.TurnGetParams) (protocol.TurnInfo, error) {
 		maxDiff = protocol.DefaultDiffBytes
 	}
 	maxDiff = min(maxDiff, protocol.MaxDiffBytes)
-	return e.info(t, p.Diffs, maxDiff), nil
+	return e.infoCtx(ctx, t, p.Diffs, maxDiff)
 }
 
-// List returns a workspace's turns, newest first, a page at a time.
-func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error) {
+// List returns a workspace's turns, newest first, a page at a time. The
+// turns of every workspace are read to find a page of one: it stops, with
+// ctx's error, once ctx is done.
+func (e *Engine) List(ctx context.Context, p protocol.TurnListParams) (protocol.TurnListResult, error) {
 	if p.WorkspaceRoot == "" {
 		return protocol.TurnListResult{}, missingField("workspace_root")
 	}
@@ -393,7 +417,14 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 	if p.Cursor != "" {
 		from = []byte(p.Cursor)
 	}
+	read := 0
 	err = e.cfg.Store.ScanKVReverse(bucketTurns, from, func(k, v []byte) (bool, error) {
+		if read++; read%listCheckEvery == 1 {
+			failpoint.Wait(ctx, "turn.list.scan")
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
 		if p.Cursor != "" && string(k) >= p.Cursor {
 			return true, nil
 		}
@@ -412,10 +443,17 @@ func (e *Engine) List(p protocol.TurnListParams) (protocol.TurnListResult, error
 		return true, nil
 	})
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return res, err
+		}
 		return res, ioErr("listing turns", err)
 	}
 	return res, nil
 }
+
+// listCheckEvery is how many turns a listing reads between two checks
+// that its caller is still there.
+const listCheckEvery = 256
 
 // SessionWrote tells the engine an Orion session wrote path (absolute)
 // with content sha256: within an open turn of its workspace, the file's
@@ -427,9 +465,37 @@ func (e *Engine) SessionWrote(sessionID, path, sha256 string) {
 		return
 	}
 	rel, _ := filepath.Rel(ws.root, path)
+	rel = filepath.ToSlash(rel)
+	sw := sessionWrite{Session: sessionID, SHA256: sha256}
 	ws.writesMu.Lock()
-	ws.writes[filepath.ToSlash(rel)] = sessionWrite{Session: sessionID, SHA256: sha256}
-	ws.writesMu.Unlock()
+	defer ws.writesMu.Unlock()
+	turn := ws.openTurn()
+	if turn == "" {
+		return
+	}
+	ws.writes[rel] = sw
+	// It rides the next commit, the session's own completion record's
+	// usually: a crash loses it only with that record, which recovery
+	// redoes without a writer (the file then shows as written outside).
+	e.cfg.Store.PutKVsLater(func(err error) {
+		if err != nil {
+			e.cfg.Logger.Warn("checkpoints: storing a session's write in the open turn", "turn", turn, "session", sessionID, "err", err)
+		}
+	}, putJSON(bucketWrites, turn+"\x00"+rel, sw))
+}
+
+// writeKeys returns the keys of the writes kept for turn id.
+func (e *Engine) writeKeys(id string) ([][]byte, error) {
+	prefix := []byte(id + "\x00")
+	var keys [][]byte
+	err := e.cfg.Store.ScanKV(bucketWrites, prefix, func(k, _ []byte) (bool, error) {
+		if !bytes.HasPrefix(k, prefix) {
+			return false, nil
+		}
+		keys = append(keys, bytes.Clone(k))
+		return true, nil
+	})
+	return keys, err
 }
 
 // holding returns the recorded workspace that holds path, the innermost.

@@ -20,6 +20,10 @@ type Clock interface {
 type Timer interface {
 	// Stop cancels the call; it reports whether it was still pending.
 	Stop() bool
+	// Reset schedules the call again, d from now, whether it was
+	// pending, stopped or done; it reports whether it was pending. A
+	// timer rescheduled on every request costs nothing new this way.
+	Reset(d time.Duration) bool
 }
 
 // Real is the system clock.
@@ -71,6 +75,21 @@ func (t *fakeTimer) Stop() bool {
 	defer t.c.mu.Unlock()
 	was := !t.stopped
 	t.stopped = true
+	return was
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = false
+	t.at = t.c.now.Add(d)
+	for _, o := range t.c.timers {
+		if o == t {
+			return was
+		}
+	}
+	t.c.timers = append(t.c.timers, t)
 	return was
 }
 

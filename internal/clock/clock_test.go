@@ -42,3 +42,36 @@ func join(s []string) string {
 	}
 	return out
 }
+
+// Reset moves a pending call, brings back a stopped one and schedules
+// again one that already ran, on the fake clock as on the real one.
+func TestFakeReset(t *testing.T) {
+	c := clock.NewFake(time.Unix(0, 0))
+	calls := 0
+	tm := c.AfterFunc(time.Second, func() { calls++ })
+	c.Advance(500 * time.Millisecond)
+	if !tm.Reset(time.Second) {
+		t.Error("Reset of a pending timer reported it was not pending")
+	}
+	c.Advance(900 * time.Millisecond)
+	if calls != 0 {
+		t.Fatalf("ran %d times 1.4 s in, after a reset at 0.5 s to 1 s", calls)
+	}
+	c.Advance(100 * time.Millisecond)
+	if calls != 1 {
+		t.Fatalf("ran %d times at 1.5 s, want 1", calls)
+	}
+	if tm.Reset(time.Second) {
+		t.Error("Reset of a timer that ran reported it pending")
+	}
+	c.Advance(time.Second)
+	if calls != 2 {
+		t.Fatalf("ran %d times after a reset of a timer that ran, want 2", calls)
+	}
+	tm.Stop()
+	tm.Reset(time.Second)
+	c.Advance(time.Second)
+	if calls != 3 {
+		t.Fatalf("ran %d times after a reset of a stopped timer, want 3", calls)
+	}
+}

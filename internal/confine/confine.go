@@ -37,6 +37,8 @@ type FS struct {
 	// itself (see Within). Such an FS is a view sharing its parent's
 	// descriptors.
 	workspace string
+	// scope, when set, is one request's (see Scoped).
+	scope *scope
 }
 
 type root struct {
@@ -92,7 +94,7 @@ func (f *FS) Within(workspace string) *FS {
 	if workspace == "" {
 		return f
 	}
-	return &FS{roots: f.roots, guard: f.guard, workspace: filepath.Clean(workspace)}
+	return &FS{roots: f.roots, guard: f.guard, workspace: filepath.Clean(workspace), scope: f.scope}
 }
 
 // Extend returns an FS for g, whose roots include every root of f: the
@@ -133,8 +135,12 @@ func (f *FS) Extend(g *pathguard.Guard) (*FS, error) {
 	return n, nil
 }
 
-// Close releases the roots' descriptors.
+// Close releases the roots' descriptors, or, for a request's view (see
+// Scoped), the directories the request opened.
 func (f *FS) Close() error {
+	if f.scope != nil {
+		return f.scope.close()
+	}
 	if f.workspace != "" {
 		return nil // a view: its parent owns the descriptors
 	}
@@ -175,6 +181,13 @@ func (f *FS) rootOf(p string) (root, string, bool) {
 // directory.
 func (f *FS) OpenDir(dir string) (*Dir, error) {
 	dir = filepath.Clean(dir)
+	if f.scope != nil {
+		return f.scope.openDir(f, dir)
+	}
+	return f.openDir(dir)
+}
+
+func (f *FS) openDir(dir string) (*Dir, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, &pathguard.Error{Reason: pathguard.ReasonRelativePath, Path: dir,
 			Msg: fmt.Sprintf("directory %q is not absolute", dir)}
@@ -204,11 +217,12 @@ func (f *FS) OpenDir(dir string) (*Dir, error) {
 		return nil, &pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
 			Msg: fmt.Sprintf("%s is not a directory, so nothing can be written below it; write into an existing directory", dir)}
 	}
-	if real, ok := kernelPath(file); ok && real != dir {
+	real, named := kernelPath(file)
+	if named && real != dir {
 		file.Close()
 		return nil, moved(dir, real, f.guard.Inside(real))
 	}
-	return &Dir{f: file, Path: dir, guard: f.guard}, nil
+	return &Dir{f: file, Path: dir, guard: f.guard, named: named}, nil
 }
 
 // OpenParent opens the directory holding path and returns it with path's
@@ -317,8 +331,12 @@ func moved(dir, real string, inside bool) error {
 // The directories are read through the roots even in a workspace view: a
 // repository's pieces above the workspace count as much as those in it.
 func (f *FS) checkProtected(path string) error {
-	whole := &FS{roots: f.roots, guard: f.guard}
-	return f.guard.CheckProtectedIn(path, func(dir string) (pathguard.DirReader, error) {
+	whole := &FS{roots: f.roots, guard: f.guard, scope: f.scope}
+	var ps *pathguard.Scope
+	if f.scope != nil {
+		ps = f.scope.paths
+	}
+	return f.guard.CheckProtectedScoped(ps, path, func(dir string) (pathguard.DirReader, error) {
 		d, err := whole.OpenDir(dir)
 		var pe *pathguard.Error
 		if IsMissingDir(err) || (errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing) {

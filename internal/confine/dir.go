@@ -27,6 +27,12 @@ type Dir struct {
 	// messages and replies.
 	Path  string
 	guard *pathguard.Guard
+	// held is set while a request's view keeps the directory open for
+	// its later steps (see FS.Scoped): Close then leaves it open.
+	held bool
+	// named is set when the kernel's name of the directory was compared
+	// with Path at its open.
+	named bool
 }
 
 // Info is what Lstat tells of a directory entry.
@@ -39,8 +45,14 @@ type Info struct {
 
 func (d *Dir) fd() int { return int(d.f.Fd()) }
 
-// Close releases the directory's descriptor.
-func (d *Dir) Close() error { return d.f.Close() }
+// Close releases the directory's descriptor, unless a request's view
+// keeps it for the request's later steps.
+func (d *Dir) Close() error {
+	if d.held {
+		return nil
+	}
+	return d.f.Close()
+}
 
 // Join names an entry of d as an absolute path, for messages.
 func (d *Dir) Join(name string) string { return filepath.Join(d.Path, name) }

@@ -56,6 +56,19 @@ var ErrDamaged = errors.New("content log: record damaged")
 // ErrClosed reports a call on a Log after Close.
 var ErrClosed = errors.New("content log: closed")
 
+// A WriteError reports a batch whose write or sync failed. None of its
+// records is acknowledged, and segment Seg takes no more appends; some of
+// the records may still be found there after a crash (the bytes reached
+// the disk, or part of them did), so a caller that replays the log must
+// not take records of Seg past its last acknowledged one for its own.
+type WriteError struct {
+	Seg uint64
+	Err error
+}
+
+func (e *WriteError) Error() string { return e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
 const (
 	headerSize  = 16
 	recordMagic = 0x4f524c47 // "ORLG"
@@ -104,6 +117,12 @@ type Options struct {
 	// SegmentSize is the size new segments are preallocated to. 0 means
 	// DefaultSegmentSize.
 	SegmentSize int64
+
+	// Fault, for tests only, is asked before each write ("write"), sync
+	// ("sync") and allocation ("allocate") of a segment file, and its
+	// error, if any, is returned instead of doing it (a failed write
+	// writes half of its bytes first, as a real one may).
+	Fault func(op string) error
 
 	// file opens segment files; tests replace it to inject failures.
 	file func(path string, flag int) (segFile, error)
@@ -164,7 +183,7 @@ type segment struct {
 
 // pending is one Append waiting for its batch.
 type pending struct {
-	recs    [][]byte
+	recs    [][][]byte
 	durable func([]Ref)
 	refs    []Ref
 	err     error
@@ -183,6 +202,15 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if opts.file == nil {
 		opts.file = openOSFile
+		if fault := opts.Fault; fault != nil {
+			opts.file = func(path string, flag int) (segFile, error) {
+				f, err := openOSFile(path, flag)
+				if err != nil {
+					return nil, err
+				}
+				return faultyFile{f.(osFile), fault}, nil
+			}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open content log: %w", err)
@@ -335,9 +363,22 @@ func headerCRC(seg uint64, off int64, hdr []byte) uint32 {
 // quick and must not call the Log. On an error none of recs is acknowledged;
 // they may or may not be found in the log after a crash.
 func (l *Log) Append(recs [][]byte, durable func([]Ref)) ([]Ref, error) {
+	parts := make([][][]byte, len(recs))
+	for i, r := range recs {
+		parts[i] = [][]byte{r}
+	}
+	return l.AppendParts(parts, durable)
+}
+
+// AppendParts is Append of records given in parts: each record's payload is
+// the concatenation of its parts. Large parts are written from where they
+// are, never copied into the batch (a chunk of a MiB is the whole point of
+// the write); small ones are gathered, so a batch of many small records is
+// still one write.
+func (l *Log) AppendParts(recs [][][]byte, durable func([]Ref)) ([]Ref, error) {
 	for _, r := range recs {
-		if len(r) > MaxRecord {
-			return nil, fmt.Errorf("content log: record of %d bytes, limit %d", len(r), MaxRecord)
+		if n := partsLen(r); n > MaxRecord {
+			return nil, fmt.Errorf("content log: record of %d bytes, limit %d", n, MaxRecord)
 		}
 	}
 	p := &pending{recs: recs, durable: durable, done: make(chan bool, 1)}
@@ -380,25 +421,39 @@ func (l *Log) commit(batch []*pending) {
 	var need int64
 	for _, p := range batch {
 		for _, r := range p.recs {
-			need += headerSize + int64(len(r))
+			need += headerSize + int64(partsLen(r))
 		}
 	}
 	err := l.reserve(need)
 	var start int64
 	if err == nil {
 		start = l.tail
+		// The batch is written as a list of pieces: runs gathered in buf,
+		// and large parts as they are. Each gathered run ends where
+		// buf stood when the next large part came.
 		buf := l.buf[:0]
+		var pieces []piece
 		off := start
 		for _, p := range batch {
 			p.refs = make([]Ref, len(p.recs))
 			for i, r := range p.recs {
-				p.refs[i] = Ref{Seg: l.active.id, Off: off, Len: uint32(len(r))}
-				buf = appendRecord(buf, l.active.id, off, r)
-				off += headerSize + int64(len(r))
+				n := partsLen(r)
+				p.refs[i] = Ref{Seg: l.active.id, Off: off, Len: uint32(n)}
+				buf = appendHeader(buf, l.active.id, off, r)
+				for _, part := range r {
+					if len(part) < directPart {
+						buf = append(buf, part...)
+						continue
+					}
+					pieces = append(pieces, piece{gathered: len(buf), part: part})
+				}
+				off += headerSize + int64(n)
 			}
 		}
 		l.buf = buf
-		err = l.writeSync(buf, start)
+		if err = l.writeSync(writes(buf, pieces), start); err != nil {
+			err = &WriteError{Seg: l.active.id, Err: err}
+		}
 		if cap(l.buf) > 4<<20 {
 			l.buf = nil // a huge record's buffer is not kept
 		}
@@ -432,11 +487,45 @@ func (l *Log) commit(batch []*pending) {
 	}
 }
 
-// writeSync writes buf at off in the active segment and syncs it.
-func (l *Log) writeSync(buf []byte, off int64) error {
+// directPart is the size from which a part is written from where it is
+// rather than gathered into the batch's buffer: a write per part costs a
+// system call, a copy costs a pass over the bytes.
+const directPart = 64 << 10
+
+// piece is a large part of a batch, written after the first gathered
+// bytes of the batch's buffer.
+type piece struct {
+	gathered int
+	part     []byte
+}
+
+// writes lists a batch's bytes in order: the gathered buffer cut where each
+// large part goes.
+func writes(buf []byte, pieces []piece) [][]byte {
+	out := make([][]byte, 0, 2*len(pieces)+1)
+	at := 0
+	for _, p := range pieces {
+		if p.gathered > at {
+			out = append(out, buf[at:p.gathered])
+		}
+		out = append(out, p.part)
+		at = p.gathered
+	}
+	if len(buf) > at || len(out) == 0 {
+		out = append(out, buf[at:])
+	}
+	return out
+}
+
+// writeSync writes bufs one after another from off in the active segment,
+// and syncs it.
+func (l *Log) writeSync(bufs [][]byte, off int64) error {
 	failpoint.Hit("contentlog.write")
-	if _, err := l.active.f.WriteAt(buf, off); err != nil {
-		return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
+	for _, b := range bufs {
+		if _, err := l.active.f.WriteAt(b, off); err != nil {
+			return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
+		}
+		off += int64(len(b))
 	}
 	failpoint.Hit("contentlog.sync")
 	if err := l.active.f.Sync(); err != nil {
@@ -446,15 +535,27 @@ func (l *Log) writeSync(buf []byte, off int64) error {
 	return nil
 }
 
-// appendRecord appends the record payload encoded at off in segment seg.
-func appendRecord(buf []byte, seg uint64, off int64, payload []byte) []byte {
+// appendHeader appends the header of the record whose payload is the
+// concatenation of parts, at off in segment seg.
+func appendHeader(buf []byte, seg uint64, off int64, parts [][]byte) []byte {
 	var hdr [headerSize]byte
+	var crc uint32
+	for _, p := range parts {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
 	binary.BigEndian.PutUint32(hdr[0:], recordMagic)
-	binary.BigEndian.PutUint32(hdr[4:], uint32(len(payload)))
-	binary.BigEndian.PutUint32(hdr[8:], crc32.Checksum(payload, castagnoli))
+	binary.BigEndian.PutUint32(hdr[4:], uint32(partsLen(parts)))
+	binary.BigEndian.PutUint32(hdr[8:], crc)
 	binary.BigEndian.PutUint32(hdr[12:], headerCRC(seg, off, hdr[:]))
-	buf = append(buf, hdr[:]...)
-	return append(buf, payload...)
+	return append(buf, hdr[:]...)
+}
+
+func partsLen(parts [][]byte) int {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return n
 }
 
 // reserve makes room for need bytes at the tail, starting a new segment when
@@ -494,6 +595,38 @@ func (l *Log) reserve(need int64) error {
 	return nil
 }
 
+// Rotate starts a new segment now, unless the one appends go to holds no
+// record yet, so that the segment that was being appended to can be
+// reclaimed (Reclaim never takes the last one). A caller rotates a segment
+// whose records are mostly dead rather than wait for appends to fill it.
+func (l *Log) Rotate() error {
+	l.mu.Lock()
+	for l.leading {
+		l.idle.Wait()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	// Lead, as an Append does, so that no batch is written meanwhile.
+	l.leading = true
+	l.mu.Unlock()
+	var err error
+	if l.active == nil || l.tail > 0 {
+		l.active = nil
+		err = l.reserve(0)
+	}
+	l.mu.Lock()
+	if len(l.queue) > 0 {
+		l.queue[0].done <- true
+	} else {
+		l.leading = false
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+	return err
+}
+
 // StartNewSegment makes the next append start a new segment, leaving the
 // rest of the current one as it is. A caller whose index points past the end
 // Open found (damage in the middle of the last segment, not a torn write)
@@ -515,29 +648,43 @@ func (l *Log) Read(ref Ref) ([]byte, error) {
 
 // ReadAppend is Read appending the payload to buf.
 func (l *Log) ReadAppend(buf []byte, ref Ref) ([]byte, error) {
+	n := len(buf)
+	buf, at, err := l.ReadRecord(buf, ref)
+	if err != nil {
+		return buf, err
+	}
+	copy(buf[n:], buf[at:])
+	return buf[:n+int(ref.Len)], nil
+}
+
+// ReadRecord is Read appending the record to buf as it is on disk, its
+// header before the payload: it returns buf extended and where the payload
+// starts in it (its end is buf's), or buf as it was and an error. A caller
+// that wants only part of the payload takes it from there without moving
+// the rest.
+func (l *Log) ReadRecord(buf []byte, ref Ref) ([]byte, int, error) {
 	l.segMu.RLock()
 	s := l.segs[ref.Seg]
 	l.segMu.RUnlock()
 	if s == nil {
-		return buf, fmt.Errorf("content log: segment %d offset %d: segment missing: %w", ref.Seg, ref.Off, ErrDamaged)
+		return buf, 0, fmt.Errorf("content log: segment %d offset %d: segment missing: %w", ref.Seg, ref.Off, ErrDamaged)
 	}
 	n := len(buf)
 	buf = slices.Grow(buf, int(ref.Size()))[:n+int(ref.Size())]
 	rec := buf[n:]
 	if _, err := s.f.ReadAt(rec, ref.Off); err != nil {
 		if errors.Is(err, io.EOF) {
-			return buf[:n], fmt.Errorf("content log: segment %d offset %d: past the end: %w", ref.Seg, ref.Off, ErrDamaged)
+			return buf[:n], 0, fmt.Errorf("content log: segment %d offset %d: past the end: %w", ref.Seg, ref.Off, ErrDamaged)
 		}
-		return buf[:n], fmt.Errorf("content log: read segment %d offset %d: %w", ref.Seg, ref.Off, err)
+		return buf[:n], 0, fmt.Errorf("content log: read segment %d offset %d: %w", ref.Seg, ref.Off, err)
 	}
 	if binary.BigEndian.Uint32(rec) != recordMagic ||
 		binary.BigEndian.Uint32(rec[4:]) != ref.Len ||
 		binary.BigEndian.Uint32(rec[12:]) != headerCRC(ref.Seg, ref.Off, rec) ||
 		crc32.Checksum(rec[headerSize:], castagnoli) != binary.BigEndian.Uint32(rec[8:]) {
-		return buf[:n], fmt.Errorf("segment %d offset %d: %w", ref.Seg, ref.Off, ErrDamaged)
+		return buf[:n], 0, fmt.Errorf("segment %d offset %d: %w", ref.Seg, ref.Off, ErrDamaged)
 	}
-	copy(rec, rec[headerSize:])
-	return buf[:n+int(ref.Len)], nil
+	return buf, n + headerSize, nil
 }
 
 // Scan calls fn for every record from position from to the end of the log,

@@ -22,3 +22,34 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// faultyFile is a segment file failing as Options.Fault says.
+type faultyFile struct {
+	osFile
+	fault func(op string) error
+}
+
+func (f faultyFile) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.fault("write"); err != nil {
+		// A failed write may have written part of its bytes.
+		n, _ := f.osFile.WriteAt(b[:len(b)/2], off)
+		return n, err
+	}
+	return f.osFile.WriteAt(b, off)
+}
+
+func (f faultyFile) Sync() error {
+	if err := f.fault("sync"); err != nil {
+		return err
+	}
+	return f.osFile.Sync()
+}
+
+func (f faultyFile) Allocate(size int64) error {
+	if err := f.fault("allocate"); err != nil {
+		return err
+	}
+	return f.osFile.Allocate(size)
+}
+
+func (f faultyFile) Stat() (os.FileInfo, error) { return f.osFile.Stat() }

@@ -172,7 +172,20 @@ func Apply(old, content []byte) (Result, error) {
 // ApplyFile is Apply on the file called name: a placeholder left in a
 // block's REPLACE part is read in the comment forms of its language.
 func ApplyFile(name string, old, content []byte) (Result, error) {
-	return onText(old, Detect(content), func(text []byte) (Result, error) { return applyText(name, text, content) })
+	return ApplyFileAs(name, old, content, Charset{})
+}
+
+// ApplyAs is Apply on a file in the charset its project names: the file
+// is decoded to UTF-8, edited, and encoded back, byte-exact outside the
+// edit, or refused with ErrUnsupportedEncoding.
+func ApplyAs(old, content []byte, cs Charset) (Result, error) {
+	return ApplyFileAs("", old, content, cs)
+}
+
+// ApplyFileAs is ApplyFile on a file in the charset its project names,
+// as ApplyAs.
+func ApplyFileAs(name string, old, content []byte, cs Charset) (Result, error) {
+	return onText(old, cs, Detect(content), func(text []byte) (Result, error) { return applyText(name, text, content) })
 }
 
 func applyText(name string, old, content []byte) (Result, error) {

@@ -54,7 +54,14 @@ func NamedFiles(content []byte) []string {
 // resolves them), so that blocks naming a file in two spellings, or the
 // target by name and by default, edit it once.
 func ApplyFiles(content []byte, target string, read ReadFunc, same func(a, b string) bool) (Result, error) {
-	read, raw := decodingRead(read)
+	return ApplyFilesAs(content, target, read, same, nil)
+}
+
+// ApplyFilesAs is ApplyFiles with the charset each file's project names
+// (charsetOf may be nil): every file read is decoded to UTF-8 for the
+// edit and its new content encoded back, as ApplyAs.
+func ApplyFilesAs(content []byte, target string, read ReadFunc, same func(a, b string) bool, charsetOf func(path string) Charset) (Result, error) {
+	read, raw := decodingRead(read, charsetOf)
 	res, err := applyFiles(content, target, read, same)
 	if err == nil {
 		err = encodeOps(&res, target, raw)
@@ -77,7 +84,8 @@ func applyFiles(content []byte, target string, read ReadFunc, same func(a, b str
 		if !exists {
 			return Result{Format: f, Dialect: DetectDialect(content)}, fmt.Errorf("%w: %s does not exist, and a %s changes an existing file", ErrConflict, target, f)
 		}
-		res, err := Apply(old, content)
+		// old is decoded already.
+		res, err := applyText(target, old, content)
 		if err == nil && res.Changed {
 			res.Files = []FileOp{{Kind: OpUpdate, Path: target, Content: res.Content, Old: old}}
 		}

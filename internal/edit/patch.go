@@ -254,10 +254,16 @@ func (s PatchSpec) matcher(field, v string, regex bool) (finder, error) {
 // already_applied and changes nothing. Line-number types cannot tell a
 // resend from a second insertion: they apply again.
 func ApplyPatch(old []byte, spec PatchSpec, text []byte) (Result, error) {
+	return ApplyPatchAs(old, spec, text, Charset{})
+}
+
+// ApplyPatchAs is ApplyPatch on a file in the charset its project names,
+// as ApplyAs.
+func ApplyPatchAs(old []byte, spec PatchSpec, text []byte, cs Charset) (Result, error) {
 	if err := spec.Validate(); err != nil {
 		return Result{Format: FormatPatch}, err
 	}
-	return onText(old, FormatPatch, func(old []byte) (Result, error) { return applyPatchText(old, spec, text) })
+	return onText(old, cs, FormatPatch, func(old []byte) (Result, error) { return applyPatchText(old, spec, text) })
 }
 
 func applyPatchText(old []byte, spec PatchSpec, text []byte) (Result, error) {

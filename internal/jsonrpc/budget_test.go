@@ -53,7 +53,7 @@ func TestTotalBudgetAcrossConnections(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatalf("%s did not free the budget", free)
 			}
 			if free == "Close" {

@@ -59,21 +59,23 @@ func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 	if err != nil {
 		return err
 	}
-	data, err = c.splice(data)
+	parts, err := c.splice(data)
 	if err != nil {
 		return err
 	}
-	return WriteFrame(stream, data)
+	return writeFrameParts(stream, parts...)
 }
 
 // splice puts held params in place of their placeholder. It reads data as
 // the JSON-RPC request it is, whatever the order jsonrpc2 writes its
 // members in: the placeholder must be the value of "params", and every
 // other member is copied as it is. A placeholder anywhere else is an
-// error rather than a request sent without its params.
-func (c *ClientCodec) splice(data []byte) ([]byte, error) {
+// error rather than a request sent without its params. It returns the
+// message in parts, the held params one of them as they are, so that a
+// chunk of a MiB is not copied once more only to be written.
+func (c *ClientCodec) splice(data []byte) ([][]byte, error) {
 	if !bytes.Contains(data, []byte(c.prefix)) {
-		return data, nil
+		return [][]byte{data}, nil
 	}
 	ms, ok := readMembers(data)
 	if !ok {
@@ -91,7 +93,8 @@ func (c *ClientCodec) splice(data []byte) ([]byte, error) {
 	if params == nil {
 		return nil, errors.New("client: a request's params were not where the codec puts them; nothing was sent")
 	}
-	out := make([]byte, 0, len(data)+len(params))
+	out := make([]byte, 0, len(data))
+	var parts [][]byte
 	out = append(out, '{')
 	for i, m := range ms {
 		if i > 0 {
@@ -100,12 +103,13 @@ func (c *ClientCodec) splice(data []byte) ([]byte, error) {
 		out = append(out, m.name...)
 		out = append(out, ':')
 		if m.is("params") {
-			out = append(out, params...)
+			parts = append(parts, out, params)
+			out = nil
 		} else {
 			out = append(out, m.value...)
 		}
 	}
-	return append(out, '}'), nil
+	return append(parts, append(out, '}')), nil
 }
 
 // Held is how many params are held: none once every call that held some

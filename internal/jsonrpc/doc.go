@@ -12,13 +12,23 @@
 // reads frames without bounds. So ServerStream parses each frame itself, in
 // one pass, and hands jsonrpc2 a minimal request with a synthetic numeric id;
 // the params wait in Params for the handler, and the reply gets the
-// client's id back. ClientCodec lets jsonrpc2 marshal a placeholder and puts
-// the params, encoded once, in its place.
+// client's id back. The reply is encoded once, from the typed response
+// jsonrpc2 shows the stream through its OnSend option just before it asks
+// the stream to write it, not read back from what jsonrpc2 would marshal.
+// ClientCodec lets jsonrpc2 marshal a placeholder and puts the params,
+// encoded once, in its place.
+//
+// Why these two stay as they are: jsonrpc2 hands a stream's ReadObject an
+// unexported message type that only its own UnmarshalJSON fills, and that
+// decodes a request's params into generic values and marshals them back,
+// and its id into an int64; and a client's Call marshals its params, then
+// the request around them, before any option or codec sees them. No
+// extension point of the library's reaches either step.
 //
 // What this relies on in jsonrpc2, each pinned by a test of
 // jsonrpc2_test.go, so an upgrade that changes one fails there:
 //
-//   - the value ReadObject is given decodes {"jsonrpc","id","method"} JSON
+//   - the value ReadObject is given decodes {"id","method"} JSON
 //     as a Request with that numeric id (an int64) and method and no
 //     params, and without an id as a notification;
 //   - Handle is called on the read loop, one request at a time in the order
@@ -26,6 +36,9 @@
 //   - Reply and ReplyWithError write an object whose JSON is a response:
 //     the request's numeric id, and a result or an error (code, message,
 //     data); Notify writes one with a method and params and no id;
+//   - OnSend is called with each response or notification, typed, right
+//     before the WriteObject that writes it, with no other WriteObject in
+//     between however many goroutines send at once;
 //   - a ReadObject error ends the Conn: DisconnectNotify fires, the stream
 //     is closed, and later replies fail with ErrClosed;
 //   - a client Call marshals json.RawMessage params verbatim as the value

@@ -162,7 +162,18 @@ func truncate(b []byte, n int) string {
 // WriteFrame writes data as one frame, header and body in one writev where
 // w is a socket.
 func WriteFrame(w io.Writer, data []byte) error {
-	bufs := net.Buffers{[]byte("Content-Length: " + strconv.Itoa(len(data)) + "\r\n\r\n"), data}
+	return writeFrameParts(w, data)
+}
+
+// writeFrameParts writes the concatenation of parts as one frame.
+func writeFrameParts(w io.Writer, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	bufs := make(net.Buffers, 0, 1+len(parts))
+	bufs = append(bufs, []byte("Content-Length: "+strconv.Itoa(n)+"\r\n\r\n"))
+	bufs = append(bufs, parts...)
 	_, err := bufs.WriteTo(w)
 	return err
 }

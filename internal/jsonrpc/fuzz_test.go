@@ -86,3 +86,35 @@ func FuzzFrameReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanMembers: the quick scan of a frame's body takes only bodies that
+// jsontext takes, and reads the same members from them.
+func FuzzScanMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`,
+		` { "jsonrpc" : "2.0" , "id" : -1.5e+3 , "method" : "session.append" , "params" : {"session_id":"s","seq":1,"chunk":"a\u0000<\ud800\"\\"} } `,
+		`{"id":[1,{"a":[true,false,null,{}]},[]],"params":{"x":"\xff"}}`,
+		`{}`, `{"a":1,"a":2}`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":tru}`, `{"a":"\x"}`, `{"a":[1,]}`,
+		`{"a":1}x`, `[1]`, `{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := scanMembers(body)
+		if !ok {
+			return
+		}
+		want, wok := decodeMembers(body)
+		if !wok {
+			t.Fatalf("scanMembers took %q, which jsontext refuses", body)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d members, jsontext %d", body, len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].name, want[i].name) || !bytes.Equal(got[i].value, want[i].value) {
+				t.Fatalf("%q: member %d is %s:%s, jsontext %s:%s", body, i, got[i].name, got[i].value, want[i].name, want[i].value)
+			}
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -72,7 +73,7 @@ func (s *scriptedStream) last(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
 	select {
 	case <-s.wrote:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the Conn wrote nothing")
 	}
 	s.mu.Lock()
@@ -89,7 +90,7 @@ type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
 func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
 
 // What ReadObject hands the Conn, the minimal request ServerStream builds
-// (jsonrpc, a numeric id, the method; never params), reaches the handler
+// (a numeric id and the method; never params, nor "jsonrpc"), reaches the handler
 // as a Request with that numeric id, that method and no params; without
 // an id, as a notification. jsonrpc2 reads an id as an int64 (a larger one
 // ends the connection): the synthetic ids count up from 1.
@@ -100,8 +101,8 @@ func TestJSONRPC2DecodesTheRequestHandedToIt(t *testing.T) {
 		got <- r
 	}))
 	defer conn.Close()
-	s.in <- `{"jsonrpc":"2.0","id":9223372036854775807,"method":"session.append"}`
-	s.in <- `{"jsonrpc":"2.0","method":"$/cancelRequest"}`
+	s.in <- `{"id":9223372036854775807,"method":"session.append"}`
+	s.in <- `{"method":"$/cancelRequest"}`
 	r := <-got
 	if r.Notif || r.ID.IsString || r.ID.Num != 9223372036854775807 || r.Method != "session.append" || r.Params != nil {
 		t.Fatalf("request %+v (params %v)", r, r.Params)
@@ -138,7 +139,7 @@ func TestJSONRPC2HandlesOnTheReadLoop(t *testing.T) {
 	}
 	close(release)
 	<-s.reads
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mu.Lock()
 		n := len(order)
@@ -203,6 +204,98 @@ func TestJSONRPC2NotifiesWithoutID(t *testing.T) {
 	}
 }
 
+// OnSend shows each message, typed, right before the WriteObject that
+// writes it, and no other message's WriteObject comes in between, however
+// many are sent at once: ServerStream keeps the message OnSend showed and
+// writes it in WriteObject, without marshalling what it is given.
+func TestJSONRPC2ShowsEachMessageBeforeWritingIt(t *testing.T) {
+	s := newScripted()
+	var mu sync.Mutex
+	var events []string
+	conn := jsonrpc2.NewConn(context.Background(), &orderedStream{scriptedStream: s, mu: &mu, events: &events},
+		handlerFunc(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}),
+		jsonrpc2.OnSend(func(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case resp != nil && resp.Result != nil:
+				events = append(events, "shown "+string(*resp.Result))
+			case resp != nil:
+				events = append(events, "shown error "+resp.Error.Message)
+			case req != nil && req.Notif:
+				events = append(events, "shown "+req.Method+" "+string(*req.Params))
+			}
+		}))
+	defer conn.Close()
+	const n = 50
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			switch i % 3 {
+			case 0:
+				err = conn.Reply(context.Background(), jsonrpc2.ID{Num: uint64(i)}, i)
+			case 1:
+				err = conn.ReplyWithError(context.Background(), jsonrpc2.ID{Num: uint64(i)}, &jsonrpc2.Error{Code: 1, Message: fmt.Sprint(i)})
+			default:
+				err = conn.Notify(context.Background(), "n", i)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 2*n {
+		t.Fatalf("%d events for %d messages: %q", len(events), n, events)
+	}
+	for i := 0; i < len(events); i += 2 {
+		shown, written := events[i], events[i+1]
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(written, "written ")), &m); err != nil {
+			t.Fatalf("event %d: %q", i+1, written)
+		}
+		var want string
+		switch {
+		case m["result"] != nil:
+			want = "shown " + string(m["result"])
+		case m["error"] != nil:
+			var e jsonrpc2.Error
+			json.Unmarshal(m["error"], &e)
+			want = "shown error " + e.Message
+		default:
+			var method string
+			json.Unmarshal(m["method"], &method)
+			want = "shown " + method + " " + string(m["params"])
+		}
+		if shown != want {
+			t.Fatalf("events %d and %d: %q then %q: what was shown is not what was written next", i, i+1, shown, written)
+		}
+	}
+}
+
+// orderedStream records each WriteObject among the events OnSend records.
+type orderedStream struct {
+	*scriptedStream
+	mu     *sync.Mutex
+	events *[]string
+}
+
+func (o *orderedStream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	*o.events = append(*o.events, "written "+string(b))
+	o.mu.Unlock()
+	return nil
+}
+
 // A ReadObject error ends the Conn: DisconnectNotify is closed, the
 // stream closed, and a reply after that fails with ErrClosed, which the
 // daemon's handler does not log as a failure.
@@ -212,12 +305,13 @@ func TestJSONRPC2ReadErrorEndsTheConn(t *testing.T) {
 	close(s.in)
 	select {
 	case <-conn.DisconnectNotify():
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("a read error did not end the Conn")
 	}
+	// jsonrpc2 closes the stream right after DisconnectNotify, not before.
 	select {
 	case <-s.closed:
-	default:
+	case <-time.After(5 * time.Second):
 		t.Fatal("the stream was not closed")
 	}
 	if err := conn.Reply(context.Background(), jsonrpc2.ID{Num: 1}, "x"); !errors.Is(err, jsonrpc2.ErrClosed) {
@@ -290,41 +384,70 @@ func TestJSONRPC2ClientCall(t *testing.T) {
 	}
 }
 
-// ServerStream through a real Conn: a client's odd id (negative, fraction,
-// string) comes back byte for byte, and the params reach the handler
-// through Params, never through jsonrpc2.
+// ServerStream through a real Conn, with its OnSend and without: a
+// client's odd id (negative, fraction, string) comes back byte for byte on
+// results and errors, notifications go out as sent, the params reach the
+// handler through Params, never through jsonrpc2.
 func TestServerStreamThroughJSONRPC2(t *testing.T) {
-	server, client := net.Pipe()
-	defer client.Close()
-	params := NewParams()
-	stream := NewServerStream(server, Limits{MaxMessage: 1 << 20}, params, nil)
-	seen := make(chan string, 4)
-	conn := jsonrpc2.NewConn(context.Background(), stream, handlerFunc(func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
-		p, _ := params.Take(r.ID)
-		if r.Params != nil {
-			p = []byte("jsonrpc2 held params")
-		}
-		seen <- string(p)
-		go c.Reply(ctx, r.ID, map[string]string{"method": r.Method})
-	}))
-	defer conn.Close()
-	r := bufio.NewReader(client)
-	for _, id := range []string{`-1`, `1.5`, `"a\"b"`, `18446744073709551616`} {
-		req := `{"jsonrpc":"2.0","id":` + id + `,"method":"m","params":{"x":[1,2]}}`
-		go WriteFrame(client, []byte(req))
-		length, err := readHeader(r, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := readBody(r, length)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"method":"m"}}`; string(body) != want {
-			t.Fatalf("reply %s, want %s", body, want)
-		}
-		if p := <-seen; p != `{"x":[1,2]}` {
-			t.Fatalf("the handler got params %q", p)
-		}
+	for _, onSend := range []bool{true, false} {
+		t.Run(fmt.Sprintf("OnSend=%v", onSend), func(t *testing.T) {
+			server, client := net.Pipe()
+			defer client.Close()
+			params := NewParams()
+			stream := NewServerStream(server, Limits{MaxMessage: 1 << 20}, params, nil)
+			var opts []jsonrpc2.ConnOpt
+			if onSend {
+				opts = append(opts, stream.OnSend())
+			}
+			seen := make(chan string, 4)
+			conn := jsonrpc2.NewConn(context.Background(), stream, handlerFunc(func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+				p, _ := params.Take(r.ID)
+				if r.Params != nil {
+					p = []byte("jsonrpc2 held params")
+				}
+				seen <- string(p)
+				switch r.Method {
+				case "fail":
+					go c.ReplyWithError(ctx, r.ID, &jsonrpc2.Error{Code: -32001, Message: "no"})
+				default:
+					go func() {
+						c.Notify(ctx, "note", map[string]int{"n": 1})
+						c.Reply(ctx, r.ID, map[string]string{"method": r.Method})
+					}()
+				}
+			}), opts...)
+			defer conn.Close()
+			r := bufio.NewReader(client)
+			next := func() string {
+				t.Helper()
+				length, err := readHeader(r, 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, err := readBody(r, length)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(body)
+			}
+			for _, id := range []string{`-1`, `1.5`, `"a\"b"`, `18446744073709551616`} {
+				req := `{"jsonrpc":"2.0","id":` + id + `,"method":"m","params":{"x":[1,2]}}`
+				go WriteFrame(client, []byte(req))
+				if got, want := next(), `{"jsonrpc":"2.0","method":"note","params":{"n":1}}`; got != want {
+					t.Fatalf("notification %s, want %s", got, want)
+				}
+				if got, want := next(), `{"jsonrpc":"2.0","id":`+id+`,"result":{"method":"m"}}`; got != want {
+					t.Fatalf("reply %s, want %s", got, want)
+				}
+				if p := <-seen; p != `{"x":[1,2]}` {
+					t.Fatalf("the handler got params %q", p)
+				}
+			}
+			go WriteFrame(client, []byte(`{"jsonrpc":"2.0","id":"e","method":"fail"}`))
+			if got, want := next(), `{"jsonrpc":"2.0","id":"e","error":{"code":-32001,"message":"no"}}`; got != want {
+				t.Fatalf("error reply %s, want %s", got, want)
+			}
+			<-seen
+		})
 	}
 }

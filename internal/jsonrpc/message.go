@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/orion-agent/orion/internal/jsonstr"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -135,6 +136,15 @@ var noInput = new(bytes.Buffer)
 // then Unmarshal into a map read it twice more). It returns false when
 // body is not valid JSON or not an object. Names and values alias body.
 func readMembers(body []byte) (members, bool) {
+	if ms, ok := scanMembers(body); ok {
+		return ms, true
+	}
+	return decodeMembers(body)
+}
+
+// decodeMembers is readMembers by jsontext, which also tells what is wrong
+// with a body scanMembers does not take.
+func decodeMembers(body []byte) (members, bool) {
 	dec := decoders.Get().(*jsontext.Decoder)
 	// Over a bytes.Buffer the decoder parses body in place, so values
 	// alias it and nothing is copied.
@@ -165,6 +175,180 @@ func readMembers(body []byte) (members, bool) {
 		return nil, false
 	}
 	return ms, true
+}
+
+// scanMembers is readMembers for the bodies nearly every client sends: it
+// checks them as jsontext does (invalid UTF-8 allowed, repeated names
+// allowed) in a pass that passes over a string's ordinary bytes eight at a
+// time (jsonstr.Skip), where jsontext looks at each byte: an append's chunk
+// is nearly all of its frame, and this pass, the frame's first, cost as
+// much as decoding the chunk. It returns false for anything it does not
+// take, valid or not (values nested deeper than maxScanDepth); readMembers
+// then asks jsontext.
+func scanMembers(body []byte) (members, bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, false
+	}
+	ms := make(members, 0, 4)
+	i = skipSpace(body, i+1)
+	if i < len(body) && body[i] == '}' {
+		return ms, skipSpace(body, i+1) == len(body)
+	}
+	for {
+		n, ok := jsonstr.Skip(body[i:])
+		if !ok {
+			return nil, false
+		}
+		name := body[i : i+n]
+		i = skipSpace(body, i+n)
+		if i >= len(body) || body[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(body, i+1)
+		if n, ok = skipValue(body[i:], 1); !ok {
+			return nil, false
+		}
+		ms = append(ms, member{name: name, value: json.RawMessage(body[i : i+n])})
+		i = skipSpace(body, i+n)
+		if i >= len(body) {
+			return nil, false
+		}
+		switch body[i] {
+		case ',':
+			i = skipSpace(body, i+1)
+		case '}':
+			return ms, skipSpace(body, i+1) == len(body)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// maxScanDepth bounds how deeply scanMembers follows nested values (the
+// member values are at depth 1); deeper ones are left to jsontext, whose
+// own limit then applies.
+const maxScanDepth = 32
+
+// skipValue returns the length of the JSON value at the start of b.
+func skipValue(b []byte, depth int) (int, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	switch c := b[0]; {
+	case c == '"':
+		return jsonstr.Skip(b)
+	case c == '{' || c == '[':
+		if depth >= maxScanDepth {
+			return 0, false
+		}
+		return skipComposite(b, depth+1)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b)
+	case c == 't':
+		return literal(b, "true")
+	case c == 'f':
+		return literal(b, "false")
+	case c == 'n':
+		return literal(b, "null")
+	}
+	return 0, false
+}
+
+// skipComposite returns the length of the object or array at the start of
+// b.
+func skipComposite(b []byte, depth int) (int, bool) {
+	object := b[0] == '{'
+	end := byte(']')
+	if object {
+		end = '}'
+	}
+	i := skipSpace(b, 1)
+	if i < len(b) && b[i] == end {
+		return i + 1, true
+	}
+	for {
+		if object {
+			n, ok := jsonstr.Skip(b[i:])
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(b, i+n)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			i = skipSpace(b, i+1)
+		}
+		n, ok := skipValue(b[i:], depth)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, i+n)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case end:
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// skipNumber returns the length of the JSON number at the start of b.
+func skipNumber(b []byte) (int, bool) {
+	i := 0
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+func literal(b []byte, lit string) (int, bool) {
+	if len(b) < len(lit) || string(b[:len(lit)]) != lit {
+		return 0, false
+	}
+	return len(lit), true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 func invalidRequest(format string, args ...any) *protocol.Error {

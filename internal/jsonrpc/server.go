@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/protocol"
@@ -80,6 +82,9 @@ type ServerStream struct {
 	log    *slog.Logger
 	// onFrame, if set, is told when a frame starts to arrive.
 	onFrame func()
+	// onCancel, if set, is told the synthetic id of each request its
+	// client cancels.
+	onCancel func(id uint64)
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -89,6 +94,10 @@ type ServerStream struct {
 	// wmu keeps frames whole on the wire: replies are written from many
 	// handler goroutines.
 	wmu sync.Mutex
+	// sending is the message jsonrpc2 showed OnSend and is about to hand
+	// WriteObject; guarded by the Conn's send lock, which it holds from
+	// one to the other.
+	sending outgoing
 
 	mu sync.Mutex
 	// ids maps each synthetic id to its request as sent.
@@ -219,32 +228,41 @@ func (s *ServerStream) ReadObject(v any) error {
 			}
 			continue
 		}
-		lib := libraryRequest{JSONRPC: "2.0", Method: msg.method}
+		var syn *uint64
 		if msg.id == nil {
 			// Notifications are never answered, so they hold no room; their
-			// params are dropped (none are defined).
+			// params are dropped once read (only a cancellation has any).
+			if msg.method == protocol.CancelRequest {
+				s.cancel(msg.params)
+			}
 			s.release(length)
 		} else {
-			syn := s.stash.newID()
-			lib.ID = &syn
+			id := s.stash.newID()
+			syn = &id
 			s.mu.Lock()
-			s.ids[syn] = pending{id: msg.id, size: length}
+			s.ids[id] = pending{id: msg.id, size: length}
 			s.mu.Unlock()
 			if msg.params != nil {
-				s.stash.put(syn, msg.params)
+				s.stash.put(id, msg.params)
 			}
 		}
-		b, err := json.Marshal(lib)
+		b, err := libraryRequest(syn, msg.method)
 		if err == nil {
-			err = json.Unmarshal(b, v)
+			// jsonrpc2's message type decodes itself; encoding/json around
+			// it would only scan the bytes built here once more.
+			if u, ok := v.(json.Unmarshaler); ok {
+				err = u.UnmarshalJSON(b)
+			} else {
+				err = json.Unmarshal(b, v)
+			}
 		}
 		if err != nil {
 			// Cannot happen for what parseMessage lets through; if it
 			// does, the connection ends rather than a request going
 			// unanswered forever.
-			if lib.ID != nil {
-				s.forget(*lib.ID)
-				s.stash.take(*lib.ID)
+			if syn != nil {
+				s.forget(*syn)
+				s.stash.take(*syn)
 			}
 			return fmt.Errorf("handing a request to jsonrpc2: %w", err)
 		}
@@ -252,12 +270,21 @@ func (s *ServerStream) ReadObject(v any) error {
 	}
 }
 
-// libraryRequest is what jsonrpc2 is given: the method and a synthetic id,
-// never the client's params (the handler takes those from the stash).
-type libraryRequest struct {
-	JSONRPC string  `json:"jsonrpc"`
-	ID      *uint64 `json:"id,omitempty"`
-	Method  string  `json:"method"`
+// libraryRequest is the JSON jsonrpc2 is given for a request: its method
+// and a synthetic id (none for a notification), never the client's params
+// (the handler takes those from the stash), nor "jsonrpc", which jsonrpc2
+// drops: it decodes each member it is given into a value of its own.
+func libraryRequest(id *uint64, method string) ([]byte, error) {
+	b := make([]byte, 0, len(`{"id":18446744073709551615,"method":""}`)+len(method))
+	b = append(b, '{')
+	if id != nil {
+		b = append(b, `"id":`...)
+		b = strconv.AppendUint(b, *id, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b, err := jsontext.AppendQuote(b, method)
+	return append(b, '}'), err
 }
 
 // admit waits until fits (called with s.mu held) allows a request in, then
@@ -345,10 +372,50 @@ func (s *ServerStream) forget(syn uint64) json.RawMessage {
 	return p.id
 }
 
+// OnSend is the jsonrpc2.ConnOpt to give the jsonrpc2.Conn of this stream:
+// it shows the stream each message the Conn is about to write as the
+// typed value it is, so that WriteObject encodes it once, from that value,
+// with the client's id, instead of reading back the JSON jsonrpc2 would
+// marshal (a reply's result copied and checked three times over, then
+// parsed again to find its id). jsonrpc2 calls it, then WriteObject, under
+// one lock of the Conn's, so nothing comes in between (pinned by
+// TestJSONRPC2ShowsEachMessageBeforeWritingIt).
+func (s *ServerStream) OnSend() jsonrpc2.ConnOpt {
+	return jsonrpc2.OnSend(func(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
+		s.sending = outgoing{req: req, resp: resp}
+	})
+}
+
+// outgoing is the message jsonrpc2 is about to write: a response, or a
+// request (the daemon's notifications).
+type outgoing struct {
+	req  *jsonrpc2.Request
+	resp *jsonrpc2.Response
+}
+
 // WriteObject implements jsonrpc2.ObjectStream: it puts back the id the
 // client sent and frees the request's slot once the reply is written (or
 // failed), not before, so replies a client does not read stay bounded too.
 func (s *ServerStream) WriteObject(obj any) error {
+	msg := s.sending
+	s.sending = outgoing{}
+	switch o := obj.(type) {
+	case *jsonrpc2.Response:
+		msg = outgoing{resp: o}
+	case *jsonrpc2.Request:
+		msg = outgoing{req: o}
+	}
+	switch {
+	case msg.resp != nil:
+		return s.writeResponse(msg.resp)
+	case msg.req != nil && msg.req.Notif:
+		data, err := encodeNotification(msg.req)
+		if err != nil {
+			return err
+		}
+		return s.writeFrame(data)
+	}
+	// Without OnSend: what jsonrpc2 marshals, read back.
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -360,6 +427,83 @@ func (s *ServerStream) WriteObject(obj any) error {
 	err = s.writeFrame(reply)
 	s.forget(syn)
 	return err
+}
+
+// writeResponse writes resp, a reply to a request of this stream, with
+// the id its client sent, and frees the request's room.
+func (s *ServerStream) writeResponse(resp *jsonrpc2.Response) error {
+	var syn uint64
+	var id json.RawMessage
+	if !resp.ID.IsString {
+		syn = resp.ID.Num
+		s.mu.Lock()
+		p, known := s.ids[syn]
+		s.mu.Unlock()
+		id = p.id
+		if !known {
+			id = nil
+		}
+	}
+	if id == nil {
+		// Not a request of this stream's (none is answered so): written
+		// with the library's id, as jsonrpc2 would.
+		b, err := resp.ID.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		id = b
+	}
+	data, err := encodeResponse(id, resp)
+	if err != nil {
+		return err
+	}
+	err = s.writeFrame(data)
+	s.forget(syn)
+	return err
+}
+
+// encodeResponse is the JSON of resp with id in place of its own: a result
+// as jsonrpc2 encoded it once (Response.SetResult), or an error.
+func encodeResponse(id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error) {
+	member, value := `,"result":`, []byte(nil)
+	switch {
+	case resp.Error != nil:
+		b, err := json.Marshal(resp.Error)
+		if err != nil {
+			return nil, err
+		}
+		member, value = `,"error":`, b
+	case resp.Result != nil && len(*resp.Result) > 0:
+		value = *resp.Result
+	default:
+		return nil, errors.New("jsonrpc: a response with neither a result nor an error")
+	}
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(value))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, member...)
+	out = append(out, value...)
+	return append(out, '}'), nil
+}
+
+// encodeNotification is the JSON of a notification: a method, its params
+// as jsonrpc2 encoded them once (Request.SetParams), and no id.
+func encodeNotification(req *jsonrpc2.Request) ([]byte, error) {
+	method, err := json.Marshal(req.Method)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(method)+64)
+	if req.Params != nil {
+		out = slices.Grow(out, len(*req.Params))
+	}
+	out = append(out, `{"jsonrpc":"2.0","method":`...)
+	out = append(out, method...)
+	if req.Params != nil {
+		out = append(out, `,"params":`...)
+		out = append(out, *req.Params...)
+	}
+	return append(out, '}'), nil
 }
 
 // reply rewrites a response jsonrpc2 wrote to a request of this stream
@@ -390,7 +534,7 @@ func (s *ServerStream) reply(data []byte) (uint64, []byte, bool) {
 	if rerr != nil {
 		member, value = `,"error":`, rerr
 	}
-	out := make([]byte, 0, len(value)+len(p.id)+32)
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(p.id)+len(value))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, p.id...)
 	out = append(out, member...)
@@ -429,6 +573,44 @@ func (s *ServerStream) writeFrame(data []byte) error {
 // first byte read), as a sign of life of the connection. Call it before
 // the stream is handed to jsonrpc2.
 func (s *ServerStream) OnFrame(f func()) { s.onFrame = f }
+
+// OnCancel sets f to be called, on the read loop, when the client cancels
+// a request of its own that is not answered yet (protocol.CancelRequest):
+// f is given the id jsonrpc2 knows that request by. jsonrpc2 has no
+// cancellation of its own. Call it before the stream is handed to
+// jsonrpc2.
+func (s *ServerStream) OnCancel(f func(id uint64)) { s.onCancel = f }
+
+// cancel finds the unanswered request whose id, as sent, is the "id" of
+// params, a cancellation's, and tells onCancel. An id is matched byte for
+// byte as the client wrote it in both messages; one that matches no
+// request (answered already, or never sent) is ignored, as LSP asks.
+func (s *ServerStream) cancel(params json.RawMessage) {
+	if s.onCancel == nil || params == nil {
+		return
+	}
+	ms, ok := readMembers(params)
+	if !ok {
+		return
+	}
+	id := ms.get("id")
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	var syn uint64
+	found := false
+	for k, p := range s.ids {
+		if string(p.id) == string(id) {
+			syn, found = k, true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found {
+		s.onCancel(syn)
+	}
+}
 
 // Waiting reports whether the stream has read a request it has not
 // answered yet.

@@ -254,6 +254,35 @@ func TestFrameStreamParams(t *testing.T) {
 	}
 }
 
+// TestFrameStreamCancel: a $/cancelRequest names an unanswered request by
+// its id as sent, and OnCancel is told the id jsonrpc2 knows it by; one
+// that names no unanswered request, or another representation of the
+// number, tells nothing.
+func TestFrameStreamCancel(t *testing.T) {
+	in := frame(`{"jsonrpc":"2.0","id":"a","method":"session.list"}`) +
+		frame(`{"jsonrpc":"2.0","id":2,"method":"session.list"}`) +
+		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"b"}}`) +
+		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2.0}}`) +
+		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"a"}}`) +
+		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest"}`)
+	s := NewServerStream(&pipeConn{in: strings.NewReader(in)}, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, NewParams(), nil)
+	var cancelled []uint64
+	s.OnCancel(func(id uint64) { cancelled = append(cancelled, id) })
+	var ids []uint64
+	for range 6 {
+		var req jsonrpc2.Request
+		if err := s.ReadObject(&req); err != nil {
+			t.Fatal(err)
+		}
+		if !req.Notif {
+			ids = append(ids, req.ID.Num)
+		}
+	}
+	if len(ids) != 2 || len(cancelled) != 1 || cancelled[0] != ids[0] {
+		t.Fatalf("requests %v, cancelled %v; want only the first cancelled", ids, cancelled)
+	}
+}
+
 // TestFrameStreamInflight: with its limit of requests (or request bytes)
 // unanswered, the stream reads nothing more until one is answered.
 func TestFrameStreamInflight(t *testing.T) {
@@ -309,7 +338,7 @@ func TestFrameStreamInflight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("a reply did not make room")
 			}
 			if got := readReplies(t, c.written()); len(got) != 1 || string(got[0].ID) != "0" {
@@ -336,7 +365,7 @@ func TestFrameStreamCloseWakesReader(t *testing.T) {
 		if !errors.Is(err, jsonrpc2.ErrClosed) {
 			t.Fatalf("err %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not wake the reader")
 	}
 }

@@ -5,15 +5,13 @@ package newfile
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
 
 	editorconfig "github.com/editorconfig/editorconfig-core-go/v2"
-	"golang.org/x/text/encoding"
-	"golang.org/x/text/encoding/charmap"
-	"golang.org/x/text/encoding/unicode"
+
+	"github.com/orion-agent/orion/internal/charset"
 )
 
 // MaxConfigBytes bounds each .editorconfig and .gitattributes read; a
@@ -22,7 +20,7 @@ const MaxConfigBytes = 64 << 10
 
 // ErrUnsupportedEncoding: the text cannot be written in the charset the
 // project names (a character Latin-1 lacks).
-var ErrUnsupportedEncoding = errors.New("unsupported encoding")
+var ErrUnsupportedEncoding = charset.ErrUnsupportedEncoding
 
 // Style is what the project says about one new file. Zero values say
 // nothing.
@@ -30,7 +28,13 @@ type Style struct {
 	EOL          string // "\n" or "\r\n"
 	FinalNewline *bool
 	Charset      string // editorconfig's names: utf-8, utf-8-bom, latin1, utf-16le, utf-16be
-	Binary       bool   // .gitattributes says -text or binary: no conversion
+	// CharsetFrom is the .editorconfig that named Charset.
+	CharsetFrom string
+	// WorkingTreeEncoding is the encoding .gitattributes says git checks
+	// the file out in (git's names: ISO-8859-1, UTF-16LE, ...); it wins
+	// over Charset, since git converts the file to it.
+	WorkingTreeEncoding, EncodingFrom string
+	Binary                            bool // .gitattributes says -text or binary: no conversion
 	// Sources names the files that said so, for the repair messages.
 	Sources []string
 }
@@ -88,7 +92,7 @@ func Lookup(target, top string, read ReadFunc) Style {
 			s.FinalNewline, said = &v, true
 		}
 		if c := strings.ToLower(def.Charset); c != "" {
-			s.Charset, said = c, true
+			s.Charset, s.CharsetFrom, said = c, path.Join(ecs[i], ".editorconfig"), true
 		}
 		if said {
 			s.Sources = append(s.Sources, path.Join(ecs[i], ".editorconfig"))
@@ -103,7 +107,7 @@ func Lookup(target, top string, read ReadFunc) Style {
 			continue
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, dirs[i]), "/")
-		if gitAttributes(data, rel, &s) {
+		if gitAttributes(data, rel, p, &s) {
 			s.Sources = append(s.Sources, p)
 		}
 	}
@@ -112,7 +116,7 @@ func Lookup(target, top string, read ReadFunc) Style {
 
 // gitAttributes applies the lines of one .gitattributes whose pattern
 // matches rel, and reports whether any said something.
-func gitAttributes(data []byte, rel string, s *Style) bool {
+func gitAttributes(data []byte, rel, from string, s *Style) bool {
 	said := false
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
@@ -129,6 +133,12 @@ func gitAttributes(data []byte, rel string, s *Style) bool {
 				s.Binary, said = true, true
 			case "text", "text=auto":
 				s.Binary = false
+			case "-working-tree-encoding", "!working-tree-encoding":
+				s.WorkingTreeEncoding, s.EncodingFrom = "", ""
+			default:
+				if v, ok := strings.CutPrefix(a, "working-tree-encoding="); ok && v != "" {
+					s.WorkingTreeEncoding, s.EncodingFrom, said = v, from, true
+				}
 			}
 		}
 	}
@@ -158,6 +168,16 @@ func matchAttr(pattern, rel string) bool {
 	}
 	ok, _ := path.Match(pattern, rel)
 	return ok
+}
+
+// FileCharset is the charset the project names for the file, and the
+// file that says so: .gitattributes' working-tree-encoding, else
+// .editorconfig's charset; "" when neither says.
+func (s Style) FileCharset() (name, from string) {
+	if s.WorkingTreeEncoding != "" {
+		return s.WorkingTreeEncoding, s.EncodingFrom
+	}
+	return s.Charset, s.CharsetFrom
 }
 
 // Change is one change Apply made, for the session's repairs.
@@ -202,28 +222,36 @@ func Apply(text []byte, s Style) ([]byte, []Change, error) {
 			changes = append(changes, Change{"final_newline_matched", "final newline removed, as " + from + " says"})
 		}
 	}
-	var enc encoding.Encoding
-	switch s.Charset {
-	case "utf-8-bom":
+	name, from := s.FileCharset()
+	if s.WorkingTreeEncoding == "" && s.Charset == "utf-8-bom" {
 		if !bytes.HasPrefix(out, []byte("\ufeff")) {
 			out = append([]byte("\ufeff"), out...)
 			changes = append(changes, Change{"bom_matched", "UTF-8 byte order mark added, as " + from + " says"})
 		}
 		return out, changes, nil
-	case "latin1":
-		enc = charmap.ISO8859_1
-	case "utf-16le":
-		enc = unicode.UTF16(unicode.LittleEndian, unicode.UseBOM)
-	case "utf-16be":
-		enc = unicode.UTF16(unicode.BigEndian, unicode.UseBOM)
-	default:
+	}
+	// git checks UTF-16 out with a byte order mark (in the byte order
+	// of the system's iconv), UTF-16LE and UTF-16BE without one.
+	gitUTF16 := s.WorkingTreeEncoding != "" && (strings.EqualFold(name, "UTF-16") || strings.EqualFold(name, "UTF16"))
+	c, _, ok := charset.Lookup(name)
+	if !ok || c == nil {
 		return out, changes, nil
 	}
-	b, err := enc.NewEncoder().Bytes(bytes.TrimPrefix(out, []byte("\ufeff")))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s says %s, and the text has a character %s cannot hold: %v", ErrUnsupportedEncoding, from, s.Charset, s.Charset, err)
+	c.From = from
+	if gitUTF16 || s.WorkingTreeEncoding == "" && strings.HasPrefix(name, "utf-16") {
+		// Editors write .editorconfig's utf-16le and utf-16be with a byte
+		// order mark.
+		if strings.HasSuffix(c.Name, "LE") {
+			c.BOM = []byte{0xff, 0xfe}
+		} else {
+			c.BOM = []byte{0xfe, 0xff}
+		}
 	}
-	changes = append(changes, Change{"charset_matched", "written as " + s.Charset + ", as " + from + " says"})
+	b, err := c.Encode(bytes.TrimPrefix(out, []byte("\ufeff")))
+	if err != nil {
+		return nil, nil, err
+	}
+	changes = append(changes, Change{"charset_matched", "written as " + c.Name + ", as " + from + " says"})
 	return b, changes, nil
 }
 

@@ -190,7 +190,7 @@ func (g *Guard) GitPartial(path string, open OpenDirFunc) (Match, bool, error) {
 // returned as it is: the caller refuses the write.
 func (g *Guard) CheckProtectedIn(path string, open OpenDirFunc) error {
 	path = filepath.Clean(path)
-	m, ok, err := g.protected(path, open)
+	m, ok, err := g.protected(path, open, nil)
 	if ok {
 		return g.ProtectedError(path, m)
 	}

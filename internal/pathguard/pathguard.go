@@ -99,7 +99,7 @@ func (g *Guard) Roots() []string { return slices.Clone(g.roots) }
 // followed even if it dangles, since writing through it would create its
 // target.
 func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
-	return g.resolve(target, workspaceRoot, true)
+	return g.resolve(target, workspaceRoot, true, nil)
 }
 
 // ResolveFrom is Resolve with base as the directory relative targets
@@ -107,7 +107,7 @@ func (g *Guard) Resolve(target, workspaceRoot string) (string, error) {
 // session without a workspace root, whose relative paths are named from
 // the directory the model's own path implies.
 func (g *Guard) ResolveFrom(target, base string) (string, error) {
-	return g.resolve(target, base, false)
+	return g.resolve(target, base, false, nil)
 }
 
 // Workspace resolves a workspace root as Resolve does: its real path, or
@@ -116,7 +116,7 @@ func (g *Guard) Workspace(workspaceRoot string) (string, error) {
 	return g.resolveWorkspace(workspaceRoot)
 }
 
-func (g *Guard) resolve(target, workspaceRoot string, confine bool) (string, error) {
+func (g *Guard) resolve(target, workspaceRoot string, confine bool, s *Scope) (string, error) {
 	ws := ""
 	if workspaceRoot != "" {
 		var err error
@@ -162,7 +162,7 @@ func (g *Guard) resolve(target, workspaceRoot string, confine bool) (string, err
 	}
 	// Before anything about existence: a protected path is refused as
 	// such whether or not its directory exists yet.
-	if m, ok := g.Protected(w.path); ok {
+	if m, ok, _ := g.protected(w.path, openByPath, s); ok {
 		return "", g.ProtectedError(w.path, m)
 	}
 	if err != nil {

@@ -251,6 +251,10 @@ type protection struct {
 	plainNames map[string]string
 	otherNames []string
 	otherParts [][]string
+	// otherFolded is otherParts as nameMatches compares them: each part
+	// folded (foldName), and lower-cased too where it is a pattern;
+	// folded once here rather than for every component of every check.
+	otherFolded [][]string
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -267,7 +271,15 @@ func newProtection(p Protection, roots []string) protection {
 			if isPattern(d) || strings.ContainsRune(d, filepath.Separator) {
 				if !slices.Contains(q.otherNames, d) {
 					q.otherNames = append(q.otherNames, d)
-					q.otherParts = append(q.otherParts, strings.Split(d, string(filepath.Separator)))
+					parts := strings.Split(d, string(filepath.Separator))
+					q.otherParts = append(q.otherParts, parts)
+					folded := make([]string, len(parts))
+					for k, part := range parts {
+						if folded[k] = foldName(part); isPattern(part) {
+							folded[k] = strings.ToLower(folded[k])
+						}
+					}
+					q.otherFolded = append(q.otherFolded, folded)
 				}
 			} else if _, ok := q.plainNames[nameKey(d)]; !ok {
 				if q.plainNames == nil {
@@ -377,13 +389,14 @@ func (g *Guard) Protected(path string) (Match, bool) {
 	// Read by path: an early answer for a session's begin. A directory
 	// that cannot be read here is read again, failing closed, through
 	// descriptors at the write (CheckProtectedIn).
-	m, ok, _ := g.protected(path, openByPath)
+	m, ok, _ := g.protected(path, openByPath, nil)
 	return m, ok
 }
 
 // protected is Protected with the git-partial rule's directories read
-// through open.
-func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
+// through open, and what the git rules read by path kept in s (nil: read
+// every time).
+func (g *Guard) protected(path string, open OpenDirFunc, s *Scope) (Match, bool, error) {
 	if e := matchPaths(g.protect.always, path); len(e) > 0 {
 		return Match{Rule: RuleOriond, At: e[0]}, true, nil
 	}
@@ -397,7 +410,7 @@ func (g *Guard) protected(path string, open OpenDirFunc) (Match, bool, error) {
 			return m, true, nil
 		}
 	}
-	for _, m := range gitDirs(path) {
+	for _, m := range gitDirs(path, s) {
 		// Allowing the name .git lifts a .git directory's shape too.
 		name := ""
 		if sameName(filepath.Base(m.At), ".git") {
@@ -471,18 +484,24 @@ func (q protection) matchNames(path string) []Match {
 	var out []Match
 	sep := string(filepath.Separator)
 	comps := strings.Split(strings.Trim(path, sep), sep)
+	// Each component folded, and lower-cased, once for every name.
+	folded, keys := make([]string, len(comps)), make([]string, len(comps))
+	for i, c := range comps {
+		folded[i] = foldName(c)
+		keys[i] = strings.ToLower(folded[i])
+	}
 	for i, c := range comps {
 		if c == "" {
 			continue
 		}
-		n, ok := q.plainNames[nameKey(c)]
+		n, ok := q.plainNames[keys[i]]
 		width := 1 // the components the name spans
-		for j, parts := range q.otherParts {
+		for j, parts := range q.otherFolded {
 			if ok {
 				break
 			}
 			width = len(parts)
-			ok = i+width <= len(comps) && slices.EqualFunc(parts, comps[i:i+width], nameMatches)
+			ok = i+width <= len(comps) && q.partsMatch(j, folded[i:i+width], keys[i:i+width])
 			n = q.otherNames[j]
 		}
 		if !ok {
@@ -506,6 +525,25 @@ func (q protection) matchNames(path string) []Match {
 		out = append(out, Match{Rule: rule, At: sep + filepath.Join(comps[:i+width]...), Name: name})
 	}
 	return out
+}
+
+// partsMatch reports whether the components whose folded and lower-cased
+// forms are folded and keys are the otherNames[j]'s parts, as nameMatches
+// compares each part with each component.
+func (q protection) partsMatch(j int, folded, keys []string) bool {
+	for k, part := range q.otherParts[j] {
+		want := q.otherFolded[j][k]
+		if !isPattern(part) {
+			if !strings.EqualFold(want, folded[k]) {
+				return false
+			}
+			continue
+		}
+		if ok, err := path.Match(want, keys[k]); !ok || err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // nameKey is a name as sameName compares it, for an exact lookup.
@@ -552,18 +590,20 @@ const maxGitFile = 4096
 // whether it holds a repository's internals (RuleGitDir), and whether a
 // .git file in it points (gitdir:) at a directory holding path
 // (RuleGitLink). Only what exists is looked at; reading fails closed only
-// where it matters (an unreadable .git file is not a pointer).
-func gitDirs(path string) []Match {
+// where it matters (an unreadable .git file is not a pointer). What each
+// directory holds is read once per Scope s.
+func gitDirs(path string, s *Scope) []Match {
 	var out []Match
 	sep := string(filepath.Separator)
 	dir := sep
 	comps := strings.Split(strings.Trim(path, sep), sep)
 	for i := 0; ; i++ {
-		if isGitDir(dir) {
+		f := s.facts(dir)
+		if f.gitDir {
 			out = append(out, Match{Rule: RuleGitDir, At: dir})
 		}
-		if to, ok := gitLink(dir); ok && Within(to, path) {
-			out = append(out, Match{Rule: RuleGitLink, At: to})
+		if f.linked && Within(f.link, path) {
+			out = append(out, Match{Rule: RuleGitLink, At: f.link})
 		}
 		if i >= len(comps) || comps[i] == "" {
 			return out
@@ -593,11 +633,22 @@ func isDir(p string) bool {
 }
 
 // gitLink reads dir/.git when it is a file ("gitdir: <path>") and returns
-// the directory it names, resolved against dir and through symlinks.
-func gitLink(dir string) (string, bool) {
+// the directory it names, resolved against dir and through symlinks;
+// exists says whether dir/.git is there at all.
+func gitLink(dir string) (to string, ok, exists bool) {
 	p := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(p)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
+	if err != nil {
+		return "", false, false
+	}
+	to, ok = readGitLink(p, fi)
+	return to, ok, true
+}
+
+// readGitLink reads the .git entry at p, described by fi, as gitLink does.
+func readGitLink(p string, fi fs.FileInfo) (string, bool) {
+	dir := filepath.Dir(p)
+	if !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
 		return "", false
 	}
 	// O_NONBLOCK: should a FIFO replace the file after the Lstat, the

@@ -152,6 +152,9 @@ func TestProtectedByShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One request's scope for every case: what it keeps of one path's
+	// directories must not hide another path's repository.
+	scope := pathguard.NewScope()
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			path := h(tt.path)
@@ -163,6 +166,9 @@ func TestProtectedByShape(t *testing.T) {
 			var pe *pathguard.Error
 			if !errors.As(err, &pe) || pe.Reason != pathguard.ReasonProtected {
 				t.Fatalf("Resolve(%s) = %v, want %s", path, err, pathguard.ReasonProtected)
+			}
+			if _, err := refused.ResolveIn(scope, path, ""); !isReason(err, pathguard.ReasonProtected) {
+				t.Fatalf("ResolveIn(%s) in a request's scope = %v, want %s", path, err, pathguard.ReasonProtected)
 			}
 			if pe.Rule != tt.rule {
 				t.Errorf("rule %s (%v), want %s", pe.Rule, err, tt.rule)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
@@ -33,7 +34,7 @@ func backupKey(id string, n uint64) []byte {
 // stored in the commit that journals the finalize, which saves that
 // finalize a commit: it is needed only once that record is.
 func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) {
-	b, err := m.backupFileHoldingLast(r.ID, r.Target)
+	b, err := m.backupFileHoldingLastVia(m.fsOf(r), r.ID, r.Target)
 	return b.pieces, b.last, err
 }
 
@@ -63,8 +64,13 @@ func (m *Manager) backupFile(id, path string) (backedUp, error) {
 // backupFileHoldingLast is backupFile leaving the last piece to the caller,
 // in b.last, to store with a commit of its own.
 func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
+	return m.backupFileHoldingLastVia(m.fs(), id, path)
+}
+
+// backupFileHoldingLastVia is backupFileHoldingLast through fsys.
+func (m *Manager) backupFileHoldingLastVia(fsys *confine.FS, id, path string) (backedUp, error) {
 	var b backedUp
-	f, err := m.openRegular(path)
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
 	}
@@ -112,22 +118,17 @@ func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
 func (m *Manager) backupFill(id string, pieces uint64) func(w io.Writer) error {
 	return func(w io.Writer) error {
 		for n := range pieces {
-			key := backupKey(id, n)
-			found := false
-			err := m.cfg.Store.ScanKV(backupBucket, key, func(k, v []byte) (bool, error) {
-				if string(k) == string(key) {
-					found = true
-					if _, err := w.Write(v); err != nil {
-						return false, err
-					}
-				}
-				return false, nil
-			})
+			// One key read, never a scan: a missing piece must read as
+			// missing, not as whatever record sorts next.
+			v, found, err := m.cfg.Store.GetKV(backupBucket, backupKey(id, n))
 			if err != nil {
 				return err
 			}
 			if !found {
 				return fmt.Errorf("backup piece %d of %s is missing", n, id)
+			}
+			if _, err := w.Write(v); err != nil {
+				return err
 			}
 		}
 		return nil

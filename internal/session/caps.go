@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -158,8 +159,10 @@ func (a *admission) unpendLocked() {
 // ListPage is one page of session.list: the sessions List(p.All) returns,
 // from p.Cursor on, at most p.Limit of them and at most
 // protocol.MaxListReplyBytes as encoded, with the cursor of the next page
-// when more follow.
-func (m *Manager) ListPage(p protocol.ListParams) (protocol.ListResult, error) {
+// when more follow. Every session is looked at to build a page, tens of
+// thousands of them at the caps: it stops, with ctx's error, once ctx is
+// done.
+func (m *Manager) ListPage(ctx context.Context, p protocol.ListParams) (protocol.ListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = protocol.DefaultListLimit
@@ -173,7 +176,10 @@ func (m *Manager) ListPage(p protocol.ListParams) (protocol.ListResult, error) {
 		}
 		after = &k
 	}
-	infos := m.List(p.All)
+	infos, err := m.list(ctx, p.All)
+	if err != nil {
+		return protocol.ListResult{}, err
+	}
 	// The cursor is in listKey order; List's is the same but for times
 	// equal in wall clock and not in monotonic reading.
 	sort.SliceStable(infos, func(i, j int) bool { return keyOf(&infos[i]).before(keyOf(&infos[j])) })
@@ -187,6 +193,11 @@ func (m *Manager) ListPage(p protocol.ListParams) (protocol.ListResult, error) {
 		if len(res.Sessions) == limit {
 			res.NextCursor = keyOf(&res.Sessions[len(res.Sessions)-1]).String()
 			break
+		}
+		if i%listCheckEvery == 0 {
+			if err := readOn(ctx, "session.list.page"); err != nil {
+				return protocol.ListResult{}, err
+			}
 		}
 		b, err := json.Marshal(&infos[i])
 		if err != nil {

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -81,7 +82,7 @@ func TestListPages(t *testing.T) {
 	var got []protocol.SessionInfo
 	cursor, pages := "", 0
 	for {
-		res, err := h.mgr.ListPage(protocol.ListParams{Limit: 10, Cursor: cursor})
+		res, err := h.mgr.ListPage(context.Background(), protocol.ListParams{Limit: 10, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,11 +104,11 @@ func TestListPages(t *testing.T) {
 			t.Fatalf("session %d: %s, want %s", i, got[i].SessionID, want[i].SessionID)
 		}
 	}
-	res, err := h.mgr.ListPage(protocol.ListParams{})
+	res, err := h.mgr.ListPage(context.Background(), protocol.ListParams{})
 	if err != nil || len(res.Sessions) != total || res.NextCursor != "" {
 		t.Fatalf("default page: %d sessions, cursor %q, %v", len(res.Sessions), res.NextCursor, err)
 	}
-	if _, err := h.mgr.ListPage(protocol.ListParams{Cursor: "not-a-cursor"}); !strings.Contains(fmt.Sprint(err), "malformed_params") {
+	if _, err := h.mgr.ListPage(context.Background(), protocol.ListParams{Cursor: "not-a-cursor"}); !strings.Contains(fmt.Sprint(err), "malformed_params") {
 		t.Fatalf("a bad cursor: %v", err)
 	}
 }
@@ -124,7 +125,7 @@ func TestListPageBoundedBySize(t *testing.T) {
 	for i := range total {
 		h.begin(protocol.BeginParams{Intent: intent, TargetFile: fmt.Sprintf("f%04d.txt", i), Operation: protocol.OpCreate})
 	}
-	res, err := h.mgr.ListPage(protocol.ListParams{Limit: protocol.MaxListLimit})
+	res, err := h.mgr.ListPage(context.Background(), protocol.ListParams{Limit: protocol.MaxListLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

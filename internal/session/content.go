@@ -2,17 +2,21 @@ package session
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/protocol"
 )
 
 // Content reads, bounded, what a session holds: its streamed content as
 // journaled, or the backup of the file its write replaced. It changes
 // nothing. Content a store no longer holds answers Available false, not an
-// error, so a viewer can say so.
-func (m *Manager) Content(p protocol.ContentParams) (protocol.ContentResult, error) {
+// error, so a viewer can say so. It stops, with ctx's error, once ctx is
+// done: up to protocol.MaxContentBytes are read for a caller still there.
+func (m *Manager) Content(ctx context.Context, p protocol.ContentParams) (protocol.ContentResult, error) {
 	e, err := m.lookup(p.SessionID)
 	if err != nil {
 		return protocol.ContentResult{}, err
@@ -31,7 +35,10 @@ func (m *Manager) Content(p protocol.ContentParams) (protocol.ContentResult, err
 		res.Source = protocol.ContentStreamed
 		res.Total = r.Scanner.ContentLen()
 		n := min(res.Total, limit)
-		if _, err := m.cfg.Store.CopyRange(r.ID, &buf, 0, n); err != nil {
+		if _, err := m.cfg.Store.CopyRange(r.ID, ctxWriter{ctx, &buf}, 0, n); err != nil {
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				return res, err
+			}
 			// The chunks of a finished session are gone once cleaned.
 			return res, nil
 		}
@@ -39,10 +46,10 @@ func (m *Manager) Content(p protocol.ContentParams) (protocol.ContentResult, err
 		if r.BackupPieces == 0 {
 			return res, nil
 		}
-		prefix := append([]byte(r.ID), '/')
-		err := m.cfg.Store.ScanKV(backupBucket, backupKey(r.ID, 0), func(k, v []byte) (bool, error) {
-			if !bytes.HasPrefix(k, prefix) {
-				return false, nil
+		// A prefix scan reads no value past the last piece.
+		err := m.cfg.Store.ScanKVPrefix(backupBucket, append([]byte(r.ID), '/'), func(k, v []byte) (bool, error) {
+			if err := readOn(ctx, "session.content.piece"); err != nil {
+				return false, err
 			}
 			res.Total += int64(len(v))
 			if room := limit - int64(buf.Len()); room > 0 {
@@ -51,6 +58,9 @@ func (m *Manager) Content(p protocol.ContentParams) (protocol.ContentResult, err
 			return true, nil
 		})
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				return res, err
+			}
 			return res, ioError(r.ID, "reading the backup", err)
 		}
 	default:
@@ -94,4 +104,26 @@ func encodedPrefix(raw []byte, limit int64) int {
 		i += n
 	}
 	return len(raw)
+}
+
+// readOn is where a long read checks that its caller is still there: it
+// returns ctx's error once ctx is done. point is the failpoint of that
+// step, where a test holds the read until the caller has gone.
+func readOn(ctx context.Context, point string) error {
+	failpoint.Wait(ctx, point)
+	return ctx.Err()
+}
+
+// ctxWriter is a writer that refuses to go on once ctx is done, so that a
+// copy into it stops between two chunks when its caller has gone.
+type ctxWriter struct {
+	ctx context.Context
+	w   *bytes.Buffer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := readOn(c.ctx, "session.content.chunk"); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }

@@ -1,12 +1,17 @@
 package session_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -20,7 +25,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 	}
 
 	t.Run("Backup", func(t *testing.T) {
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +34,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		}
 	})
 	t.Run("BackupBounded", func(t *testing.T) {
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup, MaxBytes: 100})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup, MaxBytes: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,9 +47,32 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: c.SessionID, Source: protocol.ContentBackup})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: c.SessionID, Source: protocol.ContentBackup})
 		if err != nil || got.Available {
 			t.Fatalf("a create replaced nothing, yet: %+v, %v", got, err)
+		}
+	})
+	t.Run("CallerGone", func(t *testing.T) {
+		// A caller that is gone gets ctx's error, never content nor an
+		// "unavailable" that would read as the store having lost it.
+		s := h.begin(protocol.BeginParams{TargetFile: "gone.txt", Operation: protocol.OpCreate})
+		if _, err := h.mgr.Append(protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: "x\n"}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, src := range []string{protocol.ContentStreamed, protocol.ContentBackup} {
+			id := s.SessionID
+			if src == protocol.ContentBackup {
+				id = b.SessionID
+			}
+			if got, err := h.mgr.Content(ctx, protocol.ContentParams{SessionID: id, Source: src}); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s content for a caller gone: %+v, %v; want context.Canceled", src, got, err)
+			}
+		}
+		list, err := h.mgr.ListPage(ctx, protocol.ListParams{All: true})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("session list for a caller gone: %d sessions, %v; want context.Canceled", len(list.Sessions), err)
 		}
 	})
 	t.Run("Streamed", func(t *testing.T) {
@@ -52,7 +80,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		if _, err := h.mgr.Append(protocol.AppendParams{SessionID: s.SessionID, Seq: 1, Chunk: "line one\nline "}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID})
+		got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +89,7 @@ func TestContentReadsTheBackupAndTheStreamedContentBounded(t *testing.T) {
 		}
 	})
 	t.Run("UnknownSource", func(t *testing.T) {
-		_, err := h.mgr.Content(protocol.ContentParams{SessionID: b.SessionID, Source: "disk"})
+		_, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: "disk"})
 		if c, _ := code(err); c != protocol.CodeInvalidParams {
 			t.Fatalf("source disk: %v", err)
 		}
@@ -80,7 +108,7 @@ func TestContentIsBoundedByItsEncodedSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID})
+	got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +123,63 @@ func TestContentIsBoundedByItsEncodedSize(t *testing.T) {
 		t.Errorf("content: %d of %d bytes, truncated %v; want the first %d, truncated", got.Bytes, got.Total, got.Truncated, protocol.MaxContentBytes/6)
 	}
 	// Text that needs no escaping still comes whole up to the limit.
-	if n, err := h.mgr.Content(protocol.ContentParams{SessionID: s.SessionID, MaxBytes: 1000}); err != nil || n.Bytes != 1000 {
+	if n, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: s.SessionID, MaxBytes: 1000}); err != nil || n.Bytes != 1000 {
 		t.Errorf("max_bytes 1000: %d bytes, %v", n.Bytes, err)
 	}
+}
+
+// The backup of a session is read up to its last piece and no further: a
+// damaged record of something else stored after it does not fail it.
+func TestContentBackupReadsNothingPastItsPieces(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.root, "c.txt"), []byte("original\n"), 0o600)
+	b, _, err := h.writeAll(protocol.BeginParams{TargetFile: "c.txt", Operation: protocol.OpOverwrite}, "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sorts right after the session's pieces, "<id>/<n>".
+	next := []byte(b.SessionID + "0")
+	if err := h.st.PutKV("backups", []store.KV{{Key: next, Value: []byte("UNRELATED-AND-DAMAGED")}}); err != nil {
+		t.Fatal(err)
+	}
+	damageLogged(t, h.db, "UNRELATED-AND-DAMAGED")
+	if _, _, err := h.st.GetKV("backups", next); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("the record after the pieces reads back as %v, want it damaged", err)
+	}
+	got, err := h.mgr.Content(context.Background(), protocol.ContentParams{SessionID: b.SessionID, Source: protocol.ContentBackup})
+	if err != nil || got.Content != "original\n" {
+		t.Fatalf("backup = %q, %v; want the replaced content", got.Content, err)
+	}
+}
+
+// damageLogged flips a bit of the value that begins with marker in the
+// content log of the store at path.
+func damageLogged(t *testing.T, path, marker string) {
+	t.Helper()
+	dir := store.LogDir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, []byte(marker)); i >= 0 {
+			// In place: the store has the file open.
+			_, err = f.WriteAt([]byte{b[i] ^ 1}, int64(i))
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		f.Close()
+	}
+	t.Fatalf("%q is not in the content log", marker)
 }

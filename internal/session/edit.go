@@ -60,9 +60,9 @@ func applyEdit(r *record, original, content []byte) ([]byte, *protocol.EditResul
 		if derr != nil {
 			return nil, nil, derr
 		}
-		res, err = edit.ApplyPatch(original, spec, content)
+		res, err = edit.ApplyPatchAs(original, spec, content, r.charset)
 	} else {
-		res, err = edit.ApplyFile(r.Target, original, content)
+		res, err = edit.ApplyFileAs(r.Target, original, content, r.charset)
 	}
 	out := &protocol.EditResult{}
 	if cerr := convert(res, out); cerr != nil {

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
-	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
@@ -163,7 +162,13 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 		rb, errb := m.resolveEdit(r, b, root)
 		return erra == nil && errb == nil && ra == rb
 	}
-	res, err := edit.ApplyFiles(content, r.Target, read, same)
+	charsetOf := func(p string) edit.Charset {
+		if abs, ok := resolved[p]; ok {
+			return m.charsetOf(r, abs)
+		}
+		return edit.Charset{}
+	}
+	res, err := edit.ApplyFilesAs(content, r.Target, read, same, charsetOf)
 	plan := &envelopePlan{edit: &protocol.EditResult{}}
 	if cerr := convert(res, plan.edit); cerr != nil {
 		return nil, ioError(r.ID, "encoding the edit result", cerr)
@@ -233,7 +238,8 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 		}
 		if op.Kind != edit.OpDelete {
 			fc.SHA256 = sha(op.Content)
-			v, err := m.validateFile(r, dest, op.Content, old, op.Kind != edit.OpAdd || op.Replaced)
+			text, oldText := m.textOf(r, dest, op.Content, old)
+			v, err := m.validateFile(r, dest, text, oldText, op.Kind != edit.OpAdd || op.Replaced)
 			if err != nil {
 				return nil, ioError(r.ID, "encoding the validation result", err)
 			}
@@ -253,7 +259,12 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 			plan.diff.WriteString(validate.Diff(dest, op.ReplacedOld, after))
 		} else {
 			from := plan.diff.Len()
-			plan.diff.WriteString(validate.Diff(path, old, after))
+			oldText, afterText := old, after
+			if old != nil && after != nil {
+				// A person reads the diff as text, whatever the encoding.
+				afterText, oldText = m.textOf(r, path, after, old)
+			}
+			plan.diff.WriteString(validate.Diff(path, oldText, afterText))
 			if path == r.Target {
 				plan.targetDiff = [2]int{from, plan.diff.Len()}
 			}
@@ -403,7 +414,7 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 	if !exists {
 		return nil, true, changedError(r, ch.now)
 	}
-	mr := merge.Merge3(base, now, plan.changes[i].content)
+	mr := m.merge3(r, r.Target, base, now, plan.changes[i].content)
 	if !mr.Clean {
 		return nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
 	}
@@ -415,7 +426,8 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 		whole := plan.diff.String()
 		plan.diff.Reset()
 		plan.diff.WriteString(whole[:d[0]])
-		plan.diff.WriteString(validate.Diff(r.Target, now, mr.Merged))
+		mergedText, nowText := m.textOf(r, r.Target, mr.Merged, now)
+		plan.diff.WriteString(validate.Diff(r.Target, nowText, mergedText))
 		plan.diff.WriteString(whole[d[1]:])
 	}
 	for j := range plan.files {

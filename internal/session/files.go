@@ -26,7 +26,13 @@ import (
 // directory) is missing. A FIFO or device planted there is refused without
 // blocking.
 func (m *Manager) openRegular(path string) (*os.File, error) {
-	d, name, err := m.fs().OpenParent(path)
+	return m.openRegularVia(m.fs(), path)
+}
+
+// openRegularVia is openRegular through fsys, a request's view of the
+// files (see fsOf).
+func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error) {
+	d, name, err := fsys.OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
 		if errors.As(err, &pe) && pe.Reason == pathguard.ReasonParentMissing {
@@ -41,7 +47,12 @@ func (m *Manager) openRegular(path string) (*os.File, error) {
 // readTarget returns the target's content, or ok false when it does not
 // exist.
 func (m *Manager) readTarget(path string) (data []byte, ok bool, err error) {
-	f, err := m.openRegular(path)
+	return m.readTargetVia(m.fs(), path)
+}
+
+// readTargetVia is readTarget through fsys.
+func (m *Manager) readTargetVia(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -63,7 +74,12 @@ type targetState struct {
 
 // statTarget hashes the target as it is now.
 func (m *Manager) statTarget(path string) (targetState, error) {
-	f, err := m.openRegular(path)
+	return m.statTargetVia(m.fs(), path)
+}
+
+// statTargetVia is statTarget through fsys.
+func (m *Manager) statTargetVia(fsys *confine.FS, path string) (targetState, error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return targetState{}, nil
 	}
@@ -83,10 +99,10 @@ func (m *Manager) statTarget(path string) (targetState, error) {
 	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil)), perm: fi.Mode().Perm()}, nil
 }
 
-// copyExisting copies the target's current content to w (nothing when it
+// copyExistingVia copies the target's current content to w (nothing when it
 // does not exist), for append.
-func (m *Manager) copyExisting(w io.Writer, path string) error {
-	f, err := m.openRegular(path)
+func (m *Manager) copyExistingVia(fsys *confine.FS, w io.Writer, path string) error {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -96,6 +112,16 @@ func (m *Manager) copyExisting(w io.Writer, path string) error {
 	defer f.Close()
 	_, err = io.Copy(w, f)
 	return err
+}
+
+// fsOf is the confined layer as the request working on r sees it: the
+// request's view (see confine.FS.Scoped) while one is running, the
+// daemon's otherwise.
+func (m *Manager) fsOf(r *record) *confine.FS {
+	if r != nil && r.files != nil {
+		return r.files
+	}
+	return m.fs()
 }
 
 // workspaceOf is the directory r is confined to: its workspace root as
@@ -120,7 +146,12 @@ func (m *Manager) workspaceOf(r *record) string {
 //
 // A non-empty workspace confines every step to it (confine.FS.Within).
 func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
-	files := m.fs().Within(workspace)
+	return m.openParentMakingVia(m.fs(), workspace, path)
+}
+
+// openParentMakingVia is openParentMaking through fsys.
+func (m *Manager) openParentMakingVia(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
+	files := fsys.Within(workspace)
 	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
 		return d, name, nil, err
@@ -130,7 +161,7 @@ func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string
 		d, name, err = files.OpenParent(path)
 	}
 	if err != nil {
-		m.fs().RemoveEmptyDirs(made)
+		fsys.RemoveEmptyDirs(made)
 		return nil, "", nil, err
 	}
 	return d, name, made, nil
@@ -144,14 +175,19 @@ func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.W
 
 // writeFileIn is writeFile confined to workspace (when not "").
 func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	d, name, made, err := m.openParentMaking(workspace, path)
+	return m.writeFileVia(m.fs(), workspace, path, opts, fill)
+}
+
+// writeFileVia is writeFileIn through fsys.
+func (m *Manager) writeFileVia(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMakingVia(fsys, workspace, path)
 	if err != nil {
 		return atomicfile.Result{}, nil, err
 	}
 	defer d.Close()
 	res, err := atomicfile.Write(d, name, opts, fill)
 	if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
-		m.fs().RemoveEmptyDirs(made)
+		fsys.RemoveEmptyDirs(made)
 		return res, nil, err
 	}
 	return res, made, err

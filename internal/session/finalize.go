@@ -113,13 +113,22 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	sum := newCounter()
 	sum.Write(c.content)
 	res.Bytes, res.Lines, res.SHA256 = sum.bytes, sum.lines(), sum.sum()
-	res.Diff = validate.Diff(r.Target, c.original, after)
+	// A person reads the diff as text, in whatever encoding the file is.
+	newText, oldText := m.textOf(r, r.Target, after, c.original)
+	res.Diff = validate.Diff(r.Target, oldText, newText)
 	return res, nil
 }
 
 // finalizeLocked writes the content of an entry whose lock is held.
 func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
+	if r.files == nil {
+		r.files = m.fs().Scoped()
+		defer func() {
+			r.files.Close()
+			r.files = nil
+		}()
+	}
 	if err := m.recheckPath(r); err != nil {
 		return protocol.FinalizeResult{}, err
 	}
@@ -209,18 +218,24 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
+	writeOp := r.Operation
+	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
+		writeOp = protocol.OpOverwrite
+	}
+	// The file is written while its record is journaled, and named only
+	// after (see early).
+	staged := m.stageEarly(r, writeOp, c.content)
 	if err := m.putWith(r, lastPiece); err != nil {
+		if staged != nil {
+			staged.discard()
+		}
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}
 	m.traceStage(r, map[string]any{"force": force})
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
-	writeOp := r.Operation
-	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
-		writeOp = protocol.OpOverwrite
-	}
-	res, err := m.writeContent(r, r.Target, writeOp, c.content, "")
+	res, err := m.writeContentStaged(r, r.Target, writeOp, c.content, "", staged)
 	if err != nil {
 		// Nothing was written, and the content is still journaled: the
 		// session stays finalizable.
@@ -250,7 +265,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 // time and inode, and a later undo would have no old content to restore.
 func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResult, error) {
 	r := &e.rec
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -269,7 +284,8 @@ func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResul
 // recheckPath resolves the target again: it was checked at begin, but a
 // directory on the way may have been swapped for a symlink since.
 func (m *Manager) recheckPath(r *record) error {
-	target, err := m.guard().Resolve(r.Target, m.workspaceOf(r))
+	fsys := m.fsOf(r)
+	target, err := fsys.Guard().ResolveIn(fsys.PathScope(), r.Target, m.workspaceOf(r))
 	if err != nil {
 		return pathError(err)
 	}
@@ -371,6 +387,12 @@ func (m *Manager) write(r *record, path string, op protocol.Operation, note stri
 // writeContent writes content (repaired, in memory) to path, or streams the
 // journal when content is nil.
 func (m *Manager) writeContent(r *record, path string, op protocol.Operation, repaired []byte, note string) (protocol.FinalizeResult, error) {
+	return m.writeContentStaged(r, path, op, repaired, note, nil)
+}
+
+// writeContentStaged is writeContent, committing the file staged early
+// (with repaired as its content and no note) when there is one.
+func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operation, repaired []byte, note string, staged *early) (protocol.FinalizeResult, error) {
 	mode := atomicfile.Replace
 	if op == protocol.OpCreate {
 		mode = atomicfile.CreateNew
@@ -383,8 +405,20 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 	if sameBytes {
 		content.h = nil
 	}
-	fill := m.contentFill(r, path, op, repaired, note, content)
-	written, made, err := m.writeFileIn(m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	var (
+		written atomicfile.Result
+		made    []string
+		err     error
+		done    bool
+	)
+	if staged != nil {
+		content = staged.content
+		written, done, err = staged.commit()
+	}
+	if !done {
+		fill := m.contentFill(r, path, op, repaired, note, content)
+		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+	}
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
 	}
@@ -431,7 +465,7 @@ func (m *Manager) writeContent(r *record, path string, op protocol.Operation, re
 func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if op == protocol.OpAppend {
-			if err := m.copyExisting(w, path); err != nil {
+			if err := m.copyExistingVia(m.fsOf(r), w, path); err != nil {
 				return err
 			}
 		}

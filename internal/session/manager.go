@@ -5,6 +5,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -208,6 +210,9 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading sessions: %w", err)
 	}
+	for _, e := range m.sessions {
+		m.catchUp(e)
+	}
 	// Transactions first: a roll-back rewrites targets, which sessions
 	// must not see as external changes once they watch them again.
 	if err := m.recoverTxs(); err != nil {
@@ -295,7 +300,7 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 
 // beginAs is begin for a session of owner.
 func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
-	r, err := m.prepare(p, newID, createdAt, txID)
+	r, err := m.prepare(nil, p, newID, createdAt, txID)
 	if err != nil {
 		return protocol.BeginResult{}, err
 	}
@@ -308,7 +313,7 @@ func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() str
 
 // prepare checks the params and the target of a new session and returns
 // its record, not yet journaled.
-func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
+func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
 	// The daemon checked the request already; a spooled session's
 	// metadata.json was never checked, and the record keeps every field.
 	if err := p.Check(); err != nil {
@@ -339,7 +344,11 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 			return record{}, e
 		}
 	}
-	target, err := m.guard().Resolve(p.TargetFile, p.WorkspaceRoot)
+	fsys := m.fs()
+	if files != nil {
+		fsys = files
+	}
+	target, err := fsys.Guard().ResolveIn(fsys.PathScope(), p.TargetFile, p.WorkspaceRoot)
 	if err != nil {
 		return record{}, pathError(err)
 	}
@@ -355,11 +364,11 @@ func (m *Manager) prepare(p protocol.BeginParams, newID func() string, createdAt
 			return record{}, err
 		}
 	}
-	base, err := m.statTarget(target)
+	base, err := m.statTargetVia(fsys, target)
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
-	if err := checkExpected(p.ExpectedSHA256, base, target); err != nil {
+	if err := m.checkExpected(p.ExpectedSHA256, base, target); err != nil {
 		return record{}, err
 	}
 	if base.exists && p.Operation == protocol.OpCreate {
@@ -553,9 +562,9 @@ func (e *entry) snapshot() protocol.SessionInfo {
 	return e.rec.info()
 }
 
-// Append journals one chunk. It returns only after the chunk and the
-// session's updated record are durably committed; a repeated seq with the
-// same bytes is acknowledged again without storing anything.
+// Append journals one chunk. It returns only after the chunk (and, when
+// recordDue says so, the session's updated record) is durable; a repeated
+// seq with the same bytes is acknowledged again without storing anything.
 func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error) {
 	if p.Seq == 0 {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonSeqZero, "seq starts at 1 for a session's first chunk")
@@ -594,16 +603,26 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		err.(*protocol.Error).Data.SessionID = r.ID
 		return protocol.AppendResult{}, err
 	}
-	// One copy serves the scanner and the store (a chunk is up to 1 MiB).
-	chunk := []byte(p.Chunk)
+	// The chunk's bytes as they are, not a copy (a chunk is up to 1
+	// MiB): the scanner only reads them, and the store copies them into
+	// its log record before Append returns; nothing writes to them.
+	chunk := unsafe.Slice(unsafe.StringData(p.Chunk), len(p.Chunk))
 	next := *r
 	next.Scanner.Feed(chunk)
 	next.LastSeq = p.Seq
 	next.Stage = protocol.StageStreaming
 	next.UpdatedAt = m.cfg.Clock.Now()
-	meta, err := next.marshal()
-	if err != nil {
-		return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
+	// The record goes with the chunk only when more than the counts the
+	// chunks themselves give has changed, or when enough has been
+	// appended since it last went: after a crash, catchUp rebuilds the
+	// counts from the chunks appended after it.
+	var meta []byte
+	if next.recordDue(r) {
+		next.recordedSeq, next.recordedBytes = next.LastSeq, next.Scanner.Total
+		var err error
+		if meta, err = next.marshal(); err != nil {
+			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
+		}
 	}
 	if err := m.cfg.Store.Append(r.ID, p.Seq, chunk, meta); err != nil {
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
@@ -699,11 +718,26 @@ func (m *Manager) Get(id string) (protocol.SessionInfo, error) {
 // List describes the unfinished sessions (open, truncated, needing
 // corrections), or all of them, oldest first.
 func (m *Manager) List(all bool) []protocol.SessionInfo {
+	infos, _ := m.list(context.Background(), all)
+	return infos
+}
+
+// listCheckEvery is how many sessions a listing looks at between two
+// checks that its caller is still there.
+const listCheckEvery = 256
+
+// list is List that stops, with ctx's error, once ctx is done.
+func (m *Manager) list(ctx context.Context, all bool) ([]protocol.SessionInfo, error) {
 	m.mu.Lock()
 	entries := m.entries()
 	m.mu.Unlock()
 	infos := make([]protocol.SessionInfo, 0, len(entries))
-	for _, e := range entries {
+	for i, e := range entries {
+		if i%listCheckEvery == 0 {
+			if err := readOn(ctx, "session.list.scan"); err != nil {
+				return nil, err
+			}
+		}
 		if info := e.snapshot(); all || info.Stage.Unfinished() {
 			infos = append(infos, info)
 		}
@@ -714,7 +748,7 @@ func (m *Manager) List(all bool) []protocol.SessionInfo {
 		}
 		return infos[i].SessionID < infos[j].SessionID
 	})
-	return infos
+	return infos, nil
 }
 
 // OpenCount is the number of sessions that still accept content or a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
@@ -37,8 +38,11 @@ func afterKey(id string) string { return id + "~after" }
 
 // checkExpected refuses a session whose target is not the content the
 // writer based its change on (expected_sha256), before anything is
-// journaled or written.
-func checkExpected(expected string, now targetState, target string) error {
+// journaled or written. The hash of the file's text counts as well as
+// that of its bytes: a writer that read the file through a tool that
+// showed CRLF as LF, or hid a UTF-8 byte order mark, read the same
+// content (and the write keeps the file's endings and mark).
+func (m *Manager) checkExpected(expected string, now targetState, target string) error {
 	if expected == "" {
 		return nil
 	}
@@ -48,6 +52,11 @@ func checkExpected(expected string, now targetState, target string) error {
 	}
 	if actual == expected {
 		return nil
+	}
+	if now.exists && now.size <= mergeMaxBytes {
+		if data, ok, err := m.readForMerge(target); err == nil && ok && sum(data) == now.sha256 && sum(textForm(data)) == expected {
+			return nil
+		}
 	}
 	pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
 		"%s is not the content this write was based on: expected_sha256 is %s, the file's content hashes to %s. "+
@@ -75,7 +84,7 @@ func (m *Manager) keepBase(r *record) *store.Put {
 		// A full store keeps what is acknowledged, not this.
 		return nil
 	}
-	data, ok, err := m.readForMerge(r.Target)
+	data, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok || sum(data) != r.BaseSHA256 {
 		return nil
 	}
@@ -199,11 +208,17 @@ type targetChange struct {
 // as it always was: a create whose path appeared, a deleted target, a
 // target created meanwhile, an append, or a file whose base was not kept.
 func (m *Manager) changedSince(r *record) (*targetChange, error) {
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return nil, confinedError(r.ID, "reading the current target", err)
 	}
 	if now.exists == r.BaseExists && (!now.exists || now.sha256 == r.BaseSHA256) {
+		return nil, nil
+	}
+	if now.exists && r.BaseExists && m.sameText(r, now) {
+		// Only line endings changed (a CRLF checkout of the same text):
+		// no change. The session's result is computed from the file as
+		// it is now, so it keeps the file's current endings.
 		return nil, nil
 	}
 	if r.Operation == protocol.OpCreate && !now.exists {
@@ -216,6 +231,38 @@ func (m *Manager) changedSince(r *record) (*targetChange, error) {
 		return nil, changedError(r, now)
 	}
 	return &targetChange{now: now}, nil
+}
+
+// sameText says whether the target now differs from its content at
+// begin only in line endings (CRLF for LF, either way, line by line). It
+// needs the content at begin, kept for merges.
+func (m *Manager) sameText(r *record, now targetState) bool {
+	if r.BasePieces == 0 || now.size > mergeMaxBytes {
+		return false
+	}
+	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	if err != nil || sum(base) != r.BaseSHA256 {
+		return false
+	}
+	cur, ok, err := m.readForMerge(r.Target)
+	if err != nil || !ok {
+		return false
+	}
+	return bytes.Equal(lfForm(base), lfForm(cur))
+}
+
+// lfForm is b with every CRLF read as LF.
+func lfForm(b []byte) []byte {
+	if bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+}
+
+// textForm is the content as a tool that reads text shows it: without a
+// UTF-8 byte order mark, with CRLF read as LF.
+func textForm(b []byte) []byte {
+	return lfForm(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")))
 }
 
 // changedError is finalize's refusal of a target that changed since begin.
@@ -275,15 +322,15 @@ func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.
 		}
 		// The other writer's changes, for the result: the file now
 		// against the content at begin.
-		return merge.Merge3(base, now, base).OursHunks, nil
+		return m.merge3(r, r.Target, base, now, base).OursHunks, nil
 	case protocol.OpPatch:
 		theirs, _, err := applyEdit(r, base, c.input)
 		if err != nil {
 			return nil, changedError(r, ch.now)
 		}
-		res = merge.Merge3(base, now, theirs)
+		res = m.merge3(r, r.Target, base, now, theirs)
 	default:
-		res = merge.Merge3(base, now, c.content)
+		res = m.merge3(r, r.Target, base, now, c.content)
 	}
 	if !res.Clean {
 		return nil, mergeRefused(r, "session "+r.ID+" began", res.Conflicts, true, r.BaseSHA256, sum(now))
@@ -306,7 +353,7 @@ func (m *Manager) changesSinceBegin(r *record, now []byte) []merge.Hunk {
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return nil
 	}
-	return merge.Merge3(base, now, base).OursHunks
+	return m.merge3(r, r.Target, base, now, base).OursHunks
 }
 
 // revertMerged reverts a session's change from a target someone changed
@@ -335,11 +382,11 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	if err != nil {
 		return nil, nil, refuse()
 	}
-	cur, ok, err := m.readForMerge(r.Target)
+	cur, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok {
 		return nil, nil, refuse()
 	}
-	res := merge.Merge3(after, cur, before)
+	res := m.merge3(r, r.Target, after, cur, before)
 	if !res.Clean {
 		return nil, nil, mergeRefused(r, "session "+r.ID+" wrote it", res.Conflicts, true, r.Result.FileSHA256, sum(cur))
 	}
@@ -436,7 +483,7 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 	if err != nil || !ok {
 		return nil, refuse()
 	}
-	res := merge.Merge3(after, cur, before)
+	res := m.merge3(r, c.Path, after, cur, before)
 	if !res.Clean {
 		pe := mergeRefused(r, "session "+r.ID+" wrote it", res.Conflicts, true, c.NewSHA256, sum(cur))
 		pe.Data.Path = c.Path
@@ -450,7 +497,12 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 // it: ok is false when it is absent or grew past that since it was
 // measured.
 func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
-	f, err := m.openRegular(path)
+	return m.readForMergeVia(m.fs(), path)
+}
+
+// readForMergeVia is readForMerge through fsys.
+func (m *Manager) readForMergeVia(fsys *confine.FS, path string) ([]byte, bool, error) {
+	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -518,7 +570,7 @@ func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks
 	if !exists {
 		return checked{}, nil, true, changedError(r, ch.now)
 	}
-	mr := merge.Merge3(base, now, theirs)
+	mr := m.merge3(r, r.Target, base, now, theirs)
 	if !mr.Clean {
 		return checked{}, nil, true, mergeRefused(r, "session "+r.ID+" began", mr.Conflicts, true, r.BaseSHA256, sum(now))
 	}

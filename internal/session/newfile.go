@@ -2,7 +2,6 @@ package session
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/orion-agent/orion/internal/newfile"
@@ -13,11 +12,17 @@ import (
 // workspace (or the repository holding it), through the same confined
 // reads as the target.
 func (m *Manager) newFileStyle(r *record) newfile.Style {
+	return m.styleOf(r, r.Target)
+}
+
+// styleOf is what the project says about target, one of r's files.
+func (m *Manager) styleOf(r *record, target string) newfile.Style {
+	fsys := m.fsOf(r)
 	top := m.workspaceOf(r)
 	if top == "" {
 		top = "/"
-		for d := filepath.Dir(r.Target); ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		for d := filepath.Dir(target); ; d = filepath.Dir(d) {
+			if fsys.PathScope().HasDotGit(d) {
 				top = d
 				break
 			}
@@ -27,7 +32,7 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 		}
 	}
 	read := func(p string) ([]byte, bool) {
-		f, err := m.openRegular(filepath.FromSlash(p))
+		f, err := m.openRegularVia(fsys, filepath.FromSlash(p))
 		if err != nil {
 			return nil, false
 		}
@@ -38,5 +43,5 @@ func (m *Manager) newFileStyle(r *record) newfile.Style {
 		}
 		return data, true
 	}
-	return newfile.Lookup(filepath.ToSlash(r.Target), filepath.ToSlash(top), read)
+	return newfile.Lookup(filepath.ToSlash(target), filepath.ToSlash(top), read)
 }

@@ -5,12 +5,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/protocol"
 )
 
-// record is a session as journaled in the store, next to its chunks. It is
-// rewritten in the same transaction as every chunk, so after a crash the
-// metadata always agrees with the chunks that were acknowledged.
+// record is a session as journaled in the store, next to its chunks. It
+// goes with a chunk at every stage change and every recordEvery appends
+// (recordDue); what the appends in between change (the last seq and the
+// scanner's counts) follows from their chunks, which are journaled before
+// they are acknowledged, so after a crash the record read back and then
+// caught up with those chunks (Manager.catchUp) agrees with every chunk
+// that was acknowledged.
 type record struct {
 	// published is where the entry holding this record keeps what
 	// listings show; copies of the record share it.
@@ -19,6 +25,19 @@ type record struct {
 	// first journaling of the record stores it as chunk 1 in the same
 	// commit (see Manager.Write), and clears it.
 	inline []byte
+	// charset is the encoding the target's project names, looked up by
+	// the check that applies the session's edit, so that an edit applied
+	// again (to the content at begin, for a merge) decodes the file the
+	// same way.
+	charset edit.Charset
+	// files is the confined layer as the request working on the record
+	// sees it (confine.FS.Scoped), while one is: its steps then look for
+	// repositories above the target, and open its directory, once.
+	files *confine.FS
+	// recordedSeq and recordedBytes are LastSeq and Scanner.Total as the
+	// journaled record last said (see recordDue).
+	recordedSeq   uint64
+	recordedBytes int64
 
 	ID            string `json:"id"`
 	Intent        string `json:"intent,omitempty"`
@@ -121,6 +140,26 @@ type record struct {
 	Result              *protocol.FinalizeResult    `json:"result,omitempty"`
 }
 
+// An append journals the session record with its chunk only every
+// recordEvery appends or recordEveryBytes bytes, or when something other
+// than the counts changes: encoding and storing it with each chunk cost
+// more than the chunk's index entry. What an append changes (the last seq
+// and the scanner's counts) follows from the chunks, which recovery reads
+// back from the last record on (Manager.catchUp); these bound that read.
+const (
+	recordEvery      = 64
+	recordEveryBytes = 4 << 20
+)
+
+// recordDue reports whether r, which an append made from prev, must be
+// journaled with that append's chunk: its first chunk or a stage change,
+// the end marker seen, or enough appended since the record last went.
+func (r *record) recordDue(prev *record) bool {
+	return prev.Stage != r.Stage || prev.LastSeq == 0 || prev.recordedSeq == 0 ||
+		prev.Scanner.MarkerSeen() != r.Scanner.MarkerSeen() ||
+		r.LastSeq-prev.recordedSeq >= recordEvery || r.Scanner.Total-prev.recordedBytes >= recordEveryBytes
+}
+
 // link is one earlier session's share of a chained write.
 type link struct {
 	ID       string `json:"id"`
@@ -135,15 +174,21 @@ func (r *record) marshal() ([]byte, error) { return json.Marshal(r) }
 // segments lists the pieces of the content to write, in order: every
 // chained session's content, then this session's own.
 func (r *record) segments() []link {
-	own := link{ID: r.ID, Bytes: r.Scanner.ContentLen(), Newlines: r.Scanner.Newlines,
+	return append(append([]link(nil), r.Chain...), r.own())
+}
+
+// own is this session's own share of the content.
+func (r *record) own() link {
+	return link{ID: r.ID, Bytes: r.Scanner.ContentLen(), Newlines: r.Scanner.Newlines,
 		Unterminated: !r.Scanner.MarkerSeen() && r.Scanner.LinePending}
-	return append(append([]link(nil), r.Chain...), own)
 }
 
 // contentBytes and contentLines describe the whole (chained) content.
+// They run for every append's reply, so they walk the chain without
+// building segments.
 func (r *record) contentBytes() int64 {
-	var n int64
-	for _, s := range r.segments() {
+	n := r.own().Bytes
+	for _, s := range r.Chain {
 		n += s.Bytes
 	}
 	return n
@@ -152,7 +197,7 @@ func (r *record) contentBytes() int64 {
 func (r *record) contentLines() int64 {
 	var lines int64
 	unterminated := false
-	for _, s := range r.segments() {
+	count := func(s link) {
 		lines += s.Newlines
 		if s.Bytes > 0 {
 			// Only the last non-empty piece decides whether the whole
@@ -160,6 +205,10 @@ func (r *record) contentLines() int64 {
 			unterminated = s.Unterminated
 		}
 	}
+	for _, s := range r.Chain {
+		count(s)
+	}
+	count(r.own())
 	if unterminated {
 		lines++
 	}

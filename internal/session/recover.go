@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -323,4 +325,40 @@ func (m *Manager) tail(r *record) string {
 		lines = lines[1:]
 	}
 	return strings.Join(lines, "")
+}
+
+// catchUp brings a loaded session's counts up to the chunks it holds: the
+// appends journaled after its record carried no record of their own (see
+// recordDue), so its last seq and scanner are read back from those chunks,
+// in order, up to the first missing (or damaged) one, which the client
+// sends again. At most recordEvery chunks or recordEveryBytes are read.
+func (m *Manager) catchUp(e *entry) {
+	r := &e.rec
+	if !r.acceptsContent() {
+		return
+	}
+	r.recordedSeq, r.recordedBytes = r.LastSeq, r.Scanner.Total
+	fed := false
+	for seq := r.LastSeq + 1; ; seq++ {
+		chunk, err := m.cfg.Store.Chunk(r.ID, seq)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			m.cfg.Logger.Error("reading back a chunk appended after the session's record; the client sends it again",
+				"session", r.ID, "seq", seq, "err", err)
+			break
+		}
+		r.Scanner.Feed(chunk)
+		r.LastSeq = seq
+		r.Stage = protocol.StageStreaming
+		fed = true
+	}
+	if fed {
+		// When the last of them came is not kept; the restart is the
+		// latest it can have been, which keeps the session from expiring
+		// early.
+		r.UpdatedAt = m.cfg.Clock.Now()
+		e.publish()
+	}
 }

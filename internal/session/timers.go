@@ -42,13 +42,23 @@ func sessionTimeout(ms int64) time.Duration {
 // resetTimers restarts the idle and auto-finalize timers of a session that
 // accepts content; e.mu must be held.
 func (m *Manager) resetTimers(e *entry) {
-	m.stopTimers(e)
 	if !e.rec.acceptsContent() {
+		m.stopTimers(e)
 		return
 	}
+	// Every append resets both: the timers are rescheduled, not made
+	// anew, which cost four allocations per append.
 	id := e.rec.ID
-	e.idle = m.cfg.Clock.AfterFunc(m.idleTimeout(&e.rec), func() { m.onIdle(e, id) })
-	e.auto = m.cfg.Clock.AfterFunc(m.autoFinalizeTimeout(&e.rec), func() { m.onAutoFinalize(e, id) })
+	if e.idle != nil {
+		e.idle.Reset(m.idleTimeout(&e.rec))
+	} else {
+		e.idle = m.cfg.Clock.AfterFunc(m.idleTimeout(&e.rec), func() { m.onIdle(e, id) })
+	}
+	if e.auto != nil {
+		e.auto.Reset(m.autoFinalizeTimeout(&e.rec))
+	} else {
+		e.auto = m.cfg.Clock.AfterFunc(m.autoFinalizeTimeout(&e.rec), func() { m.onAutoFinalize(e, id) })
+	}
 }
 
 func (m *Manager) stopTimers(e *entry) {
@@ -253,6 +263,21 @@ func (m *Manager) TargetChanged(path, kind string) {
 		if now.exists == r.BaseExists && now.sha256 == r.BaseSHA256 {
 			e.mu.Unlock()
 			continue
+		}
+		if now.exists && r.BaseExists && r.BasePieces > 0 {
+			// Line endings alone are no change either (finalize reads it
+			// so too); comparing reads the file and the content at begin,
+			// so the lock is let go meanwhile.
+			probe := record{Target: r.Target, BaseKey: r.BaseKey, BasePieces: r.BasePieces, BaseSHA256: r.BaseSHA256}
+			e.mu.Unlock()
+			if m.sameText(&probe, now) {
+				continue
+			}
+			e.mu.Lock()
+			if r.Conflict != "" || !(r.acceptsContent() || r.Stage == protocol.StageTruncated) {
+				e.mu.Unlock()
+				continue
+			}
 		}
 		r.Conflict = kind
 		r.UpdatedAt = m.cfg.Clock.Now()

@@ -194,7 +194,7 @@ func (m *Manager) moveBack(r *record, dest, src fileChange, now targetState) ([]
 	if err != nil {
 		return nil, nil, refuse("the moved file's old content could not be read back")
 	}
-	res := merge.Merge3(after, cur, before)
+	res := m.merge3(r, dest.Path, after, cur, before)
 	if !res.Clean {
 		pe := mergeRefused(r, "session "+r.ID+" moved it there", res.Conflicts, true, dest.NewSHA256, sum(cur))
 		pe.Data.Path = dest.Path

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orion-agent/orion/internal/charset"
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/elide"
 	"github.com/orion-agent/orion/internal/merge"
@@ -100,7 +101,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			}
 		}
 	}
-	original, hasOriginal, err := m.readTarget(r.Target)
+	original, hasOriginal, err := m.readTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return checked{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -112,6 +113,17 @@ func (m *Manager) check(r *record) (checked, error) {
 	}
 	if partial {
 		return m.checkEdit(r, buf.Bytes(), original)
+	}
+	// A file in another encoding is repaired, merged and validated as the
+	// UTF-8 text a model reads, and the result written back in its
+	// encoding; raw keeps its bytes for the backup, the diff and merges.
+	raw := original
+	var codec *charset.Codec
+	if hasOriginal {
+		cs := m.charsetOf(r, r.Target)
+		if codec, original, err = charset.DecodeFile(original, cs.Name, cs.From); err != nil {
+			return checked{}, encodingError(r, err)
+		}
 	}
 	repaired, fixes, err := validate.Repair(r.Target, buf.Bytes(), original, hasOriginal, validate.RepairOptions{
 		EndMarker:       r.Scanner.Marker,
@@ -149,25 +161,35 @@ func (m *Manager) check(r *record) (checked, error) {
 			}
 		}
 	}
-	c := checked{content: repaired, original: original, hasOriginal: hasOriginal, elisionsMerged: merged}
+	c := checked{content: repaired, original: raw, hasOriginal: hasOriginal, elisionsMerged: merged}
 	if err := convert(fixes, &c.repairs); err != nil {
 		return checked{}, err
+	}
+	if codec != nil {
+		enc := *codec
+		if r.Operation == protocol.OpAppend {
+			// The file's byte order mark is at its start already.
+			enc.BOM = nil
+		}
+		if c.content, err = enc.Encode(repaired); err != nil {
+			return checked{}, encodingError(r, err)
+		}
+		c.repairs = append(c.repairs, protocol.Repair{Kind: "charset_matched",
+			Message: "written as " + codec.Name + " (" + codec.Source() + "), the encoding of the file it replaces"})
 	}
 	if !hasOriginal && r.Operation != protocol.OpAppend {
 		// A new file takes the form the project names; validation reads
 		// the text as the model wrote it.
 		styled, changes, serr := newfile.Apply(repaired, m.newFileStyle(r))
 		if serr != nil {
-			pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonUnsupportedEncoding, "%s: %v", r.Target, serr)
-			pe.Data.SessionID = r.ID
-			return checked{}, pe
+			return checked{}, encodingError(r, serr)
 		}
 		c.content = styled
 		for _, ch := range changes {
 			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
 		}
 	}
-	verr := m.validateInto(&c, r, whole, original, hasOriginal)
+	verr := m.validateText(&c, r, whole, original, hasOriginal)
 	if elideErr != nil && c.validation != nil {
 		for i := range c.validation.Findings {
 			if c.validation.Findings[i].Code == string(validate.CodeLazyPlaceholder) {
@@ -181,6 +203,8 @@ func (m *Manager) check(r *record) (checked, error) {
 // checkEdit applies a patch or edit session's content to the file and
 // validates the result against the file as it was.
 func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error) {
+	cs := m.charsetOf(r, r.Target)
+	r.charset = cs
 	after, res, err := applyEdit(r, original, content)
 	if err != nil {
 		return checked{edit: res}, err
@@ -189,7 +213,17 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	for _, b := range res.Blocks {
 		c.elisionsMerged += b.ElisionsMerged
 	}
-	verr := m.validateInto(&c, r, after, original, true)
+	// Validation reads the text, not the bytes of its encoding (a UTF-16
+	// JSON file is JSON); the edit decoded the file the same way.
+	textAfter, textOriginal := after, original
+	if codec, o, err := charset.DecodeFile(original, cs.Name, cs.From); err == nil && codec != nil {
+		if a, err := codec.Decode(after); err == nil {
+			textAfter, textOriginal = a, o
+		}
+		c.repairs = append(c.repairs, protocol.Repair{Kind: "charset_matched",
+			Message: "edited as " + codec.Name + " text (" + codec.Source() + ") and written back in " + codec.Name})
+	}
+	verr := m.validateText(&c, r, textAfter, textOriginal, true)
 	// A placeholder left in a block's REPLACE part that could not be
 	// merged is refused as any other; the finding says why it was not.
 	if c.validation != nil {
@@ -208,9 +242,27 @@ func (m *Manager) checkEdit(r *record, content, original []byte) (checked, error
 	return c, verr
 }
 
-// validateInto checks whole (the file as it would be) against original and
-// records the result and the policy's decision in c.
+// encodingError is unsupported_encoding for r's target: its bytes do not
+// survive decoding, or the text has a character its encoding lacks.
+func encodingError(r *record, err error) *protocol.Error {
+	pe := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonUnsupportedEncoding, "%s: %v", r.Target, err)
+	pe.Data.SessionID, pe.Data.Path = r.ID, r.Target
+	return pe
+}
+
+// validateInto checks whole (the file as it would be, in the bytes it
+// is written in) against original and records the result and the
+// policy's decision in c. A file in another encoding is checked as the
+// text it holds.
 func (m *Manager) validateInto(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
+	if hasOriginal {
+		whole, original = m.textOf(r, r.Target, whole, original)
+	}
+	return m.validateText(c, r, whole, original, hasOriginal)
+}
+
+// validateText is validateInto for text decoded already.
+func (m *Manager) validateText(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
 	v, err := m.validateFile(r, r.Target, whole, original, hasOriginal)
 	c.validation = v
 	return err

@@ -46,10 +46,16 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 		return protocol.FinalizeResult{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
 			fmt.Sprintf("content of %d bytes (write larger content with session.begin, session.append and session.finalize)", len(p.Content)))
 	}
-	r, err := m.prepare(p.BeginParams, m.cfg.NewID, time.Time{}, "")
+	// One view of the files for the whole request: the target is
+	// resolved, read, styled and written with one look for repositories
+	// above it and one open of its directory.
+	files := m.fs().Scoped()
+	defer files.Close()
+	r, err := m.prepare(files, p.BeginParams, m.cfg.NewID, time.Time{}, "")
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
+	r.files = files
 	adm, err := m.admit(owner)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
@@ -79,6 +85,7 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 
 	e.mu.Lock()
 	res, err := m.finalizeLocked(e, false)
+	e.rec.files = nil // the view ends with this request
 	journaled := e.rec.inline == nil
 	if err != nil && !journaled {
 		m.unwatch(e)

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/internal/store"
-
-	"golang.org/x/sys/unix"
 )
 
 // The benchmarks compare durable 1 KiB appends through the store with the
@@ -131,7 +129,7 @@ func BenchmarkFdatasync(b *testing.B) {
 				if _, err := files[w].Write(chunk1K); err != nil {
 					return err
 				}
-				return unix.Fdatasync(int(files[w].Fd()))
+				return datasync(files[w])
 			})
 		})
 	}
@@ -222,6 +220,31 @@ func BenchmarkCopyRange(b *testing.B) {
 			for b.Loop() {
 				if n, err := s.CopyRange("s", io.Discard, 0, size); err != nil || n != size {
 					b.Fatalf("CopyRange = %d, %v; want %d", n, err, size)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFinalizeRecordWithBackup is what a streamed session's finalize
+// journals before it writes a file it replaces: the session's record and
+// the last piece of the backup, one writer. The piece goes to the content
+// log and is synced before the commit that indexes it with the record.
+func BenchmarkFinalizeRecordWithBackup(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			s, err := store.Open(benchPath(b), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			piece := bytes.Repeat([]byte("x"), size)
+			meta := bytes.Repeat([]byte("m"), 400)
+			b.ResetTimer()
+			for i := range b.N {
+				id := "s" + strconv.Itoa(i)
+				if err := s.PutMeta(id, meta, store.Put{Bucket: "backups", KVs: []store.KV{{Key: []byte(id + "/0"), Value: piece}}}); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

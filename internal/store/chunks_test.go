@@ -195,7 +195,7 @@ func TestSchemaMigrationFrom2(t *testing.T) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		if got, want := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))), uint64(4); got != want {
+		if got, want := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))), uint64(5); got != want {
 			return fmt.Errorf("schema version after Open: got %d, want %d", got, want)
 		}
 		return nil

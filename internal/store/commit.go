@@ -67,7 +67,7 @@ func (s *Store) write(apply func(tx *bolt.Tx) error) error {
 	// throughput, so the last batch's size decides.
 	if s.lastBatch.Load() <= 1 && s.commitMu.TryLock() {
 		if len(s.reqs) == 0 && !s.hasDeferred() {
-			err := s.commitAlone(apply)
+			err := s.commitAlone(apply, true)
 			s.commitMu.Unlock()
 			s.mu.RUnlock()
 			return err
@@ -135,7 +135,7 @@ func (s *Store) commit(batch []*request) {
 	}
 	errs := make([]error, len(batch))
 	applied := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		applied = 0
 		for i, r := range batch {
 			errs[i] = r.apply(tx)
@@ -151,7 +151,7 @@ func (s *Store) commit(batch []*request) {
 			// commit would cost two fsyncs for nothing.
 			return errNothingChanged
 		}
-		return nil
+		return s.applyFence(tx)
 	})
 	if err == nil || err == errNothingChanged {
 		if err == nil {
@@ -163,24 +163,101 @@ func (s *Store) commit(batch []*request) {
 		}
 		return
 	}
-	if len(batch) == 1 {
+	if len(batch) == 1 && batch[0].index == nil {
 		if err != errs[0] {
 			err = commitError(err)
 		}
 		batch[0].finish(err)
 		return
 	}
+	// The index entries are retried together, in log order, and
+	// everything else after them, alone: meta/logpos, which each entry
+	// moves to its record's end, must never pass an entry that is not
+	// committed, or the next Open would not index that entry's chunk.
+	var index, rest []*request
 	for _, r := range batch {
-		r.finish(s.commitAlone(r.apply))
+		if r.index != nil {
+			index = append(index, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	if len(index) > 0 {
+		// Alone, they have just failed: they wait for the next commit.
+		if len(rest) > 0 {
+			err = s.commitIndex(index)
+		} else {
+			err = commitError(err)
+		}
+		if err != nil {
+			// Nothing may commit before them either: a later
+			// write of their sessions would land before them.
+			s.requeue(index, err)
+			for _, r := range rest {
+				r.finish(commitError(err))
+			}
+			return
+		}
+	}
+	for _, r := range rest {
+		// Not with the fence: the index entries before it would not all
+		// be in the same commit.
+		r.finish(s.commitAlone(r.apply, false))
 	}
 }
 
-// commitAlone commits apply in a transaction of its own.
-func (s *Store) commitAlone(apply func(tx *bolt.Tx) error) error {
+// commitIndex commits deferred index entries, in the order given, in one
+// transaction, and hands them their outcome if it succeeds.
+func (s *Store) commitIndex(index []*request) error {
+	err := s.update(func(tx *bolt.Tx) error {
+		for _, r := range index {
+			if err := r.apply(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return commitError(err)
+	}
+	s.commits.Add(1)
+	s.writes.Add(uint64(len(index)))
+	for _, r := range index {
+		r.finish(nil)
+	}
+	return nil
+}
+
+// requeue puts index entries whose commit failed back at the head of the
+// deferred writes, so that the next commit takes them first: their records
+// are durable and acknowledged, and only a commit of theirs, or a replay at
+// the next Open, may move meta/logpos past them. They stay pending, so
+// reads still find their chunks.
+func (s *Store) requeue(index []*request, err error) {
+	slog.Error("store: indexing appended chunks failed; they are retried with the next commit, or indexed from the content log at the next start",
+		"appends", len(index), "err", err)
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	s.deferred = append(index, s.deferred...)
+	s.deferredN += len(index)
+	if s.deferTimer == nil && !s.closing {
+		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
+	}
+}
+
+// commitAlone commits apply in a transaction of its own, with the fence
+// (see fence.go) when fence is set: the caller has made sure that no
+// deferred index entry waits.
+func (s *Store) commitAlone(apply func(tx *bolt.Tx) error, fence bool) error {
 	var applyErr error
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		applyErr = apply(tx)
-		return applyErr
+	err := s.update(func(tx *bolt.Tx) error {
+		if applyErr = apply(tx); applyErr != nil {
+			return applyErr
+		}
+		if fence {
+			return s.applyFence(tx)
+		}
+		return nil
 	})
 	switch {
 	case err == nil:
@@ -190,6 +267,19 @@ func (s *Store) commitAlone(apply func(tx *bolt.Tx) error) error {
 		err = commitError(err)
 	}
 	return err
+}
+
+// update runs fn in a bbolt transaction of the committer.
+func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if s.commitFault != nil {
+			return s.commitFault()
+		}
+		return nil
+	})
 }
 
 // commitError wraps a failure of the commit itself, as opposed to one of the
@@ -252,15 +342,11 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 			}
 			return setLogPos(tx, end)
 		},
-		notify: func(err error) {
+		// Called only once the entry is committed: one whose commit
+		// fails is queued again (requeue).
+		notify: func(error) {
 			s.indexDone.Add(1)
 			s.unpend(id, r0)
-			if err != nil {
-				// The record is durable: the next Open indexes it.
-				slog.Error("store: indexing an appended chunk failed; it is indexed again at the next start", "session", id, "seq", seq, "err", err)
-				return
-			}
-			s.advanceIndexed(end)
 		},
 	}
 	s.mu.RLock()
@@ -339,19 +425,6 @@ func (s *Store) pendingOf(id string) []pendingIndex {
 	return out
 }
 
-// advanceIndexed records that every record before p is indexed.
-func (s *Store) advanceIndexed(p contentlog.Pos) {
-	for {
-		cur := s.indexed.Load()
-		if cur != nil && !cur.Less(p) {
-			return
-		}
-		if s.indexed.CompareAndSwap(cur, &p) {
-			return
-		}
-	}
-}
-
 // flushIfDeferred commits the deferred writes, if there are any, so that a
 // read sees every acknowledged Append's index entry. An entry may also be in
 // a commit under way, taken from the queue but not committed yet: Flush
@@ -381,18 +454,24 @@ func (s *Store) takeDeferred() []*request {
 		s.deferTimer = nil
 	}
 	s.deferMu.Unlock()
-	index, other := false, false
+	index, other := 0, false
 	for _, r := range later {
 		if r.index != nil {
-			index = true
+			index++
 		} else {
 			other = true
 		}
 	}
 	// Crash tests die here: deferred writes taken, not yet durable; the
-	// index entries of appends apart from the rest.
-	if index {
+	// index entries of appends apart from the rest. store.index-entry
+	// counts entries rather than commits, so a test can die at the commit
+	// that takes its n-th append's entry, whichever commits (a timer's, the
+	// trace's) took the earlier ones.
+	if index > 0 {
 		failpoint.Hit("store.commit-index")
+		for range index {
+			failpoint.Hit("store.index-entry")
+		}
 	}
 	if other {
 		failpoint.Hit("store.commit-deferred")

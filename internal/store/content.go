@@ -44,15 +44,20 @@ const (
 // encodeChunkRecord returns the record of an Append, and where its chunk
 // starts in it.
 func encodeChunkRecord(id string, seq uint64, meta, chunk []byte, flags byte) ([]byte, int) {
-	rec := make([]byte, 0, recFixed+len(id)+len(meta)+len(chunk))
+	head := encodeChunkHead(id, seq, meta, flags, len(chunk))
+	return append(head, chunk...), len(head)
+}
+
+// encodeChunkHead returns the record of an Append up to its chunk, with
+// room for capChunk more bytes: the record is the head, then the chunk.
+func encodeChunkHead(id string, seq uint64, meta []byte, flags byte, capChunk int) []byte {
+	rec := make([]byte, 0, recFixed+len(id)+len(meta)+capChunk)
 	rec = append(rec, recChunk, flags)
 	rec = binary.BigEndian.AppendUint16(rec, uint16(len(id)))
 	rec = append(rec, id...)
 	rec = binary.BigEndian.AppendUint64(rec, seq)
 	rec = binary.BigEndian.AppendUint32(rec, uint32(len(meta)))
-	rec = append(rec, meta...)
-	at := len(rec)
-	return append(rec, chunk...), at
+	return append(rec, meta...)
 }
 
 // chunkRecord is a decoded chunk record; its slices point into the record.
@@ -164,10 +169,19 @@ func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []
 	chunks.FillPercent = appendFillPercent
 	key := encodeSeq(seq)
 	if old, ok := decodeChunkRef(chunks.Get(key)); ok {
-		s.liveOnCommit(tx, -old.rec.Size())
+		s.liveOnCommit(tx, old.rec.Seg, -old.rec.Size())
 	}
 	if err := chunks.Put(key, c.encode()); err != nil {
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+	}
+	sessions := tx.Bucket(bucketSessions)
+	if len(meta) == 0 {
+		// The metadata stays as it was (see Append); a session that had
+		// none is listed all the same.
+		if _, ok := lookup(sessions, id); ok {
+			return nil
+		}
+		return sessions.Put(id, []byte{})
 	}
 	// The metadata goes next to the chunk (see the package comment); the
 	// sessions bucket is written only to list a session that had no
@@ -175,7 +189,6 @@ func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []
 	if err := chunks.Put(keyChunkMeta, meta); err != nil {
 		return fmt.Errorf("store: session %q: %w", id, err)
 	}
-	sessions := tx.Bucket(bucketSessions)
 	if _, ok := lookup(sessions, id); ok {
 		return nil
 	}
@@ -209,7 +222,15 @@ func (s *Store) replay() error {
 	}); err != nil {
 		return err
 	}
-	if logEnd := s.log.End(); logEnd.Less(from) {
+	if logEnd := s.log.End(); logEnd.Seg < from.Seg && from.Off == 0 {
+		// The last segment was given up after a write error (fence):
+		// what follows its acknowledged records was never
+		// acknowledged, and appends must not go after it, where replay
+		// would not look.
+		slog.Info("store: the last segment of the content log was given up after a write error; new content goes to a new segment",
+			"segment", logEnd.Seg)
+		s.log.StartNewSegment()
+	} else if logEnd.Less(from) {
 		// The log ends before records the index points to: not a torn
 		// write (those are never indexed) but damage in the middle of
 		// the last segment. Appends must not overwrite what follows it.
@@ -225,6 +246,9 @@ func (s *Store) replay() error {
 			slog.Error("store: a record of the content log is damaged; an append it held is lost", "err", err)
 			damaged = true
 			return nil
+		}
+		if len(payload) > 0 && payload[0] == recValue {
+			return nil // indexed by the commit that wrote it, or dead
 		}
 		r, err := decodeChunkRecord(payload)
 		if err != nil {
@@ -249,7 +273,6 @@ func (s *Store) replay() error {
 		}
 	}
 	if len(entries) == 0 && !from.Less(end) {
-		s.indexed.Store(&end)
 		return nil
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
@@ -266,7 +289,6 @@ func (s *Store) replay() error {
 	if len(entries) > 0 {
 		slog.Info("store: indexed appends found in the content log after a stop", "appends", len(entries))
 	}
-	s.indexed.Store(&end)
 	return nil
 }
 
@@ -318,32 +340,58 @@ type replayed struct {
 	ref  chunkRef
 }
 
-// liveOnCommit adds delta to the live bytes of the log once tx commits.
-func (s *Store) liveOnCommit(tx *bolt.Tx, delta int64) {
+// liveOnCommit adds delta to the live bytes of the log, and of its segment
+// seg, once tx commits.
+func (s *Store) liveOnCommit(tx *bolt.Tx, seg uint64, delta int64) {
 	if delta != 0 {
-		tx.OnCommit(func() { s.live.Add(delta) })
+		tx.OnCommit(func() { s.addLive(seg, delta) })
 	}
+}
+
+// addLive adds delta to the live bytes of the log and of segment seg.
+func (s *Store) addLive(seg uint64, delta int64) {
+	s.live.Add(delta)
+	s.liveMu.Lock()
+	if s.segLive == nil {
+		s.segLive = map[uint64]int64{}
+	}
+	if n := s.segLive[seg] + delta; n != 0 {
+		s.segLive[seg] = n
+	} else {
+		delete(s.segLive, seg)
+	}
+	s.liveMu.Unlock()
 }
 
 // dropChunksOnCommit counts the records of the chunks in b, which tx is
 // about to delete, as dead once tx commits.
 func (s *Store) dropChunksOnCommit(tx *bolt.Tx, b *bolt.Bucket) {
-	var n int64
+	bySeg := map[uint64]int64{}
 	b.ForEach(func(k, v []byte) error {
 		if ref, ok := decodeChunkRef(v); ok && isChunkKey(k) {
-			n += ref.rec.Size()
+			bySeg[ref.rec.Seg] += ref.rec.Size()
 		}
 		return nil
 	})
-	s.liveOnCommit(tx, -n)
+	for seg, n := range bySeg {
+		s.liveOnCommit(tx, seg, -n)
+	}
 }
 
-// countLive sets the live bytes of the log from the index.
+// countLive sets the live bytes of the log, and of each segment, from the
+// index.
 func (s *Store) countLive() error {
+	bySeg := map[uint64]int64{}
 	var n int64
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return forEachChunkRef(tx, func(_ []byte, _ uint64, ref chunkRef) { n += ref.rec.Size() })
+		return forEachRef(tx, func(_ refLoc, ref chunkRef) {
+			n += ref.rec.Size()
+			bySeg[ref.rec.Seg] += ref.rec.Size()
+		})
 	})
 	s.live.Store(n)
+	s.liveMu.Lock()
+	s.segLive = bySeg
+	s.liveMu.Unlock()
 	return err
 }

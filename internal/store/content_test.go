@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,6 +137,44 @@ func TestAppendsReplayedAfterCrash(t *testing.T) {
 	}
 	if got, err := c.Chunk("b", 1); err != nil || len(got) != 9000 {
 		t.Fatalf("chunk of b after the crash: %d bytes, %v", len(got), err)
+	}
+}
+
+// An Append without metadata leaves the last one written, committed or
+// replayed from the log after a crash; its chunk is there all the same.
+func TestAppendWithoutMetaKeepsTheLast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutMeta("a", []byte("begun")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("a", 1, []byte("one;"), []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 4; i++ {
+		if err := s.Append("a", uint64(i), []byte(fmt.Sprint(i, ";")), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if meta, err := s.Meta("a"); err != nil || string(meta) != "m1" {
+		t.Fatalf("meta of a = %q, %v; want the last Append's that had some", meta, err)
+	}
+	img := crashImage(t, path)
+	if err := s.PutMeta("b", []byte("begun")); err != nil { // commits a's entries
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*store.Store{"committed": s, "replayed": openStore(t, img)} {
+		var buf bytes.Buffer
+		if _, err := st.CopyRange("a", &buf, 0, -1); err != nil || buf.String() != "one;2;3;4;" {
+			t.Errorf("%s: content of a = %q, %v", name, buf.String(), err)
+		}
+		if meta, err := st.Meta("a"); err != nil || string(meta) != "m1" {
+			t.Errorf("%s: meta of a = %q, %v; want m1", name, meta, err)
+		}
 	}
 }
 
@@ -388,6 +427,10 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if err := s.Append("keep", 1, []byte("kept chunk"), []byte("first")); err != nil {
 		t.Fatal(err)
 	}
+	// A backup's value in the same segment is moved the same way.
+	if err := s.PutKV("backups", []store.KV{{Key: []byte("keep/0"), Value: []byte("kept backup")}}); err != nil {
+		t.Fatal(err)
+	}
 	chunk := bytes.Repeat([]byte("z"), 4000)
 	for i := range 60 {
 		if err := s.Append("drop", uint64(i), chunk, []byte("d")); err != nil {
@@ -404,9 +447,15 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if img == "" {
 		t.Fatal("no compaction happened")
 	}
+	if v, _, err := s.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after compaction = %q, %v", v, err)
+	}
 	c := openStore(t, img)
 	if got, err := c.Chunk("keep", 1); err != nil || string(got) != "kept chunk" {
 		t.Fatalf("chunk after a crash during compaction = %q, %v", got, err)
+	}
+	if v, _, err := c.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after a crash during compaction = %q, %v", v, err)
 	}
 	if meta, err := c.Meta("keep"); err != nil || string(meta) != "later" {
 		t.Fatalf("meta after a crash during compaction = %q, %v; want the later PutMeta's", meta, err)
@@ -421,6 +470,9 @@ func TestCrashDuringCompaction(t *testing.T) {
 	store.WaitReclaim(c)
 	if got, err := c.Chunk("keep", 1); err != nil || string(got) != "kept chunk" {
 		t.Fatalf("chunk after the next compaction = %q, %v", got, err)
+	}
+	if v, _, err := c.GetKV("backups", []byte("keep/0")); err != nil || string(v) != "kept backup" {
+		t.Fatalf("backup after the next compaction = %q, %v", v, err)
 	}
 }
 
@@ -507,5 +559,91 @@ func TestDamagedUnindexedRecordStopsItsSession(t *testing.T) {
 	}
 	if got, err := c.Chunk("b", 1); err != nil || string(got) != "b1;" {
 		t.Fatalf("another session = %q, %v", got, err)
+	}
+}
+
+// Index entries whose commit fails are acknowledged already: however many
+// commits fail, and whichever of their retries succeed, meta/logpos must not
+// pass an entry that is not committed, or the next Open would not index its
+// chunk.
+func TestFailedIndexEntryNotPassed(t *testing.T) {
+	for fails := 1; fails <= 4; fails++ {
+		t.Run(fmt.Sprint(fails), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "orion.db")
+			var fail atomic.Int32
+			s, err := store.Open(path, store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
+				if fail.Add(-1) >= 0 {
+					return errors.New("injected commit failure")
+				}
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ids := []string{"a", "b", "c"}
+			for _, id := range ids[:2] {
+				if err := s.Append(id, 1, []byte(id+" content"), []byte(id+" meta")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fail.Store(int32(fails))
+			s.Flush()
+			// A write after them commits them first, or fails.
+			for i := 0; ; i++ {
+				if err := s.PutMeta("c", []byte("c meta")); err == nil {
+					break
+				} else if i == fails {
+					t.Fatalf("write after %d failed commits: %v", fails, err)
+				}
+			}
+			if err := s.Append("c", 1, []byte("c content"), []byte("c meta")); err != nil {
+				t.Fatal(err)
+			}
+			s.Flush()
+			c := openStore(t, crashImage(t, path))
+			for _, id := range ids {
+				if got, err := c.Chunk(id, 1); err != nil || string(got) != id+" content" {
+					t.Errorf("chunk of %s after a crash = %q, %v; want %q", id, got, err, id+" content")
+				}
+			}
+		})
+	}
+}
+
+// Index entries whose commit still fails at Close are indexed from the log
+// at the next Open; until then reads find them.
+func TestFailedIndexEntryAtClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	var failing atomic.Bool
+	s, err := store.Open(path, store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
+		if failing.Load() {
+			return errors.New("injected commit failure")
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMeta("z", []byte("z meta")); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	for _, id := range []string{"a", "b"} {
+		if err := s.Append(id, 1, []byte(id+" content"), []byte(id+" meta")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Flush()
+	var buf bytes.Buffer
+	if _, err := s.CopyRange("b", &buf, 0, -1); err != nil || buf.String() != "b content" {
+		t.Errorf("content of b while its index entry fails = %q, %v", buf.String(), err)
+	}
+	s.Close()
+	c := openStore(t, path)
+	for _, id := range []string{"a", "b"} {
+		if got, err := c.Chunk(id, 1); err != nil || string(got) != id+" content" {
+			t.Errorf("chunk of %s after a restart = %q, %v; want %q", id, got, err, id+" content")
+		}
 	}
 }

@@ -28,3 +28,17 @@ func WaitReclaim(s *Store) { s.reclaimDone.Wait() }
 // AfterCompactCopy makes fn run where a compaction has copied live chunks
 // to the end of the log and not yet pointed the index at the copies.
 func AfterCompactCopy(s *Store, fn func()) { s.afterCompactCopy = fn }
+
+// WithLogFaults makes the content log's files fail as fault says: it is
+// asked before each write, sync and allocation (contentlog.Options.Fault).
+func WithLogFaults(opts Options, fault func(op string) error) Options {
+	opts.logFault = fault
+	return opts
+}
+
+// WithCommitFaults makes the committer's transactions fail where fault
+// returns an error: it is asked at the end of each one.
+func WithCommitFaults(opts Options, fault func() error) Options {
+	opts.commitFault = fault
+	return opts
+}

@@ -274,6 +274,7 @@ func (s *Store) copyRange(id string, w io.Writer, off, n int64, maxSeq uint64) (
 	var (
 		written int64
 		buf     = make([]byte, 0, roundCap(n))
+		spans   []span
 		refs    []chunkRef
 		seqs    []uint64
 		next    uint64 // seq of the next chunk to copy
@@ -339,31 +340,42 @@ func (s *Store) copyRange(id string, w io.Writer, off, n int64, maxSeq uint64) (
 			return written, err
 		}
 		skip = 0
-		// The chunks are read in the round's order; the round's first
-		// may start before off.
-		buf = buf[:0]
+		// The chunks are read in the round's order, each record whole
+		// into buf and its chunk written from where it lies there (a
+		// chunk of a MiB is not moved twice to close the gaps); the
+		// round's first may start before off.
+		buf, spans = buf[:0], spans[:0]
 		for i, ref := range refs {
-			start := len(buf)
-			buf, err = s.readChunkRef(buf, ref)
+			var at int
+			buf, at, err = s.log.ReadRecord(buf, ref.rec)
+			if err == nil && uint64(ref.at)+uint64(ref.len) > uint64(len(buf)-at) {
+				err = fmt.Errorf("store: index entry past its record: %w", ErrDamaged)
+			}
 			if err != nil {
 				err = fmt.Errorf("store: session %q chunk %d: %w", id, seqs[i], err)
 				break
 			}
+			sp := span{at + int(ref.at), at + int(ref.at) + int(ref.len)}
 			if i == 0 && roundSkip > 0 {
-				buf = append(buf[:start], buf[start+int(roundSkip):]...)
+				sp.start += int(roundSkip)
 			}
+			spans = append(spans, sp)
 		}
 		s.readMu.RUnlock()
 		if err != nil {
 			return written, err
 		}
-		if n >= 0 && int64(len(buf)) > n-written {
-			buf = buf[:n-written]
-		}
-		if len(buf) > 0 {
-			m, err := w.Write(buf)
+		for _, sp := range spans {
+			b := buf[sp.start:sp.end]
+			if n >= 0 && int64(len(b)) > n-written {
+				b = b[:n-written]
+			}
+			if len(b) == 0 {
+				continue
+			}
+			m, err := w.Write(b)
 			written += int64(m)
-			if err == nil && m < len(buf) {
+			if err == nil && m < len(b) {
 				err = io.ErrShortWrite
 			}
 			if err != nil {
@@ -373,6 +385,9 @@ func (s *Store) copyRange(id string, w io.Writer, off, n int64, maxSeq uint64) (
 	}
 	return written, nil
 }
+
+// span is where a chunk lies in copyRange's buffer.
+type span struct{ start, end int }
 
 // roundCap is the capacity CopyRange's buffer starts with: at most n bytes
 // are copied, and a round ends at the first chunk boundary at or past

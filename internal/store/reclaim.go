@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"log/slog"
 
-	"github.com/orion-agent/orion/internal/contentlog"
 	"github.com/orion-agent/orion/internal/failpoint"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,10 +25,11 @@ func (s *Store) reclaimAfter(err error) error {
 }
 
 // reclaimSoon starts a reclaim pass in the background unless one is running,
-// in which case that one runs again. Passes are cheap to ask for: with no
-// segment but the one being appended to there is nothing to do.
+// in which case that one runs again. Passes are cheap to ask for: the live
+// bytes counted per segment tell, without reading the index, whether any
+// segment is dead or mostly dead; only then does a pass read the index.
 func (s *Store) reclaimSoon() {
-	if len(s.log.Segments()) <= 1 {
+	if !s.reclaimWanted() {
 		return
 	}
 	s.reclaimAgain.Store(true)
@@ -61,38 +61,102 @@ func (s *Store) reclaimSoon() {
 	}()
 }
 
-// liveChunk is an index entry found in a segment being compacted.
-type liveChunk struct {
-	id  []byte
-	seq uint64
+// mostlyDead reports whether a segment of end bytes of records, live of
+// them live, is worth reclaiming: no live record, or so few that copying
+// them frees the segment cheaply.
+func mostlyDead(live, end int64) bool {
+	return live <= 0 || float64(live) < compactBelow*float64(end)
+}
+
+// rotateAfter is the share of a segment's size its records must take
+// before the segment being appended to is rotated for being mostly dead:
+// rotating an almost empty one would trade it for a new one for little.
+const rotateAfter = 0.25
+
+// reclaimWanted reports, from the live bytes counted per segment, whether a
+// reclaim pass has anything to do.
+func (s *Store) reclaimWanted() bool {
+	segs := s.log.Segments()
+	// A pass would stop at the first segment with a record waiting for
+	// its index entry (see reclaim): no pass for what lies beyond.
+	low, pending := s.oldestPending()
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	for _, sg := range segs {
+		if pending && sg.ID >= low {
+			return false
+		}
+		live := s.segLive[sg.ID]
+		if sg.Active {
+			if float64(sg.End) >= rotateAfter*float64(s.segSize) && mostlyDead(live, sg.End) {
+				return true
+			}
+			continue
+		}
+		if mostlyDead(live, sg.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// refLoc is where an index entry into the log is: a chunk (bucket the
+// session id, key the seq) or a content bucket's value.
+type refLoc struct {
+	chunk       bool
+	bucket, key []byte
+}
+
+// entry returns the bbolt bucket holding the entry at l in tx, or nil.
+func (l refLoc) entry(tx *bolt.Tx) *bolt.Bucket {
+	if l.chunk {
+		return tx.Bucket(bucketChunks).Bucket(l.bucket)
+	}
+	return tx.Bucket(l.bucket)
+}
+
+// liveRef is an index entry found in a segment being compacted.
+type liveRef struct {
+	loc refLoc
 	ref chunkRef
 }
 
-// reclaim deletes the segments no index entry points into, and compacts the
-// mostly dead ones (whose segments a later pass deletes).
-//
-// Only segments before the one holding the last indexed position are
-// considered: all their records are indexed, so an entry not in the index
-// now is not coming. indexMu keeps out, while the index is read and the
-// segments deleted, the writes that index a record in a commit of their own
-// (Append with puts, compaction): their record may be in an old segment
-// before their entry is committed.
-func (s *Store) reclaim() error {
-	s.indexMu.Lock()
-	indexed := *s.indexed.Load()
-	var candidates []contentlog.SegmentInfo
-	for _, sg := range s.log.Segments() {
-		if !sg.Active && sg.ID < indexed.Seg {
-			candidates = append(candidates, sg)
+// oldestPending returns the lowest segment holding a record whose index
+// entry waits for a commit, and whether there is one.
+func (s *Store) oldestPending() (uint64, bool) {
+	s.deferMu.Lock()
+	defer s.deferMu.Unlock()
+	var low uint64
+	found := false
+	for _, list := range s.pending {
+		for _, r := range list {
+			if seg := r.index.ref.rec.Seg; !found || seg < low {
+				low, found = seg, true
+			}
 		}
 	}
-	if len(candidates) == 0 {
-		s.indexMu.Unlock()
-		return nil
-	}
+	return low, found
+}
+
+// reclaim deletes the segments no index entry points into, compacts the
+// mostly dead ones (whose segments a later pass deletes), and rotates the
+// segment being appended to when it is mostly dead, so that it can go too.
+//
+// A segment is considered only once nothing in it can still become live:
+// it is not the one appends go to, and no record in it or after it waits
+// for its index entry to be committed (oldestPending: the log calls back in
+// order, so when a later segment exists, every record of an earlier one
+// has queued its entry). indexMu keeps out, while the index is read and the
+// segments deleted, the writes that index their records in a commit of
+// their own (Append with puts, the content buckets' values, compaction):
+// their records may be in any segment before their entries are committed.
+func (s *Store) reclaim() error {
+	s.indexMu.Lock()
+	segs := s.log.Segments()
+	low, pending := s.oldestPending()
 	live := map[uint64]int64{}
 	err := s.view(func(tx *bolt.Tx) error {
-		return forEachChunkRef(tx, func(_ []byte, _ uint64, ref chunkRef) {
+		return forEachRef(tx, func(_ refLoc, ref chunkRef) {
 			live[ref.rec.Seg] += ref.rec.Size()
 		})
 	})
@@ -102,11 +166,17 @@ func (s *Store) reclaim() error {
 	}
 	compact := map[uint64]bool{}
 	var dead []uint64
-	for _, sg := range candidates {
-		switch n := live[sg.ID]; {
-		case n == 0:
+	rotate := false
+	for _, sg := range segs {
+		if pending && sg.ID >= low {
+			break
+		}
+		switch {
+		case sg.Active:
+			rotate = float64(sg.End) >= rotateAfter*float64(s.segSize) && mostlyDead(live[sg.ID], sg.End)
+		case live[sg.ID] == 0:
 			dead = append(dead, sg.ID)
-		case float64(n) < compactBelow*float64(sg.End):
+		case mostlyDead(live[sg.ID], sg.End):
 			compact[sg.ID] = true
 		}
 	}
@@ -121,6 +191,13 @@ func (s *Store) reclaim() error {
 		}
 		s.readMu.Unlock()
 	}
+	if err == nil && rotate {
+		// The segment appends went to is now one like the others: the
+		// next pass deletes or compacts it.
+		if err = s.log.Rotate(); err == nil {
+			s.reclaimAgain.Store(true)
+		}
+	}
 	s.indexMu.Unlock()
 	if err != nil || len(compact) == 0 {
 		return err
@@ -133,47 +210,42 @@ func (s *Store) reclaim() error {
 	return nil
 }
 
-// compact copies the live chunks of segs to the end of the log and points
+// compact copies the live records of segs to the end of the log and points
 // their index entries at the copies, unless an entry changed meanwhile (the
-// chunk was replaced or dropped), in which case the copy is dead. The
-// copies are flagged indexed: recovery never replays them, so a crash
+// chunk or value was replaced or dropped), in which case the copy is dead.
+// The copies are flagged indexed: recovery never replays them, so a crash
 // before the index is updated leaves them dead and the originals live.
 func (s *Store) compact(segs map[uint64]bool) error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	var chunks []liveChunk
+	var found []liveRef
 	err := s.view(func(tx *bolt.Tx) error {
-		return forEachChunkRef(tx, func(id []byte, seq uint64, ref chunkRef) {
+		return forEachRef(tx, func(loc refLoc, ref chunkRef) {
 			if segs[ref.rec.Seg] {
-				chunks = append(chunks, liveChunk{id: append([]byte(nil), id...), seq: seq, ref: ref})
+				loc.bucket = append([]byte(nil), loc.bucket...)
+				loc.key = append([]byte(nil), loc.key...)
+				found = append(found, liveRef{loc: loc, ref: ref})
 			}
 		})
 	})
-	if err != nil || len(chunks) == 0 {
+	if err != nil || len(found) == 0 {
 		return err
 	}
-	recs := make([][]byte, 0, len(chunks))
+	var keep []liveRef
+	var copies [][]byte
 	s.readMu.RLock()
-	for _, c := range chunks {
+	for _, c := range found {
 		rec, err := s.log.Read(c.ref.rec)
 		if err != nil {
 			// A damaged record stays where it is: its reads report
 			// the damage, and its segment is kept.
-			rec = nil
-		} else {
-			rec[1] |= flagIndexed
+			continue
 		}
-		recs = append(recs, rec)
+		rec[1] |= flagIndexed
+		keep = append(keep, c)
+		copies = append(copies, rec)
 	}
 	s.readMu.RUnlock()
-	var keep []liveChunk
-	var copies [][]byte
-	for i, r := range recs {
-		if r != nil {
-			keep = append(keep, chunks[i])
-			copies = append(copies, r)
-		}
-	}
 	if len(copies) == 0 {
 		return nil
 	}
@@ -186,41 +258,53 @@ func (s *Store) compact(segs map[uint64]bool) error {
 		s.afterCompactCopy()
 	}
 	return s.write(func(tx *bolt.Tx) error {
-		var delta int64
-		defer func() { s.liveOnCommit(tx, delta) }()
-		all := tx.Bucket(bucketChunks)
 		for i, c := range keep {
-			b := all.Bucket(c.id)
-			if b == nil {
-				continue
-			}
-			k := encodeSeq(c.seq)
-			if !bytes.Equal(b.Get(k), c.ref.encode()) {
+			b := c.loc.entry(tx)
+			if b == nil || !bytes.Equal(b.Get(c.loc.key), c.ref.encode()) {
 				continue
 			}
 			moved := c.ref
 			moved.rec = refs[i]
-			delta += moved.rec.Size() - c.ref.rec.Size()
-			if err := b.Put(k, moved.encode()); err != nil {
+			if err := b.Put(c.loc.key, moved.encode()); err != nil {
 				return err
 			}
+			s.liveOnCommit(tx, c.ref.rec.Seg, -c.ref.rec.Size())
+			s.liveOnCommit(tx, moved.rec.Seg, moved.rec.Size())
 		}
 		return nil
 	})
 }
 
-// forEachChunkRef calls fn with every chunk's index entry.
-func forEachChunkRef(tx *bolt.Tx, fn func(id []byte, seq uint64, ref chunkRef)) error {
+// forEachRef calls fn with every index entry into the log: the chunks' and
+// the content buckets' values'. The slices of loc are valid only inside tx.
+func forEachRef(tx *bolt.Tx, fn func(loc refLoc, ref chunkRef)) error {
 	chunks := tx.Bucket(bucketChunks)
-	return chunks.ForEachBucket(func(id []byte) error {
+	if err := chunks.ForEachBucket(func(id []byte) error {
 		return chunks.Bucket(id).ForEach(func(k, v []byte) error {
 			if !isChunkKey(k) {
 				return nil
 			}
 			if ref, ok := decodeChunkRef(v); ok {
-				fn(id, decodeSeq(k), ref)
+				fn(refLoc{chunk: true, bucket: id, key: k}, ref)
 			}
 			return nil
 		})
-	})
+	}); err != nil {
+		return err
+	}
+	for name := range contentBuckets {
+		b := tx.Bucket([]byte(name))
+		if b == nil {
+			continue
+		}
+		if err := b.ForEach(func(k, v []byte) error {
+			if ref, ok := decodeChunkRef(v); ok {
+				fn(refLoc{bucket: []byte(name), key: k}, ref)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

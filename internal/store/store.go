@@ -10,11 +10,15 @@
 // The package knows nothing about what sessions mean; ids, metadata and
 // chunks are bytes to it.
 //
-// Two files hold a store: a bbolt file with the sessions, their metadata and
-// an index of their chunks, and a content log (package contentlog, in the
-// directory next to it named like it with ".segments" added) with the chunks'
-// bytes, the way WiscKey-style stores keep keys in a tree and values in a
-// log. A bbolt commit syncs twice (pages, then meta) and rewrites every page
+// Two files hold a store: a bbolt file with the sessions, their metadata,
+// the other concerns' buckets and an index of the chunks and of the content
+// buckets' values, and a content log (package contentlog, in the directory
+// next to it named like it with ".segments" added) with the bytes of those
+// chunks and values, the way WiscKey-style stores keep keys in a tree and
+// values in a log. The content buckets (contentBuckets: backups and
+// checkpoint contents) are read and written through the same KV methods as
+// any other bucket; their values are appended to the log, synced, and
+// indexed by the commit of the write that stores them. A bbolt commit syncs twice (pages, then meta) and rewrites every page
 // on the path to what it changed, 32 KB for a 4 KiB chunk; the log appends
 // the chunk once and syncs once per group of appends.
 //
@@ -47,17 +51,23 @@
 //	                     cursor order is sequence order
 //	chunks/<id>/ff*9  -> metadata written by Append; where present it
 //	                     supersedes sessions/<id>
+//	<content bucket>/<key> -> where the value is in the log, encoded as a
+//	                     chunk's index entry (values.go)
 //
 // Append keeps the metadata it rewrites with every chunk next to the
 // chunks, in the leaf page the chunk dirties anyway, rather than in the
 // sessions bucket: a commit of appends from many sessions then writes one
 // leaf per session instead of also rewriting most of the sessions bucket.
 // The key is nine bytes, so it sorts after every eight-byte seq and is never
-// taken for a chunk.
+// taken for a chunk. An Append without metadata (empty) leaves it as the
+// last Append or PutMeta wrote it: a caller whose metadata changes only in
+// what the chunks themselves tell (how many, how long) need not rewrite it
+// with each one, and rebuilds those counts from the chunks after a crash.
 //
-// Segments of the log are reclaimed once no index entry points into them
-// (reclaim.go); a segment that is mostly dead has its live chunks copied to
-// the end of the log first.
+// Segments of the log are reclaimed once no index entry, of a chunk or of a
+// content bucket's value, points into them (reclaim.go); a segment that is
+// mostly dead has its live records copied to the end of the log first, and
+// the segment being appended to is rotated when it is mostly dead.
 package store
 
 import (
@@ -104,7 +114,13 @@ var ErrClosed = errors.New("store: closed")
 // entries in their place (see the package comment). Open migrates versions 1
 // to 3 by moving their chunks (migrate); a version 3 build refuses a
 // version 4 file, whose index entries it would serve as content.
-const schemaVersion = 4
+//
+// Version 5 moved the values of the content buckets (backups, checkpoint
+// contents: see contentBuckets) to the content log the same way. Open
+// migrates versions 1 to 4 by moving them, with the chunks of versions 1 to
+// 3; a version 4 build refuses a version 5 file, whose index entries it
+// would restore as a backup.
+const schemaVersion = 5
 
 var (
 	bucketMeta     = []byte("meta")
@@ -142,6 +158,14 @@ type Options struct {
 	// SegmentSize is the size of the content log's segments. 0 means
 	// contentlog.DefaultSegmentSize.
 	SegmentSize int64
+
+	// logFault, set by tests, makes the log's segment files fail
+	// (contentlog.Options.Fault).
+	logFault func(op string) error
+	// commitFault, set by tests, is asked at the end of each transaction
+	// of the committer; an error it returns fails that commit, as a
+	// refused write of the bbolt file would.
+	commitFault func() error
 }
 
 // Store is an open journal file. Its methods are safe for concurrent use.
@@ -168,6 +192,9 @@ type Store struct {
 	deferMu    sync.Mutex
 	deferred   []*request
 	deferTimer *time.Timer
+	// closing, under deferMu, keeps requeue from arming deferTimer once
+	// Close has begun its last commit.
+	closing bool
 
 	// lastBatch is the size of the last batch the committer committed.
 	lastBatch atomic.Int32
@@ -175,10 +202,8 @@ type Store struct {
 	commits atomic.Uint64
 	writes  atomic.Uint64
 
-	// log holds the chunks' bytes; indexed is the position up to which
-	// its records are indexed by committed bbolt transactions.
-	log     *contentlog.Log
-	indexed atomic.Pointer[contentlog.Pos]
+	// log holds the bytes of the chunks and the content buckets' values.
+	log *contentlog.Log
 	// live is the bytes of the log's records that the index points to,
 	// or will once their entries commit: what --store-max-bytes counts.
 	live atomic.Int64
@@ -214,6 +239,18 @@ type Store struct {
 	// afterCompactCopy, set by tests, runs where a compaction has copied
 	// chunks to the end of the log and not yet indexed the copies.
 	afterCompactCopy func()
+
+	// segSize is the log's segment size; segLive the live bytes of each
+	// segment (as live is of all), under liveMu: they tell, without a
+	// read of the index, when a reclaim pass has something to do.
+	segSize     int64
+	liveMu      sync.Mutex
+	segLive     map[uint64]int64
+	commitFault func() error // Options.commitFault
+
+	// fence, when set, is a position meta/logpos must reach before the
+	// log acknowledges anything more (fence.go).
+	fence atomic.Pointer[contentlog.Pos]
 }
 
 // Open opens or creates the journal at path (mode 0600) and starts its
@@ -234,7 +271,7 @@ func Open(path string, opts Options) (*Store, error) {
 		maxBatch = defaultMaxBatch
 	}
 
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	boltOpts := &bolt.Options{
 		Timeout: timeout,
 		// The freelist is rewritten by every commit and grows with
 		// fragmentation, which dropping chunks produces all the time:
@@ -252,28 +289,32 @@ func Open(path string, opts Options) (*Store, error) {
 		// doubling it from 32 KiB with an fsync and a remap each time.
 		// It reserves address space only.
 		InitialMmapSize: initialMmapSize,
-	})
+	}
+	db, err := bolt.Open(path, 0o600, boltOpts)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	// A copy a compaction was writing when the daemon stopped (the lock
+	// is ours: no one else is writing it).
+	os.Remove(compactPath(path))
 	version, err := readSchema(db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	logDir := LogDir(path)
-	if version > 0 && version < schemaVersion {
-		// An old file has no log: one there is what a migration that
-		// did not finish left behind.
+	if version > 0 && version < 4 {
+		// A file older than the log has none: one there is what a
+		// migration that did not finish left behind.
 		if err := os.RemoveAll(logDir); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
-	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize})
+	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize, Fault: opts.logFault})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -281,6 +322,10 @@ func Open(path string, opts Options) (*Store, error) {
 	deferDelay := opts.DeferDelay
 	if deferDelay <= 0 {
 		deferDelay = defaultDeferDelay
+	}
+	segSize := opts.SegmentSize
+	if segSize <= 0 {
+		segSize = contentlog.DefaultSegmentSize
 	}
 	s := &Store{
 		path:       path,
@@ -290,6 +335,9 @@ func Open(path string, opts Options) (*Store, error) {
 		reqs:       make(chan *request, maxBatch),
 		done:       make(chan struct{}),
 		log:        log,
+		segSize:    segSize,
+
+		commitFault: opts.commitFault,
 	}
 	switch {
 	case version == 0:
@@ -299,9 +347,19 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 			return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
 		})
-		s.indexed.Store(new(contentlog.Pos))
+	case version < 4:
+		if err = s.migrate(version); err == nil {
+			err = s.compactFile(boltOpts)
+		}
 	case version < schemaVersion:
-		err = s.migrate(version)
+		// A version 4 file has a log whose chunks may wait to be
+		// replayed: they are indexed first, as by a version 4 build.
+		if err = s.replay(); err == nil {
+			err = s.migrate(version)
+		}
+		if err == nil {
+			err = s.compactFile(boltOpts)
+		}
 	default:
 		err = s.replay()
 	}
@@ -310,7 +368,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		log.Close()
-		db.Close()
+		s.db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.commitLoop()
@@ -373,7 +431,12 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	<-s.done
-	// Deferred writes are not given up at a graceful stop.
+	s.deferMu.Lock()
+	s.closing = true
+	s.deferMu.Unlock()
+	// Deferred writes are not given up at a graceful stop. Index entries
+	// whose commit fails even now are indexed from the log at the next
+	// Open.
 	s.flushDeferred()
 	s.bg.Wait()
 	s.reclaimDone.Wait()

@@ -776,7 +776,8 @@ func TestAppendMeta(t *testing.T) {
 		{"PutAppendPutAppend", []step{{"put", "p1"}, {"append", "a1"}, {"put", "p2"}, {"append", "a2"}}, "a2"},
 		{"DeleteChunksKeepsLastAppend", []step{{"put", "p1"}, {"append", "a1"}, {"dropchunks", ""}}, "a1"},
 		{"DeleteChunksAfterPut", []step{{"append", "a1"}, {"put", "p1"}, {"dropchunks", ""}}, "p1"},
-		{"EmptyAppendMeta", []step{{"put", "p1"}, {"append", ""}}, ""},
+		{"EmptyAppendMetaKeepsThePrevious", []step{{"put", "p1"}, {"append", ""}}, "p1"},
+		{"EmptyAppendMetaAfterAppend", []step{{"put", "p1"}, {"append", "a1"}, {"append", ""}}, "a1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -880,7 +881,7 @@ func TestSchemaMigration(t *testing.T) {
 		t.Fatalf("Meta after migration = %q, %v", got, err)
 	}
 	s.Close()
-	if got, want := schema(0), uint64(4); got != want {
+	if got, want := schema(0), uint64(5); got != want {
 		t.Fatalf("schema version after Open: got %d, want %d", got, want)
 	}
 }

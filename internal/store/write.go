@@ -27,10 +27,7 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 		return err
 	}
 	key := []byte(id)
-	return s.write(func(tx *bolt.Tx) error {
-		if err := applyPuts(tx, puts); err != nil {
-			return err
-		}
+	return s.writePuts(nil, puts, func(tx *bolt.Tx, _ []contentlog.Ref) error {
 		// The metadata of the last Append would supersede meta.
 		if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
 			if err := chunks.Delete(keyChunkMeta); err != nil {
@@ -51,6 +48,10 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 // (as PutKVs would) in the bbolt commit that indexes the chunk, and Append
 // returns after that commit: a session written in one request journals its
 // backup with its content.
+//
+// An empty (or nil) meta leaves the session's metadata as it was: the
+// chunk's record carries none, and recovery indexes the chunk alone (a
+// session that had none is listed with empty metadata).
 //
 // Appending a seq that exists replaces that chunk, so retrying an Append
 // whose outcome is unknown is safe. chunk and meta must not be modified until
@@ -75,34 +76,39 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(puts) > 0 {
 		flags = flagIndexed
 	}
-	rec, at := encodeChunkRecord(id, seq, meta, chunk, flags)
-	ref := chunkRef{at: uint32(at), len: uint32(len(chunk))}
+	// The chunk is written from where it is, after the record's head.
+	head := encodeChunkHead(id, seq, meta, flags, 0)
+	rec := [][][]byte{{head, chunk}}
+	ref := chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	if len(puts) > 0 {
-		s.indexMu.RLock()
-		defer s.indexMu.RUnlock()
-		refs, err := s.log.Append([][]byte{rec}, nil)
+		// The chunk and the values of content buckets in one batch of
+		// the log, then one commit indexes them all.
+		key := []byte(id)
+		err := s.writePuts(rec, puts, func(tx *bolt.Tx, refs []contentlog.Ref) error {
+			ref.rec = refs[0]
+			s.liveOnCommit(tx, ref.rec.Seg, ref.rec.Size())
+			return s.putIndex(tx, key, seq, ref, meta)
+		})
 		if err != nil {
 			return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 		}
-		ref.rec = refs[0]
-		key := []byte(id)
-		return s.write(func(tx *bolt.Tx) error {
-			if err := applyPuts(tx, puts); err != nil {
-				return err
-			}
-			s.liveOnCommit(tx, ref.rec.Size())
-			return s.putIndex(tx, key, seq, ref, meta)
-		})
+		return nil
+	}
+	if err := s.fenceFirst(); err != nil {
+		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	// The entry keeps its own copy of meta, so that rec, chunk and all,
 	// is garbage once it is written.
-	meta = append([]byte(nil), meta...)
-	_, err := s.log.Append([][]byte{rec}, func(refs []contentlog.Ref) {
+	if len(meta) > 0 {
+		meta = append([]byte(nil), meta...)
+	}
+	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
-		s.live.Add(ref.rec.Size())
+		s.addLive(ref.rec.Seg, ref.rec.Size())
 		s.deferIndex(id, seq, ref, meta)
 	})
 	if err != nil {
+		s.fenceAfter(err)
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	return nil

@@ -376,6 +376,38 @@ func (d *Daemon) Logs() string {
 	return d.logs.String()
 }
 
+// WaitLog waits until oriond's log since its last start holds each of
+// lines (substrings of it) and returns the log; the test fails, showing the
+// log, if one never appears. A line the daemon wrote before it answered a
+// request reaches the test through a pipe and exec's copying goroutine, so
+// on a loaded machine it can show up after the answer: a test that reads
+// Logs() right after a reply may miss a line that is there.
+func (d *Daemon) WaitLog(lines ...string) string {
+	d.t.Helper()
+	deadline := time.Now().Add(waitLogTimeout)
+	for {
+		logs := d.Logs()
+		missing := ""
+		for _, l := range lines {
+			if !strings.Contains(logs, l) {
+				missing = l
+				break
+			}
+		}
+		if missing == "" {
+			return logs
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("oriond did not log %q within %s; its log:\n%s", missing, waitLogTimeout, logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitLogTimeout is how long WaitLog waits for a line: far longer than a
+// pipe takes on any machine, so that only a line never written fails.
+const waitLogTimeout = 30 * time.Second
+
 // PID is the running oriond's process id, or 0 when it is not running, for
 // tests that read its memory or open descriptors from /proc.
 func (d *Daemon) PID() int {

@@ -2,10 +2,13 @@ package trace
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -17,8 +20,10 @@ const (
 
 // List answers trace.list: the events that match p, oldest first. It
 // first waits for events already recorded to be stored, so a caller reads
-// its own writes. Invalid params are a *protocol.Error.
-func (t *Tracer) List(p protocol.TraceListParams) (protocol.TraceListResult, error) {
+// its own writes. Invalid params are a *protocol.Error. A filter few
+// events match reads the whole store to fill a page: List stops, with
+// ctx's error, once ctx is done.
+func (t *Tracer) List(ctx context.Context, p protocol.TraceListParams) (protocol.TraceListResult, error) {
 	select {
 	case <-t.attached:
 	default:
@@ -29,8 +34,11 @@ func (t *Tracer) List(p protocol.TraceListParams) (protocol.TraceListResult, err
 		return protocol.TraceListResult{}, err
 	}
 	t.Flush()
-	events, more, err := q.run(t.st)
+	events, more, err := q.run(ctx, t.st)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return protocol.TraceListResult{}, err
+		}
 		return protocol.TraceListResult{}, fmt.Errorf("reading trace events: %w", err)
 	}
 	res := protocol.TraceListResult{Events: events, More: more, Stats: t.Stats()}
@@ -102,12 +110,23 @@ func invalidParams(field, format string, args ...any) error {
 // events are looked up (bbolt read transactions must not nest).
 const scanPage = 256
 
+// checkEvery is how many events a listing reads between two checks that
+// its caller is still there.
+const checkEvery = 256
+
 // run returns up to limit matching events, oldest first, and whether more
-// matched.
-func (q *query) run(st Store) ([]protocol.TraceEvent, bool, error) {
+// matched. It stops with ctx's error once ctx is done.
+func (q *query) run(ctx context.Context, st Store) ([]protocol.TraceEvent, bool, error) {
 	var out []protocol.TraceEvent
 	want := q.limit + 1
+	read := 0
 	take := func(v []byte) error {
+		if read++; read%checkEvery == 1 {
+			failpoint.Wait(ctx, "trace.list.scan")
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		var ev protocol.TraceEvent
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return nil // not ours to fail on; a corrupt value is skipped

@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,11 +46,25 @@ func newTracer(t *testing.T, opts trace.Options) (*trace.Tracer, *clock.Fake, *s
 
 func list(t *testing.T, tr *trace.Tracer, p protocol.TraceListParams) protocol.TraceListResult {
 	t.Helper()
-	res, err := tr.List(p)
+	res, err := tr.List(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// A listing for a caller that is gone stops with its context's error.
+func TestListStopsForACallerGone(t *testing.T) {
+	tr, _, _ := newTracer(t, trace.Options{})
+	tr.Record(trace.Event{Type: protocol.TraceRequest, Method: "daemon.status"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := tr.List(ctx, protocol.TraceListParams{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("trace list for a caller gone: %d events, %v; want context.Canceled", len(res.Events), err)
+	}
+	if res := list(t, tr, protocol.TraceListParams{}); len(res.Events) != 1 {
+		t.Fatalf("trace list for a caller still there: %d events, want 1", len(res.Events))
+	}
 }
 
 // describe is a compact view of events for comparisons: "type/session#n".
@@ -174,7 +189,7 @@ func TestListPages(t *testing.T) {
 func TestListBadParams(t *testing.T) {
 	tr, _, _ := newTracer(t, trace.Options{})
 	for _, p := range []protocol.TraceListParams{{Limit: -1}, {After: "xyz"}, {After: "00"}, {Before: "xyz", Newest: true}} {
-		_, err := tr.List(p)
+		_, err := tr.List(context.Background(), p)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidParams {
 			t.Fatalf("%+v: err %v, want invalid params", p, err)
@@ -185,7 +200,7 @@ func TestListBadParams(t *testing.T) {
 func TestListBeforeAttach(t *testing.T) {
 	tr := trace.New(trace.Options{})
 	defer tr.Close()
-	if _, err := tr.List(protocol.TraceListParams{}); !errors.Is(err, trace.ErrNotAttached) {
+	if _, err := tr.List(context.Background(), protocol.TraceListParams{}); !errors.Is(err, trace.ErrNotAttached) {
 		t.Fatalf("err %v, want ErrNotAttached", err)
 	}
 }

@@ -34,7 +34,7 @@ func (r *recorder) on(ev Event) {
 // goroutine, so it completes shortly after the clock fires the timer.
 func (r *recorder) waitN(t *testing.T, n int) []Event {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		r.mu.Lock()
 		if len(r.got) >= n {

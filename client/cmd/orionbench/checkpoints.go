@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/orion-agent/orion/client"
@@ -49,11 +50,16 @@ type checkpointReport struct {
 	// Storage after Turns turns each changing 10 files: the blob store
 	// and the store's live data before and after, and the bytes the
 	// turns changed (their new contents).
-	Turns          int     `json:"turns"`
-	BlobsFirst     int64   `json:"blobs_after_first_bytes"`
-	BlobsAfter     int64   `json:"blobs_after_turns_bytes"`
-	StoreFirst     int64   `json:"store_after_first_bytes"`
-	StoreAfter     int64   `json:"store_after_turns_bytes"`
+	Turns      int   `json:"turns"`
+	BlobsFirst int64 `json:"blobs_after_first_bytes"`
+	BlobsAfter int64 `json:"blobs_after_turns_bytes"`
+	StoreFirst int64 `json:"store_after_first_bytes"`
+	StoreAfter int64 `json:"store_after_turns_bytes"`
+	// DiskFirst and DiskAfter are the disk the daemon's state directory
+	// takes (allocated blocks, as du counts them) after the first
+	// checkpoint and after the turns.
+	DiskFirst      int64   `json:"disk_after_first_bytes"`
+	DiskAfter      int64   `json:"disk_after_turns_bytes"`
 	ChangedBytes   int64   `json:"changed_bytes"`
 	UndoHundredMS  float64 `json:"undo_100_files_ms"`
 	RSSWatchingMiB float64 `json:"daemon_rss_watching_mib"`
@@ -173,6 +179,8 @@ func checkpointCase(ctx context.Context, cfg config, cc checkpointConfig) (*chec
 	}
 	st := status()
 	rep.BlobsFirst, rep.StoreFirst = st.Checkpoints.StoredBytes, st.Store.Bytes
+	stateDir := filepath.Join(cfg.dir, "state-checkpoints")
+	rep.DiskFirst = diskUsage(stateDir)
 
 	// Scans: a restart makes the next checkpoint compare every file with
 	// the stat cache.
@@ -272,6 +280,7 @@ func checkpointCase(ctx context.Context, cfg config, cc checkpointConfig) (*chec
 	st = status()
 	rep.BlobsAfter = rep.BlobsFirst + st.Checkpoints.StoredBytes - blobsBefore
 	rep.StoreAfter = rep.StoreFirst + st.Store.Bytes - storeBefore
+	rep.DiskAfter = diskUsage(stateDir)
 
 	// Undo of a turn that changed 100 files.
 	b, err := c.TurnBegin(ctx, protocol.TurnBeginParams{WorkspaceRoot: ws, Agent: "bench"})
@@ -313,9 +322,30 @@ func reportCheckpoints(out io.Writer, r *checkpointReport) {
 		r.Turns, mib(r.BlobsFirst), mib(r.BlobsAfter), mib(r.BlobsAfter-r.BlobsFirst), mib(r.ChangedBytes),
 		float64(r.BlobsAfter-r.BlobsFirst)/float64(r.ChangedBytes), mib(r.StoreFirst), mib(r.StoreAfter),
 		float64(r.StoreAfter-r.StoreFirst)/float64(r.ChangedBytes))
+	fmt.Fprintf(out, "  state directory on disk: %.1f MiB after the first checkpoint, %.1f MiB after the turns (+%.2fx the bytes changed)\n",
+		mib(r.DiskFirst), mib(r.DiskAfter), float64(r.DiskAfter-r.DiskFirst)/float64(r.ChangedBytes))
 	fmt.Fprintf(out, "  undo of a turn that changed 100 files: %.0f ms (target <= 1000)\n", r.UndoHundredMS)
 	fmt.Fprintf(out, "  daemon VmRSS while watching %d directories: %.1f MiB (target <= 100), of it anonymous %.1f MiB (the rest the store's mapped pages)\n",
 		r.WatchedDirs, r.RSSWatchingMiB, r.RSSAnonMiB)
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// diskUsage is the disk the files under dir take, as du counts it:
+// allocated blocks, so a sparse file counts what it holds and a
+// preallocated one what it reserved.
+func diskUsage(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}

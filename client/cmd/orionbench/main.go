@@ -32,14 +32,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/internal/sibling"
@@ -139,8 +138,20 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.cp.turns, "checkpoint-turns", 100, "turns of 10 changed files for --checkpoints' storage figure")
 	fs.IntVar(&cfg.cp.repeats, "checkpoint-repeats", 5, "repeats of --checkpoints' scan and watched cases (medians)")
 	fs.BoolVar(&cfg.appendCases, "appends", true, "run the append cases (false: only the comparisons asked for)")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of orionbench itself, the client side of --file-mb and --write-rounds, to this file (ORION_CPU_PROFILE in the environment profiles the daemons and orionctl mcp)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var err error
 	if cfg.sessions, err = parseInts(*sessions); err != nil {
@@ -320,7 +331,7 @@ func baseline(cfg config, writers int) (result, error) {
 			if _, err := f.Write(chunk); err != nil {
 				return err
 			}
-			return unix.Fdatasync(int(f.Fd()))
+			return datasync(f)
 		}
 		return op, func() { f.Close() }, nil
 	})

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -96,6 +98,9 @@ type sideBySide struct {
 	Ratio spread `json:"ratio"`
 	// CPUms is the daemon's CPU time per operation, in milliseconds.
 	CPUms spread `json:"daemon_cpu_ms_per_op"`
+	// ClientCPUms is orionbench's own CPU time per operation, in
+	// milliseconds, where the client runs in it (--file-mb).
+	ClientCPUms *spread `json:"client_cpu_ms_per_op,omitempty"`
 	// PeakRSSMiB is the daemon's peak resident memory after the case.
 	PeakRSSMiB float64 `json:"daemon_peak_rss_mib"`
 	Skip       string  `json:"skip,omitempty"`
@@ -210,13 +215,16 @@ func largeFileCase(ctx context.Context, cfg config, d *daemonProc) (sideBySide, 
 	}
 	defer c.Close()
 	mbps := func(start time.Time) float64 { return float64(size) / 1e6 / time.Since(start).Seconds() }
+	var clientCPU []float64
 	o, b, ratio, cpu, err := interleave(cfg.rounds, d, func(r int) (float64, error) {
 		target := filepath.Join(d.root, fmt.Sprintf("large-%d.txt", r))
+		before := selfCPU()
 		start := time.Now()
 		if err := writeLarge(ctx, c, src, target); err != nil {
 			return 0, err
 		}
 		v := mbps(start)
+		clientCPU = append(clientCPU, float64(selfCPU()-before)/float64(time.Millisecond))
 		return v, os.Remove(target)
 	}, func(r int) (float64, error) {
 		dst := filepath.Join(cfg.dir, fmt.Sprintf("large-cp-%d.txt", r))
@@ -234,8 +242,19 @@ func largeFileCase(ctx context.Context, cfg config, d *daemonProc) (sideBySide, 
 		return res, fmt.Errorf("%s: %w", res.Name, err)
 	}
 	res.Oriond, res.Other, res.Ratio, res.CPUms = spreadOf(o), spreadOf(b), spreadOf(ratio), spreadOf(cpu)
+	cs := spreadOf(clientCPU)
+	res.ClientCPUms = &cs
 	res.PeakRSSMiB = float64(sampleProc(d.pid).peakKiB) / 1024
 	return res, nil
+}
+
+// selfCPU is the CPU time orionbench has used, user and system.
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // writeText writes size bytes of numbered text lines to path.
@@ -276,6 +295,9 @@ func reportSideBySide(out io.Writer, r sideBySide) {
 		name = r.OriondName
 	}
 	fmt.Fprintf(out, "  %s: %s %s, daemon CPU %s ms per op, daemon peak RSS %.1f MiB\n", name, r.Oriond, r.Unit, r.CPUms, r.PeakRSSMiB)
+	if r.ClientCPUms != nil {
+		fmt.Fprintf(out, "  client CPU (orionbench, as orionctl write): %s ms per op\n", r.ClientCPUms)
+	}
 	fmt.Fprintf(out, "  %s: %s %s\n", r.OtherName, r.Other, r.Unit)
 	fmt.Fprintf(out, "  ratio oriond / other: %sx\n", r.Ratio)
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/agentcli"
 	"github.com/orion-agent/orion/internal/claudecode"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
@@ -62,6 +63,24 @@ type scriptedModel struct {
 }
 
 var markerRE = regexp.MustCompile(`__END_WRITE_[0-9a-f]+__`)
+
+// checkExecWroteTable checks an exec run whose agent first tried a
+// protected path and then wrote content to big.txt in project: the file
+// is whole, the agent showed the write, and exec's stderr named the
+// refusal.
+func checkExecWroteTable(t *testing.T, project, content, stdout, stderr string) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(project, "big.txt"))
+	if err != nil || string(got) != content {
+		t.Errorf("myproject/big.txt: %d bytes, %v; want %d bytes\nstdout %s\nstderr %s", len(got), err, len(content), stdout, stderr)
+	}
+	if !strings.Contains(stdout, "Wrote big.txt: 3,000 lines") {
+		t.Errorf("the agent did not show the written file:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "write refused") || !strings.Contains(stderr, "pre-commit") {
+		t.Errorf("exec's stderr does not name the refused write:\n%s", stderr)
+	}
+}
 
 func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -111,20 +130,13 @@ func TestExecClaudeCode(t *testing.T) {
 		claude, "-p", "Write notes.md.", "--output-format", "json")
 	cmd.Dir = project
 	cmd.Env = claudecode.Env(t.TempDir(), "")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("orionctl exec -- claude (Claude Code %s) took %v", version, time.Since(start))
-	if err != nil {
-		t.Fatalf("orionctl exec: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, "orionctl exec -- claude (Claude Code "+version+")")
 	var r struct {
 		IsError bool   `json:"is_error"`
 		Result  string `json:"result"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.IsError || !strings.Contains(r.Result, "Wrote notes.md") {
-		t.Errorf("Claude Code's result %s (%v)\nstderr %s", out.String(), err, errb.String())
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.IsError || !strings.Contains(r.Result, "Wrote notes.md") {
+		t.Errorf("Claude Code's result %s (%v)\nstderr %s", out, err, errb)
 	}
 	got, err := os.ReadFile(filepath.Join(project, "notes.md"))
 	if err != nil || string(got) != content {

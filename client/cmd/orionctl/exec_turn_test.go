@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/agentcli"
 	"github.com/orion-agent/orion/internal/claudecode"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
@@ -109,14 +110,7 @@ func TestExecClaudeCodeTurnUndo(t *testing.T) {
 		claude, "-p", "Tidy the project.", "--output-format", "json", "--allowedTools", "Write Edit Read Bash")
 	cmd.Dir = project
 	cmd.Env = claudecode.Env(t.TempDir(), "")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("orionctl exec -- claude (Claude Code %s) took %v", version, time.Since(start))
-	if err != nil {
-		t.Fatalf("orionctl exec: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
-	}
+	out, errb := agentcli.Run(t, cmd, "orionctl exec -- claude (Claude Code "+version+")")
 	after := map[string]string{
 		"new.txt":   "made by Write\n",
 		"edit.txt":  "ALPHA\nbeta\n",
@@ -138,7 +132,7 @@ func TestExecClaudeCodeTurnUndo(t *testing.T) {
 	}
 	check("after Claude Code's turn", after, "gone.txt", "old.txt")
 	if t.Failed() {
-		t.Fatalf("Claude Code did not do the turn's work\nstdout %s\nstderr %s", out.String(), errb.String())
+		t.Fatalf("Claude Code did not do the turn's work\nstdout %s\nstderr %s", out, errb)
 	}
 
 	run := func(args ...string) string {
@@ -162,7 +156,7 @@ func TestExecClaudeCodeTurnUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list.Turns) != 1 || list.Turns[0].Agent != filepath.Base(claude) || list.Turns[0].State != "ended" {
-		t.Fatalf("turns %+v, want one ended turn of %s\nexec's log: %s", list.Turns, filepath.Base(claude), errb.String())
+		t.Fatalf("turns %+v, want one ended turn of %s\nexec's log: %s", list.Turns, filepath.Base(claude), errb)
 	}
 	t.Logf("the turn's files: %+v", list.Turns[0].Files)
 

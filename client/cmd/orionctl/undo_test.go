@@ -192,7 +192,7 @@ func TestDaemonLogsRefusedBeginAndUndo(t *testing.T) {
 	if code, _, errOut := orionctl(t, d.Socket, "", "undo", res.SessionID); code != 0 {
 		t.Fatalf("undo: exit %d: %s", code, errOut)
 	}
-	logs := d.Logs()
+	logs := d.WaitLog(`msg="begin refused"`, `msg="session undone"`)
 	var begin, undone string
 	for _, l := range strings.Split(logs, "\n") {
 		if strings.Contains(l, `msg="begin refused"`) {

@@ -73,9 +73,17 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 				PatchSpec: patchSpec(spec), MustExist: mustExist, Supersedes: supersedes,
 			}
 			in := cmd.InOrStdin()
+			// The daemon's largest chunk, asked once (daemon.status).
+			maxChunk := 0
+			largest := func() int {
+				if maxChunk == 0 {
+					maxChunk = c.WholeFileChunkSize(ctx)
+				}
+				return maxChunk
+			}
 			if !dryRun && chunkSize <= 0 {
 				// Input that fits one chunk is written in one request.
-				head, all, rest, err := wholeInput(in, c.WholeFileChunkSize(ctx))
+				head, all, rest, err := wholeInput(in, largest())
 				if err != nil {
 					return err
 				}
@@ -98,10 +106,10 @@ all or none. With --op patch, stdin is the text --patch-spec places.`,
 				// A file is all there: large chunks are fewer commits.
 				// A pipe may trickle, and a chunk is sent only once
 				// full, so it keeps the default.
-				opts.ChunkSize = c.WholeFileChunkSize(ctx)
+				opts.ChunkSize = largest()
 			} else if chunkSize <= 0 {
 				// A daemon may take less than the default.
-				opts.ChunkSize = min(client.DefaultChunkSize, c.WholeFileChunkSize(ctx))
+				opts.ChunkSize = min(client.DefaultChunkSize, largest())
 			}
 			if bar != nil {
 				opts.Progress = bar.Set

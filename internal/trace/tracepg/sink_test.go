@@ -124,7 +124,7 @@ func runSink(t *testing.T, dsn, table string, lim trace.Limits) map[string]proto
 	for name, fields := range payloads {
 		tr.Record(trace.Event{Type: "adversarial", SessionID: name, Method: "m\x00\xff", Fields: fields})
 	}
-	res, err := tr.List(protocol.TraceListParams{Limit: 1000})
+	res, err := tr.List(context.Background(), protocol.TraceListParams{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

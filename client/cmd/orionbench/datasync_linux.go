@@ -1,0 +1,10 @@
+package main
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// datasync is fdatasync, what the daemon's content log uses.
+func datasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }

@@ -1,0 +1,46 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/orion-agent/orion/internal/confine"
+)
+
+// ErrNoHidden is StageHidden's error where the file system cannot make a
+// file without a name: Stage it instead.
+var ErrNoHidden = confine.ErrNoUnnamed
+
+// StageHidden is Stage with a temp file that has no name until Commit
+// (O_TMPFILE on Linux): the content is written and fsynced, and a crash
+// before Commit leaves nothing in dir. That lets a caller write the file
+// while it makes its own record of the write durable, and name the file
+// only after: whenever the process dies, either nothing of the write is in
+// dir, or the record that explains it is durable. It fails with an error
+// wrapping ErrNoHidden where such files cannot be made.
+func StageHidden(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
+	return stage(dir, name, opts, fill, true)
+}
+
+// nameHidden gives the hidden temp file its temp name, trying new names as
+// createTemp does, and closes it.
+func (s *Staged) nameHidden() error {
+	f := s.hidden
+	s.hidden = nil
+	defer f.Close()
+	const attempts = 10
+	var err error
+	for range attempts {
+		tmp := tempName(s.tag, randomToken(), s.name)
+		if err = s.dir.LinkUnnamed(f, tmp); err == nil {
+			s.tmp = tmp
+			return nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return fmt.Errorf("no free temp name after %d attempts: %w", attempts, err)
+}

@@ -1,0 +1,58 @@
+package jsonstr_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/orion-agent/orion/internal/jsonstr"
+)
+
+// text is 1 MiB of source-like lines, as orionbench writes.
+func text() string {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "line %09d: the \"quick\" brown fox jumps over the lazy dog\n", i)
+	}
+	return b.String()[:1<<20]
+}
+
+func BenchmarkUnquote(b *testing.B) {
+	q, _ := jsontext.AppendQuote(nil, text())
+	b.Run("jsonstr", func(b *testing.B) {
+		b.SetBytes(int64(len(q)))
+		for b.Loop() {
+			if _, _, ok := jsonstr.Unquote(make([]byte, 0, len(q)), q); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("jsonv2", func(b *testing.B) {
+		b.SetBytes(int64(len(q)))
+		for b.Loop() {
+			var s string
+			if err := jsonv2.Unmarshal(q, &s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkQuote(b *testing.B) {
+	t := []byte(text())
+	b.Run("jsonstr", func(b *testing.B) {
+		b.SetBytes(int64(len(t)))
+		for b.Loop() {
+			jsonstr.Quote(make([]byte, 0, len(t)+len(t)/8), t)
+		}
+	})
+	b.Run("jsontext", func(b *testing.B) {
+		b.SetBytes(int64(len(t)))
+		for b.Loop() {
+			jsontext.AppendQuote(make([]byte, 0, len(t)+len(t)/8), t)
+		}
+	})
+}

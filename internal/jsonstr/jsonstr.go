@@ -1,0 +1,265 @@
+// Package jsonstr reads and writes JSON strings in one pass, for the
+// strings that carry a file's content (a chunk of up to a few MiB), where a
+// general decoder's separate passes (validate, then unquote, then convert
+// to a Go string) cost more than journaling the bytes.
+//
+// Unquote takes exactly the strings a strict decoder takes (encoding/json/v2
+// with its defaults): valid UTF-8, no control character unescaped, only
+// JSON's escapes, and a \u escape of a UTF-16 surrogate only as half of a
+// pair. It does not say why a string is refused: a caller falls back to its
+// general decoder for that, so that errors keep their codes and messages.
+package jsonstr
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
+
+// SWAR masks: eight bytes tested at once.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special marks, in the high bit of each byte, the bytes of the eight in x
+// (little-endian) that need a look of their own: at or over 0x80 (UTF-8 to
+// check), under 0x20 (a control character, invalid in a JSON string), '"'
+// and '\\'. A byte above a marked one may be marked wrongly (a borrow), but
+// the lowest mark is always right, which is all the callers use.
+func special(x uint64) uint64 {
+	return x&highs | syntax(x)
+}
+
+// syntax is special without the bytes over 0x7F: it marks control
+// characters, '"' and '\\' (no byte over 0x7F is ever marked).
+func syntax(x uint64) uint64 {
+	ctl := (x - 0x20*ones) &^ x
+	quote := x ^ ('"' * ones)
+	quote = (quote - ones) &^ quote
+	bslash := x ^ ('\\' * ones)
+	bslash = (bslash - ones) &^ bslash
+	return (ctl | quote | bslash) & highs
+}
+
+// Unquote reads the JSON string at the start of src (its opening quote
+// first) and appends its text to dst. It returns the extended dst, the
+// number of bytes of src the string took (quotes included) and true; or dst
+// as it was, 0 and false when src does not start with a string a strict
+// decoder takes.
+func Unquote(dst, src []byte) ([]byte, int, bool) {
+	if len(src) == 0 || src[0] != '"' {
+		return dst, 0, false
+	}
+	orig := len(dst)
+	i, start := 1, 1
+	for {
+		for i+8 <= len(src) {
+			if m := special(binary.LittleEndian.Uint64(src[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(src) {
+			return dst[:orig], 0, false
+		}
+		switch c := src[i]; {
+		case c == '"':
+			return append(dst, src[start:i]...), i + 1, true
+		case c == '\\':
+			dst = append(dst, src[start:i]...)
+			n, ok := 0, false
+			if dst, n, ok = unescape(dst, src[i:]); !ok {
+				return dst[:orig], 0, false
+			}
+			i += n
+			start = i
+		case c < 0x20:
+			return dst[:orig], 0, false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				return dst[:orig], 0, false
+			}
+			i += size
+		}
+	}
+}
+
+// unescape appends the character of the escape at the start of src and
+// returns how many bytes of src it took.
+func unescape(dst, src []byte) ([]byte, int, bool) {
+	if len(src) < 2 {
+		return dst, 0, false
+	}
+	switch src[1] {
+	case '"', '\\', '/':
+		return append(dst, src[1]), 2, true
+	case 'b':
+		return append(dst, '\b'), 2, true
+	case 'f':
+		return append(dst, '\f'), 2, true
+	case 'n':
+		return append(dst, '\n'), 2, true
+	case 'r':
+		return append(dst, '\r'), 2, true
+	case 't':
+		return append(dst, '\t'), 2, true
+	case 'u':
+	default:
+		return dst, 0, false
+	}
+	r, ok := hex4(src, 2)
+	switch {
+	case !ok:
+		return dst, 0, false
+	case r >= 0xD800 && r < 0xDC00:
+		// A high surrogate: its low half must follow as \uDC00-\uDFFF.
+		if len(src) < 12 || src[6] != '\\' || src[7] != 'u' {
+			return dst, 0, false
+		}
+		lo, ok := hex4(src, 8)
+		if !ok || lo < 0xDC00 || lo >= 0xE000 {
+			return dst, 0, false
+		}
+		return utf8.AppendRune(dst, 0x10000+(r-0xD800)<<10+(lo-0xDC00)), 12, true
+	case r >= 0xDC00 && r < 0xE000:
+		return dst, 0, false
+	}
+	return utf8.AppendRune(dst, r), 6, true
+}
+
+// hex4 decodes the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// Quote appends src to dst as a JSON string, escaping only what JSON
+// requires ('"', '\\' and control characters, the common ones by their short
+// escapes) and replacing invalid UTF-8 with U+FFFD, as jsontext.AppendQuote
+// writes it, in one pass.
+func Quote[S ~[]byte | ~string](dst []byte, src S) []byte {
+	dst = append(dst, '"')
+	i, start := 0, 0
+	for i < len(src) {
+		for i+8 <= len(src) {
+			x := uint64(src[i]) | uint64(src[i+1])<<8 | uint64(src[i+2])<<16 | uint64(src[i+3])<<24 |
+				uint64(src[i+4])<<32 | uint64(src[i+5])<<40 | uint64(src[i+6])<<48 | uint64(src[i+7])<<56
+			if m := special(x); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(src) {
+			break
+		}
+		c := src[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(string(src[i:min(i+utf8.UTFMax, len(src))]))
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		dst = append(dst, src[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, src[start:]...)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// Skip reads the JSON string at the start of src as a lenient decoder
+// does (jsontext with AllowInvalidUTF8: any byte over 0x7F and any \u
+// escape taken, control characters and other escapes refused) and returns
+// the number of bytes it took, quotes included, or 0 and false. It only
+// finds where the string ends; a strict reading of its text is Unquote's.
+func Skip(src []byte) (int, bool) {
+	if len(src) == 0 || src[0] != '"' {
+		return 0, false
+	}
+	i := 1
+	for {
+		for i+8 <= len(src) {
+			if m := syntax(binary.LittleEndian.Uint64(src[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		if i >= len(src) {
+			return 0, false
+		}
+		switch c := src[i]; {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(src) {
+				return 0, false
+			}
+			switch src[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(src, i+2); !ok {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		default:
+			i++
+		}
+	}
+}

@@ -85,14 +85,25 @@ func contentRefusal(name string, v *protocol.Validation, editMsg string) string 
 	if v == nil || !v.Blocked {
 		return ""
 	}
-	var lines []string
-	for _, f := range v.Findings {
-		if f.Severity == "error" && !f.Preexisting {
-			lines = append(lines, fmt.Sprintf("  line %d col %d: %s [%s]", f.Line, f.Column, f.Message, f.Code))
-		}
+	lines := findingLines(v, "error")
+	if len(lines) == 0 {
+		// Under a strict policy warnings block too (a lazy placeholder):
+		// name them rather than print an empty list.
+		lines = findingLines(v, "warning")
 	}
 	head := fmt.Sprintf("%s: %s must be fixed first:", name, textfmt.Count(len(lines), "problem", "problems"))
 	return head + "\n" + strings.Join(lines, "\n")
+}
+
+// findingLines lists the new findings of one severity, one per line.
+func findingLines(v *protocol.Validation, severity string) []string {
+	var lines []string
+	for _, f := range v.Findings {
+		if f.Severity == severity && !f.Preexisting {
+			lines = append(lines, fmt.Sprintf("  line %d col %d: %s [%s]", f.Line, f.Column, f.Message, f.Code))
+		}
+	}
+	return lines
 }
 
 // refusal rewrites a daemon error about refused content (validation_failed,

@@ -66,6 +66,11 @@ var messageCases = []messageCase{
 		args: []string{"write", "--op", "overwrite", "--dry-run", "$ROOT/dry.txt"}},
 	{name: "tx_write_new_file", files: map[string]string{"src/n.txt": "n\n", "txold.txt": "old\n"},
 		args: []string{"tx", "write", "$ROOT/txnew.txt=$ROOT/src/n.txt", "$ROOT/txold.txt=$ROOT/src/n.txt"}},
+	// Only a placeholder blocks (a warning the default policy refuses):
+	// the refusal names it rather than an empty list.
+	{name: "write_lazy_placeholder", files: map[string]string{"lazy.py": "def a():\n    return 1\n\n\ndef b():\n    return 2\n"},
+		stdin: "def a():\n    return 1\n\n# ... rest of the code unchanged ...\n# ... rest of the code unchanged ...\n",
+		args:  []string{"write", "--op", "overwrite", "$ROOT/lazy.py"}},
 	{name: "unknown_command", args: []string{"frobnicate"}},
 	{name: "unknown_flag", args: []string{"write", "--operation", "edit", "x.go"}},
 	{name: "missing_target", args: []string{"write"}},

@@ -17,6 +17,7 @@ import (
 	"github.com/orion-agent/orion/internal/checkpoint"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/jsonrpc"
+	"github.com/orion-agent/orion/internal/jsonstr"
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
@@ -277,7 +278,7 @@ func decodeParams[P any](method string, raw json.RawMessage) (*P, error) {
 	// The frame reader hands over the params as the client sent them, so
 	// text that is not valid Unicode is seen here; encoding/json replaced
 	// it with U+FFFD in v.
-	if !validJSONText(raw) {
+	if !jsonstr.ValidText(raw) {
 		return nil, errInvalidText(method, v)
 	}
 	if c, ok := any(v).(paramsChecker); ok {

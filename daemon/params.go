@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode/utf8"
 	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -240,62 +239,4 @@ func errInvalidText(method string, params any) *protocol.Error {
 		}
 	}
 	return e
-}
-
-// validJSONText reports whether the JSON text b decodes without
-// replacement: it is valid UTF-8 and every \u escape of a surrogate is half
-// of a pair. b must be valid JSON, where a backslash occurs only inside a
-// string and starts an escape.
-func validJSONText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		if i+1 >= len(b) || b[i+1] != 'u' {
-			i++ // a one-character escape, \\ among them
-			continue
-		}
-		r, ok := hex4(b, i+2)
-		if !ok {
-			return false
-		}
-		switch {
-		case r >= 0xD800 && r < 0xDC00:
-			lo, ok := hex4(b, i+8)
-			if !ok || b[i+6] != '\\' || b[i+7] != 'u' || lo < 0xDC00 || lo >= 0xE000 {
-				return false
-			}
-			i += 11
-		case r >= 0xDC00 && r < 0xE000:
-			return false
-		default:
-			i += 5
-		}
-	}
-	return true
-}
-
-// hex4 decodes the four hex digits at b[i:i+4].
-func hex4(b []byte, i int) (rune, bool) {
-	if i < 0 || i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		r <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			r |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }

@@ -263,3 +263,39 @@ func Skip(src []byte) (int, bool) {
 		}
 	}
 }
+
+// ValidText reports whether the JSON text b decodes without
+// replacement: it is valid UTF-8 and every \u escape of a surrogate is half
+// of a pair. b must be valid JSON, where a backslash occurs only inside a
+// string and starts an escape.
+func ValidText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(b) || b[i+1] != 'u' {
+			i++ // a one-character escape, \\ among them
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		if !ok {
+			return false
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			lo, ok := hex4(b, i+8)
+			if !ok || b[i+6] != '\\' || b[i+7] != 'u' || lo < 0xDC00 || lo >= 0xE000 {
+				return false
+			}
+			i += 11
+		case r >= 0xDC00 && r < 0xE000:
+			return false
+		default:
+			i += 5
+		}
+	}
+	return true
+}

@@ -194,3 +194,26 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+// ValidText refuses exactly the texts that encoding/json would decode with
+// a replacement character: invalid UTF-8 and lone surrogate escapes.
+func TestValidText(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{`"plain"`, true},
+		{`"\ud83d\ude00 a pair"`, true},
+		{`"\\ud800 is an escaped backslash"`, true},
+		{`"\u00e9"`, true},
+		{`"\ud800 alone"`, false},
+		{`"\ude00 a low half alone"`, false},
+		{`"\ud800\u0041 a high half, then no low half"`, false},
+		{"\"\xff invalid UTF-8\"", false},
+		{`"cut \ud83d"`, false},
+	} {
+		if got := jsonstr.ValidText([]byte(c.text)); got != c.want {
+			t.Errorf("ValidText(%s) = %v, want %v", c.text, got, c.want)
+		}
+	}
+}

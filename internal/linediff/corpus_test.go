@@ -1,71 +1,19 @@
 package linediff_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/linediff"
+	"github.com/orion-agent/orion/internal/linediff/filepairs"
 )
-
-// pair is one file at two versions.
-type pair struct {
-	name     string
-	old, new []byte
-}
-
-// loadPairs reads the corpus of real file pairs (see testdata/README.md).
-func loadPairs(t *testing.T) []pair {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "xsys-pairs.tar.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, new := map[string][]byte{}, map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(tr, 4<<20))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name, ok := strings.CutPrefix(h.Name, "old/"); ok {
-			old[name] = b
-		} else if name, ok := strings.CutPrefix(h.Name, "new/"); ok {
-			new[name] = b
-		}
-	}
-	var ps []pair
-	for name, o := range old {
-		ps = append(ps, pair{name, o, new[name]})
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
-	return ps
-}
 
 // gnuDiff counts the lines `diff` deletes and inserts, with extra flags.
 func gnuDiff(t *testing.T, dir string, old, new []byte, flags ...string) (int, int) {
@@ -147,7 +95,7 @@ func scramble(r *rand.Rand, b []byte) []byte {
 // person compares a review with.
 func TestCorpusAgainstGNUDiff(t *testing.T) {
 	needDiff(t)
-	ps := loadPairs(t)
+	ps := filepairs.Load(t)
 	if len(ps) < 50 {
 		t.Fatalf("corpus has %d pairs, want at least 50", len(ps))
 	}
@@ -169,9 +117,9 @@ func TestCorpusAgainstGNUDiff(t *testing.T) {
 		cases++
 	}
 	for _, p := range ps {
-		check(p.name, p.old, p.new)
-		check(p.name+" every third line", p.old, everyThird(p.old))
-		check(p.name+" scrambled", p.old, scramble(r, p.old))
+		check(p.Name, p.Old, p.New)
+		check(p.Name+" every third line", p.Old, everyThird(p.Old))
+		check(p.Name+" scrambled", p.Old, scramble(r, p.Old))
 	}
 	t.Logf("%d pairs (%d real): %d lines changed here, %d by diff -u", cases, len(ps), mine, gnu)
 }

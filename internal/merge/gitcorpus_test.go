@@ -1,75 +1,20 @@
 package merge_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/linediff"
+	"github.com/orion-agent/orion/internal/linediff/filepairs"
 	"github.com/orion-agent/orion/internal/merge"
 )
-
-// corpus is the diff tests' set of real file pairs (golang.org/x/sys at
-// two versions; see internal/linediff/testdata/README.md for its source
-// and licence), shared rather than copied.
-const corpus = "../linediff/testdata/xsys-pairs.tar.gz"
-
-type pair struct {
-	name     string
-	old, new []byte
-}
-
-func loadPairs(t *testing.T) []pair {
-	t.Helper()
-	f, err := os.Open(corpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, new := map[string][]byte{}, map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(tr, 4<<20))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name, ok := strings.CutPrefix(h.Name, "old/"); ok {
-			old[name] = b
-		} else if name, ok := strings.CutPrefix(h.Name, "new/"); ok {
-			new[name] = b
-		}
-	}
-	var ps []pair
-	for name, o := range old {
-		ps = append(ps, pair{name, o, new[name]})
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
-	return ps
-}
 
 // scriptEdit makes one to four independent edits at random places, as a
 // person or another agent would: a line changed, lines deleted, lines
@@ -130,7 +75,7 @@ func TestAgainstGitMergeFile(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed: the comparison with git merge-file needs it")
 	}
-	ps := loadPairs(t)
+	ps := filepairs.Load(t)
 	dir := t.TempDir()
 	var stricter []string
 	var cases, mineClean, gitClean, cleanerHere, sameClean int
@@ -170,9 +115,9 @@ func TestAgainstGitMergeFile(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(k), 31))
 		// The real change against a scripted one, twice, and two
 		// scripted changes of the same version.
-		check(p.name+" real/script", p.old, p.new, scriptEdit(r, p.old, "theirs"))
-		check(p.name+" script/real", p.old, scriptEdit(r, p.old, "ours"), p.new)
-		check(p.name+" script/script", p.new, scriptEdit(r, p.new, "ours"), scriptEdit(r, p.new, "theirs"))
+		check(p.Name+" real/script", p.Old, p.New, scriptEdit(r, p.Old, "theirs"))
+		check(p.Name+" script/real", p.Old, scriptEdit(r, p.Old, "ours"), p.New)
+		check(p.Name+" script/script", p.New, scriptEdit(r, p.New, "ours"), scriptEdit(r, p.New, "theirs"))
 	}
 	if cases < 100 {
 		t.Fatalf("%d cases, want at least 100", cases)

@@ -1,77 +1,22 @@
 package session_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/linediff"
+	"github.com/orion-agent/orion/internal/linediff/filepairs"
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/protocol"
 )
-
-// xsysPairs is the merge tests' corpus of real file pairs (golang.org/x/sys
-// at two versions; see internal/linediff/testdata/README.md for its source
-// and licence).
-const xsysPairs = "../linediff/testdata/xsys-pairs.tar.gz"
-
-type filePair struct {
-	name     string
-	old, new []byte
-}
-
-func loadFilePairs(t *testing.T) []filePair {
-	t.Helper()
-	f, err := os.Open(xsysPairs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, new := map[string][]byte{}, map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(tr, 4<<20))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name, ok := strings.CutPrefix(h.Name, "old/"); ok {
-			old[name] = b
-		} else if name, ok := strings.CutPrefix(h.Name, "new/"); ok {
-			new[name] = b
-		}
-	}
-	var ps []filePair
-	for name, o := range old {
-		ps = append(ps, filePair{name, o, new[name]})
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].name < ps[j].name })
-	return ps
-}
 
 // personEdit changes one to four places of b at random, as a person
 // editing meanwhile would: a line changed, lines deleted, a line inserted.
@@ -155,7 +100,7 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the corpus of real files is skipped in -short mode")
 	}
-	ps := loadFilePairs(t)
+	ps := filepairs.Load(t)
 	h := newHarness(t)
 	off := &protocol.ValidationPolicy{All: "off"}
 	gitDir := ""
@@ -170,24 +115,24 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(k), 33))
 		for _, diff := range []bool{false, true} {
 			for _, real := range []bool{true, false} {
-				text, agentOnBase, ok := agentEdit(r, p.old, diff)
+				text, agentOnBase, ok := agentEdit(r, p.Old, diff)
 				if !ok {
 					skipped++
 					continue
 				}
-				person := p.new
+				person := p.New
 				if !real {
-					person = personEdit(r, p.old)
+					person = personEdit(r, p.Old)
 				}
-				if bytes.Equal(person, p.old) {
+				if bytes.Equal(person, p.Old) {
 					skipped++
 					continue
 				}
 				cases++
-				name := fmt.Sprintf("%s diff=%v real=%v", p.name, diff, real)
+				name := fmt.Sprintf("%s diff=%v real=%v", p.Name, diff, real)
 				file := fmt.Sprintf("c%d.go", cases)
 				path := filepath.Join(h.root, file)
-				if err := os.WriteFile(path, p.old, 0o644); err != nil {
+				if err := os.WriteFile(path, p.Old, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				b := h.begin(protocol.BeginParams{TargetFile: file, Operation: protocol.OpEdit, Validation: off})
@@ -196,7 +141,7 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, nowErr := edit.Apply(person, []byte(text))
-				want := merge.Merge3(p.old, person, agentOnBase)
+				want := merge.Merge3(p.Old, person, agentOnBase)
 				_, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
 				got, _ := os.ReadFile(path)
 				var pe *protocol.Error
@@ -220,7 +165,7 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 						t.Errorf("%s: merged from begin, but not as the three-way merge (clean %v)", name, want.Clean)
 					}
 					if gitDir != "" {
-						if out, clean := gitMergeFile(t, gitDir, p.old, person, agentOnBase); !clean || !bytes.Equal(out, got) {
+						if out, clean := gitMergeFile(t, gitDir, p.Old, person, agentOnBase); !clean || !bytes.Equal(out, got) {
 							t.Errorf("%s: merged from begin, but git merge-file merges it otherwise (clean %v)", name, clean)
 						}
 						gitAgrees++
@@ -228,7 +173,7 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 				case errors.As(err, &pe) && pe.Data.Reason == protocol.ReasonTargetChanged:
 					refused++
 					if gitDir != "" {
-						if _, clean := gitMergeFile(t, gitDir, p.old, person, agentOnBase); clean {
+						if _, clean := gitMergeFile(t, gitDir, p.Old, person, agentOnBase); clean {
 							t.Errorf("%s: refused where git merge-file merges cleanly", name)
 						}
 						gitAgrees++

@@ -1,14 +1,10 @@
 package mcpserver_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/orion-agent/orion/client/mcpserver"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -64,20 +60,7 @@ func TestFSToolsKeepEncoding(t *testing.T) {
 	if err := os.WriteFile(target, []byte("\x93Price\x94 5 \x80\r\nx = 1\r\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := mcpserver.New(mcpserver.Options{Socket: d.Socket, WorkspaceRoot: dir, FilesystemCompatible: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, ct := mcp.NewInMemoryTransports()
-	go s.Run(ctx, st)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	h := &host{t: t, d: d, cs: cs}
+	h := newFSHost(t, d, dir)
 
 	if got, _ := h.ok("read_text_file", map[string]any{"path": target}); got != "“Price” 5 €\r\nx = 1\r\n" {
 		t.Fatalf("read_text_file: %q", got)

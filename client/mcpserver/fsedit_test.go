@@ -1,13 +1,10 @@
 package mcpserver_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orion-agent/orion/client/mcpserver"
 	"github.com/orion-agent/orion/internal/testdaemon"
@@ -23,23 +20,10 @@ func TestFSEditRefusedWhenFileChanged(t *testing.T) {
 	if err := os.WriteFile(target, []byte("one\ntwo\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := mcpserver.New(mcpserver.Options{Socket: d.Socket, WorkspaceRoot: dir, FilesystemCompatible: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, ct := mcp.NewInMemoryTransports()
-	go s.Run(ctx, st)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	h := &host{t: t, d: d, cs: cs}
+	h := newFSHost(t, d, dir)
 
 	const theirs = "one\ntwo\nthree, written meanwhile\n"
-	mcpserver.SetFSEditHook(s, func(string) {
+	mcpserver.SetFSEditHook(h.server, func(string) {
 		if err := os.WriteFile(target, []byte(theirs), 0o644); err != nil {
 			t.Error(err)
 		}
@@ -55,7 +39,7 @@ func TestFSEditRefusedWhenFileChanged(t *testing.T) {
 	}
 
 	// Made again on the current content, the edit lands.
-	mcpserver.SetFSEditHook(s, nil)
+	mcpserver.SetFSEditHook(h.server, nil)
 	h.ok("edit_file", edit)
 	if got, _ := os.ReadFile(target); string(got) != "one\nTWO\nthree, written meanwhile\n" {
 		t.Fatalf("after the edit the file is %q", got)

@@ -27,6 +27,7 @@ type host struct {
 	d      *testdaemon.Daemon
 	client *mcp.Client
 	cs     *mcp.ClientSession
+	server *mcpserver.Server
 }
 
 // newHost starts oriond and a Server, and connects a client offering
@@ -43,7 +44,20 @@ func newHostWait(t *testing.T, d *testdaemon.Daemon, wait time.Duration, fallbac
 	if d == nil {
 		d = testdaemon.Start(t)
 	}
-	s, err := mcpserver.New(mcpserver.Options{Socket: d.Socket, WorkspaceRoot: fallback, RestartWait: wait})
+	return startHost(t, d, mcpserver.Options{Socket: d.Socket, WorkspaceRoot: fallback, RestartWait: wait}, roots...)
+}
+
+// newFSHost is a host of a server whose filesystem-compatible tools serve
+// dir (also its workspace), with no roots offered.
+func newFSHost(t *testing.T, d *testdaemon.Daemon, dir string) *host {
+	t.Helper()
+	return startHost(t, d, mcpserver.Options{Socket: d.Socket, WorkspaceRoot: dir, FilesystemCompatible: []string{dir}}, nil...)
+}
+
+// startHost runs a Server with opts on d and connects a client to it.
+func startHost(t *testing.T, d *testdaemon.Daemon, opts mcpserver.Options, roots ...string) *host {
+	t.Helper()
+	s, err := mcpserver.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +65,11 @@ func newHostWait(t *testing.T, d *testdaemon.Daemon, wait time.Duration, fallbac
 	t.Cleanup(cancel)
 	st, ct := mcp.NewInMemoryTransports()
 	go s.Run(ctx, st)
-	opts := &mcp.ClientOptions{}
+	copts := &mcp.ClientOptions{}
 	if roots == nil {
-		opts.Capabilities = &mcp.ClientCapabilities{} // no roots capability
+		copts.Capabilities = &mcp.ClientCapabilities{} // no roots capability
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, opts)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, copts)
 	for _, r := range roots {
 		c.AddRoots(&mcp.Root{URI: "file://" + r})
 	}
@@ -64,7 +78,7 @@ func newHostWait(t *testing.T, d *testdaemon.Daemon, wait time.Duration, fallbac
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &host{t: t, d: d, client: c, cs: cs}
+	return &host{t: t, d: d, client: c, cs: cs, server: s}
 }
 
 // call calls a tool and returns its result, failing the test on a

@@ -403,16 +403,20 @@ func (l *Log) AppendParts(recs [][][]byte, durable func([]Ref)) ([]Ref, error) {
 	l.mu.Unlock()
 	l.commit(batch)
 	l.mu.Lock()
+	l.passLeadLocked()
+	l.mu.Unlock()
+	return p.refs, p.err
+}
+
+// passLeadLocked hands the lead to the first writer that queued
+// meanwhile, so that the one leading can return, or marks the log idle.
+func (l *Log) passLeadLocked() {
 	if len(l.queue) > 0 {
-		// Hand the lead to the first writer that queued meanwhile, so
-		// that this one can return.
 		l.queue[0].done <- true
 	} else {
 		l.leading = false
 		l.idle.Broadcast()
 	}
-	l.mu.Unlock()
-	return p.refs, p.err
 }
 
 // commit writes batch with one pwrite and one fdatasync and finishes every
@@ -617,12 +621,7 @@ func (l *Log) Rotate() error {
 		err = l.reserve(0)
 	}
 	l.mu.Lock()
-	if len(l.queue) > 0 {
-		l.queue[0].done <- true
-	} else {
-		l.leading = false
-		l.idle.Broadcast()
-	}
+	l.passLeadLocked()
 	l.mu.Unlock()
 	return err
 }

@@ -103,11 +103,7 @@ func crashImage(t *testing.T, path string) string {
 // Open indexes it from the log.
 func TestAppendsReplayedAfterCrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDeferred(t, path)
 	if err := s.PutMeta("a", []byte("begun")); err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +140,7 @@ func TestAppendsReplayedAfterCrash(t *testing.T) {
 // replayed from the log after a crash; its chunk is there all the same.
 func TestAppendWithoutMetaKeepsTheLast(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDeferred(t, path)
 	if err := s.PutMeta("a", []byte("begun")); err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +174,7 @@ func TestAppendWithoutMetaKeepsTheLast(t *testing.T) {
 // write that finished it committed their index entries first.
 func TestReplayDoesNotReviveFinished(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDeferred(t, path)
 	for i := 1; i <= 3; i++ {
 		if err := s.Append("a", uint64(i), []byte("x"), []byte("streaming")); err != nil {
 			t.Fatal(err)
@@ -264,11 +252,7 @@ func TestDamagedChunkIsReported(t *testing.T) {
 // dropped at Open, and what was acknowledged before it is all there.
 func TestTornTailDropped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDeferred(t, path)
 	for i := 1; i <= 3; i++ {
 		if err := s.Append("a", uint64(i), []byte(fmt.Sprint("chunk", i, ";")), []byte(fmt.Sprint("m", i))); err != nil {
 			t.Fatal(err)
@@ -359,11 +343,7 @@ func TestReclaimSegments(t *testing.T) {
 // ones, at any offset and length.
 func TestCopyRangeReadsPendingAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDeferred(t, path)
 	chunks := []string{"aaaa", "bbbbbb", "cc", "dddddddd", "e"}
 	for i, c := range chunks[:2] {
 		if err := s.Append("a", uint64(i+1), []byte(c), []byte("m")); err != nil {
@@ -522,11 +502,7 @@ func TestDamagedHeaderKeepsLaterRecords(t *testing.T) {
 // no later chunk is served with a hole before it.
 func TestDamagedUnindexedRecordStopsItsSession(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openDeferred(t, path)
 	if err := s.Append("a", 1, []byte("c1;"), []byte("m1")); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,18 @@ func openStore(t testing.TB, path string) *store.Store {
 	return s
 }
 
+// openDeferred opens path with index commits deferred for an hour, so
+// that only a test's own writes (or a crash image) commit them.
+func openDeferred(t testing.TB, path string) *store.Store {
+	t.Helper()
+	s, err := store.Open(path, store.Options{DeferDelay: time.Hour})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func newStore(t testing.TB) *store.Store {
 	t.Helper()
 	return openStore(t, filepath.Join(t.TempDir(), "journal.db"))

@@ -720,21 +720,7 @@ func missingField(field string) *protocol.Error {
 }
 
 // pathError maps a pathguard refusal onto the wire's codes.
-func pathError(err error) error {
-	var pe *pathguard.Error
-	if !errors.As(err, &pe) {
-		return protocol.Errorf(protocol.CodeIO, protocol.ReasonIO, "%v", err)
-	}
-	code := int64(protocol.CodePathNotAllowed)
-	switch pe.Reason {
-	case pathguard.ReasonIsDirectory, pathguard.ReasonSpecialFile, pathguard.ReasonParentMissing:
-		code = protocol.CodeInvalidTarget
-	case pathguard.ReasonRelativePath:
-		code = protocol.CodeInvalidParams
-	}
-	return &protocol.Error{Code: code, Message: pe.Error(), Data: protocol.ErrorData{Reason: pe.Reason, Path: pe.Path,
-		WorkspaceRoot: pe.Workspace, Rule: pe.Rule}}
-}
+func pathError(err error) error { return pathguard.WireError(err, "") }
 
 // changedFiles counts the changes to files and links, the entries Files
 // counts: a directory made or removed is not a changed file, and counting

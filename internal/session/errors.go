@@ -1,7 +1,6 @@
 package session
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/orion-agent/orion/internal/pathguard"
@@ -49,22 +48,7 @@ func ioError(id, doing string, err error) *protocol.Error {
 }
 
 // pathError maps a pathguard refusal onto the wire's codes.
-func pathError(err error) error {
-	var pe *pathguard.Error
-	if !errors.As(err, &pe) {
-		return protocol.Errorf(protocol.CodeIO, protocol.ReasonIO, "resolving the target: %v", err)
-	}
-	code := int64(protocol.CodePathNotAllowed)
-	switch pe.Reason {
-	case pathguard.ReasonIsDirectory, pathguard.ReasonSpecialFile, pathguard.ReasonParentMissing:
-		code = protocol.CodeInvalidTarget
-	case pathguard.ReasonRelativePath:
-		code = protocol.CodeInvalidParams
-	}
-	e := &protocol.Error{Code: code, Message: pe.Error(), Data: protocol.ErrorData{Reason: pe.Reason, Path: pe.Path,
-		WorkspaceRoot: pe.Workspace, Rule: pe.Rule}}
-	return e
-}
+func pathError(err error) error { return pathguard.WireError(err, "resolving the target") }
 
 func unknownOperation(op protocol.Operation) *protocol.Error {
 	e := protocol.Errorf(protocol.CodeInvalidOperation, protocol.ReasonUnknownOperation,

@@ -1,6 +1,10 @@
 package contentlog
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
 
 // Sync is fdatasync: a preallocated segment's size never changes, so its
 // data is all there is to sync.
@@ -26,4 +30,30 @@ func (f osFile) Allocate(size int64) error {
 		}
 		return err
 	}
+}
+
+// Holes returns the next range of [from, size) that holds no written data:
+// a hole, blocks reserved by fallocate but never written (ext4 and XFS report
+// those as holes too), or the part past the file's end. ok is false when
+// there is none. A file system that cannot tell reports its whole length as
+// data, so only the part past its end is found.
+func (f osFile) Holes(from, size int64) (start, end int64, ok bool) {
+	fd := int(f.Fd())
+	hole, err := unix.Seek(fd, from, unix.SEEK_HOLE)
+	if err != nil {
+		// ENXIO: from is at or past the end, all hole from there.
+		// Anything else: no help from the file system; fill it all.
+		hole = from
+	}
+	if hole >= size {
+		return 0, 0, false
+	}
+	data, err := unix.Seek(fd, hole, unix.SEEK_DATA)
+	if err != nil {
+		if !errors.Is(err, unix.ENXIO) {
+			return hole, size, true
+		}
+		data = size
+	}
+	return hole, min(data, size), true
 }

@@ -28,9 +28,13 @@ import (
 // in, so the end of the new segment's records is still the first position
 // without a valid header.
 //
-// Preparing waits until the segment being appended to holds prepareAfter
-// bytes, so that a log that stays small (a test's, a daemon that writes
-// little) never writes a segment's worth of zeros.
+// A new spare is prepared only once the segment being appended to is half
+// full, so that a segment reclaimed meanwhile (sessions finish all the
+// time) becomes the spare instead, at the cost of its never-written blocks
+// alone; from a segment reserved with fallocate, whose syncs cost more, it
+// is prepared once that segment holds prepareAfter bytes (a MiB). Either
+// way a log that stays small (a test's, a daemon that writes little) never
+// writes a segment's worth of zeros.
 
 const (
 	spareName   = "spare.seg" // a prepared spare, ready to be the next segment
@@ -82,12 +86,19 @@ func (l *Log) openSpare() error {
 }
 
 // prepareSoon starts preparing a new spare in the background once the
-// segment being appended to holds prepareAfter bytes, unless a spare is
+// segment being appended to is full enough (see above), unless a spare is
 // ready or being prepared; once per segment, so a preparation that failed
 // (a full disk) is tried again only with the next one. Only the leader
 // calls it.
 func (l *Log) prepareSoon() {
-	if l.active == nil || l.tail < l.prepareAfter || l.prepFor == l.active.id {
+	if l.active == nil || l.prepFor == l.active.id {
+		return
+	}
+	after := l.prepareAfter
+	if l.active.prepared {
+		after = l.active.size / 2
+	}
+	if l.tail < after {
 		return
 	}
 	l.prepFor = l.active.id

@@ -253,8 +253,9 @@ func write(t *testing.T, path string, b []byte) {
 	}
 }
 
-// A spare is prepared one segment ahead once the segment being appended to
-// is an eighth full (or holds a MiB), and the next segment is begun on it: every segment
+// A spare is prepared one segment ahead (once the segment being appended to
+// is half full, or an eighth full, at most a MiB, for one reserved with
+// fallocate), and the next segment is begun on it: every segment
 // after the first is a prepared one while appends do not outrun the
 // preparation, and the first, reserved with fallocate, is left for a
 // prepared one while it is still mostly empty.

@@ -37,7 +37,7 @@ import (
 // writes a segment's worth of zeros.
 
 const (
-	spareName   = "spare.seg" // a prepared spare, ready to be the next segment
+	spareName   = "spare"     // a prepared spare, ready to be the next segment
 	prepareName = "spare.tmp" // a spare being prepared; removed by Open
 
 	prepareChunk    = 256 << 10 // zeros written by one write

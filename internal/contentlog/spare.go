@@ -122,11 +122,14 @@ func (l *Log) claimPreparation() bool {
 }
 
 // recycle makes reclaimed segment s, whose file is still open, the spare
-// being prepared, if there is room for one: it reports whether it renamed
-// the file to preparePath, in which case its caller syncs the directory and
-// runs prepare(s.f).
+// being prepared, if there is room for one and most of it was written: it
+// reports whether it renamed the file to preparePath, in which case its
+// caller syncs the directory and runs prepare(s.f). A segment mostly
+// unwritten (reserved with fallocate and rotated early, or left after a
+// failed write) would cost as many zeros as a new file, and it would cost
+// them now, in a store that may never need another segment.
 func (l *Log) recycle(s *segment) bool {
-	if s.size != l.segSize || !l.claimPreparation() {
+	if s.size != l.segSize || unwritten(s.f, s.size) > s.size/2 || !l.claimPreparation() {
 		return false
 	}
 	if err := os.Rename(l.segPath(s.id), l.preparePath()); err != nil {
@@ -172,6 +175,20 @@ func (l *Log) prepare(f segFile) {
 		if !errors.Is(err, errStopped) {
 			slog.Warn("content log: preparing the next segment failed; it will be reserved with fallocate instead", "err", err)
 		}
+	}
+}
+
+// unwritten returns how many of the first size bytes of f hold no written
+// data.
+func unwritten(f segFile, size int64) int64 {
+	var n int64
+	for from := int64(0); ; {
+		start, end, ok := f.Holes(from, size)
+		if !ok {
+			return n
+		}
+		n += end - start
+		from = end
 	}
 }
 

@@ -27,11 +27,11 @@
 // recycled segment, or bytes copied from elsewhere, are never taken for a
 // record there. Past its last record a segment reads as zeros or as the old
 // records of the segment it was recycled from, which no header matches: the
-// end of a segment is the first position without a valid header. A record whose
-// header is valid but whose payload is not is damage: at the end of the log
-// it is a torn write that was never acknowledged (Open drops it); anywhere
-// else it is reported as ErrDamaged when read or scanned, never returned as
-// data.
+// end of a segment is the first position without a valid header. A record
+// whose header is valid but whose payload is not is damage: at the end of
+// the log it is a torn write that was never acknowledged (Open drops it);
+// anywhere else it is reported as ErrDamaged when read or scanned, never
+// returned as data.
 package contentlog
 
 import (

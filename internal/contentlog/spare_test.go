@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -313,5 +314,37 @@ func TestSpareKeptAcrossReopen(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, contentlog.SpareName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("spare still there once used: %v", err)
+	}
+}
+
+// A log whose last segment was reserved with fallocate (as every segment
+// was before spares, or when no spare was ready) leaves it for a spare once
+// one is ready, if it is still mostly empty; where the system cannot tell
+// written blocks from reserved ones, it appends on.
+func TestReservedSegmentLeftAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	const size = 64 << 10
+	var failing atomic.Bool
+	failing.Store(true)
+	l := open(t, dir, noSpares(size, &failing))
+	a := appendOne(t, l, strings.Repeat("a", size/8))
+	contentlog.WaitPrepared(l)
+	l.Close()
+
+	l = open(t, dir, contentlog.Options{SegmentSize: size})
+	b := appendOne(t, l, "b") // past the eighth: a spare is prepared
+	contentlog.WaitPrepared(l)
+	c := appendOne(t, l, "c")
+	want := contentlog.Ref{Seg: a.Seg + 1, Off: 0, Len: 1}
+	if runtime.GOOS != "linux" {
+		want = contentlog.Ref{Seg: a.Seg, Off: b.End(), Len: 1}
+	}
+	if c != want {
+		t.Fatalf("append after the spare is ready at %+v, want %+v", c, want)
+	}
+	for ref, rec := range map[contentlog.Ref]string{a: strings.Repeat("a", size/8), b: "b", c: "c"} {
+		if got, err := l.Read(ref); err != nil || string(got) != rec {
+			t.Fatalf("read %+v: %.10q, %v", ref, got, err)
+		}
 	}
 }

@@ -42,6 +42,7 @@ const (
 	prepareName = "spare.tmp" // a spare being prepared; removed by Open
 
 	prepareChunk    = 256 << 10 // zeros written by one write
+	prepareSync     = 1 << 20   // zeros written between two syncs
 	maxPrepareAfter = 1 << 20
 )
 
@@ -194,9 +195,13 @@ func unwritten(f segFile, size int64) int64 {
 }
 
 // fill writes zeros over every part of the first size bytes of f that holds
-// no written data, and syncs it.
+// no written data, and syncs it. It syncs every prepareSync bytes on the way:
+// an append's sync waits for whatever the disk was given before it, and 64
+// MiB of zeros handed over at once held appends for up to tens of
+// milliseconds where a MiB at a time held them for a few.
 func (l *Log) fill(f segFile, size int64) error {
 	var zeros []byte
+	var unsynced int64
 	hit := false
 	for from := int64(0); ; {
 		start, end, ok := f.Holes(from, size)
@@ -223,6 +228,12 @@ func (l *Log) fill(f segFile, size int64) error {
 			if !hit {
 				failpoint.Hit("contentlog.prepare")
 				hit = true
+			}
+			if unsynced += n; unsynced >= prepareSync {
+				if err := f.Sync(); err != nil {
+					return fmt.Errorf("content log: prepare a segment: %w", err)
+				}
+				unsynced = 0
 			}
 		}
 		from = end

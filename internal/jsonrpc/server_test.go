@@ -380,3 +380,48 @@ func TestMaxMessageBytes(t *testing.T) {
 		t.Fatalf("a full escaped chunk takes %d bytes, over the limit %d", got, limit)
 	}
 }
+
+// TestAlone: a request is alone only when nothing else of its connection
+// is read and unanswered or already arriving, which is when the daemon may
+// serve it on the read loop without keeping another waiting.
+func TestAlone(t *testing.T) {
+	req := func(id int) string {
+		return frame(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"session.append","params":{}}`)
+	}
+	tests := []struct {
+		name string
+		// in is what the client sent before the stream reads; answer
+		// says which requests are answered right after being read.
+		in     string
+		answer []bool
+		want   []bool
+	}{
+		{"OneAtATime", req(1), []bool{true}, []bool{true}},
+		{"NextAlreadySent", req(1) + req(2), []bool{true, true}, []bool{false, true}},
+		{"EarlierUnanswered", req(1) + req(2), []bool{false, true}, []bool{false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &pipeConn{in: strings.NewReader(tt.in)}
+			s := NewServerStream(c, Limits{MaxMessage: 1 << 10}, NewParams(), nil)
+			var got []bool
+			for i := range tt.want {
+				var req jsonrpc2.Request
+				if err := s.ReadObject(&req); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, s.Alone())
+				if tt.answer[i] {
+					resp := &jsonrpc2.Response{ID: req.ID}
+					resp.SetResult("ok")
+					if err := s.WriteObject(resp); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("Alone = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

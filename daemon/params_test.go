@@ -303,3 +303,49 @@ func FuzzDecodeAppend(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendResultEncodesAsEncodingJSON: an append's reply, encoded by hand,
+// is byte for byte what encoding/json writes for it, whatever its fields
+// hold: clients decode it with their own JSON libraries.
+func TestAppendResultEncodesAsEncodingJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    protocol.AppendResult
+	}{
+		{"Zero", protocol.AppendResult{}},
+		{"Streaming", protocol.AppendResult{SessionID: "5f0c2c7e-8a1b-4c1e-9f3a-0d2b6c1e7a90", Seq: 42,
+			Stage: protocol.StageStreaming, Bytes: 172032, Lines: 2688}},
+		{"DuplicateAfterMarker", protocol.AppendResult{SessionID: "s", Seq: 1<<64 - 1, Duplicate: true,
+			Stage: protocol.StageFinalizing, Bytes: 1<<63 - 1, Lines: -1, EndMarkerSeen: true, TrailingBytes: 7}},
+		{"StringsToEscape", protocol.AppendResult{SessionID: "a\"b\\c<d>&e\u2028\x01\xff", Stage: "é\t"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeResult(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("encodeResult = %s\nencoding/json = %s", got, want)
+			}
+		})
+	}
+}
+
+func FuzzAppendResultJSON(f *testing.F) {
+	f.Add("id", uint64(1), true, "streaming", int64(10), int64(2), false, int64(0))
+	f.Fuzz(func(t *testing.T, id string, seq uint64, dup bool, stage string, bytes, lines int64, seen bool, trailing int64) {
+		r := protocol.AppendResult{SessionID: id, Seq: seq, Duplicate: dup, Stage: protocol.Stage(stage),
+			Bytes: bytes, Lines: lines, EndMarkerSeen: seen, TrailingBytes: trailing}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendResultJSON(nil, r); string(got) != string(want) {
+			t.Errorf("appendResultJSON = %s\nencoding/json = %s", got, want)
+		}
+	})
+}

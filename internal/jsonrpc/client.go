@@ -63,8 +63,29 @@ func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 	if err != nil {
 		return err
 	}
-	return writeFrameParts(stream, parts...)
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n > directPart {
+		return writeFrameParts(stream, parts...)
+	}
+	// One write of the whole frame: jsonrpc2's buffered stream passes a
+	// write larger than its buffer straight to the socket, and parts
+	// written one by one left the header in a segment of its own, so
+	// that the daemon woke for it, then again for the body.
+	frame := newFrame(n)
+	for _, p := range parts {
+		frame = append(frame, p...)
+	}
+	_, err = stream.Write(sealFrame(frame))
+	return err
 }
+
+// directPart is the size past which a frame's parts are written as they
+// are rather than copied into one buffer: a copy of a chunk that large
+// costs more than the writes it saves.
+const directPart = 256 << 10
 
 // splice puts held params in place of their placeholder. It reads data as
 // the JSON-RPC request it is, whatever the order jsonrpc2 writes its

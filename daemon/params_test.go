@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -240,47 +241,64 @@ func BenchmarkWriteParams(b *testing.B) {
 }
 
 // TestDecodeAppendFast: params as clients send them are read by the one-pass
-// decoder, in any order and with any spacing; everything else is left to
-// the general decoder.
+// decoder, in any order and with any spacing, and a chunk that is not
+// Unicode refused by it as the general decoder refuses it; everything else
+// is left to the general decoder, untouched.
 func TestDecodeAppendFast(t *testing.T) {
 	for _, tc := range []struct {
 		params string
 		fast   bool
 	}{
 		{`{"session_id":"s","seq":1,"chunk":"hello\n"}`, true},
-		{` { "chunk" : "a\"b" , "seq" : 18446744073709551615 , "session_id" : "s\u00e9" } `, true},
+		{` { "chunk" : "a\"b\u00e9\ud83d\ude00\\" , "seq" : 18446744073709551615 , "session_id" : "s\u00e9" } `, true},
 		{`{"session_id":"s","seq":0,"chunk":""}`, true},
-		{"{\"session_id\":\"s\",\"seq\":1,\"chunk\":\"caf\xe9\"}", false},
-		{`{"session_id":"s","seq":1,"chunk":"\ud800"}`, false},
+		{"{\"session_id\":\"s\",\"seq\":1,\"chunk\":\"caf\xe9\"}", true},
+		{`{"session_id":"s","seq":1,"chunk":"\ud800"}`, true},
+		{`{"chunk":"a\udc00b","session_id":"s","seq":3}`, true},
+		{"{\"session_id\":\"caf\xe9\",\"seq\":1,\"chunk\":\"x\"}", false},
 		{`{"session_id":"s","seq":1,"chunk":null}`, false},
 		{`{"session_id":"s","seq":1}`, false},
 		{`{"session_id":"s","seq":01,"chunk":""}`, false},
 		{`{"session_id":"s","seq":1.0,"chunk":""}`, false},
 		{`{"session_id":"s","seq":1e0,"chunk":""}`, false},
 		{`{"session_id":"s","seq":18446744073709551616,"chunk":""}`, false},
-		{`{"session_id":"s","seq":1,"chunk":"","chunk":"x"}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"\n","chunk":"x"}`, false},
 		{`{"Session_ID":"s","seq":1,"chunk":""}`, false},
-		{`{"session_id":"s","seq":1,"chunk":"","x":1}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"\t","x":1}`, false},
 		{`{"session_id":"s","seq":1,"chunk":""}x`, false},
 		{`{"session_id":"s","seq":1,"chunk":"",}`, false},
 		{`{"session_id":"s","seq":1 "chunk":""}`, false},
 	} {
-		p, ok := decodeAppendFast([]byte(tc.params))
+		raw := []byte(tc.params)
+		p, ok, err := decodeAppendFast(raw)
 		if ok != tc.fast {
 			t.Errorf("%s: read in one pass %v, want %v", tc.params, ok, tc.fast)
 			continue
 		}
+		if !ok && string(raw) != tc.params {
+			t.Errorf("%s: left to the general decoder as %s", tc.params, raw)
+		}
 		if ok {
-			want, err := decodeAppendGeneral([]byte(tc.params))
-			if err != nil || *want != *p {
-				t.Errorf("%s: read %+v, the general decoder %+v (%v)", tc.params, p, want, err)
+			want, wantErr := decodeAppendGeneral([]byte(tc.params))
+			if !sameAppend(p, err, want, wantErr) {
+				t.Errorf("%s: read %+v (%v), the general decoder %+v (%v)", tc.params, p, err, want, wantErr)
 			}
 		}
 	}
 }
 
+// sameAppend reports whether two decodings of an append's params agree: the
+// same params, or the same error.
+func sameAppend(p *protocol.AppendParams, err error, q *protocol.AppendParams, qerr error) bool {
+	if err != nil || qerr != nil {
+		return reflect.DeepEqual(err, qerr)
+	}
+	return *p == *q
+}
+
 // FuzzDecodeAppend: whatever the one-pass decoder reads, the general
-// decoder reads the same; it never takes what the general one refuses.
+// decoder reads the same, or refuses the same way; what it leaves to the
+// general decoder it leaves untouched.
 func FuzzDecodeAppend(f *testing.F) {
 	for _, s := range []string{
 		`{"session_id":"s","seq":1,"chunk":"hello\n"}`,
@@ -293,13 +311,17 @@ func FuzzDecodeAppend(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		p, ok := decodeAppendFast(raw)
+		in := bytes.Clone(raw)
+		p, ok, err := decodeAppendFast(raw)
 		if !ok {
+			if !bytes.Equal(raw, in) {
+				t.Fatalf("%q: left to the general decoder as %q", in, raw)
+			}
 			return
 		}
-		want, err := decodeAppendGeneral(raw)
-		if err != nil || *want != *p {
-			t.Fatalf("%q: read %+v, the general decoder %+v (%v)", raw, p, want, err)
+		want, wantErr := decodeAppendGeneral(in)
+		if !sameAppend(p, err, want, wantErr) {
+			t.Fatalf("%q: read %+v (%v), the general decoder %+v (%v)", in, p, err, want, wantErr)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,6 +83,8 @@ type ServerStream struct {
 	log    *slog.Logger
 	// libReq is ReadObject's buffer for what it hands jsonrpc2.
 	libReq []byte
+	// readDeadline is set while the connection has a read deadline set.
+	readDeadline bool
 	// onFrame, if set, is told when a frame starts to arrive.
 	onFrame func()
 	// onCancel, if set, is told the synthetic id of each request its
@@ -676,11 +679,17 @@ func (s *ServerStream) nextHeader() (int64, error) {
 // awaitFrame waits, with no deadline, for the first byte of the next
 // frame, then gives its header limits.HeaderTimeout to arrive. It returns
 // the read error that ends the connection.
+//
+// A deadline is set only where a read may wait: a header that arrived
+// whole with the frame's first bytes, as clients write it, needs none, so
+// that the frames of an append usually cost no deadline at all, where
+// each deadline set or cleared is a timer of the runtime's changed.
 func (s *ServerStream) awaitFrame() error {
 	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
 	timed := ok && s.limits.HeaderTimeout > 0
-	if timed {
+	if timed && s.readDeadline {
 		d.SetReadDeadline(time.Time{})
+		s.readDeadline = false
 	}
 	if _, err := s.r.Peek(1); err != nil {
 		return err
@@ -688,19 +697,29 @@ func (s *ServerStream) awaitFrame() error {
 	if s.onFrame != nil {
 		s.onFrame()
 	}
-	if timed {
+	if timed && !s.headerBuffered() {
 		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+		s.readDeadline = true
 	}
 	return nil
 }
 
-// bodyDeadline gives a frame's body of length bytes its time to arrive.
+// headerBuffered reports whether the reader holds a whole header already,
+// its blank line included.
+func (s *ServerStream) headerBuffered() bool {
+	b, _ := s.r.Peek(s.r.Buffered())
+	return bytes.Contains(b, []byte("\r\n\r\n"))
+}
+
+// bodyDeadline gives a frame's body of length bytes its time to arrive,
+// unless it is in the reader already.
 func (s *ServerStream) bodyDeadline(length int64) {
 	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
-	if !ok || s.limits.HeaderTimeout <= 0 {
+	if !ok || s.limits.HeaderTimeout <= 0 || int64(s.r.Buffered()) >= length {
 		return
 	}
 	d.SetReadDeadline(time.Now().Add(bodyTimeoutBase + time.Duration(length/bodyBytesPerSecond)*time.Second))
+	s.readDeadline = true
 }
 
 // Close implements jsonrpc2.ObjectStream; it also wakes a read loop waiting

@@ -137,7 +137,7 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	// learns of it from the failed call instead.
 	codec := jsonrpc.NewClientCodec()
 	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
-		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
+		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)), codec.OnSend())
 	return &Client{conn: conn, codec: codec}, nil
 }
 
@@ -167,7 +167,19 @@ func (f notifyHandler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 // Call sends one request. An error the daemon returned is a *protocol.Error
 // (use errors.As); anything else is a transport failure.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return protocolError(c.conn.Call(ctx, method, params, result))
+	// The result is decoded here, once, from the reply as sent (the
+	// codec keeps it): jsonrpc2 would decode it into generic values and
+	// copy it first.
+	id, raw, done := c.codec.Expect()
+	defer done()
+	if err := c.conn.Call(ctx, method, params, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id})); err != nil {
+		return protocolError(err)
+	}
+	b, ok := raw()
+	if !ok || result == nil {
+		return nil
+	}
+	return json.Unmarshal(b, result)
 }
 
 // call sends one request of method m, typed by it.

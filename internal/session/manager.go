@@ -619,8 +619,11 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	var meta []byte
 	if next.recordDue(r) {
 		next.recordedSeq, next.recordedBytes = next.LastSeq, next.Scanner.Total
+		// Encoded from a copy: encoding/json would move next itself to
+		// the heap, a record's copy on every append instead of on these.
+		encoded := next
 		var err error
-		if meta, err = next.marshal(); err != nil {
+		if meta, err = encoded.marshal(); err != nil {
 			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
 		}
 	}

@@ -205,7 +205,7 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		}
 	}()
 
-	bw := bufio.NewWriterSize(f, 64<<10)
+	bw := bufio.NewWriterSize(&writeBehind{f: f}, 64<<10)
 	hw := &hashWriter{w: bw, h: sha256.New()}
 	if err := fill(hw); err != nil {
 		return nil, err

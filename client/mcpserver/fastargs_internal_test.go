@@ -88,11 +88,13 @@ func TestDecodeFlat(t *testing.T) {
 func TestDecodeFlatTypes(t *testing.T) {
 	raw := []byte(`{"a":"x"}`)
 	for name, v := range map[string]any{
-		"Map":       &map[string]any{},
-		"Nested":    &struct{ A protocol.PatchSpec }{},
-		"StringTag": &struct{ A int `json:"a,string"` }{},
-		"Float":     &struct{ A float64 }{},
-		"NotPtr":    struct{ A string }{},
+		"Map":    &map[string]any{},
+		"Nested": &struct{ A protocol.PatchSpec }{},
+		"StringTag": &struct {
+			A int `json:"a,string"`
+		}{},
+		"Float":  &struct{ A float64 }{},
+		"NotPtr": struct{ A string }{},
 	} {
 		if decodeFlat(raw, v) {
 			t.Errorf("%s: decodeFlat took a type it does not decode", name)

@@ -95,25 +95,41 @@ func (c *contentSum) sum(n, total int64) string {
 // sumChunk adds chunk, the next of r's stream, which after scanned the
 // scanner stands as after (r.Scanner is before it), to r's running sum,
 // starting one with the session's first chunk. A large chunk is hashed
-// beside the caller's journaling of it: summed waits for the hash and
-// reports whether the sum it returned still holds (call it before using
-// the sum, and before returning).
-func (r *record) sumChunk(chunk []byte, after Scanner) (sum *contentSum, summed func() bool) {
-	sum = r.sum
+// beside the caller's journaling of it: wait for the result before using
+// the sum, and before returning.
+func (r *record) sumChunk(chunk []byte, after Scanner) pendingSum {
+	sum := r.sum
 	if sum == nil && r.Scanner.Total == 0 {
 		sum = newContentSum()
 	}
 	if sum == nil {
-		return nil, func() bool { return false }
+		return pendingSum{}
 	}
 	at := r.Scanner.Total
 	if len(chunk) < parallelSum {
-		ok := sum.add(at, chunk, &after)
-		return sum, func() bool { return ok }
+		return pendingSum{sum: sum, ok: sum.add(at, chunk, &after)}
 	}
 	done := make(chan bool, 1)
 	go func() { done <- sum.add(at, chunk, &after) }()
-	return sum, func() bool { return <-done }
+	return pendingSum{sum: sum, done: done}
+}
+
+// pendingSum is a running sum being added to.
+type pendingSum struct {
+	sum  *contentSum
+	ok   bool
+	done chan bool
+}
+
+// wait returns the sum once it took its chunk, or nil if it could not.
+func (p pendingSum) wait() *contentSum {
+	if p.done != nil {
+		p.ok = <-p.done
+	}
+	if !p.ok {
+		return nil
+	}
+	return p.sum
 }
 
 // parallelSum is the chunk size from which the hash runs beside the

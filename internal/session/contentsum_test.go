@@ -51,8 +51,8 @@ func TestContentSum(t *testing.T) {
 					r := &record{Scanner: s, sum: sum}
 					after := s
 					after.Feed(chunk)
-					got, summed := r.sumChunk(chunk, after)
-					if !summed() {
+					got := r.sumChunk(chunk, after).wait()
+					if got == nil {
 						ok = false
 					}
 					s, sum = after, got

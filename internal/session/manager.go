@@ -624,11 +624,9 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
 		}
 	}
-	sum, summed := r.sumChunk(chunk, next.Scanner)
+	pending := r.sumChunk(chunk, next.Scanner)
 	err = m.cfg.Store.Append(r.ID, p.Seq, chunk, meta)
-	if !summed() {
-		sum = nil
-	}
+	sum := pending.wait()
 	if err != nil {
 		// The sum took a chunk the journal did not.
 		r.sum = nil

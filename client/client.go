@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -226,15 +227,35 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 // most the daemon's max_chunk_bytes (daemon.status).
 func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	var r protocol.FinalizeResult
-	b, err := writeParamsJSON(p)
+	bp, _ := writeBuffers.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b, err := writeParamsJSON((*bp)[:0], p)
 	if err != nil {
 		return r, err
 	}
 	params, release := c.codec.Hold(b)
-	defer release()
 	err = c.Call(ctx, protocol.SessionWrite.Name, params, &r)
+	// Call returns once the request was written (and answered): nothing
+	// holds b any more.
+	release()
+	if cap(b) <= maxPooledWrite {
+		*bp = b[:0]
+		writeBuffers.Put(bp)
+	}
 	return r, err
 }
+
+// writeBuffers keeps the encoded params of session.write for the next
+// call: a server writing whole files one after another (orionctl mcp)
+// would otherwise allocate each file's size again for every write, and
+// collect it.
+var writeBuffers sync.Pool // of *[]byte
+
+// maxPooledWrite bounds the buffers writeBuffers keeps: a rare large file
+// is not held for the small ones after it.
+const maxPooledWrite = 1 << 20
 
 // Abort calls session.abort.
 func (c *Client) Abort(ctx context.Context, id string) (protocol.AbortResult, error) {

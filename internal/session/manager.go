@@ -627,11 +627,17 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
 		}
 	}
-	if err := m.cfg.Store.Append(r.ID, p.Seq, chunk, meta); err != nil {
+	pending := r.sumChunk(chunk, next.Scanner)
+	err = m.cfg.Store.Append(r.ID, p.Seq, chunk, meta)
+	sum := pending.wait()
+	if err != nil {
+		// The sum took a chunk the journal did not.
+		r.sum = nil
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	first := r.Stage != protocol.StageStreaming
 	*r = next
+	r.sum = sum
 	r.publish()
 	m.resetTimers(e)
 	if first {

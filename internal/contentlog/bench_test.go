@@ -99,7 +99,11 @@ func logSyncs(b *testing.B, chunk []byte, prepared bool, report func(*testing.B,
 		}
 		return nil
 	})
-	l, err := contentlog.Open(b.TempDir(), opts)
+	dir := b.TempDir()
+	if prepared {
+		needSpares(b, dir)
+	}
+	l, err := contentlog.Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

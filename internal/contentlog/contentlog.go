@@ -191,9 +191,11 @@ type Log struct {
 	prepDone  sync.WaitGroup
 	stop      atomic.Bool // cuts a preparation short
 	// prepFor is the active segment a preparation was last asked for,
-	// prepareAfter how full it must be first (leader only).
+	// prepareAfter how full it must be first (leader only); noSpares
+	// turns preparing and recycling off (see prepares).
 	prepFor      uint64
 	prepareAfter int64
+	noSpares     bool
 
 	bytes      atomic.Int64
 	records    atomic.Uint64
@@ -251,7 +253,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("open content log: %w", err)
 	}
 	l := &Log{dir: dir, segSize: opts.SegmentSize, open: opts.file, fault: opts.Fault, segs: map[uint64]*segment{},
-		prepareAfter: min(maxPrepareAfter, opts.SegmentSize/8)}
+		prepareAfter: min(maxPrepareAfter, opts.SegmentSize/8), noSpares: !prepares(dir)}
 	l.idle = sync.NewCond(&l.mu)
 	ids, err := listSegments(dir)
 	if err != nil {

@@ -57,3 +57,22 @@ func (f osFile) Holes(from, size int64) (start, end int64, ok bool) {
 	}
 	return hole, min(data, size), true
 }
+
+// zfsSuperMagic is ZFS's f_type, which x/sys does not name.
+const zfsSuperMagic = 0x2fc12fc1
+
+// prepares reports whether segments in dir are worth preparing: on a file
+// system that writes every overwrite elsewhere (btrfs, ZFS), a block
+// written with zeros first gains nothing, and btrfs even writes reserved
+// blocks in place the first time, which an overwrite would lose.
+func prepares(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return true
+	}
+	switch int64(st.Type) {
+	case unix.BTRFS_SUPER_MAGIC, zfsSuperMagic:
+		return false
+	}
+	return true
+}

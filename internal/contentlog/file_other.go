@@ -19,3 +19,8 @@ func (f osFile) Holes(from, size int64) (start, end int64, ok bool) {
 	}
 	return start, size, true
 }
+
+// prepares is false: without SEEK_HOLE over reserved blocks there is no
+// telling what was written, and APFS, like other file systems that write
+// every overwrite elsewhere, would gain nothing from zeros written first.
+func prepares(dir string) bool { return false }

@@ -65,6 +65,8 @@ func TestKillHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Unkilled (run by hand): how often each point was passed.
+	t.Logf("%+v", l.Stats())
 	l.Close()
 }
 
@@ -76,6 +78,7 @@ func TestKilledWhilePreparing(t *testing.T) {
 	if os.Getenv(killDirEnv) != "" {
 		t.Skip("inside the helper")
 	}
+	needSpares(t, t.TempDir())
 	for _, point := range []string{
 		"contentlog.prepare=1", "contentlog.prepare=4",
 		"contentlog.spare=1", "contentlog.spare=3",

@@ -46,6 +46,11 @@ const (
 	maxPrepareAfter = 1 << 20
 )
 
+// Prepares reports whether a log in dir keeps a prepared spare segment: not
+// where the file system writes every overwrite elsewhere (btrfs, ZFS), nor
+// outside Linux (see prepares).
+func Prepares(dir string) bool { return prepares(dir) }
+
 // errStopped ends a preparation that Close cut short.
 var errStopped = errors.New("content log: closed while preparing a segment")
 
@@ -115,7 +120,7 @@ func (l *Log) prepareSoon() {
 func (l *Log) claimPreparation() bool {
 	l.spareMu.Lock()
 	defer l.spareMu.Unlock()
-	if l.spare != nil || l.preparing || l.stopping {
+	if l.noSpares || l.spare != nil || l.preparing || l.stopping {
 		return false
 	}
 	l.preparing = true

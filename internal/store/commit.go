@@ -329,8 +329,10 @@ const (
 // synced, to ride the next commit. The log calls it in log order, so the
 // entries queue in that order, and a commit that takes them indexes a prefix
 // of the log: it records the end of its last entry as meta/logpos.
-func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
-	end := contentlog.Pos{Seg: ref.rec.Seg, Off: ref.rec.End()}
+//
+// vals are the content buckets' values written in the same batch, after
+// the chunk, and end is where that batch's last record ends.
+func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte, vals []deferredValue, end contentlog.Pos) {
 	key := []byte(id)
 	r := &request{}
 	r0 := r
@@ -338,6 +340,9 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 		index: &pendingIndex{key: key, seq: seq, ref: ref},
 		apply: func(tx *bolt.Tx) error {
 			if err := s.putIndex(tx, key, seq, ref, meta); err != nil {
+				return err
+			}
+			if err := s.putValues(tx, vals); err != nil {
 				return err
 			}
 			return setLogPos(tx, end)

@@ -248,7 +248,18 @@ func (s *Store) replay() error {
 			return nil
 		}
 		if len(payload) > 0 && payload[0] == recValue {
-			return nil // indexed by the commit that wrote it, or dead
+			if len(payload) < 2 || payload[1]&flagIndexed != 0 {
+				return nil // indexed by the commit that wrote it, or dead
+			}
+			// A value of an Append's batch, indexed with its chunk.
+			bucket, key, at, ok := decodeValueRecord(payload)
+			if !ok || !contentBuckets[bucket] {
+				slog.Error("store: the content log holds a value record this build cannot read; skipped", "segment", ref.Seg, "offset", ref.Off)
+				return nil
+			}
+			entries = append(entries, replayed{bucket: bucket, id: string(key),
+				ref: chunkRef{rec: ref, at: uint32(at), len: uint32(len(payload) - at)}})
+			return nil
 		}
 		r, err := decodeChunkRecord(payload)
 		if err != nil {
@@ -277,7 +288,13 @@ func (s *Store) replay() error {
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, e := range entries {
-			if err := s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta); err != nil {
+			var err error
+			if e.bucket != "" {
+				err = s.putValues(tx, []deferredValue{{bucket: e.bucket, key: []byte(e.id), ref: e.ref}})
+			} else {
+				err = s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -287,7 +304,7 @@ func (s *Store) replay() error {
 		return fmt.Errorf("replay content log: %w", err)
 	}
 	if len(entries) > 0 {
-		slog.Info("store: indexed appends found in the content log after a stop", "appends", len(entries))
+		slog.Info("store: indexed appends (and their backups) found in the content log after a stop", "records", len(entries))
 	}
 	return nil
 }
@@ -303,7 +320,7 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	stopped := map[string]bool{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, e := range entries {
-			if _, ok := next[e.id]; ok {
+			if _, ok := next[e.id]; ok || e.bucket != "" {
 				continue
 			}
 			next[e.id] = e.seq
@@ -321,6 +338,9 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	kept := entries[:0]
 	for _, e := range entries {
 		switch {
+		case e.bucket != "":
+			// A value stands on its own: nothing after it depends on it.
+			kept = append(kept, e)
 		case stopped[e.id]:
 		case e.seq > next[e.id]:
 			stopped[e.id] = true
@@ -333,11 +353,14 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	return kept, nil
 }
 
+// replayed is a chunk of session id to index, or, when bucket is set, the
+// value of key id in that content bucket.
 type replayed struct {
-	id   string
-	seq  uint64
-	meta []byte
-	ref  chunkRef
+	id     string
+	seq    uint64
+	meta   []byte
+	ref    chunkRef
+	bucket string
 }
 
 // liveOnCommit adds delta to the live bytes of the log, and of its segment

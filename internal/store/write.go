@@ -42,12 +42,16 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 // metadata with meta, and returns once both are durable. Concurrent calls
 // share syncs.
 //
-// Without puts, the chunk and meta are durable once their record is synced
-// to the content log, and its index entry rides a later bbolt commit (see
-// the package comment). With puts, the keys and values of puts are stored
-// (as PutKVs would) in the bbolt commit that indexes the chunk, and Append
-// returns after that commit: a session written in one request journals its
-// backup with its content.
+// The chunk and meta are durable once their record is synced to the content
+// log, and its index entry rides a later bbolt commit (see the package
+// comment). The keys and values of puts are stored as PutKVs would store
+// them, in the same way: when every put is to a content bucket, each value
+// is a record of the same batch of the log, synced with the chunk's and
+// indexed with it by that later commit (or replayed with it at the next
+// Open), so a session written in one request journals its content, its
+// metadata and its backup with one sync. Puts to other buckets are stored
+// in a bbolt commit that indexes the chunk too, and Append returns after
+// that commit.
 //
 // An empty (or nil) meta leaves the session's metadata as it was: the
 // chunk's record carries none, and recovery indexes the chunk alone (a
@@ -73,14 +77,14 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 		return ErrClosed
 	}
 	var flags byte
-	if len(puts) > 0 {
+	if len(puts) > 0 && !contentOnly(puts) {
 		flags = flagIndexed
 	}
 	// The chunk is written from where it is, after the record's head.
 	head := encodeChunkHead(id, seq, meta, flags, 0)
 	rec := [][][]byte{{head, chunk}}
 	ref := chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
-	if len(puts) > 0 {
+	if flags == flagIndexed {
 		// The chunk and the values of content buckets in one batch of
 		// the log, then one commit indexes them all.
 		key := []byte(id)
@@ -102,10 +106,26 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(meta) > 0 {
 		meta = append([]byte(nil), meta...)
 	}
+	// The values follow the chunk in the same batch, as records that
+	// recovery replays (no flagIndexed), so they are durable with it.
+	var vals []deferredValue
+	for _, p := range puts {
+		for _, kv := range p.KVs {
+			r, at := encodeValueRecordFlags(p.Bucket, kv.Key, kv.Value, 0)
+			rec = append(rec, [][]byte{r})
+			vals = append(vals, deferredValue{bucket: p.Bucket, key: append([]byte(nil), kv.Key...),
+				ref: chunkRef{at: uint32(at), len: uint32(len(kv.Value))}})
+		}
+	}
 	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
 		s.addLive(ref.rec.Seg, ref.rec.Size())
-		s.deferIndex(id, seq, ref, meta)
+		for i := range vals {
+			vals[i].ref.rec = refs[1+i]
+			s.addLive(refs[1+i].Seg, refs[1+i].Size())
+		}
+		last := refs[len(refs)-1]
+		s.deferIndex(id, seq, ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
 	})
 	if err != nil {
 		s.fenceAfter(err)

@@ -41,6 +41,37 @@ const (
 	recFixed = 1 + 1 + 2 + 8 + 4
 )
 
+// A metadata record in the content log is
+//
+//	kind   uint8   recMeta
+//	flags  uint8   0
+//	idLen  uint16
+//	id     [idLen]byte
+//	meta   (the rest)
+//
+// It is a LogMeta: recovery replays it as PutMeta, in log order with the
+// chunks and values around it.
+const recMeta = 3
+
+func encodeMetaRecord(id string, meta []byte) []byte {
+	rec := make([]byte, 0, 4+len(id)+len(meta))
+	rec = append(rec, recMeta, 0)
+	rec = binary.BigEndian.AppendUint16(rec, uint16(len(id)))
+	rec = append(rec, id...)
+	return append(rec, meta...)
+}
+
+func decodeMetaRecord(rec []byte) (id, meta []byte, ok bool) {
+	if len(rec) < 4 || rec[0] != recMeta {
+		return nil, nil, false
+	}
+	n := int(binary.BigEndian.Uint16(rec[2:]))
+	if len(rec) < 4+n {
+		return nil, nil, false
+	}
+	return rec[4 : 4+n], rec[4+n:], true
+}
+
 // encodeChunkRecord returns the record of an Append, and where its chunk
 // starts in it.
 func encodeChunkRecord(id string, seq uint64, meta, chunk []byte, flags byte) ([]byte, int) {
@@ -261,6 +292,15 @@ func (s *Store) replay() error {
 				ref: chunkRef{rec: ref, at: uint32(at), len: uint32(len(payload) - at)}})
 			return nil
 		}
+		if len(payload) > 0 && payload[0] == recMeta {
+			id, meta, ok := decodeMetaRecord(payload)
+			if !ok {
+				slog.Error("store: the content log holds a metadata record this build cannot read; skipped", "segment", ref.Seg, "offset", ref.Off)
+				return nil
+			}
+			entries = append(entries, replayed{id: string(id), meta: append([]byte(nil), meta...), metaOnly: true})
+			return nil
+		}
 		r, err := decodeChunkRecord(payload)
 		if err != nil {
 			slog.Error("store: the content log holds a record this build cannot read; skipped", "segment", ref.Seg, "offset", ref.Off)
@@ -289,9 +329,12 @@ func (s *Store) replay() error {
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, e := range entries {
 			var err error
-			if e.bucket != "" {
+			switch {
+			case e.bucket != "":
 				err = s.putValues(tx, []deferredValue{{bucket: e.bucket, key: []byte(e.id), ref: e.ref}})
-			} else {
+			case e.metaOnly:
+				err = putMeta(tx, []byte(e.id), e.meta)
+			default:
 				err = s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta)
 			}
 			if err != nil {
@@ -320,7 +363,7 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	stopped := map[string]bool{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, e := range entries {
-			if _, ok := next[e.id]; ok || e.bucket != "" {
+			if _, ok := next[e.id]; ok || e.bucket != "" || e.metaOnly {
 				continue
 			}
 			next[e.id] = e.seq
@@ -338,8 +381,9 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	kept := entries[:0]
 	for _, e := range entries {
 		switch {
-		case e.bucket != "":
-			// A value stands on its own: nothing after it depends on it.
+		case e.bucket != "" || e.metaOnly:
+			// A value or a session's metadata stands on its own: no
+			// chunk after it depends on it.
 			kept = append(kept, e)
 		case stopped[e.id]:
 		case e.seq > next[e.id]:
@@ -353,14 +397,15 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	return kept, nil
 }
 
-// replayed is a chunk of session id to index, or, when bucket is set, the
-// value of key id in that content bucket.
+// replayed is a chunk of session id to index; when bucket is set, the value
+// of key id in that content bucket; when metaOnly, a LogMeta's metadata.
 type replayed struct {
-	id     string
-	seq    uint64
-	meta   []byte
-	ref    chunkRef
-	bucket string
+	id       string
+	seq      uint64
+	meta     []byte
+	ref      chunkRef
+	bucket   string
+	metaOnly bool
 }
 
 // liveOnCommit adds delta to the live bytes of the log, and of its segment

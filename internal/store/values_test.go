@@ -541,3 +541,56 @@ func TestAppendWithValueOneSync(t *testing.T) {
 		t.Errorf("a dropped backup came back after a crash: %v, %v", ok, err)
 	}
 }
+
+// LogMeta journals a session's metadata, and the backup stored with it, in
+// one sync of the log and no commit; a crash before the commit that indexes
+// them loses neither, and a later write of the session still lands after
+// it.
+func TestLogMetaOneSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openDeferred(t, path)
+	if err := s.Append("w", 1, []byte("streamed content"), []byte("streaming")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := store.Put{Bucket: "backups", KVs: []store.KV{{Key: []byte("w/0"), Value: []byte("the old content")}}}
+	if err := s.LogMeta("w", []byte("finalizing"), backup); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Log.Syncs - before.Log.Syncs; got != 1 {
+		t.Errorf("LogMeta took %d syncs of the log, want 1", got)
+	}
+	if got := after.Commits - before.Commits; got != 0 {
+		t.Errorf("LogMeta took %d bbolt commits, want 0", got)
+	}
+	if after.Chunks != 1 {
+		t.Errorf("Stats counts %d chunks, want 1: the metadata record is none", after.Chunks)
+	}
+	check := func(name string, st *store.Store, wantMeta string) {
+		t.Helper()
+		if meta, err := st.Meta("w"); err != nil || string(meta) != wantMeta {
+			t.Errorf("%s: meta = %q, %v; want %q", name, meta, err, wantMeta)
+		}
+		if v, ok, err := st.GetKV("backups", []byte("w/0")); err != nil || !ok || string(v) != "the old content" {
+			t.Errorf("%s: backup = %q, %v, %v", name, v, ok, err)
+		}
+		var buf bytes.Buffer
+		if _, err := st.CopyRange("w", &buf, 0, -1); err != nil || buf.String() != "streamed content" {
+			t.Errorf("%s: content = %q, %v", name, buf.String(), err)
+		}
+	}
+	img := crashImage(t, path)
+	check("replayed", openStore(t, img), "finalizing")
+	if err := s.PutMeta("w", []byte("completed")); err != nil {
+		t.Fatal(err)
+	}
+	check("running", s, "completed")
+	check("replayed after a later write", openStore(t, crashImage(t, path)), "completed")
+}

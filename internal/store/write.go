@@ -28,14 +28,81 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 	}
 	key := []byte(id)
 	return s.writePuts(nil, puts, func(tx *bolt.Tx, _ []contentlog.Ref) error {
-		// The metadata of the last Append would supersede meta.
-		if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
-			if err := chunks.Delete(keyChunkMeta); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketSessions).Put(key, meta)
+		return putMeta(tx, key, meta)
 	})
+}
+
+// putMeta stores meta as the metadata of session key in tx.
+func putMeta(tx *bolt.Tx, key, meta []byte) error {
+	// The metadata of the last Append would supersede meta.
+	if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
+		if err := chunks.Delete(keyChunkMeta); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketSessions).Put(key, meta)
+}
+
+// LogMeta is PutMeta through the content log, as Append writes chunks:
+// meta, and the values of puts, are records of one batch of the log, durable
+// once it is synced (shared with concurrent writers), and their index
+// entries ride a later bbolt commit, or are replayed from the log at the
+// next Open. It returns once the batch is durable. When a put is to a bucket
+// other than the content buckets, it is PutMeta.
+func (s *Store) LogMeta(id string, meta []byte, puts ...Put) error {
+	if !contentOnly(puts) {
+		return s.PutMeta(id, meta, puts...)
+	}
+	if err := validate(id, meta); err != nil {
+		return err
+	}
+	if err := checkPuts(puts); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := s.fenceFirst(); err != nil {
+		return fmt.Errorf("store: session %q metadata: %w", id, err)
+	}
+	rec := [][][]byte{{encodeMetaRecord(id, meta)}}
+	meta = append([]byte(nil), meta...)
+	rec, vals := appendValueRecords(rec, puts)
+	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
+		// The metadata record counts as no live content: no index entry
+		// points to it, and until its entry is committed the segment is
+		// kept by being pending (see oldestPending).
+		for i := range vals {
+			vals[i].ref.rec = refs[1+i]
+			s.addLive(refs[1+i].Seg, refs[1+i].Size())
+		}
+		last := refs[len(refs)-1]
+		s.deferMeta(id, refs[0], meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
+	})
+	if err != nil {
+		s.fenceAfter(err)
+		return fmt.Errorf("store: session %q metadata: %w", id, err)
+	}
+	return nil
+}
+
+// appendValueRecords appends to recs a record for each value of puts, to be
+// replayed (no flagIndexed), and returns them with what their index entries
+// need but the records' refs.
+func appendValueRecords(recs [][][]byte, puts []Put) ([][][]byte, []deferredValue) {
+	var vals []deferredValue
+	for _, p := range puts {
+		for _, kv := range p.KVs {
+			r, at := encodeValueRecordFlags(p.Bucket, kv.Key, kv.Value, 0)
+			recs = append(recs, [][]byte{r})
+			vals = append(vals, deferredValue{bucket: p.Bucket, key: append([]byte(nil), kv.Key...),
+				ref: chunkRef{at: uint32(at), len: uint32(len(kv.Value))}})
+		}
+	}
+	return recs, vals
 }
 
 // Append stores chunk as number seq of session id and replaces the session's
@@ -108,15 +175,7 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	}
 	// The values follow the chunk in the same batch, as records that
 	// recovery replays (no flagIndexed), so they are durable with it.
-	var vals []deferredValue
-	for _, p := range puts {
-		for _, kv := range p.KVs {
-			r, at := encodeValueRecordFlags(p.Bucket, kv.Key, kv.Value, 0)
-			rec = append(rec, [][]byte{r})
-			vals = append(vals, deferredValue{bucket: p.Bucket, key: append([]byte(nil), kv.Key...),
-				ref: chunkRef{at: uint32(at), len: uint32(len(kv.Value))}})
-		}
-	}
+	rec, vals := appendValueRecords(rec, puts)
 	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
 		ref.rec = refs[0]
 		s.addLive(ref.rec.Seg, ref.rec.Size())

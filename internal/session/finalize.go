@@ -178,6 +178,19 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if c.edit != nil && c.edit.AlreadyApplied && c.content != nil {
 		return m.completeUnwritten(e, c)
 	}
+	writeOp := r.Operation
+	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
+		writeOp = protocol.OpOverwrite
+	}
+	// The file is written while the backup is taken and the record is
+	// journaled, and named only after (see early): started here, its
+	// write and sync have the backup's and the record's time to overlap.
+	staged := m.stageEarly(r, writeOp, c.content)
+	discard := func() {
+		if staged != nil {
+			staged.discard()
+		}
+	}
 
 	var (
 		pieces    uint64
@@ -193,6 +206,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		pieces, lastPiece, err = m.backup(r)
 	}
 	if err != nil {
+		discard()
 		pe := protocol.Errorf(protocol.CodeIO, protocol.ReasonBackupFailed,
 			"keeping a backup of %s before replacing it failed, so nothing was written: %v", r.Target, err)
 		pe.Data.SessionID = r.ID
@@ -218,17 +232,8 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
-	writeOp := r.Operation
-	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
-		writeOp = protocol.OpOverwrite
-	}
-	// The file is written while its record is journaled, and named only
-	// after (see early).
-	staged := m.stageEarly(r, writeOp, c.content)
-	if err := m.putWith(r, lastPiece); err != nil {
-		if staged != nil {
-			staged.discard()
-		}
+	if err := m.putFinalizing(r, lastPiece); err != nil {
+		discard()
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}

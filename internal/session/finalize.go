@@ -197,7 +197,10 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		lastPiece *store.Put
 	)
 	keepAfter := c.content != nil && r.Operation != protocol.OpAppend && len(c.content) <= mergeMaxBytes
-	if !r.SkipBackup {
+	// A create replaces nothing: its rename fails if a file appeared
+	// meanwhile. Looking for one to back up would cost a path check and
+	// an open for nothing.
+	if !r.SkipBackup && writeOp != protocol.OpCreate {
 		if keepAfter {
 			// The backup and what this write keeps for a three-way undo
 			// are stored together: room for both.

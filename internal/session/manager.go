@@ -430,9 +430,10 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		return protocol.BeginResult{}, err
 	}
 	defer adm.release()
-	// The target at begin rides the record's commit: a merge at finalize
-	// needs it once the file has changed.
-	if err := m.putWith(r, m.keepBase(r)); err != nil {
+	// The target at begin rides the record: a merge at finalize needs it
+	// once the file has changed. Both go to the content log, one sync and
+	// no bbolt commit, as a finalize's record does (putFinalizing).
+	if err := m.putRecord(r, m.keepBase(r), true); err != nil {
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r, owner: owner}

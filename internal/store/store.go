@@ -493,6 +493,12 @@ func (s *Store) Stats() (Stats, error) {
 		seen := map[string]bool{}
 		for _, p := range pending {
 			if p.metaOnly {
+				// A LogMeta's session, listed once its entry is
+				// committed.
+				if _, ok := lookup(tx.Bucket(bucketSessions), p.key); !ok && !seen[string(p.key)] {
+					seen[string(p.key)] = true
+					st.Sessions++
+				}
 				continue
 			}
 			k := string(p.key) + string(encodeSeq(p.seq))

@@ -573,6 +573,12 @@ func TestLogMetaOneSync(t *testing.T) {
 	if after.Chunks != 1 {
 		t.Errorf("Stats counts %d chunks, want 1: the metadata record is none", after.Chunks)
 	}
+	if err := s.LogMeta("begun", []byte("streaming")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stats(); err != nil || st.Sessions != after.Sessions+1 {
+		t.Errorf("Stats counts %d sessions after a new one's LogMeta, want %d (%v)", st.Sessions, after.Sessions+1, err)
+	}
 	check := func(name string, st *store.Store, wantMeta string) {
 		t.Helper()
 		if meta, err := st.Meta("w"); err != nil || string(meta) != wantMeta {

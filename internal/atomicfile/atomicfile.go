@@ -260,6 +260,9 @@ func (s *Staged) Commit() (Result, error) {
 		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
 	}
 	s.done = true
+	if s.hidden != nil && s.mode == CreateNew {
+		return s.linkHidden()
+	}
 	if s.hidden != nil {
 		if err := s.nameHidden(); err != nil {
 			return Result{}, fmt.Errorf("write %s: %w", s.path, err)

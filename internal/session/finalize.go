@@ -139,7 +139,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return m.finalizeEnvelope(e, content, force, false)
 	}
 	var change *targetChange
-	if !force {
+	// A session.write whose content is not journaled yet began in this
+	// request, a moment ago, from the target as it read it then: reading
+	// and hashing it again now would guard no wider a window than the one
+	// left between that read and the rename anyway.
+	if !force && r.inline == nil {
 		var err error
 		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err

@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -205,7 +206,12 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		}
 	}()
 
-	bw := bufio.NewWriterSize(f, 64<<10)
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(f)
+	defer func() {
+		bw.Reset(nil)
+		writers.Put(bw)
+	}()
 	hw := &hashWriter{w: bw, h: sha256.New()}
 	if err := fill(hw); err != nil {
 		return nil, err
@@ -345,6 +351,10 @@ func CleanTemp(dir *confine.Dir, tag string) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// writers holds the buffers files are written through: a new one for each
+// file was most of the garbage a small whole-file write made.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // hashWriter counts and hashes what reaches the file, so the Result
 // describes exactly the bytes written.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/orion-agent/orion/internal/jsonstr"
@@ -35,15 +36,16 @@ func appendChunkParams[S ~[]byte | ~string](dst []byte, id string, seq uint64, c
 	return append(dst, '}')
 }
 
-// writeParamsJSON encodes session.write's params: begin's small fields as
-// encoding/json does, then the content in one pass, as appendParamsJSON
-// encodes a chunk (held by the codec, it is not marshaled again).
-func writeParamsJSON(p protocol.WriteParams) ([]byte, error) {
+// writeParamsJSON appends session.write's params to dst: begin's small
+// fields as encoding/json encodes them, then the content in one pass, as
+// appendParamsJSON encodes a chunk (held by the codec, it is not marshaled
+// again).
+func writeParamsJSON(dst []byte, p protocol.WriteParams) ([]byte, error) {
 	begin, err := json.Marshal(p.BeginParams)
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(begin)+len(p.Content)+len(p.Content)/8+16)
+	b := slices.Grow(dst, len(begin)+len(p.Content)+len(p.Content)/8+16)
 	b = append(b, begin[:len(begin)-1]...)
 	if len(begin) > 2 {
 		b = append(b, ',')

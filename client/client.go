@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -137,7 +138,7 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	// learns of it from the failed call instead.
 	codec := jsonrpc.NewClientCodec()
 	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
-		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
+		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)), codec.OnSend())
 	return &Client{conn: conn, codec: codec}, nil
 }
 
@@ -167,7 +168,19 @@ func (f notifyHandler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 // Call sends one request. An error the daemon returned is a *protocol.Error
 // (use errors.As); anything else is a transport failure.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return protocolError(c.conn.Call(ctx, method, params, result))
+	// The result is decoded here, once, from the reply as sent (the
+	// codec keeps it): jsonrpc2 would decode it into generic values and
+	// copy it first.
+	id, raw, done := c.codec.Expect()
+	defer done()
+	if err := c.conn.Call(ctx, method, params, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id})); err != nil {
+		return protocolError(err)
+	}
+	b, ok := raw()
+	if !ok || result == nil {
+		return nil
+	}
+	return json.Unmarshal(b, result)
 }
 
 // call sends one request of method m, typed by it.
@@ -214,15 +227,35 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 // most the daemon's max_chunk_bytes (daemon.status).
 func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	var r protocol.FinalizeResult
-	b, err := writeParamsJSON(p)
+	bp, _ := writeBuffers.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b, err := writeParamsJSON((*bp)[:0], p)
 	if err != nil {
 		return r, err
 	}
 	params, release := c.codec.Hold(b)
-	defer release()
 	err = c.Call(ctx, protocol.SessionWrite.Name, params, &r)
+	// Call returns once the request was written (and answered): nothing
+	// holds b any more.
+	release()
+	if cap(b) <= maxPooledWrite {
+		*bp = b[:0]
+		writeBuffers.Put(bp)
+	}
 	return r, err
 }
+
+// writeBuffers keeps the encoded params of session.write for the next
+// call: a server writing whole files one after another (orionctl mcp)
+// would otherwise allocate each file's size again for every write, and
+// collect it.
+var writeBuffers sync.Pool // of *[]byte
+
+// maxPooledWrite bounds the buffers writeBuffers keeps: a rare large file
+// is not held for the small ones after it.
+const maxPooledWrite = 1 << 20
 
 // Abort calls session.abort.
 func (c *Client) Abort(ctx context.Context, id string) (protocol.AbortResult, error) {

@@ -213,13 +213,17 @@ func TestStreamStopsWhenCancelled(t *testing.T) {
 	}
 }
 
-// writeParamsJSON reads back as the params it encodes.
+// writeParamsJSON reads back as the params it encodes, also into a buffer
+// that held the params of a write before (Write reuses them).
 func TestWriteParamsJSON(t *testing.T) {
+	var b []byte
 	for _, p := range []protocol.WriteParams{
 		{BeginParams: protocol.BeginParams{TargetFile: "a <&> \"b\".go", Operation: protocol.OpCreate, Intent: "x"}, Content: "line \"1\"\n\t<tag> & \x00 \xff\n"},
 		{Content: ""},
+		{BeginParams: protocol.BeginParams{TargetFile: "c"}, Content: "short"},
 	} {
-		b, err := writeParamsJSON(p)
+		var err error
+		b, err = writeParamsJSON(b[:0], p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,10 +59,11 @@ type handler struct {
 }
 
 // handle is called from the read loop of connection c (rpc to jsonrpc2):
-// it only decodes the params, fixes the request's place in its session's
-// queue and hands it to a goroutine. ctx is jsonrpc2's for the connection,
-// done when it closes: the handler's, so that work for a client that is
-// gone can stop.
+// it decodes the params and fixes the request's place in its session's
+// queue, then serves it on a goroutine of its own, or right here, on the
+// read loop, when that keeps nothing waiting (direct). ctx is jsonrpc2's
+// for the connection, done when it closes: the handler's, so that work for
+// a client that is gone can stop.
 func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
 		// Notifications are never answered, as JSON-RPC requires: the
@@ -74,79 +75,134 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
 	m, params, decodeErr := h.decode(req)
-	var wait <-chan struct{}
-	done := func() {}
+	var t turn
 	key := ""
 	if decodeErr == nil {
 		key = m.session(params)
 	}
 	if key != "" {
-		wait, done = h.order.enqueue(key)
+		t = h.order.enqueue(key)
 	}
-	method, id := shortMethod(req.Method), req.ID
 	// A heavy read may be cancelled by its client as well as stopped by
 	// its connection's end; the context is made here, on the read loop,
 	// so that a cancellation read next finds it.
 	reqCtx, finished := ctx, func() {}
-	if decodeErr == nil && m.heavy && !id.IsString {
-		reqCtx, finished = c.cancellable(ctx, id.Num)
+	if decodeErr == nil && m.heavy && !req.ID.IsString {
+		reqCtx, finished = c.cancellable(ctx, req.ID.Num)
 	}
+	r := &served{h: h, ctx: ctx, reqCtx: reqCtx, finished: finished, c: c, rpc: rpc,
+		m: m, params: params, err: decodeErr, key: key, turn: t, id: req.ID, method: shortMethod(req.Method)}
 	h.inflight.Add(1)
-	go func() {
-		defer h.inflight.Done()
-		defer finished()
-		if wait != nil {
-			<-wait
+	if h.direct(c, m, decodeErr, t) {
+		r.serve()
+		return
+	}
+	go r.serve()
+}
+
+// direct reports whether a request is served on its connection's read loop
+// rather than on a goroutine of its own: a quick method (an append: a
+// journal write and its sync), decoded, that waits for no earlier request
+// of its session, on a connection with nothing else read or arriving. The
+// connection's next request is not read meanwhile; the client is waiting
+// for this reply anyway. The goroutine it saves is most of the cost of an
+// append beyond its sync: its start, the thread the runtime wakes to run
+// it, its stack grown anew, and the read loop parked and woken again.
+func (h *handler) direct(c *conn, m method, decodeErr error, t turn) bool {
+	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone()
+}
+
+// served is one request being served, from its decoded params to its
+// reply.
+type served struct {
+	h *handler
+	// ctx is the connection's; reqCtx the request's, which its client
+	// may cancel when it is heavy; finished releases reqCtx.
+	ctx, reqCtx context.Context
+	finished    func()
+	c           *conn
+	rpc         *jsonrpc2.Conn
+	m           method
+	params      any
+	// err is the decoding's, if it failed.
+	err    error
+	key    string
+	turn   turn
+	id     jsonrpc2.ID
+	method string
+	// resp and result are the reply, once encoded.
+	resp   jsonrpc2.Response
+	result json.RawMessage
+}
+
+// serve serves r in its turn and replies.
+func (r *served) serve() {
+	h, ctx, reqCtx, m, method := r.h, r.ctx, r.reqCtx, r.m, r.method
+	defer h.inflight.Done()
+	defer r.finished()
+	if r.turn.wait != nil {
+		<-r.turn.wait
+	}
+	err := r.err
+	if err == nil && m.heavy {
+		release, ok := h.heavy.acquire(reqCtx, r.c)
+		if ok {
+			defer release()
+		} else {
+			err = reqCtx.Err()
 		}
-		err := decodeErr
-		if err == nil && m.heavy {
-			release, ok := h.heavy.acquire(reqCtx, c)
-			if ok {
-				defer release()
-			} else {
-				err = reqCtx.Err()
-			}
-		}
-		start := time.Now()
-		var (
-			result any
-			owned  []string
-		)
-		if err == nil {
-			result, owned, err = h.serve(reqCtx, c.peer(), m, params)
-		}
-		for _, id := range owned {
-			h.owners.claim(id, c)
-		}
-		// The reply may wait on a client that does not read: the session's
-		// next request must not wait with it, and the params (a chunk of up
-		// to --max-chunk-bytes) must not stay alive meanwhile.
-		done()
-		params = nil
-		if err != nil && reqCtx.Err() != nil && errors.Is(err, reqCtx.Err()) {
-			if ctx.Err() != nil {
-				// A read that stopped because its client went away: there
-				// is no one to answer, and it failed nothing.
-				h.log.Info("request abandoned: its connection closed", "method", method, "after", time.Since(start))
-				return
-			}
-			h.log.Info("request cancelled by its client", "method", method, "after", time.Since(start))
-			err = errCancelled(method)
-		}
-		h.traceRequest(method, key, result, owned, err, start)
-		if err != nil {
-			rpcErr := toRPCError(err)
-			h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
-			if rerr := rpc.ReplyWithError(ctx, id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
-				h.log.Warn("replying", "method", method, "err", rerr)
-			}
+	}
+	start := time.Now()
+	var (
+		result any
+		owned  []string
+	)
+	if err == nil {
+		result, owned, err = h.serve(reqCtx, r.c.peer(), m, r.params)
+	}
+	for _, id := range owned {
+		h.owners.claim(id, r.c)
+	}
+	// The reply may wait on a client that does not read: the session's
+	// next request must not wait with it, and the params (a chunk of up
+	// to --max-chunk-bytes) must not stay alive meanwhile.
+	r.turn.done()
+	r.params = nil
+	if err != nil && reqCtx.Err() != nil && errors.Is(err, reqCtx.Err()) {
+		if ctx.Err() != nil {
+			// A read that stopped because its client went away: there
+			// is no one to answer, and it failed nothing.
+			h.log.Info("request abandoned: its connection closed", "method", method, "after", time.Since(start))
 			return
 		}
-		h.log.Debug("request", "method", method, "duration", time.Since(start))
-		if rerr := rpc.Reply(ctx, id, result); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		h.log.Info("request cancelled by its client", "method", method, "after", time.Since(start))
+		err = errCancelled(method)
+	}
+	h.traceRequest(method, r.key, result, owned, err, start)
+	if err != nil {
+		rpcErr := toRPCError(err)
+		h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
+		if rerr := r.rpc.ReplyWithError(ctx, r.id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 			h.log.Warn("replying", "method", method, "err", rerr)
 		}
-	}()
+		return
+	}
+	if h.log.Enabled(ctx, slog.LevelDebug) {
+		h.log.Debug("request", "method", method, "duration", time.Since(start))
+	}
+	// The result is encoded here, once, rather than by Conn.Reply's
+	// encoding/json: an append's by hand (encodeResult).
+	// The response and its result live in r, allocated already.
+	r.resp.ID = r.id
+	if r.result, err = encodeResult(result); err == nil {
+		r.resp.Result = &r.result
+	} else {
+		h.log.Error("encoding a reply", "method", method, "err", err)
+		r.resp.Error = toRPCError(fmt.Errorf("encoding the reply to %s: %w", method, err))
+	}
+	if rerr := r.rpc.SendResponse(ctx, &r.resp); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		h.log.Warn("replying", "method", method, "err", rerr)
+	}
 }
 
 // serve calls m's handler. A panic in it (a bug) is recovered: the request

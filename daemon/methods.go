@@ -24,7 +24,8 @@ var methods = table(
 	route(protocol.SessionAppend, (*handler).append).
 		about(func(p *protocol.AppendParams) string { return p.SessionID }).
 		owns(func(r protocol.AppendResult) []string { return []string{r.SessionID} }).
-		decodeWith(appendParams),
+		decodeWith(appendParams).
+		direct(),
 	route(protocol.SessionFinalize, (*handler).finalize).
 		about(func(p *protocol.FinalizeParams) string { return p.SessionID }),
 	route(protocol.SessionAbort, (*handler).abort).about(sessionIDParams),
@@ -200,6 +201,9 @@ type method struct {
 	// heavy: its reply may be megabytes, built and written under the
 	// handler's heavyGate.
 	heavy bool
+	// direct: quick enough to be served on its connection's read loop
+	// when nothing else of the connection waits (handler.direct).
+	direct bool
 }
 
 // routeOf is a method of the table with its types, as written in it.
@@ -210,6 +214,7 @@ type routeOf[P, R any] struct {
 	ownedBy   func(R) []string
 	decoder   func(json.RawMessage) (*P, error)
 	isHeavy   bool
+	isDirect  bool
 }
 
 // route serves m with handle, whose params and result are m's types.
@@ -240,6 +245,15 @@ func (r routeOf[P, R]) heavy() routeOf[P, R] {
 	return r
 }
 
+// direct says a request is quick: served on its connection's read loop when
+// nothing else of the connection waits, it saves a goroutine and the wakeups
+// of handing it one, and delays nothing. Only for a method whose longest
+// wait is a journal sync: the connection reads nothing else meanwhile.
+func (r routeOf[P, R]) direct() routeOf[P, R] {
+	r.isDirect = true
+	return r
+}
+
 // decodeWith replaces the standard decoding of the params (encoding/json,
 // then a check of their text and of their limits) by decode, which must do
 // all of that itself.
@@ -250,7 +264,7 @@ func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage) (*P, error)) rout
 
 func (r routeOf[P, R]) erase() method {
 	spec := r.m.Spec()
-	m := method{name: spec.Name, params: spec.Params, result: spec.Result, heavy: r.isHeavy}
+	m := method{name: spec.Name, params: spec.Params, result: spec.Result, heavy: r.isHeavy, direct: r.isDirect}
 	switch {
 	case r.decoder != nil:
 		m.decode = func(raw json.RawMessage) (any, error) { return r.decoder(raw) }

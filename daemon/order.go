@@ -15,25 +15,38 @@ func newSessionOrder() *sessionOrder {
 	return &sessionOrder{tails: make(map[string]chan struct{})}
 }
 
+// turn is one request's place in its session's queue.
+type turn struct {
+	o   *sessionOrder
+	key string
+	// wait is closed when the request before it is done; nil when there
+	// was none.
+	wait <-chan struct{}
+	mine chan struct{}
+}
+
 // enqueue must be called in arrival order (from the connection's read
-// loop). The caller waits on wait before handling and calls done after.
-func (o *sessionOrder) enqueue(key string) (wait <-chan struct{}, done func()) {
+// loop). The caller waits on the turn's wait, when there is one, before
+// handling, and calls done after.
+func (o *sessionOrder) enqueue(key string) turn {
 	mine := make(chan struct{})
 	o.mu.Lock()
-	prev, ok := o.tails[key]
+	prev := o.tails[key]
 	o.tails[key] = mine
 	o.mu.Unlock()
-	if !ok {
-		ready := make(chan struct{})
-		close(ready)
-		prev = ready
+	return turn{o: o, key: key, wait: prev, mine: mine}
+}
+
+// done lets the session's next request go. A zero turn (a request about no
+// session) has nothing to let go.
+func (t turn) done() {
+	if t.o == nil {
+		return
 	}
-	return prev, func() {
-		o.mu.Lock()
-		if o.tails[key] == mine {
-			delete(o.tails, key)
-		}
-		o.mu.Unlock()
-		close(mine)
+	t.o.mu.Lock()
+	if t.o.tails[t.key] == t.mine {
+		delete(t.o.tails, t.key)
 	}
+	t.o.mu.Unlock()
+	close(t.mine)
 }

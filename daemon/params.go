@@ -2,9 +2,10 @@ package daemon
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -52,9 +53,11 @@ func appendParams(raw json.RawMessage) (*protocol.AppendParams, error) {
 // UTF-8 and surrogate escapes as it reads, so valid params (nearly all) are
 // read in one pass; only params it refuses are read again, permissively, to
 // tell text that is not Unicode from malformed params.
+//
+// raw is the request's own: the chunk is unquoted in place (decodeAppendFast).
 func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
-	if p, ok := decodeAppendFast(raw); ok {
-		return p, nil
+	if p, ok, err := decodeAppendFast(raw); ok {
+		return p, err
 	}
 	return decodeAppendGeneral(raw)
 }
@@ -85,23 +88,30 @@ func decodeAppendGeneral(raw []byte) (*protocol.AppendParams, error) {
 }
 
 // decodeAppendFast reads the params of an append as clients send them
-// (session_id, seq and chunk, each once and spelled so, and nothing else) in
-// one pass: the chunk is checked and unquoted by jsonstr.Unquote straight
-// into the buffer that becomes the chunk, where the general decoder read it
-// three times (checked, unquoted, copied into a string) after the frame
-// reader's own pass, 46% of the daemon's CPU in a large file's write. It
-// returns false for anything else, valid or not (other spellings, other
-// members, a repeated one, a seq in another form, invalid text): the
-// general decoder then reads those params as before, with its errors.
-func decodeAppendFast(raw []byte) (*protocol.AppendParams, bool) {
+// (session_id, seq and chunk, each once and spelled so, and nothing else).
+// It reads their shape first, skipping over the chunk (jsonstr.Skip, eight
+// bytes at a time), then unquotes the chunk in place, in raw: its text is
+// never longer than its JSON, and writing it over the JSON it was read from
+// saves the chunk a buffer of its own, a third of the garbage an append
+// made. The general decoder read the chunk three times (checked, unquoted,
+// copied into a string) after the frame reader's own pass, 46% of the
+// daemon's CPU in a large file's write.
+//
+// It returns false for anything else, valid or not (other spellings, other
+// members, a repeated one, a seq in another form, a session id that is not
+// text), with raw untouched: the general decoder then reads those params as
+// before, with its errors. A chunk that is not valid Unicode is found only
+// once raw is being overwritten: that is answered here, as the general
+// decoder answers it (errInvalidText).
+func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error) {
 	var (
-		p                   protocol.AppendParams
-		haveID, haveSeq, ok bool
-		chunk               []byte
+		params            protocol.AppendParams
+		haveID, haveSeq   bool
+		chunkAt, chunkLen = -1, 0
 	)
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, false
+		return nil, false, nil
 	}
 	i = skipSpace(raw, i+1)
 	for n := 0; ; n++ {
@@ -117,14 +127,14 @@ func decodeAppendFast(raw []byte) (*protocol.AppendParams, bool) {
 			name, haveID = "session_id", true
 		case hasName(raw[i:], `"seq"`) && !haveSeq:
 			name, haveSeq = "seq", true
-		case hasName(raw[i:], `"chunk"`) && chunk == nil:
+		case hasName(raw[i:], `"chunk"`) && chunkAt < 0:
 			name = "chunk"
 		default:
-			return nil, false
+			return nil, false, nil
 		}
 		i = skipSpace(raw, i+len(name)+2)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
+			return nil, false, nil
 		}
 		i = skipSpace(raw, i+1)
 		var k int
@@ -132,27 +142,34 @@ func decodeAppendFast(raw []byte) (*protocol.AppendParams, bool) {
 		case "session_id":
 			var id []byte
 			if id, k, ok = jsonstr.Unquote(nil, raw[i:]); !ok {
-				return nil, false
+				return nil, false, nil
 			}
-			p.SessionID = string(id)
+			params.SessionID = string(id)
 		case "seq":
-			if p.Seq, k, ok = readUint(raw[i:]); !ok {
-				return nil, false
+			if params.Seq, k, ok = readUint(raw[i:]); !ok {
+				return nil, false, nil
 			}
 		case "chunk":
-			// The text is never longer than its JSON: one allocation, and
-			// the string shares it, since nothing writes to it again.
-			if chunk, k, ok = jsonstr.Unquote(make([]byte, 0, len(raw)-i), raw[i:]); !ok {
-				return nil, false
+			if k, ok = jsonstr.Skip(raw[i:]); !ok {
+				return nil, false, nil
 			}
+			chunkAt, chunkLen = i, k
 		}
 		i = skipSpace(raw, i+k)
 	}
-	if i >= len(raw) || raw[i] != '}' || skipSpace(raw, i+1) != len(raw) || !haveID || !haveSeq || chunk == nil {
-		return nil, false
+	if i >= len(raw) || raw[i] != '}' || skipSpace(raw, i+1) != len(raw) || !haveID || !haveSeq || chunkAt < 0 {
+		return nil, false, nil
 	}
-	p.Chunk = unsafe.String(unsafe.SliceData(chunk), len(chunk))
-	return &p, true
+	// From here on raw is overwritten: the chunk's text is written over
+	// its JSON from the first byte of it, never past what is read.
+	chunk, _, ok := jsonstr.Unquote(raw[chunkAt:chunkAt], raw[chunkAt:chunkAt+chunkLen])
+	if !ok {
+		return nil, true, errInvalidChunk(protocol.MethodSessionAppend, params.SessionID, params.Seq)
+	}
+	// The string shares raw, the request's own, which nothing writes to
+	// again.
+	params.Chunk = unsafe.String(unsafe.SliceData(chunk), len(chunk))
+	return &params, true, nil
 }
 
 // hasName reports whether b starts with the JSON string name as written.
@@ -226,17 +243,76 @@ var appendOptions = jsonv2.JoinOptions(
 // errInvalidText refuses params that are not valid Unicode, naming the chunk
 // when that is where the replaced characters are.
 func errInvalidText(method string, params any) *protocol.Error {
+	if p, ok := params.(*protocol.AppendParams); ok && strings.Contains(p.Chunk, "\uFFFD") {
+		return errInvalidChunk(method, p.SessionID, p.Seq)
+	}
 	e := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8,
 		"the params of %s are not valid UTF-8 (invalid bytes, or a lone UTF-16 surrogate escape such as \\ud800); "+
 			"nothing was done: send text, and split it between characters, not inside one", method)
 	e.Data.Method, e.Data.Field = method, "params"
 	if p, ok := params.(*protocol.AppendParams); ok {
 		e.Data.SessionID = p.SessionID
-		if strings.Contains(p.Chunk, "\uFFFD") {
-			e.Message = fmt.Sprintf("chunk %d is not valid UTF-8 (invalid bytes, or a lone UTF-16 surrogate escape such as \\ud800); "+
-				"nothing was stored: send text, and split it between characters, not inside one", p.Seq)
-			e.Data.Field = "chunk"
-		}
 	}
 	return e
+}
+
+// errInvalidChunk refuses chunk seq of session id, whose text is not valid
+// Unicode.
+func errInvalidChunk(method, id string, seq uint64) *protocol.Error {
+	e := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8,
+		"chunk %d is not valid UTF-8 (invalid bytes, or a lone UTF-16 surrogate escape such as \\ud800); "+
+			"nothing was stored: send text, and split it between characters, not inside one", seq)
+	e.Data.Method, e.Data.Field, e.Data.SessionID = method, "chunk", id
+	return e
+}
+
+// encodeResult is the JSON of a handler's result, as encoding/json writes
+// it: an append's by hand (appendResultJSON), the one reply sent thousands
+// of times a second, every other by encoding/json.
+func encodeResult(result any) (json.RawMessage, error) {
+	if r, ok := result.(protocol.AppendResult); ok {
+		return appendResultJSON(make([]byte, 0, 192), r), nil
+	}
+	return json.Marshal(result)
+}
+
+// appendResultJSON appends r's JSON to b: the members encoding/json writes,
+// in its order, with its omitempty rules, and strings escaped as it escapes
+// them (jsonv1's quoting: <, > and & as \u escapes too).
+func appendResultJSON(b []byte, r protocol.AppendResult) []byte {
+	b = append(b, `{"session_id":`...)
+	b = appendString(b, r.SessionID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	if r.Duplicate {
+		b = append(b, `,"duplicate":true`...)
+	}
+	b = append(b, `,"stage":`...)
+	b = appendString(b, string(r.Stage))
+	b = append(b, `,"bytes":`...)
+	b = strconv.AppendInt(b, r.Bytes, 10)
+	b = append(b, `,"lines":`...)
+	b = strconv.AppendInt(b, r.Lines, 10)
+	b = append(b, `,"end_marker_seen":`...)
+	b = strconv.AppendBool(b, r.EndMarkerSeen)
+	if r.TrailingBytes != 0 {
+		b = append(b, `,"trailing_bytes":`...)
+		b = strconv.AppendInt(b, r.TrailingBytes, 10)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string: as is when it holds nothing to
+// escape (the daemon's ids and stage names), else as encoding/json quotes
+// it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -240,47 +241,64 @@ func BenchmarkWriteParams(b *testing.B) {
 }
 
 // TestDecodeAppendFast: params as clients send them are read by the one-pass
-// decoder, in any order and with any spacing; everything else is left to
-// the general decoder.
+// decoder, in any order and with any spacing, and a chunk that is not
+// Unicode refused by it as the general decoder refuses it; everything else
+// is left to the general decoder, untouched.
 func TestDecodeAppendFast(t *testing.T) {
 	for _, tc := range []struct {
 		params string
 		fast   bool
 	}{
 		{`{"session_id":"s","seq":1,"chunk":"hello\n"}`, true},
-		{` { "chunk" : "a\"b" , "seq" : 18446744073709551615 , "session_id" : "s\u00e9" } `, true},
+		{` { "chunk" : "a\"b\u00e9\ud83d\ude00\\" , "seq" : 18446744073709551615 , "session_id" : "s\u00e9" } `, true},
 		{`{"session_id":"s","seq":0,"chunk":""}`, true},
-		{"{\"session_id\":\"s\",\"seq\":1,\"chunk\":\"caf\xe9\"}", false},
-		{`{"session_id":"s","seq":1,"chunk":"\ud800"}`, false},
+		{"{\"session_id\":\"s\",\"seq\":1,\"chunk\":\"caf\xe9\"}", true},
+		{`{"session_id":"s","seq":1,"chunk":"\ud800"}`, true},
+		{`{"chunk":"a\udc00b","session_id":"s","seq":3}`, true},
+		{"{\"session_id\":\"caf\xe9\",\"seq\":1,\"chunk\":\"x\"}", false},
 		{`{"session_id":"s","seq":1,"chunk":null}`, false},
 		{`{"session_id":"s","seq":1}`, false},
 		{`{"session_id":"s","seq":01,"chunk":""}`, false},
 		{`{"session_id":"s","seq":1.0,"chunk":""}`, false},
 		{`{"session_id":"s","seq":1e0,"chunk":""}`, false},
 		{`{"session_id":"s","seq":18446744073709551616,"chunk":""}`, false},
-		{`{"session_id":"s","seq":1,"chunk":"","chunk":"x"}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"\n","chunk":"x"}`, false},
 		{`{"Session_ID":"s","seq":1,"chunk":""}`, false},
-		{`{"session_id":"s","seq":1,"chunk":"","x":1}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"\t","x":1}`, false},
 		{`{"session_id":"s","seq":1,"chunk":""}x`, false},
 		{`{"session_id":"s","seq":1,"chunk":"",}`, false},
 		{`{"session_id":"s","seq":1 "chunk":""}`, false},
 	} {
-		p, ok := decodeAppendFast([]byte(tc.params))
+		raw := []byte(tc.params)
+		p, ok, err := decodeAppendFast(raw)
 		if ok != tc.fast {
 			t.Errorf("%s: read in one pass %v, want %v", tc.params, ok, tc.fast)
 			continue
 		}
+		if !ok && string(raw) != tc.params {
+			t.Errorf("%s: left to the general decoder as %s", tc.params, raw)
+		}
 		if ok {
-			want, err := decodeAppendGeneral([]byte(tc.params))
-			if err != nil || *want != *p {
-				t.Errorf("%s: read %+v, the general decoder %+v (%v)", tc.params, p, want, err)
+			want, wantErr := decodeAppendGeneral([]byte(tc.params))
+			if !sameAppend(p, err, want, wantErr) {
+				t.Errorf("%s: read %+v (%v), the general decoder %+v (%v)", tc.params, p, err, want, wantErr)
 			}
 		}
 	}
 }
 
+// sameAppend reports whether two decodings of an append's params agree: the
+// same params, or the same error.
+func sameAppend(p *protocol.AppendParams, err error, q *protocol.AppendParams, qerr error) bool {
+	if err != nil || qerr != nil {
+		return reflect.DeepEqual(err, qerr)
+	}
+	return *p == *q
+}
+
 // FuzzDecodeAppend: whatever the one-pass decoder reads, the general
-// decoder reads the same; it never takes what the general one refuses.
+// decoder reads the same, or refuses the same way; what it leaves to the
+// general decoder it leaves untouched.
 func FuzzDecodeAppend(f *testing.F) {
 	for _, s := range []string{
 		`{"session_id":"s","seq":1,"chunk":"hello\n"}`,
@@ -293,13 +311,63 @@ func FuzzDecodeAppend(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		p, ok := decodeAppendFast(raw)
+		in := bytes.Clone(raw)
+		p, ok, err := decodeAppendFast(raw)
 		if !ok {
+			if !bytes.Equal(raw, in) {
+				t.Fatalf("%q: left to the general decoder as %q", in, raw)
+			}
 			return
 		}
-		want, err := decodeAppendGeneral(raw)
-		if err != nil || *want != *p {
-			t.Fatalf("%q: read %+v, the general decoder %+v (%v)", raw, p, want, err)
+		want, wantErr := decodeAppendGeneral(in)
+		if !sameAppend(p, err, want, wantErr) {
+			t.Fatalf("%q: read %+v (%v), the general decoder %+v (%v)", in, p, err, want, wantErr)
+		}
+	})
+}
+
+// TestAppendResultEncodesAsEncodingJSON: an append's reply, encoded by hand,
+// is byte for byte what encoding/json writes for it, whatever its fields
+// hold: clients decode it with their own JSON libraries.
+func TestAppendResultEncodesAsEncodingJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    protocol.AppendResult
+	}{
+		{"Zero", protocol.AppendResult{}},
+		{"Streaming", protocol.AppendResult{SessionID: "5f0c2c7e-8a1b-4c1e-9f3a-0d2b6c1e7a90", Seq: 42,
+			Stage: protocol.StageStreaming, Bytes: 172032, Lines: 2688}},
+		{"DuplicateAfterMarker", protocol.AppendResult{SessionID: "s", Seq: 1<<64 - 1, Duplicate: true,
+			Stage: protocol.StageFinalizing, Bytes: 1<<63 - 1, Lines: -1, EndMarkerSeen: true, TrailingBytes: 7}},
+		{"StringsToEscape", protocol.AppendResult{SessionID: "a\"b\\c<d>&e\u2028\x01\xff", Stage: "é\t"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeResult(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("encodeResult = %s\nencoding/json = %s", got, want)
+			}
+		})
+	}
+}
+
+func FuzzAppendResultJSON(f *testing.F) {
+	f.Add("id", uint64(1), true, "streaming", int64(10), int64(2), false, int64(0))
+	f.Fuzz(func(t *testing.T, id string, seq uint64, dup bool, stage string, bytes, lines int64, seen bool, trailing int64) {
+		r := protocol.AppendResult{SessionID: id, Seq: seq, Duplicate: dup, Stage: protocol.Stage(stage),
+			Bytes: bytes, Lines: lines, EndMarkerSeen: seen, TrailingBytes: trailing}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendResultJSON(nil, r); string(got) != string(want) {
+			t.Errorf("appendResultJSON = %s\nencoding/json = %s", got, want)
 		}
 	})
 }

@@ -287,7 +287,8 @@ func argErrorf(format string, args ...any) error {
 }
 
 // decodeArgs reads a call's arguments into v, once, in one pass over them
-// (encoding/json would scan a 64 KiB content twice).
+// (encoding/json would scan a 64 KiB content twice): by decodeFlat when
+// they have its shape, else by the general decoder.
 func (s *Server) decodeArgs(tool string, req *mcp.CallToolRequest, v any) error {
 	raw, err := s.arguments(tool, req.Params.Arguments)
 	if err != nil {
@@ -295,6 +296,9 @@ func (s *Server) decodeArgs(tool string, req *mcp.CallToolRequest, v any) error 
 	}
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
+	}
+	if decodeFlat(raw, v) {
+		return nil
 	}
 	// As lenient as encoding/json: a repeated name takes the last value,
 	// invalid UTF-8 becomes U+FFFD.

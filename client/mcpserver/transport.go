@@ -418,7 +418,9 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, error) {
 		small = append(small, ph...)
 		small = append(small, '}')
 		small = append(small, line[m.argsEnd:]...)
-		c.stash.put(key, bytes.Clone(line[m.argsStart:m.argsEnd]))
+		// Not a copy: the line is this message's own (readLine makes
+		// each), and the arguments are nearly all of it.
+		c.stash.put(key, line[m.argsStart:m.argsEnd:m.argsEnd])
 		line = small
 	}
 	return jsonrpc.DecodeMessage(line)

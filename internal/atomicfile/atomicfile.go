@@ -82,6 +82,10 @@ type Options struct {
 	// session id, so that CleanTemp can remove the leftovers of one writer
 	// only. It must not contain '/' or NUL and is at most 64 bytes.
 	Tag string
+	// SHA256, if set, is the hex SHA-256 of exactly what fill will write,
+	// which the caller computed as the content came in: Result.SHA256 is
+	// it, and the bytes are not hashed again on the way to the file.
+	SHA256 string
 }
 
 // Result describes the file Write produced.
@@ -98,7 +102,7 @@ type Result struct {
 // creates a temp file in dir, named TempPrefix+Tag+"-"+random+"-"+base,
 // and calls fill to write the new content into it; fill may stream any
 // amount, and must not keep w after it returns. Everything written is hashed
-// and counted. Write then fsyncs the temp file, sets its mode (and, where
+// (unless opts.SHA256 gives the hash) and counted. Write then fsyncs the temp file, sets its mode (and, where
 // permitted, the existing target's owner), renames it over path (without
 // replacing in CreateNew mode), and fsyncs the directory.
 //
@@ -207,12 +211,15 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	}()
 
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(f)
+	bw.Reset(&writeBehind{f: f})
 	defer func() {
 		bw.Reset(nil)
 		writers.Put(bw)
 	}()
-	hw := &hashWriter{w: bw, h: sha256.New()}
+	hw := &hashWriter{w: bw}
+	if opts.SHA256 == "" {
+		hw.h = sha256.New()
+	}
 	if err := fill(hw); err != nil {
 		return nil, err
 	}
@@ -236,7 +243,10 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	res := Result{Bytes: hw.n, SHA256: hex.EncodeToString(hw.h.Sum(nil)), Mode: perm}
+	res := Result{Bytes: hw.n, SHA256: opts.SHA256, Mode: perm}
+	if hw.h != nil {
+		res.SHA256 = hex.EncodeToString(hw.h.Sum(nil))
+	}
 	if hidden {
 		// Crash tests die here: the content durable in a file without a
 		// name, which the kill takes with it.
@@ -357,7 +367,8 @@ func CleanTemp(dir *confine.Dir, tag string) ([]string, error) {
 var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // hashWriter counts and hashes what reaches the file, so the Result
-// describes exactly the bytes written.
+// describes exactly the bytes written (only counts them when h is nil: the
+// caller gave their hash).
 type hashWriter struct {
 	w io.Writer
 	h hash.Hash
@@ -365,6 +376,11 @@ type hashWriter struct {
 }
 
 func (hw *hashWriter) Write(p []byte) (int, error) {
+	if hw.h == nil {
+		n, err := hw.w.Write(p)
+		hw.n += int64(n)
+		return n, err
+	}
 	if len(p) < parallelHash {
 		n, err := hw.w.Write(p)
 		hw.h.Write(p[:n])

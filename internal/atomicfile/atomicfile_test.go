@@ -295,6 +295,42 @@ func TestResult(t *testing.T) {
 	checkFile(t, path, want.String(), 0o644)
 }
 
+// A file of several MiB, written in pieces of a MiB and odd sizes as a
+// finalize streams a large session, is written whole: asking the kernel to
+// write back along the way changes nothing in it.
+func TestLargeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	var want bytes.Buffer
+	for i := range 10 {
+		want.Write(bytes.Repeat([]byte{byte('a' + i)}, 1<<20-i*4093))
+	}
+	res, err := write(t, path, atomicfile.Options{}, func(w io.Writer) error {
+		b := want.Bytes()
+		for len(b) > 0 {
+			n, err := w.Write(b[:min(len(b), 1<<20)])
+			if err != nil {
+				return err
+			}
+			b = b[n:]
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(want.Bytes())
+	if got, want := res.SHA256, hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("SHA256 = %s, want %s", got, want)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("the file holds %d bytes, not the %d written", len(got), want.Len())
+	}
+}
+
 func TestEmptyContent(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")

@@ -12,7 +12,8 @@
 // Writes are group-committed: every record queued while one batch is being
 // written and synced goes into the next batch, which costs one pwrite and one
 // fdatasync whatever its size. Append returns once its records are durable.
-// Segments are preallocated so that fdatasync has no file size to update.
+// Segments are preallocated so that fdatasync has no file size to update,
+// and prepared ahead so that it has no block to convert either (spare.go).
 //
 // Each record on disk is a 16-byte header and its payload:
 //
@@ -22,14 +23,15 @@
 //	hcrc    uint32  CRC-32C of segment id, offset, magic, length and crc
 //
 // The header's checksum binds a record to the place it was written, so a
-// stale record left in a region being overwritten, or bytes copied from
-// elsewhere, are never taken for a record there. A preallocated segment
-// reads as zeros past its last record, which no header matches: the end of
-// a segment is the first position without a valid header. A record whose
-// header is valid but whose payload is not is damage: at the end of the log
-// it is a torn write that was never acknowledged (Open drops it); anywhere
-// else it is reported as ErrDamaged when read or scanned, never returned as
-// data.
+// stale record left in a region being overwritten, the old records of a
+// recycled segment, or bytes copied from elsewhere, are never taken for a
+// record there. Past its last record a segment reads as zeros or as the old
+// records of the segment it was recycled from, which no header matches: the
+// end of a segment is the first position without a valid header. A record
+// whose header is valid but whose payload is not is damage: at the end of
+// the log it is a torn write that was never acknowledged (Open drops it);
+// anywhere else it is reported as ErrDamaged when read or scanned, never
+// returned as data.
 package contentlog
 
 import (
@@ -38,6 +40,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,7 +122,8 @@ type Options struct {
 	SegmentSize int64
 
 	// Fault, for tests only, is asked before each write ("write"), sync
-	// ("sync") and allocation ("allocate") of a segment file, and its
+	// ("sync") and allocation ("allocate") of a segment file, and before
+	// each write of zeros into a spare segment ("prepare"), and its
 	// error, if any, is returned instead of doing it (a failed write
 	// writes half of its bytes first, as a real one may).
 	Fault func(op string) error
@@ -134,6 +138,9 @@ type segFile interface {
 	io.WriterAt
 	Sync() error // fdatasync where the system has it
 	Allocate(size int64) error
+	// Holes returns the next range of [from, size) with no data written
+	// in it, if any (see osFile.Holes).
+	Holes(from, size int64) (start, end int64, ok bool)
 	Close() error
 }
 
@@ -143,6 +150,15 @@ type Stats struct {
 	Batches uint64 // group commits: one pwrite each
 	Syncs   uint64 // fdatasyncs of segment data
 	Bytes   int64  // bytes the segments' records take on disk, all segments
+
+	// Prepared counts the segments begun on a prepared spare (every
+	// block written before), Unprepared those reserved with fallocate
+	// because no spare was ready, and Recycled the reclaimed segments
+	// kept as a spare instead of deleted.
+	Prepared, Unprepared, Recycled uint64
+	// SpareBytes is the size of the spare segment, ready or being
+	// prepared: disk the log holds beyond its segments.
+	SpareBytes int64
 }
 
 // Log is an open content log. Its methods are safe for concurrent use.
@@ -150,6 +166,7 @@ type Log struct {
 	dir     string
 	segSize int64
 	open    func(path string, flag int) (segFile, error)
+	fault   func(op string) error
 
 	// mu guards the queue and the leader flag (see Append).
 	mu      sync.Mutex
@@ -166,10 +183,27 @@ type Log struct {
 	active *segment
 	tail   int64
 
-	bytes   atomic.Int64
-	records atomic.Uint64
-	batches atomic.Uint64
-	syncs   atomic.Uint64
+	// spareMu guards the spare segment and its preparation (spare.go).
+	spareMu   sync.Mutex
+	spare     *spareFile // ready to be the next segment
+	preparing bool       // a preparation runs (or is about to)
+	stopping  bool       // Close: no new preparation
+	prepDone  sync.WaitGroup
+	stop      atomic.Bool // cuts a preparation short
+	// prepFor is the active segment a preparation was last asked for,
+	// prepareAfter how full it must be first (leader only); noSpares
+	// turns preparing and recycling off (see prepares).
+	prepFor      uint64
+	prepareAfter int64
+	noSpares     bool
+
+	bytes      atomic.Int64
+	records    atomic.Uint64
+	batches    atomic.Uint64
+	syncs      atomic.Uint64
+	prepared   atomic.Uint64
+	unprepared atomic.Uint64
+	recycled   atomic.Uint64
 
 	buf []byte // the leader's batch buffer, reused
 }
@@ -179,6 +213,9 @@ type segment struct {
 	f    segFile
 	size int64 // preallocated size
 	end  atomic.Int64
+	// prepared: every block was written before the segment's first
+	// record (the leader's to read).
+	prepared bool
 }
 
 // pending is one Append waiting for its batch.
@@ -215,10 +252,14 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open content log: %w", err)
 	}
-	l := &Log{dir: dir, segSize: opts.SegmentSize, open: opts.file, segs: map[uint64]*segment{}}
+	l := &Log{dir: dir, segSize: opts.SegmentSize, open: opts.file, fault: opts.Fault, segs: map[uint64]*segment{},
+		prepareAfter: min(maxPrepareAfter, opts.SegmentSize/8), noSpares: !prepares(dir)}
 	l.idle = sync.NewCond(&l.mu)
 	ids, err := listSegments(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.openSpare(); err != nil {
 		return nil, err
 	}
 	for i, id := range ids {
@@ -244,6 +285,8 @@ func Open(dir string, opts Options) (*Log, error) {
 				return nil, err
 			}
 			l.active, l.tail = s, end
+			_, _, holes := f.Holes(end, s.size)
+			s.prepared = !holes
 		}
 		s.end.Store(end)
 		l.bytes.Add(end)
@@ -473,6 +516,7 @@ func (l *Log) commit(batch []*pending) {
 				p.durable(p.refs)
 			}
 		}
+		l.prepareSoon()
 	} else {
 		// What was written may be on disk or not: nothing in this batch
 		// is acknowledged, and the next batch starts a new segment so
@@ -563,9 +607,13 @@ func partsLen(parts [][]byte) int {
 }
 
 // reserve makes room for need bytes at the tail, starting a new segment when
-// the active one is full (or failed). Only the leader calls it.
+// the active one is full (or failed), or when it was reserved with fallocate,
+// is still mostly unwritten and a prepared spare is ready: its remaining
+// syncs would each cost more than the spare's. Only the leader calls it.
 func (l *Log) reserve(need int64) error {
-	if l.active != nil && l.tail+need <= l.active.size {
+	size := max(l.segSize, need)
+	if l.active != nil && l.tail+need <= l.active.size &&
+		(l.active.prepared || l.tail >= l.active.size/4 || !l.spareFits(size)) {
 		return nil
 	}
 	var id uint64 = 1
@@ -574,29 +622,47 @@ func (l *Log) reserve(need int64) error {
 		id = max(id, sid+1)
 	}
 	l.segMu.RUnlock()
-	size := max(l.segSize, need)
-	path := l.segPath(id)
-	f, err := l.open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	s, preparing, err := l.takeSpare(id, size)
 	if err != nil {
-		return fmt.Errorf("content log: new segment: %w", err)
+		return err
 	}
-	if err := f.Allocate(size); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("content log: new segment of %d bytes: %w", size, err)
-	}
-	if err := syncDir(l.dir); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("content log: new segment: %w", err)
+	if s == nil {
+		if s, err = l.allocate(id, size); err != nil {
+			return err
+		}
+		if preparing {
+			slog.Info("content log: appends outran the preparation of the next segment; it is reserved with fallocate, whose syncs cost more until the next one",
+				"segment", id)
+		}
 	}
 	failpoint.Hit("contentlog.rotate")
-	s := &segment{id: id, f: f, size: size}
 	l.segMu.Lock()
 	l.segs[id] = s
 	l.segMu.Unlock()
 	l.active, l.tail = s, 0
 	return nil
+}
+
+// allocate creates segment id of size bytes reserved with fallocate (or its
+// equivalent), and syncs the directory.
+func (l *Log) allocate(id uint64, size int64) (*segment, error) {
+	path := l.segPath(id)
+	f, err := l.open(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return nil, fmt.Errorf("content log: new segment: %w", err)
+	}
+	if err := f.Allocate(size); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("content log: new segment of %d bytes: %w", size, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("content log: new segment: %w", err)
+	}
+	l.unprepared.Add(1)
+	return &segment{id: id, f: f, size: size}, nil
 }
 
 // Rotate starts a new segment now, unless the one appends go to holds no
@@ -765,9 +831,10 @@ func (l *Log) Segments() []SegmentInfo {
 	return out
 }
 
-// Reclaim deletes segment id, whose records no one needs any more. The
-// segment appends go to (the last one) is never reclaimed: reclaiming it is
-// an error. Reads of its records fail afterwards with ErrDamaged.
+// Reclaim deletes segment id, whose records no one needs any more, or keeps
+// its file as the spare to prepare when there is none. The segment appends
+// go to (the last one) is never reclaimed: reclaiming it is an error. Reads
+// of its records fail afterwards with ErrDamaged.
 func (l *Log) Reclaim(id uint64) error {
 	l.segMu.Lock()
 	s := l.segs[id]
@@ -789,6 +856,15 @@ func (l *Log) Reclaim(id uint64) error {
 	l.segMu.Unlock()
 	l.bytes.Add(-s.end.Load())
 	failpoint.Hit("contentlog.reclaim")
+	if l.recycle(s) {
+		err := syncDir(l.dir)
+		failpoint.Hit("contentlog.recycle")
+		go l.prepare(s.f)
+		if err != nil {
+			return fmt.Errorf("content log: reclaim segment %d: %w", id, err)
+		}
+		return nil
+	}
 	s.f.Close()
 	if err := os.Remove(l.segPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("content log: reclaim segment %d: %w", id, err)
@@ -799,15 +875,20 @@ func (l *Log) Reclaim(id uint64) error {
 // Stats returns the log's counters.
 func (l *Log) Stats() Stats {
 	return Stats{
-		Records: l.records.Load(),
-		Batches: l.batches.Load(),
-		Syncs:   l.syncs.Load(),
-		Bytes:   l.bytes.Load(),
+		Records:    l.records.Load(),
+		Batches:    l.batches.Load(),
+		Syncs:      l.syncs.Load(),
+		Bytes:      l.bytes.Load(),
+		Prepared:   l.prepared.Load(),
+		Unprepared: l.unprepared.Load(),
+		Recycled:   l.recycled.Load(),
+		SpareBytes: l.spareBytes(),
 	}
 }
 
-// Close waits for the batch being written and closes the segment files.
-// Appends after Close fail with ErrClosed.
+// Close waits for the batch being written, cuts short the preparation of a
+// spare, and closes the segment files. Appends after Close fail with
+// ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	l.closed = true
@@ -819,6 +900,7 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) closeFiles() error {
+	l.stopPreparing()
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
 	var first error

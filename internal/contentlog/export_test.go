@@ -8,3 +8,14 @@ func WithFaults(opts Options, fault func(op string) error) Options {
 
 // HeaderSize is the size of a record's header, for tests that damage one.
 const HeaderSize = headerSize
+
+// WaitPrepared waits for the preparation of a spare segment, if one runs.
+// No append may run meanwhile.
+func WaitPrepared(l *Log) { l.prepDone.Wait() }
+
+// SpareName and PrepareName are the files of the spare segment, ready and
+// being prepared.
+const (
+	SpareName   = spareName
+	PrepareName = prepareName
+)

@@ -9,9 +9,11 @@ type Budget struct {
 	mu    sync.Mutex
 	used  int64
 	limit int64
-	// freed is closed, and replaced, whenever bytes are given back: a
-	// broadcast to every connection waiting for room.
-	freed chan struct{}
+	// freed is closed, and replaced, whenever bytes are given back while
+	// a connection waits for room (waited): a broadcast to every one of
+	// them. Without waiters it stays, so that a reply costs no channel.
+	freed  chan struct{}
+	waited bool
 }
 
 // NewBudget returns a Budget of limit bytes.
@@ -28,6 +30,7 @@ func (b *Budget) take(n int64) (bool, <-chan struct{}) {
 		b.used += n
 		return true, nil
 	}
+	b.waited = true
 	return false, b.freed
 }
 
@@ -38,8 +41,10 @@ func (b *Budget) give(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
+	if b.waited {
+		close(b.freed)
+		b.freed, b.waited = make(chan struct{}), false
+	}
 	b.mu.Unlock()
 }
 

@@ -15,8 +15,11 @@
 // client's id back. The reply is encoded once, from the typed response
 // jsonrpc2 shows the stream through its OnSend option just before it asks
 // the stream to write it, not read back from what jsonrpc2 would marshal.
-// ClientCodec lets jsonrpc2 marshal a placeholder and puts the params,
-// encoded once, in its place.
+// ClientCodec writes each request from the typed value jsonrpc2 shows it
+// through OnSend, with the params encoded once in place of the placeholder
+// jsonrpc2 was given, and hands jsonrpc2 the reply to a call of the Go
+// client with a placeholder for its result, which the client decodes once,
+// into its own type, by the request id it picked (jsonrpc2.PickID).
 //
 // Why these two stay as they are: jsonrpc2 hands a stream's ReadObject an
 // unexported message type that only its own UnmarshalJSON fills, and that
@@ -44,7 +47,10 @@
 //   - a client Call marshals json.RawMessage params verbatim as the value
 //     of "params", numbers its requests, and completes on a response with
 //     that id read by VSCodeObjectCodec from a frame as WriteFrame writes
-//     it; an error response comes back as a *jsonrpc2.Error with its data.
+//     it; an error response comes back as a *jsonrpc2.Error with its data;
+//   - a Call with PickID carries that id, shows the request to OnSend
+//     before its WriteObject, and, given no result, completes on any
+//     result without decoding it (TestClientCallTakesItsResultRaw).
 //
 // Nothing here depends on the byte layout jsonrpc2 marshals to: replies
 // and requests are read back as JSON objects (readMembers) and rebuilt.

@@ -165,6 +165,29 @@ func WriteFrame(w io.Writer, data []byte) error {
 	return writeFrameParts(w, data)
 }
 
+// frameHeaderRoom is room for the header of any frame, in front of its body
+// (newFrame).
+const frameHeaderRoom = len("Content-Length: 18446744073709551615\r\n\r\n")
+
+// newFrame returns an empty frame with room for size bytes of body: append
+// the body, then seal it (sealFrame).
+func newFrame(size int) []byte {
+	return make([]byte, frameHeaderRoom, frameHeaderRoom+size)
+}
+
+// sealFrame puts the header of frame's body, appended after newFrame's
+// room, in front of it and returns the frame, ready to be written in one
+// write.
+func sealFrame(frame []byte) []byte {
+	var hdr [frameHeaderRoom]byte
+	h := append(hdr[:0], "Content-Length: "...)
+	h = strconv.AppendInt(h, int64(len(frame)-frameHeaderRoom), 10)
+	h = append(h, "\r\n\r\n"...)
+	start := frameHeaderRoom - len(h)
+	copy(frame[start:], h)
+	return frame[start:]
+}
+
 // writeFrameParts writes the concatenation of parts as one frame.
 func writeFrameParts(w io.Writer, parts ...[]byte) error {
 	n := 0

@@ -100,11 +100,11 @@ func FuzzScanMembers(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := scanMembers(body)
+		got, ok := scanMembers(nil, body)
 		if !ok {
 			return
 		}
-		want, wok := decodeMembers(body)
+		want, wok := decodeMembers(nil, body)
 		if !wok {
 			t.Fatalf("scanMembers took %q, which jsontext refuses", body)
 		}

@@ -26,7 +26,10 @@ type message struct {
 // the request's id where one could be read, else nil (JSON null).
 func parseMessage(body []byte) (message, *protocol.Error) {
 	var msg message
-	fields, ok := readMembers(body)
+	// Room for the members of a request on the stack: four, and a few
+	// unknown ones, before readMembers has to grow it.
+	var room [8]member
+	fields, ok := readMembersInto(room[:0], body)
 	if !ok {
 		if !jsontext.Value(body).IsValid(jsonOptions...) {
 			return msg, protocol.Errorf(protocol.CodeParseError, protocol.ReasonInvalidJSON,
@@ -72,11 +75,12 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 	if m[0] != '"' {
 		return msg, invalidRequest("the method must be a string")
 	}
-	method, err := jsontext.AppendUnquote(nil, m)
+	var unq [64]byte
+	method, err := jsontext.AppendUnquote(unq[:0], m)
 	if err != nil {
 		return msg, invalidRequest("the method is not valid UTF-8")
 	}
-	msg.method = string(method)
+	msg.method = methodName(method)
 	if p := fields.get("params"); p != nil && string(p) != "null" {
 		msg.params = p
 	}
@@ -131,20 +135,45 @@ var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(noInput, j
 // longer the last message it read.
 var noInput = new(bytes.Buffer)
 
+// knownMethods are the daemon's method names, each one string that every
+// request naming it shares.
+var knownMethods = func() map[string]string {
+	m := make(map[string]string, len(protocol.Methods)+1)
+	for _, name := range append([]string{protocol.CancelRequest}, protocol.Methods...) {
+		m[name] = name
+	}
+	return m
+}()
+
+// methodName is name as a string: one of the daemon's own method names
+// without a copy, any other copied.
+func methodName(name []byte) string {
+	if s, ok := knownMethods[string(name)]; ok {
+		return s
+	}
+	return string(name)
+}
+
 // readMembers reads body as one JSON object in a single validating pass
 // (the chunk of an append is most of a request: encoding/json's Valid and
 // then Unmarshal into a map read it twice more). It returns false when
 // body is not valid JSON or not an object. Names and values alias body.
 func readMembers(body []byte) (members, bool) {
-	if ms, ok := scanMembers(body); ok {
+	return readMembersInto(make(members, 0, 4), body)
+}
+
+// readMembersInto is readMembers appending to ms, whose room the caller
+// may have on its stack.
+func readMembersInto(ms members, body []byte) (members, bool) {
+	if ms, ok := scanMembers(ms, body); ok {
 		return ms, true
 	}
-	return decodeMembers(body)
+	return decodeMembers(ms[:0], body)
 }
 
 // decodeMembers is readMembers by jsontext, which also tells what is wrong
 // with a body scanMembers does not take.
-func decodeMembers(body []byte) (members, bool) {
+func decodeMembers(ms members, body []byte) (members, bool) {
 	dec := decoders.Get().(*jsontext.Decoder)
 	// Over a bytes.Buffer the decoder parses body in place, so values
 	// alias it and nothing is copied.
@@ -156,7 +185,6 @@ func decodeMembers(body []byte) (members, bool) {
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, false
 	}
-	ms := make(members, 0, 4)
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadValue()
 		if err != nil {
@@ -185,12 +213,11 @@ func decodeMembers(body []byte) (members, bool) {
 // much as decoding the chunk. It returns false for anything it does not
 // take, valid or not (values nested deeper than maxScanDepth); readMembers
 // then asks jsontext.
-func scanMembers(body []byte) (members, bool) {
+func scanMembers(ms members, body []byte) (members, bool) {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, false
 	}
-	ms := make(members, 0, 4)
 	i = skipSpace(body, i+1)
 	if i < len(body) && body[i] == '}' {
 		return ms, skipSpace(body, i+1) == len(body)

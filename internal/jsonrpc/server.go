@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +81,10 @@ type ServerStream struct {
 	limits Limits
 	stash  *Params
 	log    *slog.Logger
+	// libReq is ReadObject's buffer for what it hands jsonrpc2.
+	libReq []byte
+	// readDeadline is set while the connection has a read deadline set.
+	readDeadline bool
 	// onFrame, if set, is told when a frame starts to arrive.
 	onFrame func()
 	// onCancel, if set, is told the synthetic id of each request its
@@ -246,7 +251,8 @@ func (s *ServerStream) ReadObject(v any) error {
 				s.stash.put(id, msg.params)
 			}
 		}
-		b, err := libraryRequest(syn, msg.method)
+		b, err := libraryRequest(s.libReq[:0], syn, msg.method)
+		s.libReq = b
 		if err == nil {
 			// jsonrpc2's message type decodes itself; encoding/json around
 			// it would only scan the bytes built here once more.
@@ -274,8 +280,10 @@ func (s *ServerStream) ReadObject(v any) error {
 // and a synthetic id (none for a notification), never the client's params
 // (the handler takes those from the stash), nor "jsonrpc", which jsonrpc2
 // drops: it decodes each member it is given into a value of its own.
-func libraryRequest(id *uint64, method string) ([]byte, error) {
-	b := make([]byte, 0, len(`{"id":18446744073709551615,"method":""}`)+len(method))
+//
+// It is appended to b, which ReadObject reuses: jsonrpc2 keeps nothing of
+// the bytes it decodes.
+func libraryRequest(b []byte, id *uint64, method string) ([]byte, error) {
 	b = append(b, '{')
 	if id != nil {
 		b = append(b, `"id":`...)
@@ -453,17 +461,18 @@ func (s *ServerStream) writeResponse(resp *jsonrpc2.Response) error {
 		}
 		id = b
 	}
-	data, err := encodeResponse(id, resp)
+	frame, err := encodeResponse(id, resp)
 	if err != nil {
 		return err
 	}
-	err = s.writeFrame(data)
+	err = s.write(frame)
 	s.forget(syn)
 	return err
 }
 
-// encodeResponse is the JSON of resp with id in place of its own: a result
-// as jsonrpc2 encoded it once (Response.SetResult), or an error.
+// encodeResponse is the frame of resp with id in place of its own, header
+// and body in one buffer (one write, one allocation): a result as the
+// handler or jsonrpc2 encoded it once (Response.SetResult), or an error.
 func encodeResponse(id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error) {
 	member, value := `,"result":`, []byte(nil)
 	switch {
@@ -478,12 +487,12 @@ func encodeResponse(id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error)
 	default:
 		return nil, errors.New("jsonrpc: a response with neither a result nor an error")
 	}
-	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(value))
+	out := newFrame(len(`{"jsonrpc":"2.0","id":,"result":}`) + len(id) + len(value))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
 	out = append(out, member...)
 	out = append(out, value...)
-	return append(out, '}'), nil
+	return sealFrame(append(out, '}')), nil
 }
 
 // encodeNotification is the JSON of a notification: a method, its params
@@ -551,15 +560,30 @@ func (s *ServerStream) writeError(id json.RawMessage, e *protocol.Error) error {
 	return s.writeFrame(data)
 }
 
+// writeFrame writes data as one frame.
 func (s *ServerStream) writeFrame(data []byte) error {
+	return s.writeWith(func() error { return WriteFrame(s.rwc, data) })
+}
+
+// write writes frame, a whole frame already (sealFrame).
+func (s *ServerStream) write(frame []byte) error {
+	return s.writeWith(func() error {
+		_, err := s.rwc.Write(frame)
+		return err
+	})
+}
+
+// writeWith runs write, which writes one frame, alone on the connection
+// and within the write timeout.
+func (s *ServerStream) writeWith(write func() error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	dl, timed := s.rwc.(interface{ SetWriteDeadline(time.Time) error })
 	if timed {
 		dl.SetWriteDeadline(time.Now().Add(s.limits.WriteTimeout))
 	}
-	err := WriteFrame(s.rwc, data)
-	if timed {
+	err := write()
+	if timed && err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			s.log.Info("closing a connection that did not read its replies", "timeout", s.limits.WriteTimeout)
@@ -620,6 +644,21 @@ func (s *ServerStream) Waiting() bool {
 	return len(s.ids) > 0
 }
 
+// Alone reports whether the request being handed to the handler is the
+// only one of this connection: no other is read and unanswered, and no
+// byte of a next one is buffered. A handler that serves such a request on
+// the read loop, instead of handing it to a goroutine of its own, keeps no
+// other request of the connection waiting. Call it only from the Handle
+// that jsonrpc2 calls on the read loop, which owns the stream's reader.
+func (s *ServerStream) Alone() bool {
+	if s.r.Buffered() > 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ids) == 1
+}
+
 // How long a frame's body may take once its header is read, with
 // Limits.HeaderTimeout set: 30 s plus one second per MiB. A body being
 // read holds its share of the daemon-wide in-flight bytes, which other
@@ -640,11 +679,17 @@ func (s *ServerStream) nextHeader() (int64, error) {
 // awaitFrame waits, with no deadline, for the first byte of the next
 // frame, then gives its header limits.HeaderTimeout to arrive. It returns
 // the read error that ends the connection.
+//
+// A deadline is set only where a read may wait: a header that arrived
+// whole with the frame's first bytes, as clients write it, needs none, so
+// that the frames of an append usually cost no deadline at all, where
+// each deadline set or cleared is a timer of the runtime's changed.
 func (s *ServerStream) awaitFrame() error {
 	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
 	timed := ok && s.limits.HeaderTimeout > 0
-	if timed {
+	if timed && s.readDeadline {
 		d.SetReadDeadline(time.Time{})
+		s.readDeadline = false
 	}
 	if _, err := s.r.Peek(1); err != nil {
 		return err
@@ -652,19 +697,29 @@ func (s *ServerStream) awaitFrame() error {
 	if s.onFrame != nil {
 		s.onFrame()
 	}
-	if timed {
+	if timed && !s.headerBuffered() {
 		d.SetReadDeadline(time.Now().Add(s.limits.HeaderTimeout))
+		s.readDeadline = true
 	}
 	return nil
 }
 
-// bodyDeadline gives a frame's body of length bytes its time to arrive.
+// headerBuffered reports whether the reader holds a whole header already,
+// its blank line included.
+func (s *ServerStream) headerBuffered() bool {
+	b, _ := s.r.Peek(s.r.Buffered())
+	return bytes.Contains(b, []byte("\r\n\r\n"))
+}
+
+// bodyDeadline gives a frame's body of length bytes its time to arrive,
+// unless it is in the reader already.
 func (s *ServerStream) bodyDeadline(length int64) {
 	d, ok := s.rwc.(interface{ SetReadDeadline(time.Time) error })
-	if !ok || s.limits.HeaderTimeout <= 0 {
+	if !ok || s.limits.HeaderTimeout <= 0 || int64(s.r.Buffered()) >= length {
 		return
 	}
 	d.SetReadDeadline(time.Now().Add(bodyTimeoutBase + time.Duration(length/bodyBytesPerSecond)*time.Second))
+	s.readDeadline = true
 }
 
 // Close implements jsonrpc2.ObjectStream; it also wakes a read loop waiting

@@ -380,3 +380,115 @@ func TestMaxMessageBytes(t *testing.T) {
 		t.Fatalf("a full escaped chunk takes %d bytes, over the limit %d", got, limit)
 	}
 }
+
+// TestAlone: a request is alone only when nothing else of its connection
+// is read and unanswered or already arriving, which is when the daemon may
+// serve it on the read loop without keeping another waiting.
+func TestAlone(t *testing.T) {
+	req := func(id int) string {
+		return frame(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"session.append","params":{}}`)
+	}
+	tests := []struct {
+		name string
+		// in is what the client sent before the stream reads; answer
+		// says which requests are answered right after being read.
+		in     string
+		answer []bool
+		want   []bool
+	}{
+		{"OneAtATime", req(1), []bool{true}, []bool{true}},
+		{"NextAlreadySent", req(1) + req(2), []bool{true, true}, []bool{false, true}},
+		{"EarlierUnanswered", req(1) + req(2), []bool{false, true}, []bool{false, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &pipeConn{in: strings.NewReader(tt.in)}
+			s := NewServerStream(c, Limits{MaxMessage: 1 << 10}, NewParams(), nil)
+			var got []bool
+			for i := range tt.want {
+				var req jsonrpc2.Request
+				if err := s.ReadObject(&req); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, s.Alone())
+				if tt.answer[i] {
+					resp := &jsonrpc2.Response{ID: req.ID}
+					resp.SetResult("ok")
+					if err := s.WriteObject(resp); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("Alone = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// piecesConn hands its input out one piece per Read and records the read
+// deadlines set on it: whether a deadline is pending when each piece is
+// read.
+type piecesConn struct {
+	pipeConn
+	pieces   []string
+	deadline bool
+	// armed records, for each Read, whether a read deadline was set.
+	armed []bool
+}
+
+func (c *piecesConn) Read(p []byte) (int, error) {
+	c.armed = append(c.armed, c.deadline)
+	if len(c.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.pieces[0])
+	if c.pieces[0] = c.pieces[0][n:]; c.pieces[0] == "" {
+		c.pieces = c.pieces[1:]
+	}
+	return n, nil
+}
+
+func (c *piecesConn) SetReadDeadline(t time.Time) error {
+	c.deadline = !t.IsZero()
+	return nil
+}
+
+// TestReadDeadlines: a read that may wait on a frame already begun has a
+// deadline (a client that stalls mid-frame loses its connection), the wait
+// for a next frame has none, and a frame that arrived whole is read
+// without setting one.
+func TestReadDeadlines(t *testing.T) {
+	req := frame(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"chunk":"` + strings.Repeat("x", 100) + `"}}`)
+	at := strings.Index(req, "\r\n\r\n") + 4
+	tests := []struct {
+		name   string
+		pieces []string
+		// armed: whether each read after the first of a frame had a
+		// deadline; the last read, which waits for a next frame, never.
+		armed []bool
+	}{
+		{"Whole", []string{req}, []bool{false, false}},
+		{"BodyLate", []string{req[:at+10], req[at+10:]}, []bool{false, true, false}},
+		{"HeaderLate", []string{req[:5], req[5:]}, []bool{false, true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &piecesConn{pieces: tt.pieces}
+			s := NewServerStream(c, Limits{MaxMessage: 1 << 10, HeaderTimeout: time.Minute}, NewParams(), nil)
+			var r jsonrpc2.Request
+			if err := s.ReadObject(&r); err != nil {
+				t.Fatal(err)
+			}
+			resp := &jsonrpc2.Response{ID: r.ID}
+			resp.SetResult("ok")
+			s.WriteObject(resp)
+			if err := s.ReadObject(&r); err != io.EOF {
+				t.Fatalf("second read: %v, want EOF", err)
+			}
+			if fmt.Sprint(c.armed) != fmt.Sprint(tt.armed) {
+				t.Errorf("deadline set at each read: %v, want %v", c.armed, tt.armed)
+			}
+		})
+	}
+}

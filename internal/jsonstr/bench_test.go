@@ -30,6 +30,16 @@ func BenchmarkUnquote(b *testing.B) {
 			}
 		}
 	})
+	b.Run("jsonstr-reused", func(b *testing.B) {
+		// The loop alone: a streamer reuses its buffer for every chunk.
+		b.SetBytes(int64(len(q)))
+		buf := make([]byte, 0, len(q))
+		for b.Loop() {
+			if _, _, ok := jsonstr.Unquote(buf, q); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
 	b.Run("jsonv2", func(b *testing.B) {
 		b.SetBytes(int64(len(q)))
 		for b.Loop() {
@@ -47,6 +57,13 @@ func BenchmarkQuote(b *testing.B) {
 		b.SetBytes(int64(len(t)))
 		for b.Loop() {
 			jsonstr.Quote(make([]byte, 0, len(t)+len(t)/8), t)
+		}
+	})
+	b.Run("jsonstr-reused", func(b *testing.B) {
+		b.SetBytes(int64(len(t)))
+		buf := make([]byte, 0, len(t)+len(t)/8)
+		for b.Loop() {
+			buf = jsonstr.Quote(buf[:0], t)
 		}
 	})
 	b.Run("jsontext", func(b *testing.B) {

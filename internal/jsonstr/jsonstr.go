@@ -13,7 +13,9 @@ package jsonstr
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // SWAR masks: eight bytes tested at once.
@@ -69,6 +71,14 @@ func Unquote(dst, src []byte) ([]byte, int, bool) {
 			return append(dst, src[start:i]...), i + 1, true
 		case c == '\\':
 			dst = append(dst, src[start:i]...)
+			if i+1 < len(src) {
+				if e := shortEscapes[src[i+1]]; e != 0 {
+					dst = append(dst, e)
+					i += 2
+					start = i
+					continue
+				}
+			}
 			n, ok := 0, false
 			if dst, n, ok = unescape(dst, src[i:]); !ok {
 				return dst[:orig], 0, false
@@ -88,6 +98,10 @@ func Unquote(dst, src []byte) ([]byte, int, bool) {
 		}
 	}
 }
+
+// shortEscapes maps the letter after a backslash to the character it
+// stands for, for JSON's one-letter escapes (0: not one of them).
+var shortEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // unescape appends the character of the escape at the start of src and
 // returns how many bytes of src it took.
@@ -159,60 +173,82 @@ func hex4(b []byte, i int) (rune, bool) {
 // escapes) and replacing invalid UTF-8 with U+FFFD, as jsontext.AppendQuote
 // writes it, in one pass.
 func Quote[S ~[]byte | ~string](dst []byte, src S) []byte {
+	var b []byte
+	switch v := any(src).(type) {
+	case []byte:
+		b = v
+	case string:
+		// Only read, never kept: no copy of a chunk of up to a few MiB.
+		b = unsafe.Slice(unsafe.StringData(v), len(v))
+	default:
+		b = []byte(src)
+	}
+	return quote(dst, b)
+}
+
+func quote(dst, src []byte) []byte {
+	// Room for the text as it is, an escape in eight, and the eight
+	// bytes stored ahead below; more escapes grow it as they come.
+	if need := len(src) + len(src)/8 + 16; cap(dst)-len(dst) < need {
+		dst = slices.Grow(dst, need)
+	}
 	dst = append(dst, '"')
-	i, start := 0, 0
-	for i < len(src) {
+	i := 0
+	for {
+		// As in Unquote: eight bytes stored, then kept up to the first
+		// that needs a look of its own.
 		for i+8 <= len(src) {
-			x := uint64(src[i]) | uint64(src[i+1])<<8 | uint64(src[i+2])<<16 | uint64(src[i+3])<<24 |
-				uint64(src[i+4])<<32 | uint64(src[i+5])<<40 | uint64(src[i+6])<<48 | uint64(src[i+7])<<56
-			if m := special(x); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
+			if cap(dst)-len(dst) < 16 {
+				dst = slices.Grow(dst, 16+(len(src)-i)/4)
 			}
-			i += 8
-		}
-		if i >= len(src) {
-			break
-		}
-		c := src[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(string(src[i:min(i+utf8.UTFMax, len(src))]))
-			if r != utf8.RuneError || size != 1 {
-				i += size
+			x := binary.LittleEndian.Uint64(src[i:])
+			l := len(dst)
+			binary.LittleEndian.PutUint64(dst[l:l+8], x)
+			m := special(x)
+			if m == 0 {
+				dst = dst[:l+8]
+				i += 8
 				continue
 			}
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
+			k := bits.TrailingZeros64(m) / 8
+			dst = dst[:l+k]
+			i += k
+			break
 		}
-		dst = append(dst, src[start:i]...)
-		switch c {
-		case '"', '\\':
+		if i >= len(src) {
+			return append(dst, '"')
+		}
+		c := src[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, "\uFFFD"...)
+				i++
+				continue
+			}
+			dst = append(dst, src[i:i+size]...)
+			i += size
+			continue
+		case c == '"' || c == '\\':
 			dst = append(dst, '\\', c)
-		case '\b':
+		case c >= 0x20:
+			dst = append(dst, c)
+		case c == '\b':
 			dst = append(dst, '\\', 'b')
-		case '\f':
+		case c == '\f':
 			dst = append(dst, '\\', 'f')
-		case '\n':
+		case c == '\n':
 			dst = append(dst, '\\', 'n')
-		case '\r':
+		case c == '\r':
 			dst = append(dst, '\\', 'r')
-		case '\t':
+		case c == '\t':
 			dst = append(dst, '\\', 't')
 		default:
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
 		i++
-		start = i
 	}
-	dst = append(dst, src[start:]...)
-	return append(dst, '"')
 }
 
 const hexDigits = "0123456789abcdef"

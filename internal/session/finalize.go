@@ -429,7 +429,17 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 	}
 	if !done {
 		fill := m.contentFill(r, path, op, repaired, note, content)
-		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}, fill)
+		opts := atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}
+		switch {
+		case !sameBytes:
+		case repaired == nil && len(r.Chain) == 0:
+			// The journal's content as it is: hashed as it was appended.
+			opts.SHA256 = r.sum.sum(r.Scanner.ContentLen(), r.Scanner.Total)
+		case repaired != nil:
+			// Hashed when the finalize journaled its record.
+			opts.SHA256 = r.PendingSHA256
+		}
+		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, opts, fill)
 	}
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)

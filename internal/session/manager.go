@@ -635,16 +635,25 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	var meta []byte
 	if next.recordDue(r) {
 		next.recordedSeq, next.recordedBytes = next.LastSeq, next.Scanner.Total
+		// Encoded from a copy: encoding/json would move next itself to
+		// the heap, a record's copy on every append instead of on these.
+		encoded := next
 		var err error
-		if meta, err = next.marshal(); err != nil {
+		if meta, err = encoded.marshal(); err != nil {
 			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
 		}
 	}
-	if err := m.cfg.Store.Append(r.ID, p.Seq, chunk, meta); err != nil {
+	pending := r.sumChunk(chunk, next.Scanner)
+	err = m.cfg.Store.Append(r.ID, p.Seq, chunk, meta)
+	sum := pending.wait()
+	if err != nil {
+		// The sum took a chunk the journal did not.
+		r.sum = nil
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	first := r.Stage != protocol.StageStreaming
 	*r = next
+	r.sum = sum
 	r.publish()
 	m.resetTimers(e)
 	if first {

@@ -38,6 +38,9 @@ type record struct {
 	// journaled record last said (see recordDue).
 	recordedSeq   uint64
 	recordedBytes int64
+	// sum is the content's hash as it was appended (see contentSum), nil
+	// where it is not known.
+	sum *contentSum
 
 	ID            string `json:"id"`
 	Intent        string `json:"intent,omitempty"`

@@ -149,9 +149,11 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	}
 	// The chunk is written from where it is, after the record's head.
 	head := encodeChunkHead(id, seq, meta, flags, 0)
-	rec := [][][]byte{{head, chunk}}
 	ref := chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	if flags == flagIndexed {
+		// Copies for the callback to capture: captured, ref and meta
+		// themselves would go to the heap on every append.
+		rec, ref, meta := [][][]byte{{head, chunk}}, ref, meta
 		// The chunk and the values of content buckets in one batch of
 		// the log, then one commit indexes them all.
 		key := []byte(id)
@@ -168,29 +170,59 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if err := s.fenceFirst(); err != nil {
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
-	// The entry keeps its own copy of meta, so that rec, chunk and all,
-	// is garbage once it is written.
+	// The entry keeps its own copy of meta, so that the record, chunk
+	// and all, is garbage once it is written.
 	if len(meta) > 0 {
 		meta = append([]byte(nil), meta...)
 	}
-	// The values follow the chunk in the same batch, as records that
-	// recovery replays (no flagIndexed), so they are durable with it.
-	rec, vals := appendValueRecords(rec, puts)
-	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
-		ref.rec = refs[0]
-		s.addLive(ref.rec.Seg, ref.rec.Size())
-		for i := range vals {
-			vals[i].ref.rec = refs[1+i]
-			s.addLive(refs[1+i].Seg, refs[1+i].Size())
-		}
-		last := refs[len(refs)-1]
-		s.deferIndex(id, seq, ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
-	})
+	var err error
+	if len(puts) == 0 {
+		a := &logAppend{s: s, id: id, seq: seq, meta: meta, ref: ref}
+		a.parts = [2][]byte{head, chunk}
+		a.rec[0] = a.parts[:]
+		_, err = s.log.AppendParts(a.rec[:], a.durable)
+	} else {
+		// The values follow the chunk in the same batch, as records
+		// that recovery replays (no flagIndexed), so they are durable
+		// with it.
+		rec, vals := appendValueRecords([][][]byte{{head, chunk}}, puts)
+		_, err = s.log.AppendParts(rec, func(refs []contentlog.Ref) {
+			ref.rec = refs[0]
+			s.addLive(ref.rec.Seg, ref.rec.Size())
+			for i := range vals {
+				vals[i].ref.rec = refs[1+i]
+				s.addLive(refs[1+i].Seg, refs[1+i].Size())
+			}
+			last := refs[len(refs)-1]
+			s.deferIndex(id, seq, ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
+		})
+	}
 	if err != nil {
 		s.fenceAfter(err)
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	return nil
+}
+
+// logAppend is one Append's record for the log, and what the log calls back
+// with once it is durable: one allocation where the record's parts, its
+// ref and the callback took four.
+type logAppend struct {
+	s     *Store
+	id    string
+	seq   uint64
+	meta  []byte
+	ref   chunkRef
+	parts [2][]byte
+	rec   [1][][]byte
+}
+
+// durable queues the record's index entry; the log calls it once the
+// record is synced, in log order.
+func (a *logAppend) durable(refs []contentlog.Ref) {
+	a.ref.rec = refs[0]
+	a.s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
+	a.s.deferIndex(a.id, a.seq, a.ref, a.meta, nil, contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()})
 }
 
 // maxChunk bounds one chunk: a record of the log holds it whole.

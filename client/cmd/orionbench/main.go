@@ -138,7 +138,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.cp.turns, "checkpoint-turns", 100, "turns of 10 changed files for --checkpoints' storage figure")
 	fs.IntVar(&cfg.cp.repeats, "checkpoint-repeats", 5, "repeats of --checkpoints' scan and watched cases (medians)")
 	fs.BoolVar(&cfg.appendCases, "appends", true, "run the append cases (false: only the comparisons asked for)")
-	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of orionbench itself, the client side of --file-mb and --write-rounds, to this file (ORION_CPU_PROFILE in the environment profiles the daemons and orionctl mcp)")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of orionbench itself, the client side of --file-mb and --write-rounds, to this file (ORION_CPU_PROFILE in the environment profiles the daemons, and each orionctl mcp of --mcp into that path with .orionctl-mcp-TAG added)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -267,24 +267,30 @@ func installMCPBench(ctx context.Context, dir string) (b mcpBench, skip string) 
 }
 
 // run writes files of size bytes into root through one server and
-// returns the files per second. kind is orion or filesystem; server is
-// the command that runs the server.
-func (b mcpBench) run(ctx context.Context, kind, root string, files, size int, tag string, warm int, server ...string) (float64, error) {
+// returns the files per second and the server process's CPU time per file
+// in ms (-1 where it cannot be read). kind is orion or filesystem; server
+// is the command that runs the server.
+func (b mcpBench) run(ctx context.Context, kind, root string, files, size int, tag string, warm int, server ...string) (float64, float64, error) {
 	args := append([]string{b.script, kind, root, strconv.Itoa(files), strconv.Itoa(size), tag, strconv.Itoa(warm), "--"}, server...)
 	cmd := exec.CommandContext(ctx, b.node, args...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%s write_file over MCP: %v: %s", kind, err, lastLine(stderr.String()))
+		return 0, 0, fmt.Errorf("%s write_file over MCP: %v: %s", kind, err, lastLine(stderr.String()))
 	}
 	var r struct {
-		Files   int     `json:"files"`
-		Seconds float64 `json:"seconds"`
+		Files     int      `json:"files"`
+		Seconds   float64  `json:"seconds"`
+		ServerCPU *float64 `json:"server_cpu_ms"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Seconds <= 0 {
-		return 0, fmt.Errorf("%s write_file over MCP: unreadable result %q: %v", kind, out.String(), err)
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Seconds <= 0 || r.Files <= 0 {
+		return 0, 0, fmt.Errorf("%s write_file over MCP: unreadable result %q: %v", kind, out.String(), err)
 	}
-	return float64(r.Files) / r.Seconds, nil
+	cpu := -1.0
+	if r.ServerCPU != nil {
+		cpu = *r.ServerCPU / float64(r.Files)
+	}
+	return float64(r.Files) / r.Seconds, cpu, nil
 }
 
 // mcpCase compares write_file through `orionctl mcp` (oriond behind it)
@@ -310,10 +316,19 @@ func mcpCase(ctx context.Context, cfg config, d *daemonProc, b *mcpBench, skip s
 		}
 	}
 	n := cfg.wholeOps
+	var serverCPU, peerCPU []float64
 	o, p, ratio, cpu, err := interleave(cfg.rounds, d, func(r int) (float64, error) {
-		return b.run(ctx, "orion", orionRoot, n, size, fmt.Sprintf("r%d-%d", size, r), 1, cfg.orionctl, "--socket", d.socket, "mcp")
+		v, c, err := b.run(ctx, "orion", orionRoot, n, size, fmt.Sprintf("r%d-%d", size, r), 1, cfg.orionctl, "--socket", d.socket, "mcp")
+		if c >= 0 {
+			serverCPU = append(serverCPU, c)
+		}
+		return v, err
 	}, func(r int) (float64, error) {
-		return b.run(ctx, "filesystem", peerRoot, n, size, fmt.Sprintf("r%d-%d", size, r), 1, b.node, b.peer, peerRoot)
+		v, c, err := b.run(ctx, "filesystem", peerRoot, n, size, fmt.Sprintf("r%d-%d", size, r), 1, b.node, b.peer, peerRoot)
+		if c >= 0 {
+			peerCPU = append(peerCPU, c)
+		}
+		return v, err
 	})
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", res.Name, err)
@@ -322,6 +337,10 @@ func mcpCase(ctx context.Context, cfg config, d *daemonProc, b *mcpBench, skip s
 		cpu[i] /= float64(n + 1)
 	}
 	res.Oriond, res.Other, res.Ratio, res.CPUms = spreadOf(o), spreadOf(p), spreadOf(ratio), spreadOf(cpu)
+	if len(serverCPU) > 0 && len(peerCPU) > 0 {
+		sc, pc := spreadOf(serverCPU), spreadOf(peerCPU)
+		res.ServerCPUms, res.OtherCPUms = &sc, &pc
+	}
 	res.PeakRSSMiB = float64(sampleProc(d.pid).peakKiB) / 1024
 	return res, nil
 }

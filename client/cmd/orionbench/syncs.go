@@ -244,7 +244,7 @@ func countSyncs(ctx context.Context, cfg config, mcp *mcpBench) ([]syncRow, stri
 				if i > 0 {
 					return nil // the first op writes all the files, in one client run
 				}
-				_, err := mcp.run(ctx, "orion", root, files, 64<<10, "syncs", 0, cfg.orionctl, "--socket", d.socket, "mcp")
+				_, _, err := mcp.run(ctx, "orion", root, files, 64<<10, "syncs", 0, cfg.orionctl, "--socket", d.socket, "mcp")
 				return err
 			}})
 		}

@@ -101,6 +101,11 @@ type sideBySide struct {
 	// ClientCPUms is orionbench's own CPU time per operation, in
 	// milliseconds, where the client runs in it (--file-mb).
 	ClientCPUms *spread `json:"client_cpu_ms_per_op,omitempty"`
+	// ServerCPUms is the CPU time per operation, in milliseconds, of the
+	// server in front of the daemon (orionctl mcp, for --mcp), and
+	// OtherCPUms the other side's process's (the filesystem server).
+	ServerCPUms *spread `json:"server_cpu_ms_per_op,omitempty"`
+	OtherCPUms  *spread `json:"other_cpu_ms_per_op,omitempty"`
 	// PeakRSSMiB is the daemon's peak resident memory after the case.
 	PeakRSSMiB float64 `json:"daemon_peak_rss_mib"`
 	Skip       string  `json:"skip,omitempty"`
@@ -298,6 +303,12 @@ func reportSideBySide(out io.Writer, r sideBySide) {
 	if r.ClientCPUms != nil {
 		fmt.Fprintf(out, "  client CPU (orionbench, as orionctl write): %s ms per op\n", r.ClientCPUms)
 	}
+	if r.ServerCPUms != nil {
+		fmt.Fprintf(out, "  %s's own CPU: %s ms per op\n", name, r.ServerCPUms)
+	}
 	fmt.Fprintf(out, "  %s: %s %s\n", r.OtherName, r.Other, r.Unit)
+	if r.OtherCPUms != nil {
+		fmt.Fprintf(out, "  its CPU: %s ms per op\n", r.OtherCPUms)
+	}
 	fmt.Fprintf(out, "  ratio oriond / other: %sx\n", r.Ratio)
 }

@@ -1,0 +1,317 @@
+package contentlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/orion-agent/orion/internal/failpoint"
+)
+
+// A segment whose blocks were reserved with fallocate but never written
+// costs more at every sync: the first write into each block turns it from
+// reserved to written, a change of the file's metadata that fdatasync must
+// journal (on ext4 about 0.19 ms a sync where overwriting written blocks
+// costs 0.10). So the log keeps one spare segment ahead whose every block
+// is written: a reclaimed segment, renamed and its never-written blocks
+// filled with zeros, or else a new file filled with zeros. Both are done in
+// the background and synced before the spare is renamed into place, so no
+// append waits for them unless appends outrun them, and then the next
+// segment is reserved with fallocate instead (Stats.Unprepared counts
+// those, and reserve logs it).
+//
+// The old records of a recycled segment stay in it until appends overwrite
+// them. None of them is ever taken for a record of the new segment: each
+// header's checksum covers the id and offset of the segment it was written
+// in, so the end of the new segment's records is still the first position
+// without a valid header.
+//
+// A new spare is prepared only once the segment being appended to is half
+// full, so that a segment reclaimed meanwhile (sessions finish all the
+// time) becomes the spare instead, at the cost of its never-written blocks
+// alone; from a segment reserved with fallocate, whose syncs cost more, it
+// is prepared once that segment holds prepareAfter bytes (a MiB, or an
+// eighth of a smaller segment). Either
+// way a log that stays small (a test's, a daemon that writes little) never
+// writes a segment's worth of zeros.
+
+const (
+	spareName   = "spare"     // a prepared spare, ready to be the next segment
+	prepareName = "spare.tmp" // a spare being prepared; removed by Open
+
+	prepareChunk    = 256 << 10 // zeros written by one write
+	prepareSync     = 1 << 20   // zeros written between two syncs
+	maxPrepareAfter = 1 << 20
+)
+
+// Prepares reports whether a log in dir keeps a prepared spare segment: not
+// where the file system writes every overwrite elsewhere (btrfs, ZFS), nor
+// outside Linux (see prepares).
+func Prepares(dir string) bool { return prepares(dir) }
+
+// errStopped ends a preparation that Close cut short.
+var errStopped = errors.New("content log: closed while preparing a segment")
+
+// spareFile is a prepared spare segment.
+type spareFile struct {
+	f    segFile
+	size int64
+}
+
+func (l *Log) sparePath() string   { return filepath.Join(l.dir, spareName) }
+func (l *Log) preparePath() string { return filepath.Join(l.dir, prepareName) }
+
+// openSpare takes up the spare a previous run prepared, and removes one
+// whose preparation a stop cut short: a spare has its name only once its
+// zeros are synced.
+func (l *Log) openSpare() error {
+	if err := os.Remove(l.preparePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open content log: %w", err)
+	}
+	f, err := l.open(l.sparePath(), os.O_RDWR)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open content log: %w", err)
+	}
+	var size int64
+	if fi, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if st, err := fi.Stat(); err == nil {
+			size = st.Size()
+		}
+	}
+	if size <= headerSize {
+		f.Close()
+		os.Remove(l.sparePath())
+		return nil
+	}
+	l.spare = &spareFile{f: f, size: size}
+	return nil
+}
+
+// prepareSoon starts preparing a new spare in the background once the
+// segment being appended to is full enough (see above), unless a spare is
+// ready or being prepared; once per segment, so a preparation that failed
+// (a full disk) is tried again only with the next one. Only the leader
+// calls it.
+func (l *Log) prepareSoon() {
+	if l.active == nil || l.prepFor == l.active.id {
+		return
+	}
+	after := l.prepareAfter
+	if l.active.prepared {
+		after = l.active.size / 2
+	}
+	if l.tail < after {
+		return
+	}
+	l.prepFor = l.active.id
+	if l.claimPreparation() {
+		go l.prepare(nil)
+	}
+}
+
+// claimPreparation reports whether the caller may start a preparation: no
+// spare is ready, none is being prepared and the log is not closing. Its
+// caller must then run prepare.
+func (l *Log) claimPreparation() bool {
+	l.spareMu.Lock()
+	defer l.spareMu.Unlock()
+	if l.noSpares || l.spare != nil || l.preparing || l.stopping {
+		return false
+	}
+	l.preparing = true
+	l.prepDone.Add(1)
+	return true
+}
+
+// recycle makes reclaimed segment s, whose file is still open, the spare
+// being prepared, if there is room for one and most of it was written: it
+// reports whether it renamed the file to preparePath, in which case its
+// caller syncs the directory and runs prepare(s.f). A segment mostly
+// unwritten (reserved with fallocate and rotated early, or left after a
+// failed write) would cost as many zeros as a new file, and it would cost
+// them now, in a store that may never need another segment.
+func (l *Log) recycle(s *segment) bool {
+	if s.size != l.segSize || unwritten(s.f, s.size) > s.size/2 || !l.claimPreparation() {
+		return false
+	}
+	if err := os.Rename(l.segPath(s.id), l.preparePath()); err != nil {
+		l.spareMu.Lock()
+		l.preparing = false
+		l.spareMu.Unlock()
+		l.prepDone.Done()
+		return false
+	}
+	l.recycled.Add(1)
+	return true
+}
+
+// prepare makes f (a recycled segment at preparePath), or a new file there
+// when f is nil, a spare: every block of its segSize bytes written, synced,
+// and then renamed to sparePath. The caller has claimed the preparation.
+func (l *Log) prepare(f segFile) {
+	defer l.prepDone.Done()
+	tmp := l.preparePath()
+	var err error
+	if f == nil {
+		f, err = l.open(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	}
+	if err == nil {
+		err = l.fill(f, l.segSize)
+	}
+	if err == nil {
+		failpoint.Hit("contentlog.spare")
+		err = os.Rename(tmp, l.sparePath())
+	}
+	l.spareMu.Lock()
+	l.preparing = false
+	keep := err == nil && !l.stopping
+	if keep {
+		l.spare = &spareFile{f: f, size: l.segSize}
+	}
+	l.spareMu.Unlock()
+	if !keep && f != nil {
+		f.Close()
+	}
+	if err != nil {
+		os.Remove(tmp)
+		if !errors.Is(err, errStopped) {
+			slog.Warn("content log: preparing the next segment failed; it will be reserved with fallocate instead", "err", err)
+		}
+	}
+}
+
+// unwritten returns how many of the first size bytes of f hold no written
+// data.
+func unwritten(f segFile, size int64) int64 {
+	var n int64
+	for from := int64(0); ; {
+		start, end, ok := f.Holes(from, size)
+		if !ok {
+			return n
+		}
+		n += end - start
+		from = end
+	}
+}
+
+// fill writes zeros over every part of the first size bytes of f that holds
+// no written data, and syncs it. It syncs every prepareSync bytes on the way:
+// an append's sync waits for whatever the disk was given before it, and 64
+// MiB of zeros handed over at once held appends for up to tens of
+// milliseconds where a MiB at a time held them for a few.
+func (l *Log) fill(f segFile, size int64) error {
+	var zeros []byte
+	var unsynced int64
+	hit := false
+	for from := int64(0); ; {
+		start, end, ok := f.Holes(from, size)
+		if !ok {
+			break
+		}
+		if zeros == nil {
+			zeros = make([]byte, prepareChunk)
+		}
+		for off := start; off < end; {
+			if l.stop.Load() {
+				return errStopped
+			}
+			if l.fault != nil {
+				if err := l.fault("prepare"); err != nil {
+					return fmt.Errorf("content log: prepare a segment: %w", err)
+				}
+			}
+			n := min(int64(len(zeros)), end-off)
+			if _, err := f.WriteAt(zeros[:n], off); err != nil {
+				return fmt.Errorf("content log: prepare a segment: %w", err)
+			}
+			off += n
+			if !hit {
+				failpoint.Hit("contentlog.prepare")
+				hit = true
+			}
+			if unsynced += n; unsynced >= prepareSync {
+				if err := f.Sync(); err != nil {
+					return fmt.Errorf("content log: prepare a segment: %w", err)
+				}
+				unsynced = 0
+			}
+		}
+		from = end
+	}
+	if !hit {
+		failpoint.Hit("contentlog.prepare")
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("content log: prepare a segment: %w", err)
+	}
+	return nil
+}
+
+// takeSpare makes the spare segment id, if one of at least size bytes is
+// ready: renamed and the directory synced. It returns nil and whether a
+// preparation is running when there is none to take.
+func (l *Log) takeSpare(id uint64, size int64) (*segment, bool, error) {
+	l.spareMu.Lock()
+	sp := l.spare
+	if sp == nil || sp.size < size {
+		preparing := l.preparing
+		l.spareMu.Unlock()
+		return nil, preparing, nil
+	}
+	l.spare = nil
+	l.spareMu.Unlock()
+	path := l.segPath(id)
+	if err := os.Rename(l.sparePath(), path); err != nil {
+		sp.f.Close()
+		os.Remove(l.sparePath())
+		return nil, false, nil
+	}
+	if err := syncDir(l.dir); err != nil {
+		sp.f.Close()
+		os.Remove(path)
+		return nil, false, fmt.Errorf("content log: new segment: %w", err)
+	}
+	l.prepared.Add(1)
+	return &segment{id: id, f: sp.f, size: sp.size, prepared: true}, false, nil
+}
+
+// spareFits reports whether a spare of at least size bytes is ready.
+func (l *Log) spareFits(size int64) bool {
+	l.spareMu.Lock()
+	defer l.spareMu.Unlock()
+	return l.spare != nil && l.spare.size >= size
+}
+
+// spareBytes is the size of the spare, ready or being prepared.
+func (l *Log) spareBytes() int64 {
+	l.spareMu.Lock()
+	defer l.spareMu.Unlock()
+	switch {
+	case l.spare != nil:
+		return l.spare.size
+	case l.preparing:
+		return l.segSize
+	}
+	return 0
+}
+
+// stopPreparing waits for a preparation to end, cutting it short, and
+// closes the spare's file (which stays, ready for the next Open).
+func (l *Log) stopPreparing() {
+	l.spareMu.Lock()
+	l.stopping = true
+	l.spareMu.Unlock()
+	l.stop.Store(true)
+	l.prepDone.Wait()
+	l.spareMu.Lock()
+	if l.spare != nil {
+		l.spare.f.Close()
+		l.spare = nil
+	}
+	l.spareMu.Unlock()
+}

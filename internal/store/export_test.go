@@ -42,3 +42,6 @@ func WithCommitFaults(opts Options, fault func() error) Options {
 	opts.commitFault = fault
 	return opts
 }
+
+// SchemaVersion is the version of the files this build writes.
+const SchemaVersion = schemaVersion

@@ -124,12 +124,15 @@ var ErrClosed = errors.New("store: closed")
 // 3; a version 4 build refuses a version 5 file, whose index entries it
 // would restore as a backup.
 //
-// Metadata records and values waiting for their index entries (LogMeta,
-// Append with values) need no new version: a version 5 file holds none, and
-// a version 5 build given a file that does skips them, losing at most the
-// ones a crash kept from being indexed (a finalize's record and the backup
-// it carried), never a chunk.
-const schemaVersion = 5
+// Version 6 added records that wait in the content log for their index
+// entries besides chunks: a session's metadata (LogMeta, a begin's and a
+// finalize's record) and the values of content buckets an Append's batch
+// carries (the backup of the file an overwrite replaces). A version 5 file
+// holds none, so Open migrates it by replaying its log as a version 5 build
+// would and rewriting the number; a version 5 build refuses a version 6
+// file, whose waiting metadata records and backups it would skip, losing a
+// finalize's record and the backup it carried.
+const schemaVersion = 6
 
 var (
 	bucketMeta     = []byte("meta")
@@ -368,7 +371,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if err = s.migrate(version); err == nil {
 			err = s.compactFile(boltOpts)
 		}
-	case version < schemaVersion:
+	case version < 5:
 		// A version 4 file has a log whose chunks may wait to be
 		// replayed: they are indexed first, as by a version 4 build.
 		if err = s.replay(); err == nil {
@@ -376,6 +379,14 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		if err == nil {
 			err = s.compactFile(boltOpts)
+		}
+	case version < schemaVersion:
+		// A version 5 file's log holds only the records a version 5
+		// build replays (chunks), which replay indexes as it did. The
+		// migration moves nothing out of the bbolt file, so it frees no
+		// pages for compactFile to give back.
+		if err = s.replay(); err == nil {
+			err = s.migrate(version)
 		}
 	default:
 		err = s.replay()

@@ -122,8 +122,8 @@ func TestMigrateValuesFromReleaseFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.View(func(tx *bolt.Tx) error {
-		if got := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))); got != 5 {
-			t.Errorf("schema version %d after migration, want 5", got)
+		if got := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))); got != store.SchemaVersion {
+			t.Errorf("schema version %d after migration, want %d", got, store.SchemaVersion)
 		}
 		for bucket := range want.Values {
 			tx.Bucket([]byte(bucket)).ForEach(func(k, v []byte) error {

@@ -83,7 +83,10 @@ func (l *Log) openSpare() error {
 			size = st.Size()
 		}
 	}
-	if size <= headerSize {
+	// One smaller than a segment (a run with smaller segments left it)
+	// would never be taken, and would keep a spare that fits from being
+	// prepared.
+	if size < l.segSize {
 		f.Close()
 		os.Remove(l.sparePath())
 		return nil

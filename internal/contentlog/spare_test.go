@@ -397,3 +397,22 @@ func TestDiskFullWhilePreparing(t *testing.T) {
 		}
 	}
 }
+
+// A spare left by a run with smaller segments can never be the next
+// segment: it is dropped at Open, not kept (and counted) forever in the
+// way of a spare that fits.
+func TestSpareTooSmallAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	needSpares(t, dir)
+	const small, size = 8192, 64 << 10
+	l := open(t, dir, contentlog.Options{SegmentSize: small})
+	appendOne(t, l, strings.Repeat("a", small/2))
+	contentlog.WaitPrepared(l)
+	l.Close()
+	l = open(t, dir, contentlog.Options{SegmentSize: size})
+	appendOne(t, l, strings.Repeat("b", size/2+1)) // a new segment, past half full
+	contentlog.WaitPrepared(l)
+	if st := l.Stats(); st.SpareBytes != size {
+		t.Fatalf("stats %+v: want a spare of %d bytes prepared", st, int64(size))
+	}
+}

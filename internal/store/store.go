@@ -32,7 +32,10 @@
 // entries queue in that order, so each bbolt commit indexes every record up
 // to some position of the log and records that position (meta/logpos). At
 // Open, the records past it are replayed into the index (replay): they are
-// the Appends whose entries a crash kept from being committed. Every other
+// the Appends whose entries a crash kept from being committed. LogMeta
+// journals a session's metadata the same way, and the values of content
+// buckets an Append or a LogMeta carries are records of its batch, indexed
+// and replayed with it. Every other
 // write (PutMeta, Finish, Delete...) commits the queued entries first, so no
 // record past meta/logpos is older than a later write of its session. Until
 // its commit has ended, an entry is also kept by session in memory (pending),
@@ -120,6 +123,12 @@ var ErrClosed = errors.New("store: closed")
 // migrates versions 1 to 4 by moving them, with the chunks of versions 1 to
 // 3; a version 4 build refuses a version 5 file, whose index entries it
 // would restore as a backup.
+//
+// Metadata records and values waiting for their index entries (LogMeta,
+// Append with values) need no new version: a version 5 file holds none, and
+// a version 5 build given a file that does skips them, losing at most the
+// ones a crash kept from being indexed (a finalize's record and the backup
+// it carried), never a chunk.
 const schemaVersion = 5
 
 var (
@@ -492,6 +501,15 @@ func (s *Store) Stats() (Stats, error) {
 		chunks := tx.Bucket(bucketChunks)
 		seen := map[string]bool{}
 		for _, p := range pending {
+			if p.metaOnly {
+				// A LogMeta's session, listed once its entry is
+				// committed.
+				if _, ok := lookup(tx.Bucket(bucketSessions), p.key); !ok && !seen[string(p.key)] {
+					seen[string(p.key)] = true
+					st.Sessions++
+				}
+				continue
+			}
 			k := string(p.key) + string(encodeSeq(p.seq))
 			if seen[k] {
 				continue

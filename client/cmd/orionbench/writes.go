@@ -29,6 +29,10 @@ func writeRoundsCase(ctx context.Context, cfg config, d *daemonProc, size int) (
 	if err := os.MkdirAll(handDir, 0o700); err != nil {
 		return res, err
 	}
+	// The peak printed is this case's: VmHWM otherwise holds the highest
+	// RSS of every case run before on the same daemon (the 64-session
+	// appends').
+	resetPeak(d.pid)
 	n := cfg.wholeOps
 	rate := func(op func(i int) error) (float64, error) {
 		start := time.Now()

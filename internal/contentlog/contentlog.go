@@ -643,7 +643,7 @@ func (l *Log) reserve(need int64) error {
 		if err != nil {
 			return err
 		}
-		if preparing {
+		if preparing && !s.prepared {
 			slog.Info("content log: appends outran the preparation of the next segment; it is reserved with fallocate, whose syncs cost more until the next one",
 				"segment", id)
 		}

@@ -273,8 +273,11 @@ func (s *Store) commitAlone(apply func(tx *bolt.Tx) error, fence bool) error {
 
 // update runs fn in a bbolt transaction of the committer.
 func (s *Store) update(fn func(tx *bolt.Tx) error) error {
-	// Counted whatever the outcome: a failed commit may still have grown
-	// the file.
+	// Odd while the transaction runs: its commit takes effect before
+	// Update returns, so Used keeps no measure taken meanwhile. Counted
+	// whatever the outcome: a failed commit may still have grown the
+	// file.
+	s.updates.Add(1)
 	defer s.updates.Add(1)
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if err := fn(tx); err != nil {

@@ -187,7 +187,8 @@ type Store struct {
 	maxBatch   int
 	deferDelay time.Duration
 
-	// updates counts the bbolt transactions of update, committed or not,
+	// updates counts twice each bbolt transaction of update (before it and
+	// after it, committed or not: odd while one runs),
 	// and tree is the bbolt file's bytes in use as Used last measured
 	// them, with the count it measured them at: the file changes only in
 	// such a transaction, so Used reads them once per commit, not once
@@ -631,8 +632,11 @@ func (s *Store) Used() (int64, error) {
 	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
 	used := max(high-free, 0)
 	// Counted before the transaction began: a commit since makes the
-	// next call measure again.
-	s.tree.Store(&treeUse{updates: updates, used: used})
+	// next call measure again. None is kept while an update runs (the
+	// count is odd): its commit may take effect before the count moves.
+	if updates%2 == 0 {
+		s.tree.Store(&treeUse{updates: updates, used: used})
+	}
 	return used + s.live.Load(), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
@@ -101,6 +102,10 @@ func TestSessionWriteKilledWhileStaged(t *testing.T) {
 			}
 			assertNoTempFiles(t, dir)
 			if tc.landed {
+				// The backup of what it replaced was journaled with
+				// the content, and indexed only from the log at this
+				// start: undo puts the old content back.
+				undoWrite(t, c, target, old)
 				return
 			}
 			// The client, which had no reply, writes again: it lands.
@@ -120,4 +125,71 @@ func TestSessionWriteKilledWhileStaged(t *testing.T) {
 			assertNoTempFiles(t, dir)
 		})
 	}
+}
+
+// undoWrite undoes the session that wrote target and checks that the file
+// holds want again.
+func undoWrite(t *testing.T, c *client.Client, target, want string) {
+	t.Helper()
+	sessions, err := c.List(testCtx(t), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, s := range sessions {
+		if s.TargetFile == target && s.Stage == protocol.StageCompleted {
+			id = s.SessionID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no completed session wrote %s: %+v", target, sessions)
+	}
+	if _, err := c.Undo(testCtx(t), id); err != nil {
+		t.Fatalf("undo of the write: %v", err)
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != want {
+		t.Fatalf("after undo the target holds %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestSessionWriteKilledBeforeIndexCommit: a session.write is acknowledged
+// once its record (the session, its content, the backup of the file it
+// replaces) is synced to the content log and its file is in place; the
+// bbolt commit that indexes the record comes later. Killed as that commit
+// takes it, the next start indexes the record from the log: the write is
+// completed and its undo puts back the old content.
+func TestSessionWriteKilledBeforeIndexCommit(t *testing.T) {
+	const content = "the new content, written whole\n"
+	d := testdaemon.Start(t)
+	d.Stop()
+	d.Env = []string{failpoint.EnvVar + "=store.index-entry=1"}
+	// No trace, whose batches would commit the entry before the kill is
+	// armed for it; the deferred entries' timer takes it a second later.
+	d.Args = append(d.Args, "--trace=false")
+	d.Restart()
+	c := dial(t, d)
+	target := filepath.Join(d.Root, "f.txt")
+	if err := os.WriteFile(target, []byte(originalContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Write(testCtx(t), protocol.WriteParams{
+		BeginParams: protocol.BeginParams{Intent: "killed as it is indexed", TargetFile: target, Operation: protocol.OpOverwrite},
+		Content:     content,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Wait() // the index commit's kill comes on its timer
+	if got, _ := os.ReadFile(target); string(got) != content {
+		t.Fatalf("the acknowledged write's target holds %q", got)
+	}
+	d.Env = nil
+	d.Restart()
+	c = dial(t, d)
+	info, err := c.Get(testCtx(t), res.SessionID)
+	if err != nil || info.Stage != protocol.StageCompleted {
+		t.Fatalf("session after the restart: %+v, %v\n%s", info, err, d.Logs())
+	}
+	assertNoTempFiles(t, d.Root)
+	undoWrite(t, c, target, originalContent)
 }

@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -209,7 +210,12 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		}
 	}()
 
-	bw := bufio.NewWriterSize(&writeBehind{f: f}, 64<<10)
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(&writeBehind{f: f})
+	defer func() {
+		bw.Reset(nil)
+		writers.Put(bw)
+	}()
 	hw := &hashWriter{w: bw}
 	if opts.SHA256 == "" {
 		hw.h = sha256.New()
@@ -270,6 +276,9 @@ func (s *Staged) Commit() (Result, error) {
 		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
 	}
 	s.done = true
+	if s.hidden != nil && s.mode == CreateNew {
+		return s.linkHidden()
+	}
 	if s.hidden != nil {
 		if err := s.nameHidden(); err != nil {
 			return Result{}, fmt.Errorf("write %s: %w", s.path, err)
@@ -352,6 +361,10 @@ func CleanTemp(dir *confine.Dir, tag string) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// writers holds the buffers files are written through: a new one for each
+// file was most of the garbage a small whole-file write made.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // hashWriter counts and hashes what reaches the file, so the Result
 // describes exactly the bytes written (only counts them when h is nil: the

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/failpoint"
 )
 
 // ErrNoHidden is StageHidden's error where the file system cannot make a
@@ -43,4 +44,26 @@ func (s *Staged) nameHidden() error {
 		}
 	}
 	return fmt.Errorf("no free temp name after %d attempts: %w", attempts, err)
+}
+
+// linkHidden commits a new file staged without a name by giving it its
+// name: the link fails if the name exists, as the rename that replaces
+// nothing would, and takes the place of a temp name and that rename.
+func (s *Staged) linkHidden() (Result, error) {
+	f := s.hidden
+	s.hidden = nil
+	defer f.Close()
+	if err := s.dir.LinkUnnamed(f, s.name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
+		}
+		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+	}
+	// Crash tests die here: the new file in place, its directory not
+	// synced (where a temp file is renamed, before that rename).
+	failpoint.Hit("atomicfile.before-rename")
+	if err := s.dir.Sync(); err != nil {
+		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
+	}
+	return s.res, nil
 }

@@ -61,4 +61,14 @@ func TestStageHidden(t *testing.T) {
 	}
 	checkFile(t, b, "theirs\n", 0o644)
 	noTemp(t, dir)
+
+	// A CreateNew whose target is still absent is linked in place: no
+	// temp name, nothing left beside it.
+	c := filepath.Join(dir, "c.txt")
+	sd := stageHidden(t, c, atomicfile.Options{Mode: atomicfile.CreateNew, Tag: "s4"}, "new c\n")
+	if res, err := sd.Commit(); err != nil || res.Bytes != 6 {
+		t.Fatalf("Commit = %+v, %v", res, err)
+	}
+	checkFile(t, c, "new c\n", 0o644)
+	noTemp(t, dir)
 }

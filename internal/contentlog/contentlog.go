@@ -187,6 +187,7 @@ type Log struct {
 	spareMu   sync.Mutex
 	spare     *spareFile // ready to be the next segment
 	preparing bool       // a preparation runs (or is about to)
+	prepEnded *sync.Cond // on spareMu: signalled when preparing turns false
 	stopping  bool       // Close: no new preparation
 	prepDone  sync.WaitGroup
 	stop      atomic.Bool // cuts a preparation short
@@ -255,6 +256,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{dir: dir, segSize: opts.SegmentSize, open: opts.file, fault: opts.Fault, segs: map[uint64]*segment{},
 		prepareAfter: min(maxPrepareAfter, opts.SegmentSize/8), noSpares: !prepares(dir)}
 	l.idle = sync.NewCond(&l.mu)
+	l.prepEnded = sync.NewCond(&l.spareMu)
 	ids, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -627,10 +629,21 @@ func (l *Log) reserve(need int64) error {
 		return err
 	}
 	if s == nil {
-		if s, err = l.allocate(id, size); err != nil {
+		s, err = l.allocate(id, size)
+		if err != nil && preparing {
+			// The zeros being written may be what took the disk the
+			// new segment needed: the spare, once ready, is the
+			// segment, and if its preparation fails its file is
+			// gone and the disk with it.
+			l.waitPrepared()
+			if s, _, err = l.takeSpare(id, size); err == nil && s == nil {
+				s, err = l.allocate(id, size)
+			}
+		}
+		if err != nil {
 			return err
 		}
-		if preparing {
+		if preparing && !s.prepared {
 			slog.Info("content log: appends outran the preparation of the next segment; it is reserved with fallocate, whose syncs cost more until the next one",
 				"segment", id)
 		}

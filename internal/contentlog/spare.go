@@ -83,7 +83,10 @@ func (l *Log) openSpare() error {
 			size = st.Size()
 		}
 	}
-	if size <= headerSize {
+	// One smaller than a segment (a run with smaller segments left it)
+	// would never be taken, and would keep a spare that fits from being
+	// prepared.
+	if size < l.segSize {
 		f.Close()
 		os.Remove(l.sparePath())
 		return nil
@@ -142,6 +145,7 @@ func (l *Log) recycle(s *segment) bool {
 	if err := os.Rename(l.segPath(s.id), l.preparePath()); err != nil {
 		l.spareMu.Lock()
 		l.preparing = false
+		l.prepEnded.Broadcast()
 		l.spareMu.Unlock()
 		l.prepDone.Done()
 		return false
@@ -167,22 +171,37 @@ func (l *Log) prepare(f segFile) {
 		failpoint.Hit("contentlog.spare")
 		err = os.Rename(tmp, l.sparePath())
 	}
-	l.spareMu.Lock()
-	l.preparing = false
-	keep := err == nil && !l.stopping
-	if keep {
-		l.spare = &spareFile{f: f, size: l.segSize}
-	}
-	l.spareMu.Unlock()
-	if !keep && f != nil {
-		f.Close()
-	}
 	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		// While the preparation is still claimed: once it is not, a
+		// recycled segment or a new file may take the name.
 		os.Remove(tmp)
 		if !errors.Is(err, errStopped) {
 			slog.Warn("content log: preparing the next segment failed; it will be reserved with fallocate instead", "err", err)
 		}
 	}
+	l.spareMu.Lock()
+	l.preparing = false
+	if err == nil {
+		if l.stopping {
+			f.Close() // the spare stays, for the next Open
+		} else {
+			l.spare = &spareFile{f: f, size: l.segSize}
+		}
+	}
+	l.prepEnded.Broadcast()
+	l.spareMu.Unlock()
+}
+
+// waitPrepared waits for the preparation running, if any, to end.
+func (l *Log) waitPrepared() {
+	l.spareMu.Lock()
+	for l.preparing {
+		l.prepEnded.Wait()
+	}
+	l.spareMu.Unlock()
 }
 
 // unwritten returns how many of the first size bytes of f hold no written

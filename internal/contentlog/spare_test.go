@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -352,5 +353,66 @@ func TestReservedSegmentLeftAfterReopen(t *testing.T) {
 		if got, err := l.Read(ref); err != nil || string(got) != rec {
 			t.Fatalf("read %+v: %.10q, %v", ref, got, err)
 		}
+	}
+}
+
+// A full disk may have room for the spare being prepared or for a segment
+// reserved with fallocate, not both: when appends outrun the preparation
+// and the reservation finds the disk full, the append waits for the spare
+// and goes into it rather than fail.
+func TestDiskFullWhilePreparing(t *testing.T) {
+	dir := t.TempDir()
+	needSpares(t, dir)
+	const size = 64 << 10
+	gate := make(chan struct{})
+	var release sync.Once
+	var full atomic.Bool
+	l := open(t, dir, contentlog.WithFaults(contentlog.Options{SegmentSize: size}, func(op string) error {
+		switch op {
+		case "prepare":
+			<-gate // the zeros are slow to write
+		case "allocate":
+			if full.Load() {
+				// The preparation ends once the disk is found full.
+				release.Do(func() { close(gate) })
+				return syscall.ENOSPC
+			}
+		}
+		return nil
+	}))
+	defer release.Do(func() { close(gate) })
+	a := appendOne(t, l, strings.Repeat("a", size/4)) // a spare is being prepared
+	full.Store(true)
+	big := strings.Repeat("b", size/2+size/4)
+	b, err := l.Append([][]byte{[]byte(big)}, nil)
+	if err != nil {
+		t.Fatalf("append into a new segment while its spare was being prepared on a full disk: %v", err)
+	}
+	if b[0].Seg != a.Seg+1 || l.Stats().Prepared != 1 {
+		t.Fatalf("append at %+v, stats %+v: want it at the start of the spare, segment %d", b[0], l.Stats(), a.Seg+1)
+	}
+	for ref, rec := range map[contentlog.Ref]string{a: strings.Repeat("a", size/4), b[0]: big} {
+		if got, err := l.Read(ref); err != nil || string(got) != rec {
+			t.Fatalf("read %+v: %.10q, %v", ref, got, err)
+		}
+	}
+}
+
+// A spare left by a run with smaller segments can never be the next
+// segment: it is dropped at Open, not kept (and counted) forever in the
+// way of a spare that fits.
+func TestSpareTooSmallAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	needSpares(t, dir)
+	const small, size = 8192, 64 << 10
+	l := open(t, dir, contentlog.Options{SegmentSize: small})
+	appendOne(t, l, strings.Repeat("a", small/2))
+	contentlog.WaitPrepared(l)
+	l.Close()
+	l = open(t, dir, contentlog.Options{SegmentSize: size})
+	appendOne(t, l, strings.Repeat("b", size/2+1)) // a new segment, past half full
+	contentlog.WaitPrepared(l)
+	if st := l.Stats(); st.SpareBytes != size {
+		t.Fatalf("stats %+v: want a spare of %d bytes prepared", st, int64(size))
 	}
 }

@@ -73,3 +73,13 @@ func BenchmarkQuote(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkSkip(b *testing.B) {
+	q, _ := jsontext.AppendQuote(nil, text())
+	b.SetBytes(int64(len(q)))
+	for b.Loop() {
+		if n, ok := jsonstr.Skip(q); !ok || n != len(q) {
+			b.Fatal("refused")
+		}
+	}
+}

@@ -61,10 +61,29 @@ func Unquote(dst, src []byte) ([]byte, int, bool) {
 	orig := len(dst)
 	i, start := 1, 1
 	for {
+	words:
 		for i+8 <= len(src) {
-			if m := special(binary.LittleEndian.Uint64(src[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
+			// As in Skip: a one-letter escape, and a byte marked by a
+			// borrow, are dealt with within their word.
+			m := special(binary.LittleEndian.Uint64(src[i:]))
+			for m != 0 {
+				k := bits.TrailingZeros64(m) / 8
+				c := src[i+k]
+				if c == '\\' && k < 7 {
+					if e := shortEscapes[src[i+k+1]]; e != 0 {
+						dst = append(dst, src[start:i+k]...)
+						dst = append(dst, e)
+						start = i + k + 2
+						m &^= 0x8080 << (8 * k)
+						continue
+					}
+				}
+				if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+					m &^= 0x80 << (8 * k)
+					continue
+				}
+				i += k
+				break words
 			}
 			i += 8
 		}
@@ -269,10 +288,23 @@ func Skip(src []byte) (int, bool) {
 	}
 	i := 1
 	for {
+	words:
 		for i+8 <= len(src) {
-			if m := syntax(binary.LittleEndian.Uint64(src[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
-				break
+			// A one-letter escape is passed over within its word, and so
+			// is a byte marked by a borrow (see special), instead of
+			// leaving the loop for each: text has one every line.
+			m := syntax(binary.LittleEndian.Uint64(src[i:]))
+			for m != 0 {
+				k := bits.TrailingZeros64(m) / 8
+				switch c := src[i+k]; {
+				case c == '\\' && k < 7 && shortEscapes[src[i+k+1]] != 0:
+					m &^= 0x8080 << (8 * k)
+				case c >= 0x20 && c != '"' && c != '\\':
+					m &^= 0x80 << (8 * k)
+				default:
+					i += k
+					break words
+				}
 			}
 			i += 8
 		}

@@ -93,13 +93,16 @@ func (c *contentSum) sum(n, total int64) string {
 }
 
 // sumChunk adds chunk, the next of r's stream, which after scanned the
-// scanner stands as after (r.Scanner is before it), to r's running sum,
-// starting one with the session's first chunk. A large chunk is hashed
-// beside the caller's journaling of it: wait for the result before using
-// the sum, and before returning.
+// scanner stands as after (r.Scanner is before it), to r's running sum. A
+// sum starts with a session's first chunk when that is large: a file
+// streamed whole (orionctl write), whose finalize streams it from the
+// journal; a model's stream, in small chunks, is checked in memory at its
+// finalize, which hashes it there, and its appends are not made to hash it
+// too. A large chunk is hashed beside the caller's journaling of it: wait
+// for the result before using the sum, and before returning.
 func (r *record) sumChunk(chunk []byte, after Scanner) pendingSum {
 	sum := r.sum
-	if sum == nil && r.Scanner.Total == 0 {
+	if sum == nil && r.Scanner.Total == 0 && len(chunk) >= parallelSum {
 		sum = newContentSum()
 	}
 	if sum == nil {

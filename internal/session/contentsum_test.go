@@ -38,7 +38,9 @@ func TestContentSum(t *testing.T) {
 			gaveUp := false
 			for cut := range 50 {
 				s := NewScanner(marker)
-				var sum *contentSum
+				// Started here: sumChunk starts one only with a large
+				// first chunk.
+				sum := newContentSum()
 				ok := true
 				rest := tc.stream
 				for first := true; first || len(rest) > 0; first = false {
@@ -100,5 +102,22 @@ func TestContentSumGaps(t *testing.T) {
 	s.Feed([]byte("b\n")) // fed around the sum
 	if got := c.sum(2, s.Total); got != "" {
 		t.Errorf("sum over a stream it did not see whole = %q", got)
+	}
+}
+
+// A session that starts with a small chunk (a model's stream) keeps no
+// running sum: its appends do not hash what its finalize hashes anyway.
+func TestContentSumStartsWithLargeChunk(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		want bool
+	}{{parallelSum - 1, false}, {parallelSum, true}} {
+		chunk := []byte(strings.Repeat("x", tc.size))
+		r := &record{Scanner: NewScanner("END")}
+		after := r.Scanner
+		after.Feed(chunk)
+		if got := r.sumChunk(chunk, after).wait() != nil; got != tc.want {
+			t.Errorf("first chunk of %d bytes: running sum %v, want %v", tc.size, got, tc.want)
+		}
 	}
 }

@@ -139,7 +139,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return m.finalizeEnvelope(e, content, force, false)
 	}
 	var change *targetChange
-	if !force {
+	// A session.write whose content is not journaled yet began in this
+	// request, a moment ago, from the target as it read it then: reading
+	// and hashing it again now would guard no wider a window than the one
+	// left between that read and the rename anyway.
+	if !force && r.inline == nil {
 		var err error
 		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
@@ -178,13 +182,29 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if c.edit != nil && c.edit.AlreadyApplied && c.content != nil {
 		return m.completeUnwritten(e, c)
 	}
+	writeOp := r.Operation
+	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
+		writeOp = protocol.OpOverwrite
+	}
+	// The file is written while the backup is taken and the record is
+	// journaled, and named only after (see early): started here, its
+	// write and sync have the backup's and the record's time to overlap.
+	staged := m.stageEarly(r, writeOp, c.content)
+	discard := func() {
+		if staged != nil {
+			staged.discard()
+		}
+	}
 
 	var (
 		pieces    uint64
 		lastPiece *store.Put
 	)
 	keepAfter := c.content != nil && r.Operation != protocol.OpAppend && len(c.content) <= mergeMaxBytes
-	if !r.SkipBackup {
+	// A create replaces nothing: its rename fails if a file appeared
+	// meanwhile. Looking for one to back up would cost a path check and
+	// an open for nothing.
+	if !r.SkipBackup && writeOp != protocol.OpCreate {
 		if keepAfter {
 			// The backup and what this write keeps for a three-way undo
 			// are stored together: room for both.
@@ -193,6 +213,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		pieces, lastPiece, err = m.backup(r)
 	}
 	if err != nil {
+		discard()
 		pe := protocol.Errorf(protocol.CodeIO, protocol.ReasonBackupFailed,
 			"keeping a backup of %s before replacing it failed, so nothing was written: %v", r.Target, err)
 		pe.Data.SessionID = r.ID
@@ -218,17 +239,8 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	}
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
-	writeOp := r.Operation
-	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
-		writeOp = protocol.OpOverwrite
-	}
-	// The file is written while its record is journaled, and named only
-	// after (see early).
-	staged := m.stageEarly(r, writeOp, c.content)
-	if err := m.putWith(r, lastPiece); err != nil {
-		if staged != nil {
-			staged.discard()
-		}
+	if err := m.putFinalizing(r, lastPiece); err != nil {
+		discard()
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}

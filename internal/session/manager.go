@@ -430,9 +430,10 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 		return protocol.BeginResult{}, err
 	}
 	defer adm.release()
-	// The target at begin rides the record's commit: a merge at finalize
-	// needs it once the file has changed.
-	if err := m.putWith(r, m.keepBase(r)); err != nil {
+	// The target at begin rides the record: a merge at finalize needs it
+	// once the file has changed. Both go to the content log, one sync and
+	// no bbolt commit, as a finalize's record does (putFinalizing).
+	if err := m.putRecord(r, m.keepBase(r), true); err != nil {
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r, owner: owner}
@@ -468,6 +469,19 @@ func (m *Manager) put(r *record) error {
 // putWith is put storing also, in the same commit, the keys and values of
 // extra when it is not nil.
 func (m *Manager) putWith(r *record, extra *store.Put) error {
+	return m.putRecord(r, extra, false)
+}
+
+// putFinalizing is putWith for the record of a finalize about to write its
+// file: the record and extra (the last piece of the backup) go to the
+// content log in one batch and one sync, and their bbolt index rides a
+// later commit (store.LogMeta), as an append's does; recovery indexes them
+// from the log. The file's rename waits for that sync, not for a commit.
+func (m *Manager) putFinalizing(r *record, extra *store.Put) error {
+	return m.putRecord(r, extra, true)
+}
+
+func (m *Manager) putRecord(r *record, extra *store.Put, logged bool) error {
 	meta, err := r.marshal()
 	if err != nil {
 		return ioError(r.ID, "encoding the session record", err)
@@ -480,6 +494,8 @@ func (m *Manager) putWith(r *record, extra *store.Put) error {
 		// A session.write's first journaling: the session, its content
 		// and what rides with it in one commit.
 		err = m.cfg.Store.Append(r.ID, r.LastSeq, r.inline, meta, puts...)
+	} else if logged {
+		err = m.cfg.Store.LogMeta(r.ID, meta, puts...)
 	} else {
 		err = m.cfg.Store.PutMeta(r.ID, meta, puts...)
 	}

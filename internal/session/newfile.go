@@ -32,7 +32,16 @@ func (m *Manager) styleOf(r *record, target string) newfile.Style {
 		}
 	}
 	read := func(p string) ([]byte, bool) {
-		f, err := m.openRegularVia(fsys, filepath.FromSlash(p))
+		// Through the directory's descriptor, confined as every open is,
+		// but with no protection check: that guards what is written, and
+		// these files are only read, to shape the new file.
+		p = filepath.FromSlash(p)
+		d, err := fsys.OpenDir(filepath.Dir(p))
+		if err != nil {
+			return nil, false
+		}
+		defer d.Close()
+		f, err := d.OpenRegular(filepath.Base(p))
 		if err != nil {
 			return nil, false
 		}

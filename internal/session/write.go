@@ -14,10 +14,10 @@ import (
 // It guarantees what begin, append and finalize guarantee, with fewer
 // syncs: the session is never journaled on its own. Its first journaling
 // is the finalize's (the record at stage finalizing, the content as chunk
-// 1 and the last piece of the backup, in one commit), so a small file
-// costs that commit and the file's own two syncs (temp file and
-// directory), and its completion rides the next commit, as a finalize's
-// does. A crash after that commit finds a finalizing session with its
+// 1 and the last piece of the backup, written to the content log together
+// and synced once, their bbolt index riding a later commit), so a small
+// file costs that sync and the file's own two (temp file and directory),
+// and its completion rides the next commit, as a finalize's does. A crash after that commit finds a finalizing session with its
 // content, which recovery settles as it settles any finalize, and writes
 // when the write's temp file proves it never landed (its content is all
 // there: no client is left to finalize it); a crash before it leaves

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/store"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -195,7 +197,7 @@ func TestSchemaMigrationFrom2(t *testing.T) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		if got, want := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))), uint64(5); got != want {
+		if got, want := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))), uint64(store.SchemaVersion); got != want {
 			return fmt.Errorf("schema version after Open: got %d, want %d", got, want)
 		}
 		return nil

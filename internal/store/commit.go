@@ -31,11 +31,13 @@ type request struct {
 	notify func(error)
 }
 
-// pendingIndex names the chunk a deferred index entry is for.
+// pendingIndex names the chunk a deferred index entry is for, or, when
+// metaOnly, the metadata record of a LogMeta (no chunk: ref is the record).
 type pendingIndex struct {
-	key []byte
-	seq uint64
-	ref chunkRef
+	key      []byte
+	seq      uint64
+	ref      chunkRef
+	metaOnly bool
 }
 
 // finish hands the request its outcome.
@@ -271,8 +273,11 @@ func (s *Store) commitAlone(apply func(tx *bolt.Tx) error, fence bool) error {
 
 // update runs fn in a bbolt transaction of the committer.
 func (s *Store) update(fn func(tx *bolt.Tx) error) error {
-	// Counted whatever the outcome: a failed commit may still have grown
-	// the file.
+	// Odd while the transaction runs: its commit takes effect before
+	// Update returns, so Used keeps no measure taken meanwhile. Counted
+	// whatever the outcome: a failed commit may still have grown the
+	// file.
+	s.updates.Add(1)
 	defer s.updates.Add(1)
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if err := fn(tx); err != nil {
@@ -332,19 +337,45 @@ const (
 // synced, to ride the next commit. The log calls it in log order, so the
 // entries queue in that order, and a commit that takes them indexes a prefix
 // of the log: it records the end of its last entry as meta/logpos.
-func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
-	end := contentlog.Pos{Seg: ref.rec.Seg, Off: ref.rec.End()}
+//
+// vals are the content buckets' values written in the same batch, after
+// the chunk, and end is where that batch's last record ends.
+func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte, vals []deferredValue, end contentlog.Pos) {
 	key := []byte(id)
+	s.deferEntry(id, &pendingIndex{key: key, seq: seq, ref: ref}, len(meta), func(tx *bolt.Tx) error {
+		if err := s.putIndex(tx, key, seq, ref, meta); err != nil {
+			return err
+		}
+		if err := s.putValues(tx, vals); err != nil {
+			return err
+		}
+		return setLogPos(tx, end)
+	})
+}
+
+// deferMeta is deferIndex for a LogMeta's batch: its metadata record at
+// ref, then the values vals, ending at end.
+func (s *Store) deferMeta(id string, ref contentlog.Ref, meta []byte, vals []deferredValue, end contentlog.Pos) {
+	key := []byte(id)
+	s.deferEntry(id, &pendingIndex{key: key, ref: chunkRef{rec: ref}, metaOnly: true}, len(meta), func(tx *bolt.Tx) error {
+		if err := putMeta(tx, key, meta); err != nil {
+			return err
+		}
+		if err := s.putValues(tx, vals); err != nil {
+			return err
+		}
+		return setLogPos(tx, end)
+	})
+}
+
+// deferEntry queues apply, the index entries of records the log has
+// synced (pi names the first), to ride the next commit.
+func (s *Store) deferEntry(id string, pi *pendingIndex, metaBytes int, apply func(tx *bolt.Tx) error) {
 	r := &request{}
 	r0 := r
 	*r = request{
-		index: &pendingIndex{key: key, seq: seq, ref: ref},
-		apply: func(tx *bolt.Tx) error {
-			if err := s.putIndex(tx, key, seq, ref, meta); err != nil {
-				return err
-			}
-			return setLogPos(tx, end)
-		},
+		index: pi,
+		apply: apply,
 		// Called only once the entry is committed: one whose commit
 		// fails is queued again (requeue).
 		notify: func(error) {
@@ -365,7 +396,7 @@ func (s *Store) deferIndex(id string, seq uint64, ref chunkRef, meta []byte) {
 	s.pending[id] = append(s.pending[id], r)
 	s.indexQueued.Add(1)
 	s.deferredN++
-	s.deferredBytes += len(meta)
+	s.deferredBytes += metaBytes
 	full := s.deferredN >= maxDeferredEntries || s.deferredBytes >= maxDeferredBytes
 	if s.deferTimer == nil && !full {
 		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
@@ -421,9 +452,11 @@ func (s *Store) pendingOf(id string) []pendingIndex {
 	if len(list) == 0 {
 		return nil
 	}
-	out := make([]pendingIndex, len(list))
-	for i, r := range list {
-		out[i] = *r.index
+	out := make([]pendingIndex, 0, len(list))
+	for _, r := range list {
+		if !r.index.metaOnly {
+			out = append(out, *r.index)
+		}
 	}
 	return out
 }

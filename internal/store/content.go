@@ -41,6 +41,37 @@ const (
 	recFixed = 1 + 1 + 2 + 8 + 4
 )
 
+// A metadata record in the content log is
+//
+//	kind   uint8   recMeta
+//	flags  uint8   0
+//	idLen  uint16
+//	id     [idLen]byte
+//	meta   (the rest)
+//
+// It is a LogMeta: recovery replays it as PutMeta, in log order with the
+// chunks and values around it.
+const recMeta = 3
+
+func encodeMetaRecord(id string, meta []byte) []byte {
+	rec := make([]byte, 0, 4+len(id)+len(meta))
+	rec = append(rec, recMeta, 0)
+	rec = binary.BigEndian.AppendUint16(rec, uint16(len(id)))
+	rec = append(rec, id...)
+	return append(rec, meta...)
+}
+
+func decodeMetaRecord(rec []byte) (id, meta []byte, ok bool) {
+	if len(rec) < 4 || rec[0] != recMeta {
+		return nil, nil, false
+	}
+	n := int(binary.BigEndian.Uint16(rec[2:]))
+	if len(rec) < 4+n {
+		return nil, nil, false
+	}
+	return rec[4 : 4+n], rec[4+n:], true
+}
+
 // encodeChunkRecord returns the record of an Append, and where its chunk
 // starts in it.
 func encodeChunkRecord(id string, seq uint64, meta, chunk []byte, flags byte) ([]byte, int) {
@@ -248,7 +279,27 @@ func (s *Store) replay() error {
 			return nil
 		}
 		if len(payload) > 0 && payload[0] == recValue {
-			return nil // indexed by the commit that wrote it, or dead
+			if len(payload) < 2 || payload[1]&flagIndexed != 0 {
+				return nil // indexed by the commit that wrote it, or dead
+			}
+			// A value of an Append's batch, indexed with its chunk.
+			bucket, key, at, ok := decodeValueRecord(payload)
+			if !ok || !contentBuckets[bucket] {
+				slog.Error("store: the content log holds a value record this build cannot read; skipped", "segment", ref.Seg, "offset", ref.Off)
+				return nil
+			}
+			entries = append(entries, replayed{bucket: bucket, id: string(key),
+				ref: chunkRef{rec: ref, at: uint32(at), len: uint32(len(payload) - at)}})
+			return nil
+		}
+		if len(payload) > 0 && payload[0] == recMeta {
+			id, meta, ok := decodeMetaRecord(payload)
+			if !ok {
+				slog.Error("store: the content log holds a metadata record this build cannot read; skipped", "segment", ref.Seg, "offset", ref.Off)
+				return nil
+			}
+			entries = append(entries, replayed{id: string(id), meta: append([]byte(nil), meta...), metaOnly: true})
+			return nil
 		}
 		r, err := decodeChunkRecord(payload)
 		if err != nil {
@@ -277,7 +328,16 @@ func (s *Store) replay() error {
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, e := range entries {
-			if err := s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta); err != nil {
+			var err error
+			switch {
+			case e.bucket != "":
+				err = s.putValues(tx, []deferredValue{{bucket: e.bucket, key: []byte(e.id), ref: e.ref}})
+			case e.metaOnly:
+				err = putMeta(tx, []byte(e.id), e.meta)
+			default:
+				err = s.putIndex(tx, []byte(e.id), e.seq, e.ref, e.meta)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -287,7 +347,7 @@ func (s *Store) replay() error {
 		return fmt.Errorf("replay content log: %w", err)
 	}
 	if len(entries) > 0 {
-		slog.Info("store: indexed appends found in the content log after a stop", "appends", len(entries))
+		slog.Info("store: indexed appends (and their backups) found in the content log after a stop", "records", len(entries))
 	}
 	return nil
 }
@@ -303,7 +363,7 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	stopped := map[string]bool{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, e := range entries {
-			if _, ok := next[e.id]; ok {
+			if _, ok := next[e.id]; ok || e.bucket != "" || e.metaOnly {
 				continue
 			}
 			next[e.id] = e.seq
@@ -321,6 +381,10 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	kept := entries[:0]
 	for _, e := range entries {
 		switch {
+		case e.bucket != "" || e.metaOnly:
+			// A value or a session's metadata stands on its own: no
+			// chunk after it depends on it.
+			kept = append(kept, e)
 		case stopped[e.id]:
 		case e.seq > next[e.id]:
 			stopped[e.id] = true
@@ -333,11 +397,15 @@ func (s *Store) stopAtGaps(entries []replayed) ([]replayed, error) {
 	return kept, nil
 }
 
+// replayed is a chunk of session id to index; when bucket is set, the value
+// of key id in that content bucket; when metaOnly, a LogMeta's metadata.
 type replayed struct {
-	id   string
-	seq  uint64
-	meta []byte
-	ref  chunkRef
+	id       string
+	seq      uint64
+	meta     []byte
+	ref      chunkRef
+	bucket   string
+	metaOnly bool
 }
 
 // liveOnCommit adds delta to the live bytes of the log, and of its segment

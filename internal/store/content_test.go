@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/internal/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // A store file written by the last release that kept chunks in the bbolt
@@ -674,5 +676,37 @@ func TestFailedIndexEntryAtClose(t *testing.T) {
 		if got, err := c.Chunk(id, 1); err != nil || string(got) != id+" content" {
 			t.Errorf("chunk of %s after a restart = %q, %v; want %q", id, got, err, id+" content")
 		}
+	}
+}
+
+// What --store-max-bytes is checked against counts every commit that took
+// effect, even one whose commit call has not returned yet: a write admitted
+// against the bbolt file's use before it would go past the cap unnoticed.
+func TestUsedCountsCommitJustMade(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), "orion.db"), store.Options{SegmentSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before, err := s.Used()
+	if err != nil {
+		t.Fatal(err)
+	}
+	during, err := store.UsedOnCommit(s, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("used-test"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), bytes.Repeat([]byte("v"), 1<<20))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Used()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+1<<20 || during != after {
+		t.Fatalf("used %d before a commit of a MiB, %d once it took effect, %d after: want the MiB counted as soon as it took effect", before, during, after)
 	}
 }

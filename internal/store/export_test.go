@@ -42,3 +42,20 @@ func WithCommitFaults(opts Options, fault func() error) Options {
 	opts.commitFault = fault
 	return opts
 }
+
+// SchemaVersion is the version of the files this build writes.
+const SchemaVersion = schemaVersion
+
+// UsedOnCommit commits a transaction that applies fn and returns what Used
+// reports once the commit took effect, before the transaction's update
+// call returned.
+func UsedOnCommit(s *Store, fn func(tx *bolt.Tx) error) (used int64, err error) {
+	uerr := s.update(func(tx *bolt.Tx) error {
+		tx.OnCommit(func() { used, err = s.Used() })
+		return fn(tx)
+	})
+	if uerr != nil {
+		return 0, uerr
+	}
+	return used, err
+}

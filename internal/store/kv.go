@@ -177,6 +177,8 @@ func (s *Store) scanKV(bucket string, fn func(k, v []byte) (bool, error),
 	}
 	content := contentBuckets[bucket]
 	if content {
+		// Values an Append wrote are indexed by a later commit.
+		s.flushIfDeferred()
 		// From the transaction that finds the index entries to the
 		// reads of their records: see readMu.
 		s.readMu.RLock()
@@ -216,6 +218,9 @@ func (s *Store) ScanKeys(bucket string, fn func(k []byte) bool) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
+	if contentBuckets[bucket] {
+		s.flushIfDeferred() // see scanKV
+	}
 	return s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bucket))
 		if b == nil {
@@ -237,6 +242,7 @@ func (s *Store) GetKV(bucket string, key []byte) ([]byte, bool, error) {
 	}
 	content := contentBuckets[bucket]
 	if content {
+		s.flushIfDeferred() // see scanKV
 		s.readMu.RLock()
 		defer s.readMu.RUnlock()
 	}

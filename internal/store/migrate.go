@@ -33,7 +33,19 @@ const migrateBatchBytes = 4 << 20
 // Open removes the log of a file older than the log before migrating, and
 // a version 4 file's are dead records its segments' reclaim drops, so a
 // second attempt starts afresh.
+//
+// A version 5 file is a version 6 file without the records version 6 added:
+// its migration only rewrites the number.
 func (s *Store) migrate(from uint64) error {
+	if from >= 5 {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keySchema, encodeSeq(schemaVersion))
+		})
+		if err != nil {
+			return fmt.Errorf("migrate version %d: %w", from, err)
+		}
+		return nil
+	}
 	type moved struct {
 		id     []byte
 		seq    uint64

@@ -32,7 +32,10 @@
 // entries queue in that order, so each bbolt commit indexes every record up
 // to some position of the log and records that position (meta/logpos). At
 // Open, the records past it are replayed into the index (replay): they are
-// the Appends whose entries a crash kept from being committed. Every other
+// the Appends whose entries a crash kept from being committed. LogMeta
+// journals a session's metadata the same way, and the values of content
+// buckets an Append or a LogMeta carries are records of its batch, indexed
+// and replayed with it. Every other
 // write (PutMeta, Finish, Delete...) commits the queued entries first, so no
 // record past meta/logpos is older than a later write of its session. Until
 // its commit has ended, an entry is also kept by session in memory (pending),
@@ -120,7 +123,16 @@ var ErrClosed = errors.New("store: closed")
 // migrates versions 1 to 4 by moving them, with the chunks of versions 1 to
 // 3; a version 4 build refuses a version 5 file, whose index entries it
 // would restore as a backup.
-const schemaVersion = 5
+//
+// Version 6 added records that wait in the content log for their index
+// entries besides chunks: a session's metadata (LogMeta, a begin's and a
+// finalize's record) and the values of content buckets an Append's batch
+// carries (the backup of the file an overwrite replaces). A version 5 file
+// holds none, so Open migrates it by replaying its log as a version 5 build
+// would and rewriting the number; a version 5 build refuses a version 6
+// file, whose waiting metadata records and backups it would skip, losing a
+// finalize's record and the backup it carried.
+const schemaVersion = 6
 
 var (
 	bucketMeta     = []byte("meta")
@@ -175,7 +187,8 @@ type Store struct {
 	maxBatch   int
 	deferDelay time.Duration
 
-	// updates counts the bbolt transactions of update, committed or not,
+	// updates counts twice each bbolt transaction of update (before it and
+	// after it, committed or not: odd while one runs),
 	// and tree is the bbolt file's bytes in use as Used last measured
 	// them, with the count it measured them at: the file changes only in
 	// such a transaction, so Used reads them once per commit, not once
@@ -359,7 +372,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if err = s.migrate(version); err == nil {
 			err = s.compactFile(boltOpts)
 		}
-	case version < schemaVersion:
+	case version < 5:
 		// A version 4 file has a log whose chunks may wait to be
 		// replayed: they are indexed first, as by a version 4 build.
 		if err = s.replay(); err == nil {
@@ -367,6 +380,14 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		if err == nil {
 			err = s.compactFile(boltOpts)
+		}
+	case version < schemaVersion:
+		// A version 5 file's log holds only the records a version 5
+		// build replays (chunks), which replay indexes as it did. The
+		// migration moves nothing out of the bbolt file, so it frees no
+		// pages for compactFile to give back.
+		if err = s.replay(); err == nil {
+			err = s.migrate(version)
 		}
 	default:
 		err = s.replay()
@@ -491,6 +512,15 @@ func (s *Store) Stats() (Stats, error) {
 		chunks := tx.Bucket(bucketChunks)
 		seen := map[string]bool{}
 		for _, p := range pending {
+			if p.metaOnly {
+				// A LogMeta's session, listed once its entry is
+				// committed.
+				if _, ok := lookup(tx.Bucket(bucketSessions), p.key); !ok && !seen[string(p.key)] {
+					seen[string(p.key)] = true
+					st.Sessions++
+				}
+				continue
+			}
 			k := string(p.key) + string(encodeSeq(p.seq))
 			if seen[k] {
 				continue
@@ -602,8 +632,11 @@ func (s *Store) Used() (int64, error) {
 	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
 	used := max(high-free, 0)
 	// Counted before the transaction began: a commit since makes the
-	// next call measure again.
-	s.tree.Store(&treeUse{updates: updates, used: used})
+	// next call measure again. None is kept while an update runs (the
+	// count is odd): its commit may take effect before the count moves.
+	if updates%2 == 0 {
+		s.tree.Store(&treeUse{updates: updates, used: used})
+	}
 	return used + s.live.Load(), nil
 }
 

@@ -893,7 +893,7 @@ func TestSchemaMigration(t *testing.T) {
 		t.Fatalf("Meta after migration = %q, %v", got, err)
 	}
 	s.Close()
-	if got, want := schema(0), uint64(5); got != want {
+	if got, want := schema(0), uint64(store.SchemaVersion); got != want {
 		t.Fatalf("schema version after Open: got %d, want %d", got, want)
 	}
 }

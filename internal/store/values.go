@@ -29,28 +29,92 @@ func IsContentBucket(name string) bool { return contentBuckets[name] }
 // A value record in the content log is
 //
 //	kind      uint8   recValue
-//	flags     uint8   flagIndexed, always
+//	flags     uint8   flagIndexed, unless an Append's batch holds it
 //	bucketLen uint8
 //	bucket    [bucketLen]byte
 //	keyLen    uint16
 //	key       [keyLen]byte
 //	value     (the rest)
 //
-// Its index entry is committed with the write that made it, so recovery
-// never replays one; bucket and key say whose value it is to someone
-// reading the log by hand.
+// A value flagged indexed has its index entry committed with the write
+// that made it, so recovery never replays it. One without the flag was
+// written in the batch of an Append (see Append): its entry rides a later
+// commit with the chunk's, and recovery replays it from bucket and key, in
+// log order with the chunks.
 const recValue = 2
 
-// encodeValueRecord returns the record of a value, and where the value
-// starts in it.
+// encodeValueRecord returns the record of a value indexed by the commit
+// that writes it, and where the value starts in it.
 func encodeValueRecord(bucket string, key, value []byte) ([]byte, int) {
+	return encodeValueRecordFlags(bucket, key, value, flagIndexed)
+}
+
+// encodeValueRecordFlags is encodeValueRecord with the record's flags.
+func encodeValueRecordFlags(bucket string, key, value []byte, flags byte) ([]byte, int) {
 	rec := make([]byte, 0, 5+len(bucket)+len(key)+len(value))
-	rec = append(rec, recValue, flagIndexed, byte(len(bucket)))
+	rec = append(rec, recValue, flags, byte(len(bucket)))
 	rec = append(rec, bucket...)
 	rec = binary.BigEndian.AppendUint16(rec, uint16(len(key)))
 	rec = append(rec, key...)
 	at := len(rec)
 	return append(rec, value...), at
+}
+
+// decodeValueRecord returns the bucket and key of a value record, and where
+// its value starts.
+func decodeValueRecord(rec []byte) (bucket string, key []byte, at int, ok bool) {
+	if len(rec) < 3 || rec[0] != recValue {
+		return "", nil, 0, false
+	}
+	n := int(rec[2])
+	rest := rec[3:]
+	if len(rest) < n+2 {
+		return "", nil, 0, false
+	}
+	bucket, rest = string(rest[:n]), rest[n:]
+	k := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if len(rest) < k {
+		return "", nil, 0, false
+	}
+	return bucket, rest[:k], 3 + n + 2 + k, true
+}
+
+// contentOnly reports whether every put stores in a content bucket.
+func contentOnly(puts []Put) bool {
+	for _, p := range puts {
+		if !contentBuckets[p.Bucket] {
+			return false
+		}
+	}
+	return true
+}
+
+// deferredValue is a content bucket's value written in an Append's batch,
+// whose index entry waits with the chunk's (deferIndex).
+type deferredValue struct {
+	bucket string
+	key    []byte
+	ref    chunkRef
+}
+
+// putValues stores the index entries of vals, whose records already count
+// as live (they did from their sync): only the records of the entries
+// they replace stop counting once tx commits.
+func (s *Store) putValues(tx *bolt.Tx, vals []deferredValue) error {
+	for _, v := range vals {
+		b, err := tx.CreateBucketIfNotExists([]byte(v.bucket))
+		if err != nil {
+			return err
+		}
+		if old, ok := decodeChunkRef(b.Get(v.key)); ok && old != v.ref {
+			s.liveOnCommit(tx, old.rec.Seg, -old.rec.Size())
+		}
+		if err := b.Put(v.key, v.ref.encode()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hasContent reports whether puts store a value in a content bucket.

@@ -122,8 +122,8 @@ func TestMigrateValuesFromReleaseFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.View(func(tx *bolt.Tx) error {
-		if got := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))); got != 5 {
-			t.Errorf("schema version %d after migration, want 5", got)
+		if got := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))); got != store.SchemaVersion {
+			t.Errorf("schema version %d after migration, want %d", got, store.SchemaVersion)
 		}
 		for bucket := range want.Values {
 			tx.Bucket([]byte(bucket)).ForEach(func(k, v []byte) error {
@@ -488,4 +488,115 @@ func damageLogged(t *testing.T, path, marker string) {
 		}
 	}
 	t.Fatalf("%q is not in the content log", marker)
+}
+
+// An Append that stores a backup (a content bucket's value) with its chunk
+// is one sync of the log and no commit: the value is read at once, is in
+// the index after the next commit, and a crash before that commit loses
+// neither the chunk nor the value, nor brings back a value it replaced.
+func TestAppendWithValueOneSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openDeferred(t, path)
+	put := func(v string) store.Put {
+		return store.Put{Bucket: "backups", KVs: []store.KV{{Key: []byte("w/0"), Value: []byte(v)}}}
+	}
+	if err := s.PutKVs(put("older backup")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append("w", 1, []byte("the new content"), []byte("finalizing"), put("the old content")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Log.Syncs - before.Log.Syncs; got != 1 {
+		t.Errorf("the append with its backup took %d syncs of the log, want 1", got)
+	}
+	if got := after.Commits - before.Commits; got != 0 {
+		t.Errorf("the append with its backup took %d bbolt commits before returning, want 0", got)
+	}
+	img := crashImage(t, path)
+	for name, st := range map[string]*store.Store{"running": s, "replayed": openStore(t, img)} {
+		if v, ok, err := st.GetKV("backups", []byte("w/0")); err != nil || !ok || string(v) != "the old content" {
+			t.Errorf("%s: backup = %q, %v, %v; want the one stored with the append", name, v, ok, err)
+		}
+		var buf bytes.Buffer
+		if _, err := st.CopyRange("w", &buf, 0, -1); err != nil || buf.String() != "the new content" {
+			t.Errorf("%s: content = %q, %v", name, buf.String(), err)
+		}
+		if meta, err := st.Meta("w"); err != nil || string(meta) != "finalizing" {
+			t.Errorf("%s: meta = %q, %v", name, meta, err)
+		}
+	}
+	// Dropped after the append: a crash does not bring it back.
+	if err := s.DeleteKV("backups", [][]byte{[]byte("w/0")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := openStore(t, crashImage(t, path)).GetKV("backups", []byte("w/0")); err != nil || ok {
+		t.Errorf("a dropped backup came back after a crash: %v, %v", ok, err)
+	}
+}
+
+// LogMeta journals a session's metadata, and the backup stored with it, in
+// one sync of the log and no commit; a crash before the commit that indexes
+// them loses neither, and a later write of the session still lands after
+// it.
+func TestLogMetaOneSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orion.db")
+	s := openDeferred(t, path)
+	if err := s.Append("w", 1, []byte("streamed content"), []byte("streaming")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := store.Put{Bucket: "backups", KVs: []store.KV{{Key: []byte("w/0"), Value: []byte("the old content")}}}
+	if err := s.LogMeta("w", []byte("finalizing"), backup); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Log.Syncs - before.Log.Syncs; got != 1 {
+		t.Errorf("LogMeta took %d syncs of the log, want 1", got)
+	}
+	if got := after.Commits - before.Commits; got != 0 {
+		t.Errorf("LogMeta took %d bbolt commits, want 0", got)
+	}
+	if after.Chunks != 1 {
+		t.Errorf("Stats counts %d chunks, want 1: the metadata record is none", after.Chunks)
+	}
+	if err := s.LogMeta("begun", []byte("streaming")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stats(); err != nil || st.Sessions != after.Sessions+1 {
+		t.Errorf("Stats counts %d sessions after a new one's LogMeta, want %d (%v)", st.Sessions, after.Sessions+1, err)
+	}
+	check := func(name string, st *store.Store, wantMeta string) {
+		t.Helper()
+		if meta, err := st.Meta("w"); err != nil || string(meta) != wantMeta {
+			t.Errorf("%s: meta = %q, %v; want %q", name, meta, err, wantMeta)
+		}
+		if v, ok, err := st.GetKV("backups", []byte("w/0")); err != nil || !ok || string(v) != "the old content" {
+			t.Errorf("%s: backup = %q, %v, %v", name, v, ok, err)
+		}
+		var buf bytes.Buffer
+		if _, err := st.CopyRange("w", &buf, 0, -1); err != nil || buf.String() != "streamed content" {
+			t.Errorf("%s: content = %q, %v", name, buf.String(), err)
+		}
+	}
+	img := crashImage(t, path)
+	check("replayed", openStore(t, img), "finalizing")
+	if err := s.PutMeta("w", []byte("completed")); err != nil {
+		t.Fatal(err)
+	}
+	check("running", s, "completed")
+	check("replayed after a later write", openStore(t, crashImage(t, path)), "completed")
 }

@@ -28,26 +28,97 @@ func (s *Store) PutMeta(id string, meta []byte, puts ...Put) error {
 	}
 	key := []byte(id)
 	return s.writePuts(nil, puts, func(tx *bolt.Tx, _ []contentlog.Ref) error {
-		// The metadata of the last Append would supersede meta.
-		if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
-			if err := chunks.Delete(keyChunkMeta); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketSessions).Put(key, meta)
+		return putMeta(tx, key, meta)
 	})
+}
+
+// putMeta stores meta as the metadata of session key in tx.
+func putMeta(tx *bolt.Tx, key, meta []byte) error {
+	// The metadata of the last Append would supersede meta.
+	if chunks := tx.Bucket(bucketChunks).Bucket(key); chunks != nil {
+		if err := chunks.Delete(keyChunkMeta); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketSessions).Put(key, meta)
+}
+
+// LogMeta is PutMeta through the content log, as Append writes chunks:
+// meta, and the values of puts, are records of one batch of the log, durable
+// once it is synced (shared with concurrent writers), and their index
+// entries ride a later bbolt commit, or are replayed from the log at the
+// next Open. It returns once the batch is durable. When a put is to a bucket
+// other than the content buckets, it is PutMeta.
+func (s *Store) LogMeta(id string, meta []byte, puts ...Put) error {
+	if !contentOnly(puts) {
+		return s.PutMeta(id, meta, puts...)
+	}
+	if err := validate(id, meta); err != nil {
+		return err
+	}
+	if err := checkPuts(puts); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := s.fenceFirst(); err != nil {
+		return fmt.Errorf("store: session %q metadata: %w", id, err)
+	}
+	rec := [][][]byte{{encodeMetaRecord(id, meta)}}
+	meta = append([]byte(nil), meta...)
+	rec, vals := appendValueRecords(rec, puts)
+	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
+		// The metadata record counts as no live content: no index entry
+		// points to it, and until its entry is committed the segment is
+		// kept by being pending (see oldestPending).
+		for i := range vals {
+			vals[i].ref.rec = refs[1+i]
+			s.addLive(refs[1+i].Seg, refs[1+i].Size())
+		}
+		last := refs[len(refs)-1]
+		s.deferMeta(id, refs[0], meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
+	})
+	if err != nil {
+		s.fenceAfter(err)
+		return fmt.Errorf("store: session %q metadata: %w", id, err)
+	}
+	return nil
+}
+
+// appendValueRecords appends to recs a record for each value of puts, to be
+// replayed (no flagIndexed), and returns them with what their index entries
+// need but the records' refs.
+func appendValueRecords(recs [][][]byte, puts []Put) ([][][]byte, []deferredValue) {
+	var vals []deferredValue
+	for _, p := range puts {
+		for _, kv := range p.KVs {
+			r, at := encodeValueRecordFlags(p.Bucket, kv.Key, kv.Value, 0)
+			recs = append(recs, [][]byte{r})
+			vals = append(vals, deferredValue{bucket: p.Bucket, key: append([]byte(nil), kv.Key...),
+				ref: chunkRef{at: uint32(at), len: uint32(len(kv.Value))}})
+		}
+	}
+	return recs, vals
 }
 
 // Append stores chunk as number seq of session id and replaces the session's
 // metadata with meta, and returns once both are durable. Concurrent calls
 // share syncs.
 //
-// Without puts, the chunk and meta are durable once their record is synced
-// to the content log, and its index entry rides a later bbolt commit (see
-// the package comment). With puts, the keys and values of puts are stored
-// (as PutKVs would) in the bbolt commit that indexes the chunk, and Append
-// returns after that commit: a session written in one request journals its
-// backup with its content.
+// The chunk and meta are durable once their record is synced to the content
+// log, and its index entry rides a later bbolt commit (see the package
+// comment). The keys and values of puts are stored as PutKVs would store
+// them, in the same way: when every put is to a content bucket, each value
+// is a record of the same batch of the log, synced with the chunk's and
+// indexed with it by that later commit (or replayed with it at the next
+// Open), so a session written in one request journals its content, its
+// metadata and its backup with one sync. Puts to other buckets are stored
+// in a bbolt commit that indexes the chunk too, and Append returns after
+// that commit.
 //
 // An empty (or nil) meta leaves the session's metadata as it was: the
 // chunk's record carries none, and recovery indexes the chunk alone (a
@@ -73,13 +144,13 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 		return ErrClosed
 	}
 	var flags byte
-	if len(puts) > 0 {
+	if len(puts) > 0 && !contentOnly(puts) {
 		flags = flagIndexed
 	}
 	// The chunk is written from where it is, after the record's head.
 	head := encodeChunkHead(id, seq, meta, flags, 0)
 	ref := chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
-	if len(puts) > 0 {
+	if flags == flagIndexed {
 		// Copies for the callback to capture: captured, ref and meta
 		// themselves would go to the heap on every append.
 		rec, ref, meta := [][][]byte{{head, chunk}}, ref, meta
@@ -104,10 +175,28 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(meta) > 0 {
 		meta = append([]byte(nil), meta...)
 	}
-	a := &logAppend{s: s, id: id, seq: seq, meta: meta, ref: ref}
-	a.parts = [2][]byte{head, chunk}
-	a.rec[0] = a.parts[:]
-	_, err := s.log.AppendParts(a.rec[:], a.durable)
+	var err error
+	if len(puts) == 0 {
+		a := &logAppend{s: s, id: id, seq: seq, meta: meta, ref: ref}
+		a.parts = [2][]byte{head, chunk}
+		a.rec[0] = a.parts[:]
+		_, err = s.log.AppendParts(a.rec[:], a.durable)
+	} else {
+		// The values follow the chunk in the same batch, as records
+		// that recovery replays (no flagIndexed), so they are durable
+		// with it.
+		rec, vals := appendValueRecords([][][]byte{{head, chunk}}, puts)
+		_, err = s.log.AppendParts(rec, func(refs []contentlog.Ref) {
+			ref.rec = refs[0]
+			s.addLive(ref.rec.Seg, ref.rec.Size())
+			for i := range vals {
+				vals[i].ref.rec = refs[1+i]
+				s.addLive(refs[1+i].Seg, refs[1+i].Size())
+			}
+			last := refs[len(refs)-1]
+			s.deferIndex(id, seq, ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
+		})
+	}
 	if err != nil {
 		s.fenceAfter(err)
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
@@ -133,7 +222,7 @@ type logAppend struct {
 func (a *logAppend) durable(refs []contentlog.Ref) {
 	a.ref.rec = refs[0]
 	a.s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
-	a.s.deferIndex(a.id, a.seq, a.ref, a.meta)
+	a.s.deferIndex(a.id, a.seq, a.ref, a.meta, nil, contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()})
 }
 
 // maxChunk bounds one chunk: a record of the log holds it whole.

@@ -115,10 +115,12 @@ type Tracer struct {
 	st       Store
 	attached chan struct{}
 	flushes  chan chan struct{}
-	quit     chan struct{}
-	done     chan struct{}
-	seq      uint64 // batcher only
-	closing  sync.Once
+	// full wakes the batcher when a batch's worth of events waits.
+	full    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+	seq     uint64 // batcher only
+	closing sync.Once
 
 	followMu  sync.RWMutex
 	followers map[*follower]struct{}
@@ -192,6 +194,7 @@ func New(opts Options) *Tracer {
 		ch:        make(chan Event, opts.Buffer),
 		attached:  make(chan struct{}),
 		flushes:   make(chan chan struct{}),
+		full:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		followers: make(map[*follower]struct{}),
@@ -248,6 +251,12 @@ func (t *Tracer) enqueue(ev Event) {
 	select {
 	case t.ch <- ev:
 		t.recorded.Add(1)
+		if len(t.ch) >= t.opts.MaxBatch {
+			select {
+			case t.full <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		t.dropped.Add(1)
 	}
@@ -401,19 +410,26 @@ func (t *Tracer) loop() {
 	armed := false
 	pending := make([]Event, 0, t.opts.MaxBatch)
 	for {
+		// Once a batch has begun, the events after its first wait in the
+		// channel until the batch is written: a batcher receiving each
+		// one as it comes was woken (a futex and a thread's wakeup) for
+		// every event, five times for a whole-file write. A full batch
+		// wakes it early (enqueue).
+		in := t.ch
+		if armed {
+			in = nil
+		}
 		select {
-		case ev := <-t.ch:
+		case ev := <-in:
 			pending = append(pending, ev)
-			if len(pending) >= t.opts.MaxBatch {
-				t.write(pending)
-				pending = pending[:0]
-			} else if !armed {
-				timer.Reset(t.opts.FlushEvery)
-				armed = true
-			}
+			timer.Reset(t.opts.FlushEvery)
+			armed = true
+		case <-t.full:
+			t.write(t.drain(pending))
+			pending = pending[:0]
 		case <-timer.C:
 			armed = false
-			t.write(pending)
+			t.write(t.drain(pending))
 			pending = pending[:0]
 		case done := <-t.flushes:
 			t.write(t.drain(pending))

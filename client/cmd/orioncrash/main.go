@@ -29,6 +29,7 @@ func main() {
 	flag.IntVar(&cfg.Kills, "kills", 1000, "how many times to SIGKILL the daemon")
 	flag.IntVar(&cfg.Clients, "clients", 4, "concurrent streaming clients")
 	flag.IntVar(&cfg.TurnWorkers, "turn-workers", 2, "concurrent workers running turns (writes, turn.end, turn.undo, turn.redo), each in a workspace of its own")
+	flag.IntVar(&cfg.WholeWriters, "whole-writers", 2, "concurrent workers overwriting a file each with session.write (a whole file in one request) and undoing some of the writes")
 	flag.DurationVar(&cfg.MaxPause, "max-pause", 300*time.Millisecond, "longest random pause between kills")
 	flag.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed")
 	flag.BoolVar(&keep, "keep", false, "keep the directory afterwards")
@@ -68,6 +69,7 @@ func main() {
 		fmt.Printf("reconnects:        %d\n", rep.Reconnects)
 		fmt.Printf("transactions:      %d committed, %d found torn\n", rep.Transactions, rep.TornTxs)
 		fmt.Printf("turns:             %d ended, %d undone, %d redone\n", rep.Turns, rep.Undos, rep.Redos)
+		fmt.Printf("whole files:       %d written with session.write, %d of them undone and checked, %d found wrong after an undo\n", rep.WholeWrites, rep.WholeUndos, rep.WholeWrong)
 		fmt.Printf("undos interrupted: %d by a kill, %d finished by the daemon at restart, %d found half-done, %d workspaces wrong after an acknowledged turn.end, undo or redo\n", rep.OpsInterrupted, rep.OpsRecovered, rep.HalfDone, rep.OpsWrong)
 		for _, f := range rep.Failures {
 			fmt.Println("FAIL:", f)

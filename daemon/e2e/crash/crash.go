@@ -42,6 +42,9 @@ type Config struct {
 	// through sessions and by the worker itself, turn.end, turn.undo and
 	// sometimes turn.redo.
 	TurnWorkers int
+	// WholeWriters each overwrite a file of their own with session.write
+	// and undo some of the writes.
+	WholeWriters int
 	// MaxPause bounds the random time between kills.
 	MaxPause time.Duration
 	Seed     uint64
@@ -95,6 +98,12 @@ type Report struct {
 	// OpsWrong counts the workspaces found other than they should be
 	// after an acknowledged turn.end, undo or redo.
 	OpsWrong int64 `json:"undos_wrong"`
+	// WholeWrites counts the session.writes acknowledged, WholeUndos the
+	// undos of them acknowledged and checked; WholeWrong the files found
+	// other than an undo, acknowledged or cut off, should have left.
+	WholeWrites int64 `json:"whole_file_writes"`
+	WholeUndos  int64 `json:"whole_file_undos"`
+	WholeWrong  int64 `json:"whole_file_undos_wrong"`
 	// Failures describes each problem found, for the test to print.
 	Failures []string `json:"failures,omitempty"`
 }
@@ -102,7 +111,7 @@ type Report struct {
 // OK reports whether the run found no loss, no torn or wrong target and no
 // leftover temp file.
 func (r *Report) OK() bool {
-	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && r.Overwritten == 0 && r.HalfDone == 0 && r.OpsWrong == 0 && len(r.Failures) == 0
+	return r.LostBytes == 0 && r.Mismatched == 0 && r.TornTxs == 0 && r.LeftoverTemps == 0 && r.Unrecorded == 0 && r.Overwritten == 0 && r.HalfDone == 0 && r.OpsWrong == 0 && r.WholeWrong == 0 && len(r.Failures) == 0
 }
 
 type runner struct {
@@ -124,6 +133,7 @@ type runner struct {
 	sessions, chunks, acked, lost, mismatched, reconnects   atomic.Int64
 	txs, tornTxs                                            atomic.Int64
 	turns, undos, redos, opsInterrupted, halfDone, opsWrong atomic.Int64
+	wholeWrites, wholeUndos, wholeWrong                     atomic.Int64
 }
 
 // Run performs the crash run.
@@ -179,6 +189,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		go func() {
 			defer wg.Done()
 			r.turnClient(streamCtx, i, rand.New(rand.NewPCG(cfg.Seed, 1<<34+uint64(i))))
+		}()
+	}
+	for i := range cfg.WholeWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.wholeClient(streamCtx, i, rand.New(rand.NewPCG(cfg.Seed, 1<<35+uint64(i))))
 		}()
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<32))
@@ -280,6 +297,9 @@ func (r *runner) snapshot(kills int) Report {
 		OpsInterrupted: r.opsInterrupted.Load(),
 		HalfDone:       r.halfDone.Load(),
 		OpsWrong:       r.opsWrong.Load(),
+		WholeWrites:    r.wholeWrites.Load(),
+		WholeUndos:     r.wholeUndos.Load(),
+		WholeWrong:     r.wholeWrong.Load(),
 		Failures:       append([]string(nil), r.failures...),
 	}
 }

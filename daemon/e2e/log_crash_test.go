@@ -24,18 +24,17 @@ func TestKilledInsideContentLogWrites(t *testing.T) {
 		acked int
 	}{
 		// Before the third append's pwrite, and between its pwrite and
-		// its fdatasync: never acknowledged. (The begin's record is the
-		// log's first write.)
-		{"BeforeWrite", "contentlog.write=4", 2},
-		{"BeforeSync", "contentlog.sync=4", 2},
+		// its fdatasync: never acknowledged. (Begin writes nothing: the
+		// session's record goes with its first chunk.)
+		{"BeforeWrite", "contentlog.write=3", 2},
+		{"BeforeSync", "contentlog.sync=3", 2},
 		// All three acknowledged; the kill comes as the third one's
 		// index entry is taken into a bbolt commit, which never happens:
 		// the next start indexes it from the log. The point counts
 		// entries, not commits: a commit may take the first entries while
 		// the appends are still coming (the deferred entries' timer runs
-		// from the begin's), and it must not be the one that dies. The
-		// begin's record is the first entry.
-		{"BeforeIndexCommit", "store.index-entry=4", 3},
+		// from the first append's), and it must not be the one that dies.
+		{"BeforeIndexCommit", "store.index-entry=3", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := testdaemon.Start(t)

@@ -394,7 +394,7 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 	if r.BasePieces == 0 || ch.now.size > mergeMaxBytes {
 		return nil, false, nil
 	}
-	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	base, err := m.readBase(r)
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return nil, false, nil
 	}

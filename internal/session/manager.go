@@ -236,6 +236,13 @@ func (m *Manager) Close() {
 		e.mu.Lock()
 		m.stopTimers(e)
 		m.unwatch(e)
+		if e.rec.unjournaled {
+			// A graceful stop keeps what a restart is expected to keep:
+			// begun sessions too, though nothing was appended to them.
+			if err := m.put(&e.rec); err != nil {
+				m.cfg.Logger.Warn("journaling a begun session at stop", "session", e.rec.ID, "err", err)
+			}
+		}
 		e.mu.Unlock()
 	}
 	m.rootsMu.Lock()
@@ -431,9 +438,17 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	}
 	defer adm.release()
 	// The target at begin rides the record: a merge at finalize needs it
-	// once the file has changed. Both go to the content log, one sync and
-	// no bbolt commit, as a finalize's record does (putFinalizing).
-	if err := m.putRecord(r, m.keepBase(r), true); err != nil {
+	// once the file has changed.
+	base := m.keepBase(r)
+	if r.TxID == "" && r.Supersedes == "" && r.ContinuesSession == "" {
+		// Journaled by the session's first write to the store, with its
+		// first chunk as a rule (see record.unjournaled): begin costs no
+		// sync. A session other records name (its transaction, the one
+		// it supersedes or continues) is journaled before they are.
+		r.unjournaled, r.pendingBase = true, base
+	} else if err := m.putRecord(r, base, true); err != nil {
+		// To the content log, one sync and no bbolt commit, as a
+		// finalize's record goes (putFinalizing).
 		return protocol.BeginResult{}, err
 	}
 	e := &entry{rec: *r, owner: owner}
@@ -490,6 +505,9 @@ func (m *Manager) putRecord(r *record, extra *store.Put, logged bool) error {
 	if extra != nil {
 		puts = append(puts, *extra)
 	}
+	if r.unjournaled && r.pendingBase != nil {
+		puts = append(puts, *r.pendingBase)
+	}
 	if r.inline != nil {
 		// A session.write's first journaling: the session, its content
 		// and what rides with it in one commit.
@@ -503,13 +521,25 @@ func (m *Manager) putRecord(r *record, extra *store.Put, logged bool) error {
 		return ioError(r.ID, "journaling the session", err)
 	}
 	r.inline = nil
+	r.unjournaled, r.pendingBase = false, nil
 	r.publish()
 	return nil
+}
+
+// forgetPendingBase drops the base of a session finishing before it was
+// ever journaled: no merge needs it any more, and its record must not name
+// pieces the store never held.
+func (r *record) forgetPendingBase() {
+	if r.unjournaled && r.pendingBase != nil && r.BaseKey == baseKey(r.ID) {
+		r.BaseKey, r.BasePieces = "", 0
+	}
+	r.pendingBase = nil
 }
 
 // putFinished journals a record that reached its last stage and drops its
 // chunks, in one commit: its content is on disk, or no longer wanted.
 func (m *Manager) putFinished(r *record) error {
+	r.forgetPendingBase()
 	meta, err := r.marshal()
 	if err != nil {
 		return ioError(r.ID, "encoding the session record", err)
@@ -517,6 +547,7 @@ func (m *Manager) putFinished(r *record) error {
 	if err := m.cfg.Store.Finish(r.ID, meta); err != nil {
 		return ioError(r.ID, "journaling the session", err)
 	}
+	r.unjournaled = false
 	r.publish()
 	return nil
 }
@@ -528,11 +559,15 @@ func (m *Manager) putFinished(r *record) error {
 // and by then the target may have changed.
 func (m *Manager) putFinishedLater(e *entry) error {
 	r := &e.rec
+	r.forgetPendingBase()
 	meta, err := r.marshal()
 	if err != nil {
 		return ioError(r.ID, "encoding the session record", err)
 	}
 	id := r.ID
+	// Journaled by the commit it rides, or again by itself should that
+	// fail (journalFinishedAgain).
+	r.unjournaled = false
 	m.cfg.Store.FinishLater(id, meta, func(err error) {
 		if err == nil {
 			return
@@ -632,8 +667,19 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	// chunks themselves give has changed, or when enough has been
 	// appended since it last went: after a crash, catchUp rebuilds the
 	// counts from the chunks appended after it.
-	var meta []byte
-	if next.recordDue(r) {
+	var (
+		meta []byte
+		puts []store.Put
+	)
+	if r.unjournaled {
+		// The session's first journaling: its record and the base kept
+		// at begin go with this chunk, in one batch and one sync.
+		next.unjournaled, next.pendingBase = false, nil
+		if r.pendingBase != nil {
+			puts = append(puts, *r.pendingBase)
+		}
+	}
+	if r.unjournaled || next.recordDue(r) {
 		next.recordedSeq, next.recordedBytes = next.LastSeq, next.Scanner.Total
 		// Encoded from a copy: encoding/json would move next itself to
 		// the heap, a record's copy on every append instead of on these.
@@ -644,7 +690,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		}
 	}
 	pending := r.sumChunk(chunk, next.Scanner)
-	err = m.cfg.Store.Append(r.ID, p.Seq, chunk, meta)
+	err = m.cfg.Store.Append(r.ID, p.Seq, chunk, meta, puts...)
 	sum := pending.wait()
 	if err != nil {
 		// The sum took a chunk the journal did not.

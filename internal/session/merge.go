@@ -93,6 +93,19 @@ func (m *Manager) keepBase(r *record) *store.Put {
 	return put
 }
 
+// readBase reads the target's content at begin, kept for a merge: from
+// memory while the session is not journaled yet (record.pendingBase).
+func (m *Manager) readBase(r *record) ([]byte, error) {
+	if r.pendingBase != nil {
+		var b []byte
+		for _, kv := range r.pendingBase.KVs {
+			b = append(b, kv.Value...)
+		}
+		return b, nil
+	}
+	return m.readBackup(r.BaseKey, r.BasePieces)
+}
+
 // piecesOf cuts data into backup pieces under key, as backupFile does; an
 // empty content still has one (empty) piece.
 func piecesOf(key string, data []byte) *store.Put {
@@ -240,7 +253,7 @@ func (m *Manager) sameText(r *record, now targetState) bool {
 	if r.BasePieces == 0 || now.size > mergeMaxBytes {
 		return false
 	}
-	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	base, err := m.readBase(r)
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return false
 	}
@@ -306,7 +319,7 @@ func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.
 	now := c.original
 	var base []byte
 	if r.BasePieces > 0 {
-		b, err := m.readBackup(r.BaseKey, r.BasePieces)
+		b, err := m.readBase(r)
 		if err == nil && sum(b) == r.BaseSHA256 {
 			base = b
 		}
@@ -349,7 +362,7 @@ func (m *Manager) changesSinceBegin(r *record, now []byte) []merge.Hunk {
 	if r.BasePieces == 0 || now == nil {
 		return nil
 	}
-	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	base, err := m.readBase(r)
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return nil
 	}
@@ -430,7 +443,7 @@ func (m *Manager) releaseBase(r *record) func() {
 		return func() {}
 	}
 	key, n := r.BaseKey, r.BasePieces
-	r.BaseKey, r.BasePieces = "", 0
+	r.BaseKey, r.BasePieces, r.pendingBase = "", 0, nil
 	return func() { m.dropBackup(key, n) }
 }
 
@@ -551,7 +564,7 @@ func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks
 	if ch == nil || r.BasePieces == 0 || ch.now.size > mergeMaxBytes {
 		return checked{}, nil, false, nil
 	}
-	base, err := m.readBackup(r.BaseKey, r.BasePieces)
+	base, err := m.readBase(r)
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return checked{}, nil, false, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -25,6 +26,15 @@ type record struct {
 	// first journaling of the record stores it as chunk 1 in the same
 	// commit (see Manager.Write), and clears it.
 	inline []byte
+	// unjournaled is true for a begun session whose record the store does
+	// not hold yet: begin replies without a sync, and the session's first
+	// write to the store (its first chunk, as a rule) carries the record,
+	// and pendingBase, the target's content at begin kept for a merge. A
+	// begun session is durable exactly when its first acknowledged
+	// content is; before that a crash may lose it, and the client's next
+	// request is told the session is not found.
+	unjournaled bool
+	pendingBase *store.Put
 	// charset is the encoding the target's project names, looked up by
 	// the check that applies the session's edit, so that an edit applied
 	// again (to the content at begin, for a merge) decodes the file the

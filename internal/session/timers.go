@@ -268,7 +268,7 @@ func (m *Manager) TargetChanged(path, kind string) {
 			// Line endings alone are no change either (finalize reads it
 			// so too); comparing reads the file and the content at begin,
 			// so the lock is let go meanwhile.
-			probe := record{Target: r.Target, BaseKey: r.BaseKey, BasePieces: r.BasePieces, BaseSHA256: r.BaseSHA256}
+			probe := record{Target: r.Target, BaseKey: r.BaseKey, BasePieces: r.BasePieces, BaseSHA256: r.BaseSHA256, pendingBase: r.pendingBase}
 			e.mu.Unlock()
 			if m.sameText(&probe, now) {
 				continue

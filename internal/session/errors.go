@@ -23,7 +23,7 @@ func sentence(s string) string {
 
 func notFound(id string) *protocol.Error {
 	e := protocol.Errorf(protocol.CodeSessionNotFound, protocol.ReasonSessionNotFound,
-		"no session %q: it never existed or was pruned; begin a new session", id)
+		"no session %q: it never existed, was pruned, or was begun with nothing appended before the daemon was killed; begin a new session", id)
 	e.Data.SessionID = id
 	return e
 }

@@ -67,6 +67,7 @@ func main() {
 		fmt.Printf("finalizes unrecorded: %d\n", rep.Unrecorded)
 		fmt.Printf("targets edited after finalize: %d, edits overwritten: %d, sessions reopened in conflict: %d\n", rep.Edited, rep.Overwritten, rep.EditsKeptOpen)
 		fmt.Printf("reconnects:        %d\n", rep.Reconnects)
+		fmt.Printf("begun sessions lost before any content, begun again: %d\n", rep.BegunLost)
 		fmt.Printf("transactions:      %d committed, %d found torn\n", rep.Transactions, rep.TornTxs)
 		fmt.Printf("turns:             %d ended, %d undone, %d redone\n", rep.Turns, rep.Undos, rep.Redos)
 		fmt.Printf("whole files:       %d written with session.write, %d of them undone and checked, %d found wrong after an undo\n", rep.WholeWrites, rep.WholeUndos, rep.WholeWrong)

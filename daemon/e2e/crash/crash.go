@@ -63,6 +63,10 @@ type Report struct {
 	Mismatched    int64 `json:"mismatched_targets"`
 	LeftoverTemps int   `json:"leftover_temp_files"`
 	Reconnects    int64 `json:"reconnects"`
+	// BegunLost counts begun sessions a kill took before any of their
+	// content was acknowledged (begin journals nothing: a session is
+	// durable with its first chunk); their clients began again.
+	BegunLost int64 `json:"begun_sessions_lost"`
 	// Transactions counts the three-file transactions committed; TornTxs
 	// the times their files were found neither all old nor all new.
 	Transactions int64 `json:"transactions"`
@@ -131,6 +135,7 @@ type runner struct {
 	edited    map[string]string
 
 	sessions, chunks, acked, lost, mismatched, reconnects   atomic.Int64
+	begunLost                                               atomic.Int64
 	txs, tornTxs                                            atomic.Int64
 	turns, undos, redos, opsInterrupted, halfDone, opsWrong atomic.Int64
 	wholeWrites, wholeUndos, wholeWrong                     atomic.Int64
@@ -289,6 +294,7 @@ func (r *runner) snapshot(kills int) Report {
 		LostBytes:      r.lost.Load(),
 		Mismatched:     r.mismatched.Load(),
 		Reconnects:     r.reconnects.Load(),
+		BegunLost:      r.begunLost.Load(),
 		Transactions:   r.txs.Load(),
 		TornTxs:        r.tornTxs.Load(),
 		Turns:          r.turns.Load(),
@@ -477,6 +483,11 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 		}
 		// Reconnected: ask where the session stands and go on from there.
 		next, err := r.resume(ctx, k, begun.SessionID)
+		if errors.Is(err, errBegunLost) && ackedSeq == 0 {
+			// Nothing of it was acknowledged: the client begins again.
+			r.begunLost.Add(1)
+			return r.writeOne(ctx, k, rng, target, content)
+		}
 		if err != nil {
 			return err
 		}
@@ -534,6 +545,12 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 	return nil
 }
 
+// errBegunLost is resume's error for a session the daemon does not know
+// after a kill: a session begun with nothing appended is not journaled, so
+// a kill may take it. The caller checks that nothing of it was
+// acknowledged.
+var errBegunLost = errors.New("session not found after a kill")
+
 func (r *runner) resume(ctx context.Context, k *conn, id string) (uint64, error) {
 	for {
 		c, err := k.get(ctx)
@@ -543,6 +560,10 @@ func (r *runner) resume(ctx context.Context, k *conn, id string) (uint64, error)
 		res, err := c.Resume(ctx, id)
 		if err == nil {
 			return res.NextSeq, nil
+		}
+		var pe *protocol.Error
+		if errors.As(err, &pe) && pe.Code == protocol.CodeSessionNotFound {
+			return 0, fmt.Errorf("resume: %w: %w", errBegunLost, err)
 		}
 		if err := k.broken(err); err != nil {
 			return 0, fmt.Errorf("resume: %w", err)

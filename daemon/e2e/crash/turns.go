@@ -347,6 +347,11 @@ func (r *runner) sessionWrite(ctx context.Context, k *conn, rng *rand.Rand, targ
 			return fmt.Errorf("append seq %d: %w", seq, err)
 		}
 		next, err := r.resume(ctx, k, begun.SessionID)
+		if errors.Is(err, errBegunLost) && seq == 1 {
+			// Nothing of it was acknowledged: begin again.
+			r.begunLost.Add(1)
+			return r.sessionWrite(ctx, k, rng, target, content)
+		}
 		if err != nil {
 			return err
 		}

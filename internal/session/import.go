@@ -89,6 +89,7 @@ func (m *Manager) forget(id string) error {
 	if err := m.cfg.Store.Delete(id); err != nil {
 		return ioError(id, "dropping a session", err)
 	}
+	e.rec.pendingBase.release()
 	m.mu.Lock()
 	delete(m.sessions, id)
 	delete(m.caps.live, e)

@@ -107,6 +107,9 @@ type Manager struct {
 	closed   bool
 	caps     sessionCaps
 	cap      storeCap
+	// heldBases is how many bytes of targets' content at begin the
+	// sessions not journaled yet hold in memory (heldBase).
+	heldBases atomic.Int64
 }
 
 type entry struct {
@@ -440,12 +443,12 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	// The target at begin rides the record: a merge at finalize needs it
 	// once the file has changed.
 	base := m.keepBase(r)
-	if r.TxID == "" && r.Supersedes == "" && r.ContinuesSession == "" {
+	if r.TxID == "" && r.Supersedes == "" && r.ContinuesSession == "" && m.canHold(base) {
 		// Journaled by the session's first write to the store, with its
 		// first chunk as a rule (see record.unjournaled): begin costs no
 		// sync. A session other records name (its transaction, the one
 		// it supersedes or continues) is journaled before they are.
-		r.unjournaled, r.pendingBase = true, base
+		r.unjournaled, r.pendingBase = true, m.hold(base)
 	} else if err := m.putRecord(r, base, true); err != nil {
 		// To the content log, one sync and no bbolt commit, as a
 		// finalize's record goes (putFinalizing).
@@ -506,7 +509,7 @@ func (m *Manager) putRecord(r *record, extra *store.Put, logged bool) error {
 		puts = append(puts, *extra)
 	}
 	if r.unjournaled && r.pendingBase != nil {
-		puts = append(puts, *r.pendingBase)
+		puts = append(puts, r.pendingBase.put)
 	}
 	if r.inline != nil {
 		// A session.write's first journaling: the session, its content
@@ -521,7 +524,9 @@ func (m *Manager) putRecord(r *record, extra *store.Put, logged bool) error {
 		return ioError(r.ID, "journaling the session", err)
 	}
 	r.inline = nil
-	r.unjournaled, r.pendingBase = false, nil
+	r.unjournaled = false
+	r.pendingBase.release()
+	r.pendingBase = nil
 	r.publish()
 	return nil
 }
@@ -533,7 +538,55 @@ func (r *record) forgetPendingBase() {
 	if r.unjournaled && r.pendingBase != nil && r.BaseKey == baseKey(r.ID) {
 		r.BaseKey, r.BasePieces = "", 0
 	}
+	r.pendingBase.release()
 	r.pendingBase = nil
+}
+
+// heldBaseMax bounds the bytes of targets' content at begin that sessions
+// not journaled yet hold in memory: past it, a begin journals its session
+// and base at once, as a session other records name does. Each is up to
+// mergeMaxBytes, and a client could begin many sessions and append to
+// none.
+const heldBaseMax = 32 << 20
+
+// heldBase is the target's content at begin, kept in memory for a merge
+// until its session's first journaling stores it (record.pendingBase).
+// Copies of the record share it; it is counted out of Manager.heldBases
+// once.
+type heldBase struct {
+	put      store.Put
+	size     int64
+	held     *atomic.Int64
+	released atomic.Bool
+}
+
+func putSize(p *store.Put) int64 {
+	var n int64
+	for _, kv := range p.KVs {
+		n += int64(len(kv.Value))
+	}
+	return n
+}
+
+// canHold says whether base (nil: none) fits under heldBaseMax.
+func (m *Manager) canHold(base *store.Put) bool {
+	return base == nil || m.heldBases.Load()+putSize(base) <= heldBaseMax
+}
+
+func (m *Manager) hold(base *store.Put) *heldBase {
+	if base == nil {
+		return nil
+	}
+	h := &heldBase{put: *base, size: putSize(base), held: &m.heldBases}
+	m.heldBases.Add(h.size)
+	return h
+}
+
+// release counts h out once it is journaled or no longer wanted.
+func (h *heldBase) release() {
+	if h != nil && h.released.CompareAndSwap(false, true) {
+		h.held.Add(-h.size)
+	}
 }
 
 // putFinished journals a record that reached its last stage and drops its
@@ -676,7 +729,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		// at begin go with this chunk, in one batch and one sync.
 		next.unjournaled, next.pendingBase = false, nil
 		if r.pendingBase != nil {
-			puts = append(puts, *r.pendingBase)
+			puts = append(puts, r.pendingBase.put)
 		}
 	}
 	if r.unjournaled || next.recordDue(r) {
@@ -698,6 +751,9 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	first := r.Stage != protocol.StageStreaming
+	if r.unjournaled {
+		r.pendingBase.release()
+	}
 	*r = next
 	r.sum = sum
 	r.publish()

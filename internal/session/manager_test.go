@@ -550,3 +550,45 @@ func TestWholeFileCommits(t *testing.T) {
 		t.Fatalf("undo restored %q, want the first write's content", got)
 	}
 }
+
+// TestBegunSessionsHoldBoundedContent: a begin that journals nothing keeps
+// the target's content at begin (for a merge) in memory until the
+// session's first chunk journals it. What all such sessions hold is
+// bounded: past the bound a begin journals its session at once, and a
+// first chunk makes room again.
+func TestBegunSessionsHoldBoundedContent(t *testing.T) {
+	h := newHarnessWith(t, store.Options{DeferDelay: time.Hour})
+	path := filepath.Join(h.root, "big.txt")
+	// Under the 4 MiB a merge keeps; 8 of them fit the 32 MiB bound.
+	line := strings.Repeat("x", 99) + "\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 40_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syncs := func() int64 {
+		st, err := h.st.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(st.Log.Syncs) + int64(st.Commits)
+	}
+	begin := func() (string, int64) {
+		before := syncs()
+		b := h.begin(protocol.BeginParams{Intent: "t", TargetFile: path, Operation: protocol.OpOverwrite})
+		return b.SessionID, syncs() - before
+	}
+	var ids []string
+	for i := range 8 {
+		id, n := begin()
+		if n != 0 {
+			t.Fatalf("begin %d under the bound took %d syncs, want 0", i+1, n)
+		}
+		ids = append(ids, id)
+	}
+	if _, n := begin(); n == 0 {
+		t.Fatal("a begin past the bound journaled nothing: its content at begin would be held in memory")
+	}
+	h.append(ids[0], "first chunk\n")
+	if _, n := begin(); n != 0 {
+		t.Fatalf("a begin after a first chunk made room took %d syncs, want 0", n)
+	}
+}

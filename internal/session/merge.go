@@ -98,7 +98,7 @@ func (m *Manager) keepBase(r *record) *store.Put {
 func (m *Manager) readBase(r *record) ([]byte, error) {
 	if r.pendingBase != nil {
 		var b []byte
-		for _, kv := range r.pendingBase.KVs {
+		for _, kv := range r.pendingBase.put.KVs {
 			b = append(b, kv.Value...)
 		}
 		return b, nil
@@ -443,7 +443,9 @@ func (m *Manager) releaseBase(r *record) func() {
 		return func() {}
 	}
 	key, n := r.BaseKey, r.BasePieces
-	r.BaseKey, r.BasePieces, r.pendingBase = "", 0, nil
+	r.BaseKey, r.BasePieces = "", 0
+	r.pendingBase.release()
+	r.pendingBase = nil
 	return func() { m.dropBackup(key, n) }
 }
 

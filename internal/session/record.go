@@ -7,7 +7,6 @@ import (
 
 	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/edit"
-	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -34,7 +33,7 @@ type record struct {
 	// content is; before that a crash may lose it, and the client's next
 	// request is told the session is not found.
 	unjournaled bool
-	pendingBase *store.Put
+	pendingBase *heldBase
 	// charset is the encoding the target's project names, looked up by
 	// the check that applies the session's edit, so that an edit applied
 	// again (to the content at begin, for a merge) decodes the file the

@@ -279,7 +279,7 @@ Chunks are the file's exact text: no code fences, no markers, no line numbers; c
 		"with the text that follows chunk {last}. Nothing was stored."
 	PromptMCPSeqConflict = "Refused: that seq was already stored with different text. " +
 		"Send the next seq instead; to start over, write_abort this session and begin again."
-	PromptMCPSessionNotFound = "No session {id}: it was never begun, or it finished long ago. " +
+	PromptMCPSessionNotFound = "No session {id}: it was never begun, it finished long ago, or the daemon stopped before any of its text was stored. " +
 		"Start the write again with write_begin (or write_file for a small file)."
 	PromptMCPSessionClosed = "{message} To write the file again, begin a new session."
 	// PromptMCPCheckRefused: {message} the daemon's first sentence,

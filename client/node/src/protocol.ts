@@ -1969,7 +1969,7 @@ export const Prompts = {
    */
   mcpSeqGap: "Refused: that seq skips ahead. The session has chunks 1 to {last}; send seq {next} next, with the text that follows chunk {last}. Nothing was stored.",
   mcpSeqConflict: "Refused: that seq was already stored with different text. Send the next seq instead; to start over, write_abort this session and begin again.",
-  mcpSessionNotFound: "No session {id}: it was never begun, or it finished long ago. Start the write again with write_begin (or write_file for a small file).",
+  mcpSessionNotFound: "No session {id}: it was never begun, it finished long ago, or the daemon stopped before any of its text was stored. Start the write again with write_begin (or write_file for a small file).",
   mcpSessionClosed: "{message} To write the file again, begin a new session.",
   /**
    * PromptMCPCheckRefused: {message} the daemon's first sentence,

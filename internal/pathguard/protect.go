@@ -255,6 +255,13 @@ type protection struct {
 	// folded (foldName), and lower-cased too where it is a pattern;
 	// folded once here rather than for every component of every check.
 	otherFolded [][]string
+	// otherFixed is, for each part of otherFolded that is a pattern, the
+	// text any component it matches must start and end with (the pattern
+	// before its first and after its last special character): a component
+	// without them is no match, found without path.Match, which the check
+	// of every component of every path against every pattern spent most
+	// of its time in.
+	otherFixed [][]fixedEnds
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -274,12 +281,15 @@ func newProtection(p Protection, roots []string) protection {
 					parts := strings.Split(d, string(filepath.Separator))
 					q.otherParts = append(q.otherParts, parts)
 					folded := make([]string, len(parts))
+					fixed := make([]fixedEnds, len(parts))
 					for k, part := range parts {
 						if folded[k] = foldName(part); isPattern(part) {
 							folded[k] = strings.ToLower(folded[k])
+							fixed[k] = fixedEndsOf(folded[k])
 						}
 					}
 					q.otherFolded = append(q.otherFolded, folded)
+					q.otherFixed = append(q.otherFixed, fixed)
 				}
 			} else if _, ok := q.plainNames[nameKey(d)]; !ok {
 				if q.plainNames == nil {
@@ -539,11 +549,34 @@ func (q protection) partsMatch(j int, folded, keys []string) bool {
 			}
 			continue
 		}
+		if f := q.otherFixed[j][k]; !strings.HasPrefix(keys[k], f.prefix) || !strings.HasSuffix(keys[k], f.suffix) {
+			return false
+		}
 		if ok, err := path.Match(want, keys[k]); !ok || err != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// fixedEnds are the literal start and end of a pattern.
+type fixedEnds struct{ prefix, suffix string }
+
+// fixedEndsOf returns the text before the first and after the last of the
+// pattern's special characters (path.Match syntax: *, ?, a [class] and a
+// \ escape). Text outside them is compared byte for byte by path.Match,
+// so every name the pattern matches starts and ends with it; a malformed
+// pattern matches nothing either way.
+func fixedEndsOf(pattern string) fixedEnds {
+	const special = `*?[]\`
+	f := fixedEnds{prefix: pattern, suffix: pattern}
+	if i := strings.IndexAny(pattern, special); i >= 0 {
+		f.prefix = pattern[:i]
+	}
+	if i := strings.LastIndexAny(pattern, special); i >= 0 {
+		f.suffix = pattern[i+1:]
+	}
+	return f
 }
 
 // nameKey is a name as sameName compares it, for an exact lookup.

@@ -512,6 +512,12 @@ func eolDescription(hasOriginal bool, eol []byte, mixed map[string][][]byte) str
 // "\r" and "\n") is dropped, unless keepCR says the original ends with one
 // too: the final-newline step decides what ends the file.
 func matchLineEndings(body, eol []byte, mixed map[string][][]byte, keepCR bool) ([]byte, int) {
+	if mixed == nil && string(eol) == "\n" && bytes.IndexByte(body, '\r') < 0 {
+		// Every line already ends in "\n" and none in a lone "\r": the
+		// body as it is, without a copy line by line. Its capacity is cut
+		// so that an append after this never writes into the caller's.
+		return body[:len(body):len(body)], 0
+	}
 	changed := 0
 	out := make([]byte, 0, len(body)+len(body)/32)
 	used := make(map[string]int)

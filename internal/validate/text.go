@@ -15,6 +15,10 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 type lines struct {
 	src    []byte
 	starts []int // offset of the first byte of each line
+	// str is src as a string, made at the first text: the checks look at
+	// each line several times, and every line its own copy each time
+	// cost as many allocations as lines per look.
+	str string
 }
 
 func newLines(src []byte) *lines {
@@ -55,14 +59,22 @@ func (l *lines) text(n int) string {
 	if n < len(l.starts) {
 		end = l.starts[n] - 1
 	}
-	return strings.TrimSuffix(string(l.src[l.starts[n-1]:end]), "\r")
+	if len(l.str) != len(l.src) {
+		l.str = string(l.src)
+	}
+	return strings.TrimSuffix(l.str[l.starts[n-1]:end], "\r")
 }
 
 // lastNonBlank returns the number of the last line that has a non-blank
 // character, or 0 for blank content.
 func (l *lines) lastNonBlank() int {
+	// Bytes, not text: the last lines are all this looks at.
 	for n := len(l.starts); n >= 1; n-- {
-		if strings.TrimSpace(l.text(n)) != "" {
+		end := len(l.src)
+		if n < len(l.starts) {
+			end = l.starts[n] - 1
+		}
+		if len(bytes.TrimSpace(l.src[l.starts[n-1]:end])) > 0 {
 			return n
 		}
 	}

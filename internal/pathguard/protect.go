@@ -630,6 +630,11 @@ func gitDirs(path string, s *Scope) []Match {
 	sep := string(filepath.Separator)
 	dir := sep
 	comps := strings.Split(strings.Trim(path, sep), sep)
+	// The directories of a clean absolute path are its own prefixes:
+	// sliced from it rather than joined anew, one allocation per
+	// directory per check. end is where dir ends in path.
+	prefixes := strings.HasPrefix(path, sep) && filepath.Clean(path) == path
+	end := 0
 	for i := 0; ; i++ {
 		f := s.facts(dir)
 		if f.gitDir {
@@ -641,7 +646,12 @@ func gitDirs(path string, s *Scope) []Match {
 		if i >= len(comps) || comps[i] == "" {
 			return out
 		}
-		dir = filepath.Join(dir, comps[i])
+		if prefixes {
+			end += len(sep) + len(comps[i])
+			dir = path[:end]
+		} else {
+			dir = filepath.Join(dir, comps[i])
+		}
 	}
 }
 
@@ -650,11 +660,10 @@ func gitDirs(path string, s *Scope) []Match {
 // objects/ and refs/ directories, or a commondir file naming where they
 // are (a worktree's administrative directory).
 func isGitDir(dir string) bool {
-	fi, err := os.Lstat(filepath.Join(dir, "HEAD"))
-	if err != nil || fi.IsDir() {
+	if e, ok := lstatEntry(filepath.Join(dir, "HEAD")); !ok || e.dir {
 		return false
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, "commondir")); err == nil && fi.Mode().IsRegular() {
+	if e, ok := lstatEntry(filepath.Join(dir, "commondir")); ok && e.regular {
 		return true
 	}
 	return isDir(filepath.Join(dir, "objects")) && isDir(filepath.Join(dir, "refs"))
@@ -670,18 +679,24 @@ func isDir(p string) bool {
 // exists says whether dir/.git is there at all.
 func gitLink(dir string) (to string, ok, exists bool) {
 	p := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(p)
-	if err != nil {
+	e, found := lstatEntry(p)
+	if !found {
 		return "", false, false
 	}
-	to, ok = readGitLink(p, fi)
+	to, ok = readGitLink(p, e)
 	return to, ok, true
 }
 
+// entry is what the git rules read of a directory entry by lstatEntry.
+type entry struct {
+	dir, regular bool
+	size         int64
+}
+
 // readGitLink reads the .git entry at p, described by fi, as gitLink does.
-func readGitLink(p string, fi fs.FileInfo) (string, bool) {
+func readGitLink(p string, e entry) (string, bool) {
 	dir := filepath.Dir(p)
-	if !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
+	if !e.regular || e.size > maxGitFile {
 		return "", false
 	}
 	// O_NONBLOCK: should a FIFO replace the file after the Lstat, the

@@ -180,6 +180,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if !ok || result == nil {
 		return nil
 	}
+	if r, ok := result.(*protocol.AppendResult); ok && decodeAppendResult(b, r) {
+		return nil
+	}
 	return json.Unmarshal(b, result)
 }
 

@@ -49,6 +49,11 @@ func syntax(x uint64) uint64 {
 // number of bytes of src the string took (quotes included) and true; or dst
 // as it was, 0 and false when src does not start with a string a strict
 // decoder takes.
+//
+// dst may be src[:0], the text written over the string's own JSON (the
+// daemon unquotes a chunk so): Unquote never writes a byte of dst before it
+// has read the bytes of src at that place. On false, src has been
+// overwritten up to where the string went wrong.
 func Unquote(dst, src []byte) ([]byte, int, bool) {
 	if len(src) == 0 || src[0] != '"' {
 		return dst, 0, false

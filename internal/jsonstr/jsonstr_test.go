@@ -80,6 +80,23 @@ func TestUnquote(t *testing.T) {
 
 // FuzzUnquote: Unquote takes a string exactly when the strict decoder
 // does, and then reads it as encoding/json does, and as long.
+// FuzzUnquoteInPlace: a string unquoted over its own JSON reads as it reads
+// into a buffer of its own: Unquote never writes where it has yet to read.
+func FuzzUnquoteInPlace(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\ud83d\ude00x"`, `"\u0041\u00e9\u4e16\ud83d\ude00"`,
+		"\"\xe4\xb8\x96\\n\"", `"` + strings.Repeat(`ab\n`, 40) + `"`, `"\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want, wn, wok := jsonstr.Unquote(nil, in)
+		buf := bytes.Clone(in)
+		got, n, ok := jsonstr.Unquote(buf[:0], buf)
+		if ok != wok || n != wn || (ok && !bytes.Equal(got, want)) {
+			t.Fatalf("Unquote(%q) in place = %q, %d, %v; into a buffer of its own %q, %d, %v", in, got, n, ok, want, wn, wok)
+		}
+	})
+}
+
 func FuzzUnquote(f *testing.F) {
 	for _, s := range []string{`""`, `"abc"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\ud83d\ude00"`, `"\ud800"`, `"\udc00\u0041"`,
 		"\"\xff\"", "\"\xe4\xb8\x96\"", `"abcdefghijklmnopqrstuvwxyz\u0000"`, `"abc`, `"\`, "\"\x1f\"", `"x" tail`} {

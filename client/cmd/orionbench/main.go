@@ -129,7 +129,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds of the --peer-mcp, --mcp and --file-mb comparisons")
 	fs.IntVar(&cfg.wholeOps, "whole-ops", 20, "files per side per round of the --peer-mcp and --mcp comparisons")
 	fs.BoolVar(&cfg.appends, "append-rounds", false, "also compare 4 KiB appends (1 and 64 sessions) and 64 KiB appends with write+fdatasync on 1 and 8 files, in --rounds interleaved rounds")
-	fs.BoolVar(&cfg.writes, "write-rounds", false, "also compare session.write of 1 KiB and 64 KiB files with the same files written durably by hand (temp, fsync, rename, directory fsync), in --rounds interleaved rounds of --whole-ops files")
+	fs.BoolVar(&cfg.writes, "write-rounds", false, "also compare session.write of 1 KiB and 64 KiB files, new and overwriting ones, and a streamed 64 KiB file (begin, append, finalize) with the same files written durably by hand (temp, fsync, rename, directory fsync), in --rounds interleaved rounds of --whole-ops files")
 	fs.BoolVar(&cfg.syncs, "syncs", true, "count fsync/fdatasync per operation on a second daemon under strace")
 	fs.BoolVar(&cfg.memory, "memory", false, fmt.Sprintf("also measure the memory targets on a daemon of its own: RSS idle, at %d streaming sessions, and added by finalizing a %d MiB file", memorySessions, memoryFileMiB))
 	fs.BoolVar(&cfg.checkpoints, "checkpoints", false, "also measure workspace checkpoints against git on the same tree: the first checkpoint, a scan, watched checkpoints, storage after many turns, an undo of 100 files, RSS while watching")
@@ -204,8 +204,8 @@ func run(args []string, out io.Writer) error {
 		rep.Compare = append(rep.Compare, rs...)
 	}
 	if cfg.writes {
-		for _, size := range []int{1 << 10, 64 << 10} {
-			r, err := writeRoundsCase(ctx, cfg, d, size)
+		for _, w := range writeCases {
+			r, err := writeRoundsCase(ctx, cfg, d, w)
 			if err != nil {
 				return err
 			}

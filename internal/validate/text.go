@@ -15,10 +15,14 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 type lines struct {
 	src    []byte
 	starts []int // offset of the first byte of each line
-	// str is src as a string, made at the first text: the checks look at
-	// each line several times, and every line its own copy each time
-	// cost as many allocations as lines per look.
-	str string
+	// str is src as a string, made once text was asked for more than a
+	// few lines or for lines adding up to a quarter of src (reads and
+	// copied count them): a check that goes through every line, often
+	// several times, then copies the content once rather than each line
+	// at each look, while one that reads only the last few lines copies
+	// only those.
+	str           string
+	reads, copied int
 }
 
 func newLines(src []byte) *lines {
@@ -60,6 +64,11 @@ func (l *lines) text(n int) string {
 		end = l.starts[n] - 1
 	}
 	if len(l.str) != len(l.src) {
+		line := l.src[l.starts[n-1]:end]
+		l.reads, l.copied = l.reads+1, l.copied+len(line)
+		if l.reads <= 16 && l.copied <= len(l.src)/4 {
+			return strings.TrimSuffix(string(line), "\r")
+		}
 		l.str = string(l.src)
 	}
 	return strings.TrimSuffix(l.str[l.starts[n-1]:end], "\r")

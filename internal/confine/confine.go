@@ -187,6 +187,15 @@ func (f *FS) OpenDir(dir string) (*Dir, error) {
 	return f.openDir(dir)
 }
 
+// InRoots reports whether the absolute path p lies in one of f's roots,
+// where OpenDir can open it: for a caller that tries many directories
+// (the project's settings looked up to "/"), asking costs no refusal
+// built for each one outside.
+func (f *FS) InRoots(p string) bool {
+	_, _, ok := f.rootOf(filepath.Clean(p))
+	return ok
+}
+
 func (f *FS) openDir(dir string) (*Dir, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, &pathguard.Error{Reason: pathguard.ReasonRelativePath, Path: dir,

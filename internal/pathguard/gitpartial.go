@@ -56,13 +56,14 @@ type OpenDirFunc func(dir string) (DirReader, error)
 func (g *Guard) gitPartial(path string, open OpenDirFunc) (Match, bool, error) {
 	sep := string(filepath.Separator)
 	comps := strings.Split(strings.Trim(path, sep), sep)
-	dir := sep
 	for i, c := range comps {
-		if i > 0 {
-			dir = filepath.Join(dir, comps[i-1])
-		}
 		piece := pieceName(c)
-		if piece == "" || !g.inside(dir) {
+		if piece == "" {
+			continue
+		}
+		// Joined only for a piece: most paths have none.
+		dir := filepath.Join(sep, filepath.Join(comps[:i]...))
+		if !g.inside(dir) {
 			continue
 		}
 		held, err := heldMarker(dir, piece, open)

@@ -47,3 +47,12 @@ func (d pathDir) ReadHead(name string, n int) ([]byte, error) {
 	_, err = io.Copy(&b, io.LimitReader(f, int64(n)))
 	return b.Bytes(), err
 }
+
+// lstatEntry is os.Lstat for the git rules; ok is false where it fails.
+func lstatEntry(p string) (entry, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return entry{}, false
+	}
+	return entry{dir: fi.IsDir(), regular: fi.Mode().IsRegular(), size: fi.Size()}, true
+}

@@ -53,3 +53,23 @@ func (d pathDir) ReadHead(name string, n int) ([]byte, error) {
 	_, err = io.Copy(&b, io.LimitReader(f, int64(n)))
 	return b.Bytes(), err
 }
+
+// lstatEntry is os.Lstat for the git rules, which look for HEAD, .git and
+// commondir in every directory above every path checked, where they are
+// mostly missing: without the error value and file info os.Lstat
+// allocates each time. ok is false wherever os.Lstat would fail.
+func lstatEntry(p string) (entry, bool) {
+	var st syscall.Stat_t
+	for {
+		err := syscall.Lstat(p, &st)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return entry{}, false
+		}
+		break
+	}
+	t := st.Mode & syscall.S_IFMT
+	return entry{dir: t == syscall.S_IFDIR, regular: t == syscall.S_IFREG, size: st.Size}, true
+}

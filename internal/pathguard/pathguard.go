@@ -160,6 +160,11 @@ func (g *Guard) resolve(target, workspaceRoot string, confine bool, s *Scope) (s
 	if confine && ws != "" && !Within(ws, w.path) {
 		return "", outsideWorkspace(target, w.path, ws)
 	}
+	if w.final && (w.finalErr != nil || !w.finalInfo.IsDir()) {
+		// The target is no directory: nothing can be inside it, and the
+		// git rules need not look for HEAD and .git there.
+		s.notDir(w.path)
+	}
 	// Before anything about existence: a protected path is refused as
 	// such whether or not its directory exists yet.
 	if m, ok, _ := g.protected(w.path, openByPath, s); ok {
@@ -178,7 +183,11 @@ func (g *Guard) resolve(target, workspaceRoot string, confine bool, s *Scope) (s
 		return w.path, nil
 	}
 
-	fi, err := os.Lstat(w.path)
+	// What the walk's Lstat of the target said, when it looked at it.
+	fi, err := w.finalInfo, w.finalErr
+	if !w.final {
+		fi, err = os.Lstat(w.path)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return w.path, nil // a new file in an existing directory

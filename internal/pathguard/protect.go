@@ -255,6 +255,13 @@ type protection struct {
 	// folded (foldName), and lower-cased too where it is a pattern;
 	// folded once here rather than for every component of every check.
 	otherFolded [][]string
+	// otherFixed is, for each part of otherFolded that is a pattern, the
+	// text any component it matches must start and end with (the pattern
+	// before its first and after its last special character): a component
+	// without them is no match, found without path.Match, which the check
+	// of every component of every path against every pattern spent most
+	// of its time in.
+	otherFixed [][]fixedEnds
 	// homes are the home directory as given and resolved; pathDirs the
 	// $PATH directories inside it, as given and resolved.
 	homes, pathDirs []string
@@ -274,12 +281,15 @@ func newProtection(p Protection, roots []string) protection {
 					parts := strings.Split(d, string(filepath.Separator))
 					q.otherParts = append(q.otherParts, parts)
 					folded := make([]string, len(parts))
+					fixed := make([]fixedEnds, len(parts))
 					for k, part := range parts {
 						if folded[k] = foldName(part); isPattern(part) {
 							folded[k] = strings.ToLower(folded[k])
+							fixed[k] = fixedEndsOf(folded[k])
 						}
 					}
 					q.otherFolded = append(q.otherFolded, folded)
+					q.otherFixed = append(q.otherFixed, fixed)
 				}
 			} else if _, ok := q.plainNames[nameKey(d)]; !ok {
 				if q.plainNames == nil {
@@ -539,11 +549,34 @@ func (q protection) partsMatch(j int, folded, keys []string) bool {
 			}
 			continue
 		}
+		if f := q.otherFixed[j][k]; !strings.HasPrefix(keys[k], f.prefix) || !strings.HasSuffix(keys[k], f.suffix) {
+			return false
+		}
 		if ok, err := path.Match(want, keys[k]); !ok || err != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// fixedEnds are the literal start and end of a pattern.
+type fixedEnds struct{ prefix, suffix string }
+
+// fixedEndsOf returns the text before the first and after the last of the
+// pattern's special characters (path.Match syntax: *, ?, a [class] and a
+// \ escape). Text outside them is compared byte for byte by path.Match,
+// so every name the pattern matches starts and ends with it; a malformed
+// pattern matches nothing either way.
+func fixedEndsOf(pattern string) fixedEnds {
+	const special = `*?[]\`
+	f := fixedEnds{prefix: pattern, suffix: pattern}
+	if i := strings.IndexAny(pattern, special); i >= 0 {
+		f.prefix = pattern[:i]
+	}
+	if i := strings.LastIndexAny(pattern, special); i >= 0 {
+		f.suffix = pattern[i+1:]
+	}
+	return f
 }
 
 // nameKey is a name as sameName compares it, for an exact lookup.
@@ -597,6 +630,11 @@ func gitDirs(path string, s *Scope) []Match {
 	sep := string(filepath.Separator)
 	dir := sep
 	comps := strings.Split(strings.Trim(path, sep), sep)
+	// The directories of a clean absolute path are its own prefixes:
+	// sliced from it rather than joined anew, one allocation per
+	// directory per check. end is where dir ends in path.
+	prefixes := strings.HasPrefix(path, sep) && filepath.Clean(path) == path
+	end := 0
 	for i := 0; ; i++ {
 		f := s.facts(dir)
 		if f.gitDir {
@@ -608,7 +646,12 @@ func gitDirs(path string, s *Scope) []Match {
 		if i >= len(comps) || comps[i] == "" {
 			return out
 		}
-		dir = filepath.Join(dir, comps[i])
+		if prefixes {
+			end += len(sep) + len(comps[i])
+			dir = path[:end]
+		} else {
+			dir = filepath.Join(dir, comps[i])
+		}
 	}
 }
 
@@ -617,11 +660,10 @@ func gitDirs(path string, s *Scope) []Match {
 // objects/ and refs/ directories, or a commondir file naming where they
 // are (a worktree's administrative directory).
 func isGitDir(dir string) bool {
-	fi, err := os.Lstat(filepath.Join(dir, "HEAD"))
-	if err != nil || fi.IsDir() {
+	if e, ok := lstatEntry(filepath.Join(dir, "HEAD")); !ok || e.dir {
 		return false
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, "commondir")); err == nil && fi.Mode().IsRegular() {
+	if e, ok := lstatEntry(filepath.Join(dir, "commondir")); ok && e.regular {
 		return true
 	}
 	return isDir(filepath.Join(dir, "objects")) && isDir(filepath.Join(dir, "refs"))
@@ -637,18 +679,24 @@ func isDir(p string) bool {
 // exists says whether dir/.git is there at all.
 func gitLink(dir string) (to string, ok, exists bool) {
 	p := filepath.Join(dir, ".git")
-	fi, err := os.Lstat(p)
-	if err != nil {
+	e, found := lstatEntry(p)
+	if !found {
 		return "", false, false
 	}
-	to, ok = readGitLink(p, fi)
+	to, ok = readGitLink(p, e)
 	return to, ok, true
 }
 
+// entry is what the git rules read of a directory entry by lstatEntry.
+type entry struct {
+	dir, regular bool
+	size         int64
+}
+
 // readGitLink reads the .git entry at p, described by fi, as gitLink does.
-func readGitLink(p string, fi fs.FileInfo) (string, bool) {
+func readGitLink(p string, e entry) (string, bool) {
 	dir := filepath.Dir(p)
-	if !fi.Mode().IsRegular() || fi.Size() > maxGitFile {
+	if !e.regular || e.size > maxGitFile {
 		return "", false
 	}
 	// O_NONBLOCK: should a FIFO replace the file after the Lstat, the

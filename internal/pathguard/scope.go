@@ -66,6 +66,23 @@ func (s *Scope) facts(dir string) dirFacts {
 	return f
 }
 
+// notDir records that path was seen, in this request, not to be a
+// directory (missing, or a file): it holds no repository and no .git. A
+// nil Scope records nothing.
+func (s *Scope) notDir(path string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.dirs == nil {
+		s.dirs = map[string]dirFacts{}
+	}
+	if _, ok := s.dirs[path]; !ok {
+		s.dirs[path] = dirFacts{}
+	}
+	s.mu.Unlock()
+}
+
 // HasDotGit reports whether the directory dir (clean, absolute) has an
 // entry named .git, a directory or a file: where a repository's work tree
 // starts. It is read once per Scope.

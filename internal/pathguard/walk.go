@@ -33,6 +33,12 @@ type walkResult struct {
 	// that is not on the way to one (see walk): the path is outside them,
 	// whatever path says after a later "..".
 	left bool
+	// final is set when the last component was looked at and is path
+	// (not a symlink followed further): finalInfo and finalErr are what
+	// its Lstat said, for the caller not to look again.
+	final     bool
+	finalInfo fs.FileInfo
+	finalErr  error
 }
 
 // walk resolves the absolute path abs one component at a time, as the kernel
@@ -76,6 +82,7 @@ func (g *Guard) walk(abs string) (walkResult, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			if last {
 				w.path = p
+				w.final, w.finalErr = true, err
 			} else {
 				w.path, w.missing = filepath.Join(p, rest), p
 			}
@@ -113,6 +120,9 @@ func (g *Guard) walk(abs string) (walkResult, error) {
 		if !last && !fi.IsDir() {
 			w.path, w.missing, w.notDir = filepath.Join(p, rest), p, true
 			return w, nil
+		}
+		if last {
+			w.final, w.finalInfo = true, fi
 		}
 		dest = p
 	}

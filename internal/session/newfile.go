@@ -36,6 +36,9 @@ func (m *Manager) styleOf(r *record, target string) newfile.Style {
 		// but with no protection check: that guards what is written, and
 		// these files are only read, to shape the new file.
 		p = filepath.FromSlash(p)
+		if !fsys.InRoots(filepath.Dir(p)) {
+			return nil, false // OpenDir would refuse it
+		}
 		d, err := fsys.OpenDir(filepath.Dir(p))
 		if err != nil {
 			return nil, false

@@ -264,6 +264,9 @@ func isBlank(line []byte) bool {
 // not count as a marker line. The marker is unique to the session, so this
 // never removes real content.
 func removeMarker(body []byte, marker string) ([]byte, []Fix) {
+	if !bytes.Contains(body, []byte(marker)) {
+		return body, nil // neither a marker line nor a glued one: no lines split
+	}
 	var fixes []Fix
 	ls := splitLines(body)
 	off := 0
@@ -389,6 +392,9 @@ func wholeFence(ls [][]byte) (int, int) {
 // content, which models add out of habit, unless the original is wrapped
 // the same way.
 func removeWholeFence(body, orig []byte, hasOriginal bool) ([]byte, *Fix) {
+	if !opensWithFence(body) {
+		return body, nil // both removals start at an opening fence
+	}
 	ls := splitLines(body)
 	first, last := wholeFence(ls)
 	if first < 0 {
@@ -409,6 +415,24 @@ func removeWholeFence(body, orig []byte, hasOriginal bool) ([]byte, *Fix) {
 		Message: fmt.Sprintf("removed the Markdown code fence (%s ... %s) wrapping the whole content: the target is not a Markdown file", opener, string(bytes.TrimSpace(ls[last]))),
 		Line:    first + 1,
 	}
+}
+
+// opensWithFence reports whether the first non-blank line of body, as
+// splitLines cuts it, opens a fence: found without splitting every line.
+func opensWithFence(body []byte) bool {
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i+1], body[i+1:]
+		} else {
+			body = nil
+		}
+		if !isBlank(line) {
+			c, _ := fenceOpen(line)
+			return c != 0
+		}
+	}
+	return false
 }
 
 // removeOpenFence removes a fence that opens the content and is never
@@ -512,6 +536,12 @@ func eolDescription(hasOriginal bool, eol []byte, mixed map[string][][]byte) str
 // "\r" and "\n") is dropped, unless keepCR says the original ends with one
 // too: the final-newline step decides what ends the file.
 func matchLineEndings(body, eol []byte, mixed map[string][][]byte, keepCR bool) ([]byte, int) {
+	if mixed == nil && string(eol) == "\n" && bytes.IndexByte(body, '\r') < 0 {
+		// Every line already ends in "\n" and none in a lone "\r": the
+		// body as it is, without a copy line by line. Its capacity is cut
+		// so that an append after this never writes into the caller's.
+		return body[:len(body):len(body)], 0
+	}
 	changed := 0
 	out := make([]byte, 0, len(body)+len(body)/32)
 	used := make(map[string]int)

@@ -15,6 +15,14 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 type lines struct {
 	src    []byte
 	starts []int // offset of the first byte of each line
+	// str is src as a string, made once text was asked for more than a
+	// few lines or for lines adding up to a quarter of src (reads and
+	// copied count them): a check that goes through every line, often
+	// several times, then copies the content once rather than each line
+	// at each look, while one that reads only the last few lines copies
+	// only those.
+	str           string
+	reads, copied int
 }
 
 func newLines(src []byte) *lines {
@@ -55,14 +63,27 @@ func (l *lines) text(n int) string {
 	if n < len(l.starts) {
 		end = l.starts[n] - 1
 	}
-	return strings.TrimSuffix(string(l.src[l.starts[n-1]:end]), "\r")
+	if len(l.str) != len(l.src) {
+		line := l.src[l.starts[n-1]:end]
+		l.reads, l.copied = l.reads+1, l.copied+len(line)
+		if l.reads <= 16 && l.copied <= len(l.src)/4 {
+			return strings.TrimSuffix(string(line), "\r")
+		}
+		l.str = string(l.src)
+	}
+	return strings.TrimSuffix(l.str[l.starts[n-1]:end], "\r")
 }
 
 // lastNonBlank returns the number of the last line that has a non-blank
 // character, or 0 for blank content.
 func (l *lines) lastNonBlank() int {
+	// Bytes, not text: the last lines are all this looks at.
 	for n := len(l.starts); n >= 1; n-- {
-		if strings.TrimSpace(l.text(n)) != "" {
+		end := len(l.src)
+		if n < len(l.starts) {
+			end = l.starts[n] - 1
+		}
+		if len(bytes.TrimSpace(l.src[l.starts[n-1]:end])) > 0 {
 			return n
 		}
 	}

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,28 +66,37 @@ func TestKilledInsideContentLogWrites(t *testing.T) {
 			d.Wait() // the index commit's kill comes on its timer
 			d.Env = nil
 			d.Restart()
-			c = dial(t, d)
-			res, err := c.Resume(ctx, begun.SessionID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.NextSeq < uint64(acked+1) {
-				t.Fatalf("resume after the kill: next_seq %d, but %d appends were acknowledged\n%s", res.NextSeq, acked, d.Logs())
-			}
-			for i := int(res.NextSeq) - 1; i < len(chunks); i++ {
-				if _, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(i + 1), Chunk: chunks[i]}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(len(chunks) + 1), Chunk: begun.EndMarker + "\n"}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID}); err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := os.ReadFile(filepath.Join(d.Root, "log.txt")); string(got) != strings.Join(chunks, "") {
-				t.Fatalf("file holds %d bytes, want %d", len(got), len(strings.Join(chunks, "")))
-			}
+			resumeAndFinish(t, ctx, d, begun, chunks, acked, "log.txt")
 		})
+	}
+}
+
+// resumeAndFinish resumes the session begun on the restarted d, of which
+// acked appends of chunks were acknowledged before a kill: it must resume
+// past them; the rest and the end marker are sent, the session finalized,
+// and name must hold every chunk.
+func resumeAndFinish(t *testing.T, ctx context.Context, d *testdaemon.Daemon, begun protocol.BeginResult, chunks []string, acked int, name string) {
+	t.Helper()
+	c := dial(t, d)
+	res, err := c.Resume(ctx, begun.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NextSeq < uint64(acked+1) {
+		t.Fatalf("resume after the kill: next_seq %d, but %d appends were acknowledged\n%s", res.NextSeq, acked, d.Logs())
+	}
+	for i := int(res.NextSeq) - 1; i < len(chunks); i++ {
+		if _, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(i + 1), Chunk: chunks[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(len(chunks) + 1), Chunk: begun.EndMarker + "\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(d.Root, name)); string(got) != strings.Join(chunks, "") {
+		t.Fatalf("file holds %d bytes, want %d", len(got), len(strings.Join(chunks, "")))
 	}
 }

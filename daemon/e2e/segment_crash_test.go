@@ -2,8 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,28 +50,7 @@ func TestKilledWhilePreparingSegment(t *testing.T) {
 			}
 			d.Env = nil
 			d.Restart()
-			c = dial(t, d)
-			res, err := c.Resume(ctx, begun.SessionID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.NextSeq < uint64(acked+1) {
-				t.Fatalf("resume after the kill: next_seq %d, but %d appends were acknowledged\n%s", res.NextSeq, acked, d.Logs())
-			}
-			for i := int(res.NextSeq) - 1; i < len(chunks); i++ {
-				if _, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(i + 1), Chunk: chunks[i]}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: uint64(len(chunks) + 1), Chunk: begun.EndMarker + "\n"}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID}); err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := os.ReadFile(filepath.Join(d.Root, "big.txt")); string(got) != strings.Join(chunks, "") {
-				t.Fatalf("file holds %d bytes, want %d", len(got), len(strings.Join(chunks, "")))
-			}
+			resumeAndFinish(t, ctx, d, begun, chunks, acked, "big.txt")
 		})
 	}
 }

@@ -60,10 +60,7 @@ func (s *Store) PutKVs(puts ...Put) error {
 func (s *Store) writePuts(lead [][][]byte, puts []Put, apply func(tx *bolt.Tx, leadRefs []contentlog.Ref) error) error {
 	var leadRefs []contentlog.Ref
 	if len(lead) > 0 || hasContent(puts) {
-		s.mu.RLock()
-		closed := s.closed
-		s.mu.RUnlock()
-		if closed {
+		if s.isClosed() {
 			return ErrClosed
 		}
 		s.indexMu.RLock()

@@ -43,6 +43,14 @@ func putMeta(tx *bolt.Tx, key, meta []byte) error {
 	return tx.Bucket(bucketSessions).Put(key, meta)
 }
 
+// isClosed reports whether Close has begun: a write started after it is
+// refused before it reaches the log.
+func (s *Store) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
+}
+
 // LogMeta is PutMeta through the content log, as Append writes chunks:
 // meta, and the values of puts, are records of one batch of the log, durable
 // once it is synced (shared with concurrent writers), and their index
@@ -59,10 +67,7 @@ func (s *Store) LogMeta(id string, meta []byte, puts ...Put) error {
 	if err := checkPuts(puts); err != nil {
 		return err
 	}
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
+	if s.isClosed() {
 		return ErrClosed
 	}
 	if err := s.fenceFirst(); err != nil {
@@ -137,10 +142,7 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if err := checkPuts(puts); err != nil {
 		return err
 	}
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
+	if s.isClosed() {
 		return ErrClosed
 	}
 	var flags byte

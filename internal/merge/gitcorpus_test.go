@@ -2,12 +2,9 @@ package merge_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,30 +40,6 @@ func scriptEdit(r *rand.Rand, b []byte, tag string) []byte {
 	return bytes.Join(lines, nil)
 }
 
-// gitMerge runs `git merge-file -p ours base theirs`: its output and
-// whether it merged without conflict.
-func gitMerge(t *testing.T, dir string, base, ours, theirs []byte) ([]byte, bool) {
-	t.Helper()
-	names := []string{"ours", "base", "theirs"}
-	for i, b := range [][]byte{ours, base, theirs} {
-		if err := os.WriteFile(filepath.Join(dir, names[i]), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("git", "merge-file", "-p", "ours", "base", "theirs")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out, true
-	case errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 127:
-		return out, false // the exit code is the number of conflicts
-	}
-	t.Fatalf("git merge-file: %v", err)
-	return nil, false
-}
-
 // TestAgainstGitMergeFile runs three-way merges of real files with
 // scripted edits through Merge3 and `git merge-file`: never clean where
 // git finds a conflict, and where both are clean, the same bytes (so no
@@ -82,7 +55,7 @@ func TestAgainstGitMergeFile(t *testing.T) {
 	check := func(name string, base, ours, theirs []byte) {
 		cases++
 		m := merge.Merge3(base, ours, theirs)
-		gout, gclean := gitMerge(t, dir, base, ours, theirs)
+		gout, gclean := filepairs.GitMergeFile(t, dir, base, ours, theirs)
 		if m.Clean {
 			mineClean++
 		}

@@ -165,7 +165,7 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 						t.Errorf("%s: merged from begin, but not as the three-way merge (clean %v)", name, want.Clean)
 					}
 					if gitDir != "" {
-						if out, clean := gitMergeFile(t, gitDir, p.Old, person, agentOnBase); !clean || !bytes.Equal(out, got) {
+						if out, clean := filepairs.GitMergeFile(t, gitDir, p.Old, person, agentOnBase); !clean || !bytes.Equal(out, got) {
 							t.Errorf("%s: merged from begin, but git merge-file merges it otherwise (clean %v)", name, clean)
 						}
 						gitAgrees++
@@ -173,7 +173,7 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 				case errors.As(err, &pe) && pe.Data.Reason == protocol.ReasonTargetChanged:
 					refused++
 					if gitDir != "" {
-						if _, clean := gitMergeFile(t, gitDir, p.Old, person, agentOnBase); clean {
+						if _, clean := filepairs.GitMergeFile(t, gitDir, p.Old, person, agentOnBase); clean {
 							t.Errorf("%s: refused where git merge-file merges cleanly", name)
 						}
 						gitAgrees++
@@ -198,28 +198,4 @@ func TestEditsMergedOnRealFiles(t *testing.T) {
 		"no longer applying and merged from the content at begin %d, refused with the regions %d",
 		cases, len(ps), skipped, appliedNow, nowAgrees, nowTouching, mergedFromBegin, refused)
 	t.Logf("git merge-file agrees on %d of the %d merged or refused from the content at begin", gitAgrees, mergedFromBegin+refused)
-}
-
-// gitMergeFile runs `git merge-file -p ours base theirs`: its output and
-// whether it merged without conflict.
-func gitMergeFile(t *testing.T, dir string, base, ours, theirs []byte) ([]byte, bool) {
-	t.Helper()
-	names := []string{"ours", "base", "theirs"}
-	for i, b := range [][]byte{ours, base, theirs} {
-		if err := os.WriteFile(filepath.Join(dir, names[i]), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command("git", "merge-file", "-p", "ours", "base", "theirs")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out, true
-	case errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 127:
-		return out, false // the exit code is the number of conflicts
-	}
-	t.Fatalf("git merge-file: %v", err)
-	return nil, false
 }

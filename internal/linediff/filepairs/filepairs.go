@@ -1,7 +1,8 @@
 // Package filepairs is the tests' corpus of real file pairs: 71 Go source
 // files of golang.org/x/sys at two versions (README.md gives the source and
-// its licence). The diff, merge and session tests all read it, so it is
-// loaded in one place.
+// its licence), and git's three-way merge, the reference the merge and
+// session tests hold their merges of it to. The diff, merge and session
+// tests all read it, so it is in one place.
 package filepairs
 
 import (
@@ -11,6 +12,9 @@ import (
 	_ "embed"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -61,4 +65,28 @@ func Load(t testing.TB) []Pair {
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
 	return ps
+}
+
+// GitMergeFile runs `git merge-file -p ours base theirs` in dir: its output
+// and whether it merged without conflict.
+func GitMergeFile(t testing.TB, dir string, base, ours, theirs []byte) ([]byte, bool) {
+	t.Helper()
+	names := []string{"ours", "base", "theirs"}
+	for i, b := range [][]byte{ours, base, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("git", "merge-file", "-p", "ours", "base", "theirs")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out, true
+	case errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 127:
+		return out, false // the exit code is the number of conflicts
+	}
+	t.Fatalf("git merge-file: %v", err)
+	return nil, false
 }

@@ -195,20 +195,7 @@ func Merge(orig, text []byte, elided []int) ([]byte, int, error) {
 // removes, while lines missing between kept ones are code the model left
 // out without a placeholder (or meant to keep next to an insertion).
 func checkDropped(o []string, lo, hi int, seg []string, line int) error {
-	ids := map[string]int{}
-	id := func(ls []string) []int {
-		out := make([]int, len(ls))
-		for i, l := range ls {
-			key := strings.TrimRight(l, " \t\r\n")
-			n, ok := ids[key]
-			if !ok {
-				n = len(ids)
-				ids[key] = n
-			}
-			out[i] = n
-		}
-		return out
-	}
+	id := lineIDs{}.of
 	a := o[lo:hi]
 	for _, ed := range linediff.DiffIDs(id(a), id(seg)) {
 		del, ins := a[ed.A0:ed.A1], seg[ed.B0:ed.B1]
@@ -461,20 +448,7 @@ func alignTail(o, seg []string, lo int) int {
 		return -1
 	}
 	hi := min(len(o), lo+2*n+maxAnchor)
-	ids := map[string]int{}
-	id := func(ls []string) []int {
-		out := make([]int, len(ls))
-		for i, l := range ls {
-			key := strings.TrimRight(l, " \t\r\n")
-			v, ok := ids[key]
-			if !ok {
-				v = len(ids)
-				ids[key] = v
-			}
-			out[i] = v
-		}
-		return out
-	}
+	id := lineIDs{}.of
 	a, b := o[lo:hi], seg[:n]
 	// The last line of b that says something and is the file's pairs
 	// with a line of a; the closer is the first line after it equal to
@@ -578,4 +552,23 @@ func joinInts(v []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// lineIDs numbers lines by their text without trailing blanks, one number
+// per distinct text, so that runs of lines compare as integers.
+type lineIDs map[string]int
+
+// of returns the numbers of ls, numbering texts not seen before.
+func (ids lineIDs) of(ls []string) []int {
+	out := make([]int, len(ls))
+	for i, l := range ls {
+		key := strings.TrimRight(l, " \t\r\n")
+		n, ok := ids[key]
+		if !ok {
+			n = len(ids)
+			ids[key] = n
+		}
+		out[i] = n
+	}
+	return out
 }

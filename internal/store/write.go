@@ -73,8 +73,10 @@ func (s *Store) LogMeta(id string, meta []byte, puts ...Put) error {
 	if err := s.fenceFirst(); err != nil {
 		return fmt.Errorf("store: session %q metadata: %w", id, err)
 	}
-	rec := [][][]byte{{encodeMetaRecord(id, meta)}}
-	meta = append([]byte(nil), meta...)
+	r := encodeMetaRecord(id, meta)
+	// The entry's meta is the record's own tail, a copy already.
+	meta = r[len(r)-len(meta) : len(r) : len(r)]
+	rec := [][][]byte{{r}}
 	rec, vals := appendValueRecords(rec, puts)
 	_, err := s.log.AppendParts(rec, func(refs []contentlog.Ref) {
 		// The metadata record counts as no live content: no index entry
@@ -172,10 +174,11 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if err := s.fenceFirst(); err != nil {
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
-	// The entry keeps its own copy of meta, so that the record, chunk
-	// and all, is garbage once it is written.
+	// The entry's meta is the tail of the record's head, a copy already:
+	// the caller's buffer is not held, and the chunk, a part of its own,
+	// is garbage once it is written.
 	if len(meta) > 0 {
-		meta = append([]byte(nil), meta...)
+		meta = head[len(head)-len(meta) : len(head) : len(head)]
 	}
 	var err error
 	if len(puts) == 0 {

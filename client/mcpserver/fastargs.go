@@ -164,8 +164,9 @@ func setFlat(rv reflect.Value, f flatField, known bool, b []byte) (int, bool) {
 }
 
 // stringCap is the room the text of the string at the start of b needs at
-// most: its quoted length, found by a pass that only looks for the
-// closing quote when the string is short, else bounded by all of b.
+// most: all of b when b is short, else the string's quoted length, found by
+// a pass that only looks for its closing quote, so that a long string does
+// not reserve the room of the arguments after it.
 func stringCap(b []byte) int {
 	if len(b) <= 256 {
 		return len(b)

@@ -382,10 +382,7 @@ func (e *Engine) workspace(root string) (*workspace, error) {
 	if w.rec.OpenTurn != "" {
 		// A turn open across a restart: its writers so far.
 		prefix := []byte(w.rec.OpenTurn + "\x00")
-		err := e.cfg.Store.ScanKV(bucketWrites, prefix, func(k, v []byte) (bool, error) {
-			if !bytes.HasPrefix(k, prefix) {
-				return false, nil
-			}
+		err := e.cfg.Store.ScanKVPrefix(bucketWrites, prefix, func(k, v []byte) (bool, error) {
 			var sw sessionWrite
 			if json.Unmarshal(v, &sw) == nil {
 				w.writes[string(k[len(prefix):])] = sw
@@ -409,10 +406,7 @@ func (e *Engine) load(w *workspace) error {
 	}
 	t := newTree(w.root, e.cfg.GlobalExcludes)
 	prefix := []byte(w.rec.ID + "\x00")
-	err := e.cfg.Store.ScanKV(bucketIndex, prefix, func(k, v []byte) (bool, error) {
-		if !bytes.HasPrefix(k, prefix) {
-			return false, nil
-		}
+	err := e.cfg.Store.ScanKVPrefix(bucketIndex, prefix, func(k, v []byte) (bool, error) {
 		if len(v) == 0 {
 			return true, nil
 		}

@@ -488,10 +488,7 @@ func (e *Engine) SessionWrote(sessionID, path, sha256 string) {
 func (e *Engine) writeKeys(id string) ([][]byte, error) {
 	prefix := []byte(id + "\x00")
 	var keys [][]byte
-	err := e.cfg.Store.ScanKV(bucketWrites, prefix, func(k, _ []byte) (bool, error) {
-		if !bytes.HasPrefix(k, prefix) {
-			return false, nil
-		}
+	err := e.cfg.Store.ScanKVPrefix(bucketWrites, prefix, func(k, _ []byte) (bool, error) {
 		keys = append(keys, bytes.Clone(k))
 		return true, nil
 	})

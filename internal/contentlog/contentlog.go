@@ -10,8 +10,9 @@
 // caller's, since only its index knows which records are live).
 //
 // Writes are group-committed: every record queued while one batch is being
-// written and synced goes into the next batch, which costs one pwrite and one
-// fdatasync whatever its size. Append returns once its records are durable.
+// written and synced goes into the next batch, which costs one fdatasync
+// whatever its size, and one pwrite, or one per large part written from where
+// it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable.
 // Segments are preallocated so that fdatasync has no file size to update,
 // and prepared ahead so that it has no block to convert either (spare.go).
 //

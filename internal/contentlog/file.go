@@ -51,5 +51,3 @@ func (f faultyFile) Allocate(size int64) error {
 	}
 	return f.osFile.Allocate(size)
 }
-
-func (f faultyFile) Stat() (os.FileInfo, error) { return f.osFile.Stat() }

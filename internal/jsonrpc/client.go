@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/internal/jsonstr"
 )
 
 // ClientCodec writes requests as jsonrpc2.VSCodeObjectCodec does, except that
@@ -219,8 +221,7 @@ func (c *ClientCodec) encode(req *jsonrpc2.Request) [][]byte {
 		head = append(head, ',')
 	}
 	head = append(head, `"method":`...)
-	method, _ := json.Marshal(req.Method)
-	head = append(head, method...)
+	head = jsonstr.Quote(head, req.Method)
 	if req.Params == nil {
 		return [][]byte{append(head, '}')}
 	}

@@ -149,7 +149,7 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 		if base != nil && abs == r.Target {
 			return base, true, nil
 		}
-		data, ok, err := m.readTarget(abs)
+		data, ok, err := m.readTargetVia(m.fsOf(r), abs)
 		if err != nil {
 			if pe := confinedError(r.ID, "reading "+abs, err); pe.Data.Reason != protocol.ReasonIO {
 				pathErr = pe
@@ -407,7 +407,7 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 		slices.ContainsFunc(plan.changes, func(c fileChange) bool { return c.MovedFrom == r.Target }) {
 		return nil, false, nil
 	}
-	now, exists, err := m.readForMerge(r.Target)
+	now, exists, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return nil, true, confinedError(r.ID, "reading the current target", err)
 	}

@@ -257,7 +257,7 @@ func (m *Manager) sameText(r *record, now targetState) bool {
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return false
 	}
-	cur, ok, err := m.readForMerge(r.Target)
+	cur, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil || !ok {
 		return false
 	}
@@ -578,7 +578,7 @@ func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks
 	if err != nil {
 		return checked{}, nil, false, nil
 	}
-	now, exists, err := m.readForMerge(r.Target)
+	now, exists, err := m.readForMergeVia(m.fsOf(r), r.Target)
 	if err != nil {
 		return checked{}, nil, true, confinedError(r.ID, "reading the current target", err)
 	}

@@ -109,17 +109,17 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 		haveID, haveSeq   bool
 		chunkAt, chunkLen = -1, 0
 	)
-	i := skipSpace(raw, 0)
+	i := jsonstr.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false, nil
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonstr.SkipSpace(raw, i+1)
 	for n := 0; ; n++ {
 		if n > 0 {
 			if i >= len(raw) || raw[i] != ',' {
 				break
 			}
-			i = skipSpace(raw, i+1)
+			i = jsonstr.SkipSpace(raw, i+1)
 		}
 		var name string
 		switch {
@@ -132,11 +132,11 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 		default:
 			return nil, false, nil
 		}
-		i = skipSpace(raw, i+len(name)+2)
+		i = jsonstr.SkipSpace(raw, i+len(name)+2)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil, false, nil
 		}
-		i = skipSpace(raw, i+1)
+		i = jsonstr.SkipSpace(raw, i+1)
 		var k int
 		switch name {
 		case "session_id":
@@ -155,9 +155,9 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 			}
 			chunkAt, chunkLen = i, k
 		}
-		i = skipSpace(raw, i+k)
+		i = jsonstr.SkipSpace(raw, i+k)
 	}
-	if i >= len(raw) || raw[i] != '}' || skipSpace(raw, i+1) != len(raw) || !haveID || !haveSeq || chunkAt < 0 {
+	if i >= len(raw) || raw[i] != '}' || jsonstr.SkipSpace(raw, i+1) != len(raw) || !haveID || !haveSeq || chunkAt < 0 {
 		return nil, false, nil
 	}
 	// From here on raw is overwritten: the chunk's text is written over
@@ -175,15 +175,6 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 // hasName reports whether b starts with the JSON string name as written.
 func hasName(b []byte, name string) bool {
 	return len(b) >= len(name) && string(b[:len(name)]) == name
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // readUint reads a JSON number at the start of b written as a plain

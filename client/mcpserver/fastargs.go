@@ -43,13 +43,13 @@ func decodeFlat(raw []byte, v any) bool {
 }
 
 func readFlat(raw []byte, rv reflect.Value, fields map[string]flatField) bool {
-	i := skipSpace(raw, 0)
+	i := jsonstr.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonstr.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return skipSpace(raw, i+1) == len(raw)
+		return jsonstr.SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		// A name with an escape is left to the general decoder, which
@@ -64,24 +64,24 @@ func readFlat(raw []byte, rv reflect.Value, fields map[string]flatField) bool {
 				return false
 			}
 		}
-		i = skipSpace(raw, i+n)
+		i = jsonstr.SkipSpace(raw, i+n)
 		if i >= len(raw) || raw[i] != ':' {
 			return false
 		}
-		i = skipSpace(raw, i+1)
+		i = jsonstr.SkipSpace(raw, i+1)
 		f, known := fields[string(name)]
 		if n, ok = setFlat(rv, f, known, raw[i:]); !ok {
 			return false
 		}
-		i = skipSpace(raw, i+n)
+		i = jsonstr.SkipSpace(raw, i+n)
 		if i >= len(raw) {
 			return false
 		}
 		switch raw[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = jsonstr.SkipSpace(raw, i+1)
 		case '}':
-			return skipSpace(raw, i+1) == len(raw)
+			return jsonstr.SkipSpace(raw, i+1) == len(raw)
 		default:
 			return false
 		}
@@ -175,13 +175,6 @@ func stringCap(b []byte) int {
 		return n
 	}
 	return len(b)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // flatField is a field decodeFlat can set: a string (or a pointer to one),

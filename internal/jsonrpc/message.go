@@ -214,13 +214,13 @@ func decodeMembers(ms members, body []byte) (members, bool) {
 // take, valid or not (values nested deeper than maxScanDepth); readMembers
 // then asks jsontext.
 func scanMembers(ms members, body []byte) (members, bool) {
-	i := skipSpace(body, 0)
+	i := jsonstr.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, false
 	}
-	i = skipSpace(body, i+1)
+	i = jsonstr.SkipSpace(body, i+1)
 	if i < len(body) && body[i] == '}' {
-		return ms, skipSpace(body, i+1) == len(body)
+		return ms, jsonstr.SkipSpace(body, i+1) == len(body)
 	}
 	for {
 		n, ok := jsonstr.Skip(body[i:])
@@ -228,24 +228,24 @@ func scanMembers(ms members, body []byte) (members, bool) {
 			return nil, false
 		}
 		name := body[i : i+n]
-		i = skipSpace(body, i+n)
+		i = jsonstr.SkipSpace(body, i+n)
 		if i >= len(body) || body[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(body, i+1)
+		i = jsonstr.SkipSpace(body, i+1)
 		if n, ok = skipValue(body[i:], 1); !ok {
 			return nil, false
 		}
 		ms = append(ms, member{name: name, value: json.RawMessage(body[i : i+n])})
-		i = skipSpace(body, i+n)
+		i = jsonstr.SkipSpace(body, i+n)
 		if i >= len(body) {
 			return nil, false
 		}
 		switch body[i] {
 		case ',':
-			i = skipSpace(body, i+1)
+			i = jsonstr.SkipSpace(body, i+1)
 		case '}':
-			return ms, skipSpace(body, i+1) == len(body)
+			return ms, jsonstr.SkipSpace(body, i+1) == len(body)
 		default:
 			return nil, false
 		}
@@ -290,7 +290,7 @@ func skipComposite(b []byte, depth int) (int, bool) {
 	if object {
 		end = '}'
 	}
-	i := skipSpace(b, 1)
+	i := jsonstr.SkipSpace(b, 1)
 	if i < len(b) && b[i] == end {
 		return i + 1, true
 	}
@@ -300,23 +300,23 @@ func skipComposite(b []byte, depth int) (int, bool) {
 			if !ok {
 				return 0, false
 			}
-			i = skipSpace(b, i+n)
+			i = jsonstr.SkipSpace(b, i+n)
 			if i >= len(b) || b[i] != ':' {
 				return 0, false
 			}
-			i = skipSpace(b, i+1)
+			i = jsonstr.SkipSpace(b, i+1)
 		}
 		n, ok := skipValue(b[i:], depth)
 		if !ok {
 			return 0, false
 		}
-		i = skipSpace(b, i+n)
+		i = jsonstr.SkipSpace(b, i+n)
 		if i >= len(b) {
 			return 0, false
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonstr.SkipSpace(b, i+1)
 		case end:
 			return i + 1, true
 		default:
@@ -367,15 +367,6 @@ func literal(b []byte, lit string) (int, bool) {
 		return 0, false
 	}
 	return len(lit), true
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 func invalidRequest(format string, args ...any) *protocol.Error {

@@ -372,3 +372,12 @@ func ValidText(b []byte) bool {
 	}
 	return true
 }
+
+// SkipSpace returns the index of the first byte of b at or after i that is
+// not JSON whitespace.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}

@@ -44,13 +44,8 @@ func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error
 	return d.OpenRegular(name)
 }
 
-// readTarget returns the target's content, or ok false when it does not
-// exist.
-func (m *Manager) readTarget(path string) (data []byte, ok bool, err error) {
-	return m.readTargetVia(m.fs(), path)
-}
-
-// readTargetVia is readTarget through fsys.
+// readTargetVia returns the target's content, read through fsys, or ok
+// false when it does not exist.
 func (m *Manager) readTargetVia(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
 	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {

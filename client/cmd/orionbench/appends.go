@@ -30,10 +30,12 @@ func appendRounds(ctx context.Context, cfg config, d *daemonProc) ([]sideBySide,
 			Unit:      "appends/s",
 			OtherName: fmt.Sprintf("write+fdatasync, %d file(s) in parallel", ac.writers),
 		}
-		var cpuMs []float64
+		var cpuMs, clientMs, clientAllocs []float64
 		o, b, ratio, _, err := interleave(cfg.rounds, d, func(int) (float64, error) {
 			r, err := sessionsCase(ctx, c, d, ac.sessions)
 			cpuMs = append(cpuMs, r.CPUus/1000)
+			clientMs = append(clientMs, r.ClientCPUus/1000)
+			clientAllocs = append(clientAllocs, r.ClientAllocs)
 			return r.OpsPerSec, err
 		}, func(int) (float64, error) {
 			r, err := baseline(c, ac.writers)
@@ -43,6 +45,8 @@ func appendRounds(ctx context.Context, cfg config, d *daemonProc) ([]sideBySide,
 			return nil, err
 		}
 		res.Oriond, res.Other, res.Ratio, res.CPUms = spreadOf(o), spreadOf(b), spreadOf(ratio), spreadOf(cpuMs)
+		cm, ca := spreadOf(clientMs), spreadOf(clientAllocs)
+		res.ClientCPUms, res.ClientAllocs = &cm, &ca
 		res.PeakRSSMiB = float64(sampleProc(d.pid).rssKiB) / 1024
 		out = append(out, res)
 	}

@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -93,6 +94,12 @@ type result struct {
 	// zero for the baselines.
 	CPUus  float64 `json:"daemon_cpu_us_per_op,omitempty"`
 	RSSMiB float64 `json:"daemon_rss_mib,omitempty"`
+	// ClientCPUus and ClientAllocs are orionbench's own CPU time (user +
+	// system) and heap allocations per acknowledged op, where the client
+	// runs in it (the session cases): on a machine of few cores the
+	// client's CPU is taken from the daemon's.
+	ClientCPUus  float64 `json:"client_cpu_us_per_op,omitempty"`
+	ClientAllocs float64 `json:"client_allocs_per_op,omitempty"`
 }
 
 // report is everything one run measured, as --json prints it.
@@ -342,8 +349,24 @@ func baseline(cfg config, writers int) (result, error) {
 func sessionsCase(ctx context.Context, cfg config, d *daemonProc, n int) (result, error) {
 	chunk := string(chunkOf(cfg.chunk))
 	root := d.root
-	var before procSample
-	r, err := measure(fmt.Sprintf("oriond session.append, %d session(s)", n), n, cfg, func() { before = sampleProc(d.pid) }, func(i int) (func() error, func(), error) {
+	var (
+		before     procSample
+		clientCPU  time.Duration
+		mem        runtime.MemStats
+		clientMall uint64
+	)
+	started := func() (stopped func()) {
+		runtime.ReadMemStats(&mem)
+		mallocs := mem.Mallocs
+		before = sampleProc(d.pid)
+		self := selfCPU()
+		return func() {
+			clientCPU = selfCPU() - self
+			runtime.ReadMemStats(&mem)
+			clientMall = mem.Mallocs - mallocs
+		}
+	}
+	r, err := measure(fmt.Sprintf("oriond session.append, %d session(s)", n), n, cfg, started, func(i int) (func() error, func(), error) {
 		c, err := client.Dial(ctx, d.socket, client.Options{})
 		if err != nil {
 			return nil, nil, err
@@ -373,13 +396,18 @@ func sessionsCase(ctx context.Context, cfg config, d *daemonProc, n int) (result
 	after := sampleProc(d.pid)
 	r.CPUus = cpuPerOp(before, after, r.Ops)
 	r.RSSMiB = float64(after.rssKiB) / 1024
+	if r.Ops > 0 {
+		r.ClientCPUus = float64(clientCPU) / float64(time.Microsecond) / float64(r.Ops)
+		r.ClientAllocs = float64(clientMall) / float64(r.Ops)
+	}
 	return r, nil
 }
 
 // measure runs op from writers goroutines for cfg.duration and summarizes
 // throughput and latency. started, if set, runs once every writer is set
-// up, just before the clock starts.
-func measure(name string, writers int, cfg config, started func(), setup func(i int) (op func() error, cleanup func(), err error)) (result, error) {
+// up, just before the clock starts, and what it returns once the last op
+// returned, before the writers are cleaned up.
+func measure(name string, writers int, cfg config, started func() (stopped func()), setup func(i int) (op func() error, cleanup func(), err error)) (result, error) {
 	ops := make([]func() error, writers)
 	for i := range writers {
 		op, cleanup, err := setup(i)
@@ -395,8 +423,9 @@ func measure(name string, writers int, cfg config, started func(), setup func(i 
 		latencies []time.Duration
 		firstErr  error
 	)
+	stopped := func() {}
 	if started != nil {
-		started()
+		stopped = started()
 	}
 	start := time.Now()
 	deadline := start.Add(cfg.duration)
@@ -422,6 +451,7 @@ func measure(name string, writers int, cfg config, started func(), setup func(i 
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stopped()
 	if firstErr != nil {
 		return result{}, fmt.Errorf("%s: %w", name, firstErr)
 	}
@@ -518,14 +548,17 @@ func startDaemon(ctx context.Context, cfg config, name string, wrap []string) (*
 func report(out io.Writer, cfg config, results []result) {
 	fmt.Fprintf(out, "disk: %s, chunk %d bytes, %s per case\n\n", cfg.dir, cfg.chunk, cfg.duration)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tchunks/s\tMB/s\tp50 ms\tp99 ms\tdaemon CPU µs/op\tdaemon RSS MiB\t")
+	fmt.Fprintln(tw, "case\tchunks/s\tMB/s\tp50 ms\tp99 ms\tdaemon CPU µs/op\tdaemon RSS MiB\tclient CPU µs/op\tclient allocs/op\t")
 	byName := map[string]result{}
 	for _, r := range results {
-		cpu, rss := "", ""
+		cpu, rss, ccpu, callocs := "", "", "", ""
 		if r.CPUus > 0 {
 			cpu, rss = fmt.Sprintf("%.0f", r.CPUus), fmt.Sprintf("%.1f", r.RSSMiB)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t\n", r.Name, r.OpsPerSec, r.MBPerSec, r.P50, r.P99, cpu, rss)
+		if r.ClientCPUus > 0 {
+			ccpu, callocs = fmt.Sprintf("%.0f", r.ClientCPUus), fmt.Sprintf("%.1f", r.ClientAllocs)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Name, r.OpsPerSec, r.MBPerSec, r.P50, r.P99, cpu, rss, ccpu, callocs)
 		byName[r.Name] = r
 	}
 	tw.Flush()

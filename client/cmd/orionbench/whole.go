@@ -99,8 +99,11 @@ type sideBySide struct {
 	// CPUms is the daemon's CPU time per operation, in milliseconds.
 	CPUms spread `json:"daemon_cpu_ms_per_op"`
 	// ClientCPUms is orionbench's own CPU time per operation, in
-	// milliseconds, where the client runs in it (--file-mb).
-	ClientCPUms *spread `json:"client_cpu_ms_per_op,omitempty"`
+	// milliseconds, where the client runs in it (--file-mb,
+	// --append-rounds), and ClientAllocs its heap allocations per
+	// operation (--append-rounds).
+	ClientCPUms  *spread `json:"client_cpu_ms_per_op,omitempty"`
+	ClientAllocs *spread `json:"client_allocs_per_op,omitempty"`
 	// ServerCPUms is the CPU time per operation, in milliseconds, of the
 	// server in front of the daemon (orionctl mcp, for --mcp), and
 	// OtherCPUms the other side's process's (the filesystem server).
@@ -301,7 +304,10 @@ func reportSideBySide(out io.Writer, r sideBySide) {
 	}
 	fmt.Fprintf(out, "  %s: %s %s, daemon CPU %s ms per op, daemon peak RSS %.1f MiB\n", name, r.Oriond, r.Unit, r.CPUms, r.PeakRSSMiB)
 	if r.ClientCPUms != nil {
-		fmt.Fprintf(out, "  client CPU (orionbench, as orionctl write): %s ms per op\n", r.ClientCPUms)
+		fmt.Fprintf(out, "  client CPU (orionbench's Go client): %s ms per op\n", r.ClientCPUms)
+	}
+	if r.ClientAllocs != nil {
+		fmt.Fprintf(out, "  client allocations: %s per op\n", r.ClientAllocs)
 	}
 	if r.ServerCPUms != nil {
 		fmt.Fprintf(out, "  %s's own CPU: %s ms per op\n", name, r.ServerCPUms)

@@ -9,10 +9,11 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// appendParamsJSON encodes session.append's params as encoding/json would,
-// but without escaping <, > and & (the daemon reads either) and in one pass.
-// Invalid UTF-8 becomes U+FFFD, as encoding/json makes it.
-func appendParamsJSON(p protocol.AppendParams) []byte {
+// appendParams appends session.append's params to dst, encoded as
+// encoding/json would, but without escaping <, > and & (the daemon reads
+// either) and in one pass. Invalid UTF-8 becomes U+FFFD, as encoding/json
+// makes it.
+func appendParams(dst []byte, p protocol.AppendParams) []byte {
 	// A field added to AppendParams must be added here too: this
 	// conversion stops compiling when the struct changes.
 	_ = struct {
@@ -20,11 +21,12 @@ func appendParamsJSON(p protocol.AppendParams) []byte {
 		Seq       uint64 `json:"seq"`
 		Chunk     string `json:"chunk"`
 	}(p)
-	return appendChunkParams(make([]byte, 0, len(p.Chunk)+len(p.Chunk)/8+len(p.SessionID)+64), p.SessionID, p.Seq, p.Chunk)
+	dst = slices.Grow(dst, len(p.Chunk)+len(p.Chunk)/8+len(p.SessionID)+64)
+	return appendChunkParams(dst, p.SessionID, p.Seq, p.Chunk)
 }
 
 // appendChunkParams appends session.append's params, encoded as
-// appendParamsJSON encodes them, to dst: a streamer reuses one buffer for
+// appendParams encodes them, to dst: a streamer reuses one buffer for
 // every chunk, and a chunk read as bytes is not copied into a string first.
 func appendChunkParams[S ~[]byte | ~string](dst []byte, id string, seq uint64, chunk S) []byte {
 	dst = append(dst, `{"session_id":`...)
@@ -38,7 +40,7 @@ func appendChunkParams[S ~[]byte | ~string](dst []byte, id string, seq uint64, c
 
 // writeParamsJSON appends session.write's params to dst: begin's small
 // fields as encoding/json encodes them, then the content in one pass, as
-// appendParamsJSON encodes a chunk (held by the codec, it is not marshaled
+// appendParams encodes a chunk (sent as it is, it is not marshaled
 // again).
 func writeParamsJSON(dst []byte, p protocol.WriteParams) ([]byte, error) {
 	begin, err := json.Marshal(p.BeginParams)

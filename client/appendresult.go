@@ -2,25 +2,50 @@ package client
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 
 	"github.com/orion-agent/orion/protocol"
 )
+
+// readAppendResult reads an append's reply: by decodeAppendResult, or by
+// encoding/json when it is not as the daemon writes it. (A function of
+// its own, so that the result's escape to encoding/json does not move the
+// common case's to the heap.)
+func readAppendResult(b []byte, id string) (protocol.AppendResult, error) {
+	var r protocol.AppendResult
+	if decodeAppendResult(b, &r, id) {
+		return r, nil
+	}
+	return unmarshalAppendResult(b)
+}
+
+func unmarshalAppendResult(b []byte) (protocol.AppendResult, error) {
+	var r protocol.AppendResult
+	err := json.Unmarshal(b, &r)
+	return r, err
+}
 
 // decodeAppendResult reads an append's reply as the daemon writes it: its
 // members in encoding/json's order, duplicate and trailing_bytes only when
 // set, strings with nothing escaped. It reports false for anything else,
 // which encoding/json then reads. An append's reply is decoded as often as
 // appends are made, and encoding/json's reflection was a tenth of the
-// client's CPU per append.
-func decodeAppendResult(b []byte, r *protocol.AppendResult) bool {
+// client's CPU per append. id is the session id the append named: the
+// reply's, when the same, is not allocated again.
+func decodeAppendResult(b []byte, r *protocol.AppendResult, id string) bool {
 	var out protocol.AppendResult
 	var ok bool
 	if b, ok = cutPrefix(b, `{"session_id":`); !ok {
 		return false
 	}
-	if out.SessionID, b, ok = plainString(b); !ok {
+	var raw []byte
+	if raw, b, ok = plainString(b); !ok {
 		return false
+	}
+	out.SessionID = id
+	if string(raw) != id {
+		out.SessionID = string(raw)
 	}
 	if b, ok = cutPrefix(b, `,"seq":`); !ok {
 		return false
@@ -34,11 +59,10 @@ func decodeAppendResult(b []byte, r *protocol.AppendResult) bool {
 	if b, ok = cutPrefix(b, `,"stage":`); !ok {
 		return false
 	}
-	var stage string
-	if stage, b, ok = plainString(b); !ok {
+	if raw, b, ok = plainString(b); !ok {
 		return false
 	}
-	out.Stage = protocol.Stage(stage)
+	out.Stage = stageOf(raw)
 	var n uint64
 	if b, ok = cutPrefix(b, `,"bytes":`); !ok {
 		return false
@@ -83,20 +107,32 @@ func cutPrefix(b []byte, prefix string) ([]byte, bool) {
 }
 
 // plainString reads a JSON string holding printable ASCII and nothing
-// escaped (the daemon's ids and stage names).
-func plainString(b []byte) (string, []byte, bool) {
+// escaped (the daemon's ids and stage names) and returns its text, a
+// slice of b.
+func plainString(b []byte) ([]byte, []byte, bool) {
 	if len(b) == 0 || b[0] != '"' {
-		return "", b, false
+		return nil, b, false
 	}
 	for i := 1; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
-			return string(b[1:i]), b[i+1:], true
+			return b[1:i], b[i+1:], true
 		case c < 0x20 || c >= 0x7f || c == '\\':
-			return "", b, false
+			return nil, b, false
 		}
 	}
-	return "", b, false
+	return nil, b, false
+}
+
+// stageOf is the stage named name: one of protocol.Stages, not allocated
+// again, or a stage this client does not know.
+func stageOf(name []byte) protocol.Stage {
+	for _, s := range protocol.Stages {
+		if string(s) == string(name) {
+			return s
+		}
+	}
+	return protocol.Stage(name)
 }
 
 // decimal reads a JSON number written as a plain decimal integer, no sign,

@@ -22,8 +22,12 @@ func TestDecodeAppendResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got protocol.AppendResult
-		if !decodeAppendResult(b, &got) || got != r {
+		if !decodeAppendResult(b, &got, r.SessionID) || got != r {
 			t.Errorf("%s: read %+v, want %+v", b, got, r)
+		}
+		// A reply naming another session than the append's says so.
+		if !decodeAppendResult(b, &got, "other") || got != r {
+			t.Errorf("%s, the append naming another session: read %+v, want %+v", b, got, r)
 		}
 	}
 	for _, b := range []string{
@@ -35,7 +39,7 @@ func TestDecodeAppendResult(t *testing.T) {
 		`{"session_id":"s","seq":1,"stage":"streaming","bytes":1,"lines":1,"end_marker_seen":false,"trailing_bytes":0}`,
 	} {
 		var got protocol.AppendResult
-		if decodeAppendResult([]byte(b), &got) {
+		if decodeAppendResult([]byte(b), &got, "s") {
 			t.Errorf("%s: read by the short path, as %+v", b, got)
 		}
 	}
@@ -48,7 +52,7 @@ func FuzzDecodeAppendResult(f *testing.F) {
 	f.Add([]byte(`{"session_id":"s","seq":3,"stage":"streaming","bytes":10,"lines":2,"end_marker_seen":false}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got protocol.AppendResult
-		if !decodeAppendResult(b, &got) {
+		if !decodeAppendResult(b, &got, "s") {
 			return
 		}
 		var want protocol.AppendResult

@@ -130,6 +130,11 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("refusing to talk to %s: %w", socket, err)
 		}
 	}
+	return newClient(c, opts), nil
+}
+
+// newClient is a Client speaking over c, a connection already trusted.
+func newClient(c net.Conn, opts Options) *Client {
 	var h jsonrpc2.Handler = noHandler{}
 	if opts.OnNotification != nil {
 		h = notifyHandler(opts.OnNotification)
@@ -139,7 +144,7 @@ func Dial(ctx context.Context, socket string, opts Options) (*Client, error) {
 	codec := jsonrpc.NewClientCodec()
 	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
 		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)), codec.OnSend())
-	return &Client{conn: conn, codec: codec}, nil
+	return &Client{conn: conn, codec: codec}
 }
 
 // Close closes the connection.
@@ -168,19 +173,33 @@ func (f notifyHandler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 // Call sends one request. An error the daemon returned is a *protocol.Error
 // (use errors.As); anything else is a transport failure.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	// The result is decoded here, once, from the reply as sent (the
-	// codec keeps it): jsonrpc2 would decode it into generic values and
-	// copy it first.
-	id, raw, done := c.codec.Expect()
-	defer done()
-	if err := c.conn.Call(ctx, method, params, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id})); err != nil {
+	k := c.codec.NewCall()
+	defer k.Release()
+	var b []byte
+	if params != nil {
+		// As jsonrpc2 encodes params: a json.RawMessage checked and
+		// compacted too.
+		var err error
+		if b, err = json.Marshal(params); err != nil {
+			return err
+		}
+	}
+	return c.roundTrip(ctx, k, method, b, result)
+}
+
+// roundTrip sends k, the request of method with params (encoded), and
+// decodes its result into result. The result is decoded here, once, from
+// the reply as sent: jsonrpc2 would decode it into generic values and copy
+// it first.
+func (c *Client) roundTrip(ctx context.Context, k *jsonrpc.Call, method string, params []byte, result any) error {
+	if err := k.Send(ctx, c.conn, method, params); err != nil {
 		return protocolError(err)
 	}
-	b, ok := raw()
-	if !ok || result == nil {
-		return nil
+	b, err := k.Wait(ctx)
+	if err != nil {
+		return protocolError(err)
 	}
-	if r, ok := result.(*protocol.AppendResult); ok && decodeAppendResult(b, r) {
+	if result == nil {
 		return nil
 	}
 	return json.Unmarshal(b, result)
@@ -215,10 +234,17 @@ func (c *Client) Begin(ctx context.Context, p protocol.BeginParams) (protocol.Be
 // Append calls session.append.
 func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.AppendResult, error) {
 	var r protocol.AppendResult
-	params, release := c.codec.Hold(appendParamsJSON(p))
-	defer release()
-	err := c.Call(ctx, protocol.MethodSessionAppend, params, &r)
-	return r, err
+	k := c.codec.NewCall()
+	defer k.Release()
+	k.Buf = appendParams(k.Buf[:0], p)
+	if err := k.Send(ctx, c.conn, protocol.MethodSessionAppend, k.Buf); err != nil {
+		return r, protocolError(err)
+	}
+	b, err := k.Wait(ctx)
+	if err != nil {
+		return r, protocolError(err)
+	}
+	return readAppendResult(b, p.SessionID)
 }
 
 // Finalize calls session.finalize.
@@ -238,11 +264,11 @@ func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.Fi
 	if err != nil {
 		return r, err
 	}
-	params, release := c.codec.Hold(b)
-	err = c.Call(ctx, protocol.SessionWrite.Name, params, &r)
-	// Call returns once the request was written (and answered): nothing
-	// holds b any more.
-	release()
+	k := c.codec.NewCall()
+	err = c.roundTrip(ctx, k, protocol.SessionWrite.Name, b, &r)
+	k.Release()
+	// The request was written once Send returned: nothing holds b any
+	// more.
 	if cap(b) <= maxPooledWrite {
 		*bp = b[:0]
 		writeBuffers.Put(bp)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -67,7 +66,7 @@ func TestAppendFrameDecodesAsSent(t *testing.T) {
 // TestInvalidUTF8ChunkSentAsReplacement keeps encoding/json's behaviour for
 // bytes that are not UTF-8: each becomes U+FFFD.
 func TestInvalidUTF8ChunkSentAsReplacement(t *testing.T) {
-	got := appendParamsJSON(protocol.AppendParams{SessionID: "s", Seq: 1, Chunk: "a\xffb"})
+	got := appendParams(nil, protocol.AppendParams{SessionID: "s", Seq: 1, Chunk: "a\xffb"})
 	want, _ := json.Marshal(protocol.AppendParams{SessionID: "s", Seq: 1, Chunk: "a\xffb"})
 	var g, w protocol.AppendParams
 	if err := json.Unmarshal(got, &g); err != nil {
@@ -83,8 +82,7 @@ func TestInvalidUTF8ChunkSentAsReplacement(t *testing.T) {
 
 func newTestClient(t *testing.T, conn net.Conn) *Client {
 	t.Helper()
-	codec := jsonrpc.NewClientCodec()
-	c := &Client{conn: jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(conn, codec), noHandler{}), codec: codec}
+	c := newClient(conn, Options{})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

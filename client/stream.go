@@ -4,8 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/sourcegraph/jsonrpc2"
-
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -63,8 +62,8 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		seq = 1
 	}
 	type inflight struct {
-		waiter jsonrpc2.Waiter
-		bytes  int
+		call  *jsonrpc.Call
+		bytes int
 	}
 	var (
 		last     protocol.AppendResult
@@ -82,8 +81,14 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 	settle := func() {
 		p := pending[0]
 		pending = pending[1:]
+		defer p.call.Release()
 		var ack protocol.AppendResult
-		err := protocolError(p.waiter.Wait(ctx, &ack))
+		b, err := p.call.Wait(ctx)
+		if err != nil {
+			err = protocolError(err)
+		} else {
+			ack, err = readAppendResult(b, id)
+		}
 		if firstErr != nil {
 			return
 		}
@@ -109,15 +114,14 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 			return err
 		}
 		enc = appendChunkParams(enc[:0], id, seq, chunk)
-		params, release := c.codec.Hold(enc)
-		// DispatchCall returns once the request is written: the encoded
-		// chunk need not be held while its reply is awaited.
-		w, err := c.conn.DispatchCall(ctx, protocol.MethodSessionAppend, params)
-		release()
-		if err != nil {
+		// Send returns once the request is written: the encoded chunk
+		// need not be held while its reply is awaited.
+		k := c.codec.NewCall()
+		if err := k.Send(ctx, c.conn, protocol.MethodSessionAppend, enc); err != nil {
+			k.Release()
 			return err
 		}
-		pending = append(pending, inflight{waiter: w, bytes: len(chunk)})
+		pending = append(pending, inflight{call: k, bytes: len(chunk)})
 		seq++
 		return nil
 	})

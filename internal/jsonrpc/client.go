@@ -26,10 +26,10 @@ import (
 // slower than the daemon journaling it. The library sees a short
 // placeholder instead; the chunk is encoded once.
 //
-// It reads the way it writes: a reply to a call that takes its result raw
-// (Expect) reaches jsonrpc2 with a placeholder for its result, which the
-// caller decodes once, into its own type. jsonrpc2 would decode the result
-// into generic values first, and copy it, before the caller's decoding.
+// It reads the way it writes: the reply to a Call (NewCall) is read by the
+// codec, never by jsonrpc2, and its result decoded once by the caller into
+// its own type. jsonrpc2 would decode it into generic values, twice, and
+// copy it first.
 type ClientCodec struct {
 	// prefix makes the placeholders of this connection unlike any string
 	// a caller's params hold.
@@ -37,54 +37,34 @@ type ClientCodec struct {
 	mu      sync.Mutex
 	next    uint64
 	pending map[string][]byte
-	// results holds, by request id, the calls that take their result raw
-	// (Expect): nil until the reply comes, then its result.
-	results map[uint64]*json.RawMessage
-	ids     atomic.Uint64
+	// calls are the Calls sent and not yet answered, by id; free the
+	// ones released for reuse. closed: the connection ended, no Call is
+	// sent any more.
+	calls  map[uint64]*Call
+	free   []*Call
+	closed bool
+	// hooked: OnSend was given to the Conn, which Calls need (without
+	// it the codec cannot tell a Call's request from a notification).
+	hooked bool
+	ids    atomic.Uint64
 
 	// sending is the request jsonrpc2 showed OnSend and is about to hand
 	// WriteObject; guarded by the Conn's send lock, which it holds from
-	// one to the other.
+	// one to the other, as are frame and head, WriteObject's buffers.
 	sending *jsonrpc2.Request
-	// head is ReadObject's buffer for what it hands jsonrpc2.
-	head []byte
+	frame   []byte
+	head    []byte
+	// body is ReadObject's buffer for the frames it reads, used by the
+	// read loop alone.
+	body []byte
 }
 
 // NewClientCodec returns the codec of one client connection.
 func NewClientCodec() *ClientCodec {
 	c := &ClientCodec{prefix: `"orion-params-` + uuid.NewString() + `-`, pending: make(map[string][]byte),
-		results: make(map[uint64]*json.RawMessage)}
-	c.ids.Store(expectIDs)
+		calls: make(map[uint64]*Call)}
+	c.ids.Store(callIDs)
 	return c
-}
-
-// expectIDs is where the ids of Expect start: far above the ones jsonrpc2
-// numbers the connection's other calls with (from 0), so that the two never
-// meet.
-const expectIDs = 1 << 48
-
-// Expect registers a call that takes its result raw. Make the call with
-// jsonrpc2.PickID(jsonrpc2.ID{Num: id}) and no result; once it returned
-// without an error, result is its result as sent (false if the reply had
-// none). Call done when finished with it, whatever happened.
-func (c *ClientCodec) Expect() (id uint64, result func() (json.RawMessage, bool), done func()) {
-	id = c.ids.Add(1)
-	c.mu.Lock()
-	c.results[id] = nil
-	c.mu.Unlock()
-	return id, func() (json.RawMessage, bool) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			r := c.results[id]
-			if r == nil {
-				return nil, false
-			}
-			return *r, true
-		}, func() {
-			c.mu.Lock()
-			delete(c.results, id)
-			c.mu.Unlock()
-		}
 }
 
 // OnSend is the jsonrpc2.ConnOpt to give the jsonrpc2.Conn of this codec:
@@ -92,63 +72,58 @@ func (c *ClientCodec) Expect() (id uint64, result func() (json.RawMessage, bool)
 // value it is, so that WriteObject encodes it once from that value rather
 // than marshal jsonrpc2's generic map of it and put the held params in.
 func (c *ClientCodec) OnSend() jsonrpc2.ConnOpt {
+	c.mu.Lock()
+	c.hooked = true
+	c.mu.Unlock()
 	return jsonrpc2.OnSend(func(req *jsonrpc2.Request, _ *jsonrpc2.Response) {
 		c.sending = req
 	})
 }
 
-// ReadObject implements jsonrpc2.ObjectCodec: it reads a frame as
-// jsonrpc2.VSCodeObjectCodec does and hands jsonrpc2 the message, or, for
-// the reply to a call that takes its result raw (Expect), the reply with a
-// placeholder for the result, which it keeps for the caller.
+// ReadObject implements jsonrpc2.ObjectCodec: it reads frames as
+// jsonrpc2.VSCodeObjectCodec does, settles the replies to Calls itself and
+// hands jsonrpc2 the first other message. When it fails the connection
+// ends: the Calls waiting fail with jsonrpc2.ErrClosed.
 func (c *ClientCodec) ReadObject(stream *bufio.Reader, v any) error {
-	length, err := readHeader(stream, math.MaxUint32)
-	if err != nil {
-		return err
+	for {
+		body, err := c.readFrame(stream)
+		if err != nil {
+			c.endCalls()
+			return err
+		}
+		if c.settle(body) {
+			continue
+		}
+		// jsonrpc2 keeps copies of what it reads (its messages' params,
+		// results and data are copied out), not body itself.
+		if u, ok := v.(json.Unmarshaler); ok {
+			return u.UnmarshalJSON(body)
+		}
+		return json.Unmarshal(body, v)
 	}
-	body, err := readBody(stream, length)
-	if err != nil {
-		return err
-	}
-	data := c.keepResult(body)
-	if u, ok := v.(json.Unmarshaler); ok {
-		return u.UnmarshalJSON(data)
-	}
-	return json.Unmarshal(data, v)
 }
 
-// keepResult keeps the result of body, when it is the reply to a call that
-// takes its result raw, and returns what jsonrpc2 is to read of it: the
-// reply with 0 as its result, or else body as it is.
-func (c *ClientCodec) keepResult(body []byte) []byte {
-	var room [8]member
-	ms, ok := readMembersInto(room[:0], body)
-	if !ok {
-		return body
+// readFrame reads one frame's body into the codec's buffer, or into one of
+// its own when it is too large to keep.
+func (c *ClientCodec) readFrame(stream *bufio.Reader) ([]byte, error) {
+	length, err := readHeader(stream, math.MaxUint32)
+	if err != nil {
+		return nil, err
 	}
-	rawID, result := ms.get("id"), ms.get("result")
-	if result == nil || ms.get("error") != nil || ms.get("method") != nil {
-		return body
+	if length > maxKeptBuffer {
+		return readBody(stream, length)
 	}
-	id, err := strconv.ParseUint(string(rawID), 10, 64)
-	if err != nil || id <= expectIDs {
-		return body
+	if int64(cap(c.body)) < length {
+		c.body = make([]byte, maxKeptBuffer)
 	}
-	c.mu.Lock()
-	_, expected := c.results[id]
-	if expected {
-		// The result aliases body, which is this reply's alone.
-		r := json.RawMessage(result)
-		c.results[id] = &r
+	body := c.body[:length]
+	if _, err := io.ReadFull(stream, body); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
 	}
-	c.mu.Unlock()
-	if !expected {
-		return body
-	}
-	c.head = append(c.head[:0], `{"jsonrpc":"2.0","id":`...)
-	c.head = strconv.AppendUint(c.head, id, 10)
-	c.head = append(c.head, `,"result":0}`...)
-	return c.head
+	return body, nil
 }
 
 // Hold keeps params, which must be one JSON value, for the request that
@@ -168,24 +143,38 @@ func (c *ClientCodec) Hold(params []byte) (placeholder json.RawMessage, release 
 }
 
 // WriteObject implements jsonrpc2.ObjectCodec: it writes obj as
-// VSCodeObjectCodec does, with held params in place of their placeholder.
+// VSCodeObjectCodec does, with held params in place of their placeholder,
+// and a Call's request with its id and params.
 func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 	req := c.sending
 	c.sending = nil
-	var parts [][]byte
-	if req != nil && req.Meta == nil && len(req.ExtraFields) == 0 && !req.ID.IsString {
-		parts = c.encode(req)
-	} else {
+	if req == nil || req.Meta != nil || len(req.ExtraFields) != 0 || req.ID.IsString {
 		// Without OnSend: what jsonrpc2 marshals, with the held params
 		// put in.
 		data, err := json.Marshal(obj)
 		if err != nil {
 			return err
 		}
-		if parts, err = c.splice(data); err != nil {
+		parts, err := c.splice(data)
+		if err != nil {
 			return err
 		}
+		return c.writeParts(stream, parts)
 	}
+	params, err := c.encode(req)
+	if err != nil {
+		return err
+	}
+	if params == nil {
+		return c.writeParts(stream, [][]byte{c.head})
+	}
+	return c.writeParts(stream, [][]byte{c.head, params, closingBrace})
+}
+
+var closingBrace = []byte("}")
+
+// writeParts writes the concatenation of parts as one frame.
+func (c *ClientCodec) writeParts(stream io.Writer, parts [][]byte) error {
 	n := 0
 	for _, p := range parts {
 		n += len(p)
@@ -197,11 +186,17 @@ func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 	// write larger than its buffer straight to the socket, and parts
 	// written one by one left the header in a segment of its own, so
 	// that the daemon woke for it, then again for the body.
-	frame := newFrame(n)
+	frame := c.frame
+	if cap(frame) < frameHeaderRoom+n {
+		frame = newFrame(n)
+	} else {
+		frame = frame[:frameHeaderRoom]
+	}
 	for _, p := range parts {
 		frame = append(frame, p...)
 	}
 	_, err := stream.Write(sealFrame(frame))
+	c.frame = keep(frame)
 	return err
 }
 
@@ -210,30 +205,51 @@ func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 // costs more than the writes it saves.
 const directPart = 256 << 10
 
-// encode is the JSON of req, a request or a notification, in parts: held
-// params, in place of their placeholder, as they are.
-func (c *ClientCodec) encode(req *jsonrpc2.Request) [][]byte {
-	head := make([]byte, 0, 64+len(req.Method))
-	head = append(head, `{"jsonrpc":"2.0",`...)
-	if !req.Notif {
+// encode puts the JSON of req, a request or a notification, up to its
+// params in c.head, and returns the params: held params in place of their
+// placeholder, a Call's own, nil when there are none (c.head is then the
+// whole message). A notification with the id of a Call is that Call's
+// request.
+func (c *ClientCodec) encode(req *jsonrpc2.Request) ([]byte, error) {
+	var params []byte
+	if req.Params != nil {
+		params = []byte(*req.Params)
+		c.mu.Lock()
+		if held, ok := c.pending[string(params)]; ok {
+			params = held
+		}
+		c.mu.Unlock()
+	}
+	withID := !req.Notif
+	if req.Notif && req.ID.Num > callIDs {
+		c.mu.Lock()
+		k := c.calls[req.ID.Num]
+		if k != nil {
+			params = k.params
+		}
+		c.mu.Unlock()
+		if k == nil {
+			// Ended with the connection while jsonrpc2 was about to
+			// write it.
+			return nil, jsonrpc2.ErrClosed
+		}
+		withID = true
+	}
+	head := append(c.head[:0], `{"jsonrpc":"2.0",`...)
+	if withID {
 		head = append(head, `"id":`...)
 		head = strconv.AppendUint(head, req.ID.Num, 10)
 		head = append(head, ',')
 	}
 	head = append(head, `"method":`...)
 	head = jsonstr.Quote(head, req.Method)
-	if req.Params == nil {
-		return [][]byte{append(head, '}')}
+	if params == nil {
+		head = append(head, '}')
+	} else {
+		head = append(head, `,"params":`...)
 	}
-	head = append(head, `,"params":`...)
-	params := []byte(*req.Params)
-	c.mu.Lock()
-	held, ok := c.pending[string(params)]
-	c.mu.Unlock()
-	if ok {
-		params = held
-	}
-	return [][]byte{head, params, []byte("}")}
+	c.head = head
+	return params, nil
 }
 
 // splice puts held params in place of their placeholder. It reads data as
@@ -282,10 +298,10 @@ func (c *ClientCodec) splice(data []byte) ([][]byte, error) {
 	return append(parts, append(out, '}')), nil
 }
 
-// Held is how many params are held: none once every call that held some
-// returned.
+// Held is how many params are held and Calls await their reply: none once
+// every call returned.
 func (c *ClientCodec) Held() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.pending)
+	return len(c.pending) + len(c.calls)
 }

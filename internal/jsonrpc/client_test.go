@@ -121,11 +121,11 @@ func TestClientWritesOneFrameInOneWrite(t *testing.T) {
 	}
 }
 
-// TestClientCallTakesItsResultRaw: a call made through Expect gets its
-// result byte for byte as the daemon sent it, while jsonrpc2 sees the reply
-// settle the call; an error reply still fails the call with its code and
-// data, and calls made without Expect, and notifications, are read as
-// jsonrpc2 reads them.
+// TestClientCallTakesItsResultRaw: a Call gets its result byte for byte as
+// the daemon sent it, and jsonrpc2 never sees its reply; an error reply
+// fails the call with its code and data; calls made through jsonrpc2, and
+// notifications, are read as jsonrpc2 reads them, also between a Call's
+// request and its reply.
 func TestClientCallTakesItsResultRaw(t *testing.T) {
 	server, conn := net.Pipe()
 	defer server.Close()
@@ -138,6 +138,7 @@ func TestClientCallTakesItsResultRaw(t *testing.T) {
 		}), codec.OnSend())
 	defer rpc.Close()
 	// The daemon's side: each request read is answered by answer.
+	sent := make(chan map[string]json.RawMessage, 8)
 	answer := func(req map[string]json.RawMessage) string {
 		switch string(req["method"]) {
 		case `"ok"`:
@@ -155,6 +156,7 @@ func TestClientCallTakesItsResultRaw(t *testing.T) {
 			if err := (jsonrpc2.VSCodeObjectCodec{}).ReadObject(r, &req); err != nil {
 				return
 			}
+			sent <- req
 			for _, body := range strings.Split(answer(req), "\x00") {
 				if _, err := io.WriteString(server, "Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
 					return
@@ -164,39 +166,122 @@ func TestClientCallTakesItsResultRaw(t *testing.T) {
 	}()
 	ctx := context.Background()
 
-	id, raw, done := codec.Expect()
-	if err := rpc.Call(ctx, "ok", map[string]int{"a": 1}, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id})); err != nil {
+	k := codec.NewCall()
+	if err := k.Send(ctx, rpc, "ok", []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := raw(); !ok || string(got) != `{"seq": 7 ,"stage":"streaming"}` {
-		t.Errorf("result = %s, %v; want it as sent", got, ok)
+	if req := <-sent; string(req["params"]) != `{"a":1}` || string(req["id"]) != strconv.FormatUint(k.id, 10) {
+		t.Errorf("request sent as %v", req)
 	}
-	done()
+	if got, err := k.Wait(ctx); err != nil || string(got) != `{"seq": 7 ,"stage":"streaming"}` {
+		t.Errorf("result = %s, %v; want it as sent", got, err)
+	}
+	k.Release()
 
-	id, raw, done = codec.Expect()
-	err := rpc.Call(ctx, "fail", nil, nil, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	// The Call released is the next one, and its id with it.
+	k2 := codec.NewCall()
+	if k2 != k {
+		t.Errorf("a released Call was not reused")
+	}
+	if err := k2.Send(ctx, rpc, "fail", nil); err != nil {
+		t.Fatal(err)
+	}
+	if req := <-sent; req["params"] != nil {
+		t.Errorf("a call without params sent %s", req["params"])
+	}
+	_, err := k2.Wait(ctx)
 	var rpcErr *jsonrpc2.Error
 	if !errors.As(err, &rpcErr) || rpcErr.Code != -32001 || rpcErr.Data == nil || !strings.Contains(string(*rpcErr.Data), "seq_gap") {
 		t.Errorf("error reply = %v, want code -32001 with its data", err)
 	}
-	if _, ok := raw(); ok {
-		t.Errorf("an error reply left a result")
-	}
-	done()
+	k2.Release()
 
 	var plain string
 	if err := rpc.Call(ctx, "other", nil, &plain); err != nil || plain != "plain" {
-		t.Errorf("a call without Expect = %q, %v", plain, err)
+		t.Errorf("a call through jsonrpc2 = %q, %v", plain, err)
 	}
+	<-sent
 	if got := <-notified; got != `session.idle {"session_id":"s"}` {
 		t.Errorf("notification = %s", got)
 	}
 	codec.mu.Lock()
-	left := len(codec.results)
+	left := len(codec.calls)
 	codec.mu.Unlock()
 	if left != 0 {
-		t.Errorf("%d results held after their calls were done", left)
+		t.Errorf("%d calls held after their replies", left)
 	}
+}
+
+// TestClientCallEnds: a Call waiting when the connection ends fails with
+// jsonrpc2.ErrClosed, and so does one sent after; a Call whose context
+// ends stops waiting, its id is never reused, and its late reply is
+// dropped, not given to the call after it.
+func TestClientCallEnds(t *testing.T) {
+	server, conn := net.Pipe()
+	codec := NewClientCodec()
+	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(conn, codec),
+		jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }),
+		codec.OnSend())
+	defer rpc.Close()
+	r := bufio.NewReader(server)
+	read := func() map[string]json.RawMessage {
+		t.Helper()
+		var req map[string]json.RawMessage
+		if err := (jsonrpc2.VSCodeObjectCodec{}).ReadObject(r, &req); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	reply := func(id json.RawMessage, result string) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`
+		if _, err := io.WriteString(server, "Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	late := codec.NewCall()
+	errc := make(chan error, 1)
+	go func() { errc <- late.Send(ctx, rpc, "slow", nil) }()
+	lateReq := read()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := late.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait after its context ended: %v", err)
+	}
+	late.Release()
+	next := codec.NewCall()
+	if next == late {
+		t.Fatal("a Call given up on was reused: its late reply would answer the next")
+	}
+	go func() { errc <- next.Send(context.Background(), rpc, "quick", nil) }()
+	nextReq := read()
+	<-errc
+	reply(lateReq["id"], `"late"`)
+	reply(nextReq["id"], `"next"`)
+	if got, err := next.Wait(context.Background()); err != nil || string(got) != `"next"` {
+		t.Fatalf("the call after one given up on got %s, %v", got, err)
+	}
+	next.Release()
+
+	waiting := codec.NewCall()
+	go func() { errc <- waiting.Send(context.Background(), rpc, "never", nil) }()
+	read()
+	<-errc
+	server.Close()
+	if _, err := waiting.Wait(context.Background()); !errors.Is(err, jsonrpc2.ErrClosed) {
+		t.Fatalf("Wait when the connection ended: %v, want jsonrpc2.ErrClosed", err)
+	}
+	waiting.Release()
+	<-rpc.DisconnectNotify()
+	after := codec.NewCall()
+	if err := after.Send(context.Background(), rpc, "after", nil); !errors.Is(err, jsonrpc2.ErrClosed) {
+		t.Fatalf("Send after the end: %v, want jsonrpc2.ErrClosed", err)
+	}
+	after.Release()
 }
 
 // TestClientEncodesWhatJSONRPC2Would: a request encoded from what OnSend

@@ -129,3 +129,28 @@ func logSyncs(b *testing.B, chunk []byte, prepared bool, report func(*testing.B,
 	}
 	report(b, lat)
 }
+
+// BenchmarkAppend is the log's own cost per record appended by 64 writers
+// at once, as the store appends a 4 KiB chunk (its head and the chunk, two
+// parts): allocs/op are the log's allocations per append, what a batch
+// costs shared among the appends in it.
+func BenchmarkAppend(b *testing.B) {
+	head, chunk := make([]byte, 64), make([]byte, 4<<10)
+	l, err := contentlog.Open(b.TempDir(), contentlog.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 writers on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := l.AppendParts([][][]byte{{head, chunk}}, nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	st := l.Stats()
+	b.ReportMetric(float64(st.Records)/float64(st.Batches), "records/batch")
+}

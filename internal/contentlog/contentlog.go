@@ -175,6 +175,10 @@ type Log struct {
 	queue   []*pending
 	leading bool
 	closed  bool
+	// spareQueue is the array of the last batch, emptied, for the queue
+	// to go on in when the next leader takes it: the two arrays take
+	// turns rather than a new one being grown for every batch.
+	spareQueue []*pending
 
 	// segMu guards segs. The leader holds it only to rotate; readers hold
 	// it to find a segment's file.
@@ -207,7 +211,12 @@ type Log struct {
 	unprepared atomic.Uint64
 	recycled   atomic.Uint64
 
-	buf []byte // the leader's batch buffer, reused
+	// The leader's, reused from batch to batch: the buffer records are
+	// gathered in, the large parts written from where they are, and the
+	// list of writes they make.
+	buf    []byte
+	pieces []piece
+	writes [][]byte
 }
 
 type segment struct {
@@ -225,11 +234,19 @@ type pending struct {
 	recs    [][][]byte
 	durable func([]Ref)
 	refs    []Ref
-	err     error
+	// one holds refs of an Append of one record, the usual one: its refs
+	// are not an allocation of their own.
+	one [1]Ref
+	err error
 	// done receives true when this Append is to lead the next batch, false
-	// when its records are durable (or failed).
+	// when its records are durable (or failed). Empty again when the
+	// Append returns, it goes back to doneChans.
 	done chan bool
 }
+
+// doneChans keeps the done channels of finished Appends for the next
+// ones: a channel each was an allocation per append.
+var doneChans = sync.Pool{New: func() any { return make(chan bool, 1) }}
 
 // Open opens the log in dir, creating dir (0700) if needed, and finds the end
 // of its last segment: the first position without a valid record, dropping a
@@ -396,10 +413,20 @@ func readHeader(s *segment, off int64, hdr []byte) (Ref, bool, error) {
 
 // headerCRC is the checksum of a header's first 12 bytes and its place.
 func headerCRC(seg uint64, off int64, hdr []byte) uint32 {
-	var place [16]byte
-	binary.BigEndian.PutUint64(place[:], seg)
-	binary.BigEndian.PutUint64(place[8:], uint64(off))
-	return crc32.Update(crc32.Checksum(place[:], castagnoli), castagnoli, hdr[:12])
+	return crc32.Update(placeCRC(seg, off), castagnoli, hdr[:12])
+}
+
+// placeCRC is the CRC-32C of a record's place, its segment id and offset
+// as 16 big-endian bytes, computed byte by byte: the 16 bytes in an array
+// handed to crc32 went to the heap with every record written and read.
+func placeCRC(seg uint64, off int64) uint32 {
+	crc := ^uint32(0)
+	for _, v := range [2]uint64{seg, uint64(off)} {
+		for shift := 56; shift >= 0; shift -= 8 {
+			crc = castagnoli[byte(crc)^byte(v>>shift)] ^ crc>>8
+		}
+	}
+	return ^crc
 }
 
 // Append writes recs as consecutive records and returns their refs once they
@@ -427,7 +454,10 @@ func (l *Log) AppendParts(recs [][][]byte, durable func([]Ref)) ([]Ref, error) {
 			return nil, fmt.Errorf("content log: record of %d bytes, limit %d", n, MaxRecord)
 		}
 	}
-	p := &pending{recs: recs, durable: durable, done: make(chan bool, 1)}
+	p := &pending{recs: recs, durable: durable, done: doneChans.Get().(chan bool)}
+	// Each send on done is received before Append returns: nothing is
+	// left in it or sent to it after.
+	defer doneChans.Put(p.done)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -443,12 +473,17 @@ func (l *Log) AppendParts(recs [][][]byte, durable func([]Ref)) ([]Ref, error) {
 	} else {
 		l.leading = true
 	}
-	// Lead: write what has queued up, in one batch. p is in it.
+	// Lead: write what has queued up, in one batch. p is in it. The
+	// queue goes on in the array of the batch before, which its leader
+	// gave back.
 	batch := l.queue
-	l.queue = nil
+	l.queue = l.spareQueue
+	l.spareQueue = nil
 	l.mu.Unlock()
 	l.commit(batch)
+	clear(batch)
 	l.mu.Lock()
+	l.spareQueue = batch[:0]
 	l.passLeadLocked()
 	l.mu.Unlock()
 	return p.refs, p.err
@@ -482,10 +517,14 @@ func (l *Log) commit(batch []*pending) {
 		// and large parts as they are. Each gathered run ends where
 		// buf stood when the next large part came.
 		buf := l.buf[:0]
-		var pieces []piece
+		pieces := l.pieces[:0]
 		off := start
 		for _, p := range batch {
-			p.refs = make([]Ref, len(p.recs))
+			if len(p.recs) == 1 {
+				p.refs = p.one[:]
+			} else {
+				p.refs = make([]Ref, len(p.recs))
+			}
 			for i, r := range p.recs {
 				n := partsLen(r)
 				p.refs[i] = Ref{Seg: l.active.id, Off: off, Len: uint32(n)}
@@ -501,12 +540,17 @@ func (l *Log) commit(batch []*pending) {
 			}
 		}
 		l.buf = buf
-		if err = l.writeSync(writes(buf, pieces), start); err != nil {
+		l.writes = writes(l.writes[:0], buf, pieces)
+		if err = l.writeSync(l.writes, start); err != nil {
 			err = &WriteError{Seg: l.active.id, Err: err}
 		}
 		if cap(l.buf) > 4<<20 {
 			l.buf = nil // a huge record's buffer is not kept
 		}
+		// Nothing of the batch is held past it.
+		clear(pieces)
+		l.pieces = pieces[:0]
+		clear(l.writes)
 	}
 	if err == nil {
 		l.tail = start + need
@@ -532,6 +576,8 @@ func (l *Log) commit(batch []*pending) {
 		if err != nil {
 			p.refs, p.err = nil, err
 		}
+		// The refs returned keep p: not the records' bytes with it.
+		p.recs, p.durable = nil, nil
 		if i > 0 {
 			p.done <- false
 		}
@@ -550,10 +596,9 @@ type piece struct {
 	part     []byte
 }
 
-// writes lists a batch's bytes in order: the gathered buffer cut where each
-// large part goes.
-func writes(buf []byte, pieces []piece) [][]byte {
-	out := make([][]byte, 0, 2*len(pieces)+1)
+// writes appends to out a batch's bytes in order: the gathered buffer cut
+// where each large part goes.
+func writes(out [][]byte, buf []byte, pieces []piece) [][]byte {
 	at := 0
 	for _, p := range pieces {
 		if p.gathered > at {
@@ -587,18 +632,18 @@ func (l *Log) writeSync(bufs [][]byte, off int64) error {
 }
 
 // appendHeader appends the header of the record whose payload is the
-// concatenation of parts, at off in segment seg.
+// concatenation of parts, at off in segment seg. It is written in buf
+// itself: a header array of its own went to the heap with every record.
 func appendHeader(buf []byte, seg uint64, off int64, parts [][]byte) []byte {
-	var hdr [headerSize]byte
 	var crc uint32
 	for _, p := range parts {
 		crc = crc32.Update(crc, castagnoli, p)
 	}
-	binary.BigEndian.PutUint32(hdr[0:], recordMagic)
-	binary.BigEndian.PutUint32(hdr[4:], uint32(partsLen(parts)))
-	binary.BigEndian.PutUint32(hdr[8:], crc)
-	binary.BigEndian.PutUint32(hdr[12:], headerCRC(seg, off, hdr[:]))
-	return append(buf, hdr[:]...)
+	n := len(buf)
+	buf = binary.BigEndian.AppendUint32(buf, recordMagic)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(partsLen(parts)))
+	buf = binary.BigEndian.AppendUint32(buf, crc)
+	return binary.BigEndian.AppendUint32(buf, headerCRC(seg, off, buf[n:]))
 }
 
 func partsLen(parts [][]byte) int {

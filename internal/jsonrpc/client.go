@@ -2,7 +2,6 @@ package jsonrpc
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,32 +10,26 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/uuid"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/jsonstr"
 )
 
-// ClientCodec writes requests as jsonrpc2.VSCodeObjectCodec does, except that
-// params encoded ahead of time (an append's chunk) are put in only when the
-// frame is written. jsonrpc2 marshals a request three times over (params,
-// the request as a map, the message around it), and encoding/json re-checks
-// and copies every byte of embedded JSON each time: measured, 18 ms of the
-// client's CPU per MiB of chunk, which made `orionctl write` of a large file
-// slower than the daemon journaling it. The library sees a short
-// placeholder instead; the chunk is encoded once.
+// ClientCodec writes requests as jsonrpc2.VSCodeObjectCodec does, and a
+// Call's (NewCall) with params the caller encoded ahead of time (an
+// append's chunk), put in only when the frame is written. jsonrpc2
+// marshals a request's params three times over (params, the request as a
+// map, the message around it), and encoding/json re-checks and copies
+// every byte of embedded JSON each time: measured, 18 ms of the client's
+// CPU per MiB of chunk, which made `orionctl write` of a large file slower
+// than the daemon journaling it.
 //
-// It reads the way it writes: the reply to a Call (NewCall) is read by the
-// codec, never by jsonrpc2, and its result decoded once by the caller into
-// its own type. jsonrpc2 would decode it into generic values, twice, and
-// copy it first.
+// It reads the way it writes: the reply to a Call is read by the codec,
+// never by jsonrpc2, and its result decoded once by the caller into its
+// own type. jsonrpc2 would decode it into generic values, twice, and copy
+// it first.
 type ClientCodec struct {
-	// prefix makes the placeholders of this connection unlike any string
-	// a caller's params hold.
-	prefix  string
-	mu      sync.Mutex
-	next    uint64
-	pending map[string][]byte
+	mu sync.Mutex
 	// calls are the Calls sent and not yet answered, by id; free the
 	// ones released for reuse. closed: the connection ended, no Call is
 	// sent any more.
@@ -61,8 +54,7 @@ type ClientCodec struct {
 
 // NewClientCodec returns the codec of one client connection.
 func NewClientCodec() *ClientCodec {
-	c := &ClientCodec{prefix: `"orion-params-` + uuid.NewString() + `-`, pending: make(map[string][]byte),
-		calls: make(map[uint64]*Call)}
+	c := &ClientCodec{calls: make(map[uint64]*Call)}
 	c.ids.Store(callIDs)
 	return c
 }
@@ -126,40 +118,19 @@ func (c *ClientCodec) readFrame(stream *bufio.Reader) ([]byte, error) {
 	return body, nil
 }
 
-// Hold keeps params, which must be one JSON value, for the request that
-// carries the returned placeholder as its params. Call release once the
-// request was sent (or failed).
-func (c *ClientCodec) Hold(params []byte) (placeholder json.RawMessage, release func()) {
-	c.mu.Lock()
-	c.next++
-	key := c.prefix + strconv.FormatUint(c.next, 10) + `"`
-	c.pending[key] = params
-	c.mu.Unlock()
-	return json.RawMessage(key), func() {
-		c.mu.Lock()
-		delete(c.pending, key)
-		c.mu.Unlock()
-	}
-}
-
 // WriteObject implements jsonrpc2.ObjectCodec: it writes obj as
-// VSCodeObjectCodec does, with held params in place of their placeholder,
-// and a Call's request with its id and params.
+// VSCodeObjectCodec does, and a Call's request with its id and params.
 func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 	req := c.sending
 	c.sending = nil
 	if req == nil || req.Meta != nil || len(req.ExtraFields) != 0 || req.ID.IsString {
-		// Without OnSend: what jsonrpc2 marshals, with the held params
-		// put in.
+		// Without OnSend, or a request encode does not write: what
+		// jsonrpc2 marshals.
 		data, err := json.Marshal(obj)
 		if err != nil {
 			return err
 		}
-		parts, err := c.splice(data)
-		if err != nil {
-			return err
-		}
-		return c.writeParts(stream, parts)
+		return c.writeParts(stream, [][]byte{data})
 	}
 	params, err := c.encode(req)
 	if err != nil {
@@ -206,19 +177,13 @@ func (c *ClientCodec) writeParts(stream io.Writer, parts [][]byte) error {
 const directPart = 256 << 10
 
 // encode puts the JSON of req, a request or a notification, up to its
-// params in c.head, and returns the params: held params in place of their
-// placeholder, a Call's own, nil when there are none (c.head is then the
-// whole message). A notification with the id of a Call is that Call's
-// request.
+// params in c.head, and returns the params, a Call's own for its request,
+// nil when there are none (c.head is then the whole message). A
+// notification with the id of a Call is that Call's request.
 func (c *ClientCodec) encode(req *jsonrpc2.Request) ([]byte, error) {
 	var params []byte
 	if req.Params != nil {
 		params = []byte(*req.Params)
-		c.mu.Lock()
-		if held, ok := c.pending[string(params)]; ok {
-			params = held
-		}
-		c.mu.Unlock()
 	}
 	withID := !req.Notif
 	if req.Notif && req.ID.Num > callIDs {
@@ -252,56 +217,10 @@ func (c *ClientCodec) encode(req *jsonrpc2.Request) ([]byte, error) {
 	return params, nil
 }
 
-// splice puts held params in place of their placeholder. It reads data as
-// the JSON-RPC request it is, whatever the order jsonrpc2 writes its
-// members in: the placeholder must be the value of "params", and every
-// other member is copied as it is. A placeholder anywhere else is an
-// error rather than a request sent without its params. It returns the
-// message in parts, the held params one of them as they are, so that a
-// chunk of a MiB is not copied once more only to be written.
-func (c *ClientCodec) splice(data []byte) ([][]byte, error) {
-	if !bytes.Contains(data, []byte(c.prefix)) {
-		return [][]byte{data}, nil
-	}
-	ms, ok := readMembers(data)
-	if !ok {
-		return nil, errors.New("client: jsonrpc2 wrote a request that is not a JSON object; nothing was sent")
-	}
-	var params []byte
-	for _, m := range ms {
-		if !m.is("params") {
-			continue
-		}
-		c.mu.Lock()
-		params = c.pending[string(m.value)]
-		c.mu.Unlock()
-	}
-	if params == nil {
-		return nil, errors.New("client: a request's params were not where the codec puts them; nothing was sent")
-	}
-	out := make([]byte, 0, len(data))
-	var parts [][]byte
-	out = append(out, '{')
-	for i, m := range ms {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, m.name...)
-		out = append(out, ':')
-		if m.is("params") {
-			parts = append(parts, out, params)
-			out = nil
-		} else {
-			out = append(out, m.value...)
-		}
-	}
-	return append(parts, append(out, '}')), nil
-}
-
-// Held is how many params are held and Calls await their reply: none once
-// every call returned.
-func (c *ClientCodec) Held() int {
+// Waiting is how many Calls await their reply: none once every call
+// returned.
+func (c *ClientCodec) Waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.pending) + len(c.calls)
+	return len(c.calls)
 }

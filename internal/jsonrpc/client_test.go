@@ -16,49 +16,6 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 )
 
-// TestSplice: held params take the place of their placeholder as the value
-// of "params", wherever jsonrpc2 puts that member; a placeholder anywhere
-// else fails the send instead of sending a request without its params.
-func TestSplice(t *testing.T) {
-	c := NewClientCodec()
-	placeholder, release := c.Hold([]byte(`{"chunk":"x"}`))
-	defer release()
-	p := string(placeholder)
-	tests := []struct {
-		name, in, want string
-	}{
-		{"ParamsLast", `{"id":1,"jsonrpc":"2.0","method":"m","params":` + p + `}`,
-			`{"id":1,"jsonrpc":"2.0","method":"m","params":{"chunk":"x"}}`},
-		{"ParamsFirst", `{"params":` + p + `,"id":1,"jsonrpc":"2.0","meta":{},"method":"m"}`,
-			`{"params":{"chunk":"x"},"id":1,"jsonrpc":"2.0","meta":{},"method":"m"}`},
-		{"Spaced", `{ "id" : 1 , "params" : ` + p + ` }`, `{"id":1,"params":{"chunk":"x"}}`},
-		{"Misplaced", `{"id":1,"jsonrpc":"2.0","method":"m","meta":` + p + `}`, ""},
-		{"NotJSON", `{"id":1,"params":` + p, ""},
-		// Other requests, whatever their strings, pass untouched.
-		{"Other", `{"id":2,"jsonrpc":"2.0","method":"m","params":{"intent":"orion-params-1"}}`,
-			`{"id":2,"jsonrpc":"2.0","method":"m","params":{"intent":"orion-params-1"}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			parts, err := c.splice([]byte(tc.in))
-			out := bytes.Join(parts, nil)
-			if tc.want == "" {
-				if err == nil {
-					t.Fatalf("splice = %s, want an error", out)
-				}
-				return
-			}
-			if err != nil || string(out) != tc.want {
-				t.Fatalf("splice = %s, %v; want %s", out, err, tc.want)
-			}
-		})
-	}
-	release()
-	if n := c.Held(); n != 0 {
-		t.Fatalf("%d params held after release", n)
-	}
-}
-
 // writes records each Write it is given.
 type writes struct{ calls [][]byte }
 
@@ -67,10 +24,20 @@ func (w *writes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestClientWritesOneFrameInOneWrite: a request with held params, a chunk
-// of the usual sizes, reaches the socket in one write, header and all, so
-// that the daemon is woken once for it; a chunk past directPart is written
-// from where it is, not copied.
+// sendingCall makes c about to write the request of a Call with params, as
+// Send makes it: the Call waiting, jsonrpc2 showing its request to OnSend.
+func sendingCall(c *ClientCodec, method string, params []byte) *jsonrpc2.Request {
+	k := c.NewCall()
+	k.params = params
+	c.calls[k.id] = k
+	c.sending = &jsonrpc2.Request{Method: method, Notif: true, ID: jsonrpc2.ID{Num: k.id}}
+	return c.sending
+}
+
+// TestClientWritesOneFrameInOneWrite: a Call's request, a chunk of the
+// usual sizes, reaches the socket in one write, header and all, so that
+// the daemon is woken once for it; a chunk past directPart is written from
+// where it is, not copied.
 func TestClientWritesOneFrameInOneWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -86,11 +53,7 @@ func TestClientWritesOneFrameInOneWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewClientCodec()
 			params := []byte(`{"chunk":"` + strings.Repeat("x", tc.size) + `"}`)
-			placeholder, release := c.Hold(params)
-			defer release()
-			req := &jsonrpc2.Request{Method: "session.append", ID: jsonrpc2.ID{Num: 3}}
-			raw := json.RawMessage(placeholder)
-			req.Params = &raw
+			req := sendingCall(c, "session.append", params)
 			var w writes
 			if err := c.WriteObject(&w, req); err != nil {
 				t.Fatal(err)
@@ -106,7 +69,7 @@ func TestClientWritesOneFrameInOneWrite(t *testing.T) {
 				t.Errorf("the params were copied into the frame, not written from where they are")
 			}
 			got := readReplies(t, bytes.Join(w.calls, nil))
-			if len(got) != 1 || string(got[0].ID) != "3" {
+			if len(got) != 1 || string(got[0].ID) != strconv.FormatUint(req.ID.Num, 10) {
 				t.Fatalf("frames written: %v", got)
 			}
 			var sent struct {
@@ -115,7 +78,7 @@ func TestClientWritesOneFrameInOneWrite(t *testing.T) {
 			body := bytes.Join(w.calls, nil)
 			json.Unmarshal(body[bytes.Index(body, []byte("\r\n\r\n"))+4:], &sent)
 			if string(sent.Params) != string(params) {
-				t.Errorf("params sent are not the ones held (%d bytes, want %d)", len(sent.Params), len(params))
+				t.Errorf("params sent are not the Call's (%d bytes, want %d)", len(sent.Params), len(params))
 			}
 		})
 	}
@@ -288,15 +251,13 @@ func TestClientCallEnds(t *testing.T) {
 // showed reads as the one jsonrpc2 would marshal, held params put in.
 func TestClientEncodesWhatJSONRPC2Would(t *testing.T) {
 	c := NewClientCodec()
-	placeholder, release := c.Hold([]byte(`{"chunk":"a\"<b>"}`))
-	defer release()
+	call := *sendingCall(c, "session.append", []byte(`{"chunk":"a\"<b>"}`))
 	for _, tc := range []struct {
 		name string
 		req  jsonrpc2.Request
 		want string
 	}{
-		{"Held", jsonrpc2.Request{Method: "session.append", ID: jsonrpc2.ID{Num: 1 << 50}, Params: ptr(json.RawMessage(placeholder))},
-			`{"id":1125899906842624,"jsonrpc":"2.0","method":"session.append","params":{"chunk":"a\"<b>"}}`},
+		{"Call", call, `{"id":` + strconv.FormatUint(call.ID.Num, 10) + `,"jsonrpc":"2.0","method":"session.append","params":{"chunk":"a\"<b>"}}`},
 		{"Params", jsonrpc2.Request{Method: "m\"é", ID: jsonrpc2.ID{Num: 0}, Params: ptr(json.RawMessage(`[1,{"x":null}]`))},
 			`{"id":0,"jsonrpc":"2.0","method":"m\"é","params":[1,{"x":null}]}`},
 		{"NoParams", jsonrpc2.Request{Method: "daemon.status", ID: jsonrpc2.ID{Num: 3}}, `{"id":3,"jsonrpc":"2.0","method":"daemon.status"}`},

@@ -16,10 +16,12 @@
 // jsonrpc2 shows the stream through its OnSend option just before it asks
 // the stream to write it, not read back from what jsonrpc2 would marshal.
 // ClientCodec writes each request from the typed value jsonrpc2 shows it
-// through OnSend, with the params encoded once in place of the placeholder
-// jsonrpc2 was given, and hands jsonrpc2 the reply to a call of the Go
-// client with a placeholder for its result, which the client decodes once,
-// into its own type, by the request id it picked (jsonrpc2.PickID).
+// through OnSend. A call of the Go client (a Call) goes through jsonrpc2
+// as a notification with the id the codec picked (jsonrpc2.PickID) and no
+// params; the codec writes it with that id and the params encoded once,
+// and reads its reply itself, never handing it to jsonrpc2, whose reading
+// of a reply (encoding/json, twice, into generic values, then a copy of
+// the result) cost more than the rest of the client's append.
 //
 // Why these two stay as they are: jsonrpc2 hands a stream's ReadObject an
 // unexported message type that only its own UnmarshalJSON fills, and that
@@ -48,9 +50,10 @@
 //     of "params", numbers its requests, and completes on a response with
 //     that id read by VSCodeObjectCodec from a frame as WriteFrame writes
 //     it; an error response comes back as a *jsonrpc2.Error with its data;
-//   - a Call with PickID carries that id, shows the request to OnSend
-//     before its WriteObject, and, given no result, completes on any
-//     result without decoding it (TestClientCallTakesItsResultRaw).
+//   - Notify with PickID shows OnSend a notification carrying that id,
+//     right before its WriteObject, and keeps nothing to wait for; a
+//     ReadObject may read several frames before it returns a message
+//     (TestClientCallTakesItsResultRaw).
 //
 // Nothing here depends on the byte layout jsonrpc2 marshals to: replies
 // and requests are read back as JSON objects (readMembers) and rebuilt.

@@ -14,26 +14,30 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// BenchmarkAppend is the client's own cost of one 4 KiB append, its
-// allocations included: the peer is a responder that allocates nothing
+// BenchmarkAppend is the client's own cost of one 4 KiB append (and of one
+// of 64 KiB, the streaming chunk), its allocations included: the peer is a responder that allocates nothing
 // (it reads each frame into one buffer and writes a reply made ahead,
 // with the request's id), over a Unix socket pair as the daemon's.
 // Parallel is 64 clients at once, each on its own connection, as
 // orionbench's 64 sessions.
 func BenchmarkAppend(b *testing.B) {
 	chunk := strings.Repeat(strings.Repeat("x", 63)+"\n", 64)
-	b.Run("Serial", func(b *testing.B) {
-		c := benchClient(b)
-		b.ReportAllocs()
-		b.SetBytes(int64(len(chunk)))
-		seq := uint64(0)
-		for b.Loop() {
-			seq++
-			if _, err := c.Append(context.Background(), protocol.AppendParams{SessionID: benchSession, Seq: seq, Chunk: chunk}); err != nil {
-				b.Fatal(err)
+	serial := func(chunk string) func(b *testing.B) {
+		return func(b *testing.B) {
+			c := benchClient(b)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(chunk)))
+			seq := uint64(0)
+			for b.Loop() {
+				seq++
+				if _, err := c.Append(context.Background(), protocol.AppendParams{SessionID: benchSession, Seq: seq, Chunk: chunk}); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
-	})
+	}
+	b.Run("Serial", serial(chunk))
+	b.Run("Serial64KiB", serial(strings.Repeat(chunk, 16)))
 	b.Run("Parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(chunk)))

@@ -106,7 +106,7 @@ func (c *ClientCodec) readFrame(stream *bufio.Reader) ([]byte, error) {
 		return readBody(stream, length)
 	}
 	if int64(cap(c.body)) < length {
-		c.body = make([]byte, maxKeptBuffer)
+		c.body = make([]byte, max(length, 4<<10))
 	}
 	body := c.body[:length]
 	if _, err := io.ReadFull(stream, body); err != nil {

@@ -41,10 +41,12 @@ type Call struct {
 
 // Bounds on what the codec keeps between calls: a Call's buffers, the
 // Calls set aside for reuse, a connection's buffer for the frames it reads
-// and the one for those it writes. A rare large request or reply (a whole
-// file, a session's content) is not held for the small ones after it.
+// and the one for those it writes. The buffer of a streamed chunk of the
+// usual size (client.DefaultChunkSize, 64 KiB, an eighth more when
+// quoted) is kept; a rare large request or reply (a whole file, a
+// session's content) is not held for the small ones after it.
 const (
-	maxKeptBuffer = 64 << 10
+	maxKeptBuffer = 128 << 10
 	maxFreeCalls  = 16
 )
 

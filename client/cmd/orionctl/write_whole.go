@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -24,16 +25,17 @@ import (
 // read, then the rest).
 func wholeInput(in io.Reader, limit int) (head []byte, all bool, rest io.Reader, err error) {
 	peek := client.DefaultChunkSize
+	size := int64(-1)
 	if f, ok := in.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			if fi.Size() > int64(limit) {
 				return nil, false, in, nil
 			}
-			peek = limit
+			peek, size = limit, fi.Size()
 		}
 	}
 	peek = min(peek, limit)
-	head, err = io.ReadAll(io.LimitReader(in, int64(peek)+1))
+	head, err = readAll(io.LimitReader(in, int64(peek)+1), size)
 	if err != nil {
 		return nil, false, nil, err
 	}
@@ -43,13 +45,39 @@ func wholeInput(in io.Reader, limit int) (head []byte, all bool, rest io.Reader,
 	return nil, false, io.MultiReader(bytes.NewReader(head), in), nil
 }
 
+// readAll is io.ReadAll into a buffer of size bytes (and one more, to
+// find the end) where size is known, -1 if not: a file of a MiB read by
+// io.ReadAll was copied over and over as its buffer grew from 512 bytes.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			// The file grew since it was measured.
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // writeWhole writes content with one session.write. ok is false when the
 // daemon does not serve session.write (an older daemon): the caller
 // writes through a session instead. A write a check refused is aborted,
 // as a streamed write's is, so the next run starts afresh.
 func writeWhole(cmd *cobra.Command, g *globals, c *client.Client, p protocol.BeginParams, content []byte) (ok bool, err error) {
 	ctx := cmd.Context()
-	res, err := c.Write(ctx, protocol.WriteParams{BeginParams: p, Content: string(content)})
+	// content is only read from here on (and by the streamed write when
+	// this one is not served): a string of it needs no copy of its own.
+	res, err := c.Write(ctx, protocol.WriteParams{BeginParams: p, Content: unsafe.String(unsafe.SliceData(content), len(content))})
 	var pe *protocol.Error
 	if errors.As(err, &pe) && pe.Data.Reason == protocol.ReasonUnknownMethod {
 		return false, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +56,48 @@ func TestWriteWhole(t *testing.T) {
 	code, out, _ = orionctl(t, d.Socket, "", "sessions", "list", "--all", "--json")
 	if code != 0 || strings.Contains(out, "needs_corrections") || !strings.Contains(out, "aborted") {
 		t.Errorf("sessions after the refusal:\n%s", out)
+	}
+}
+
+// TestWholeInputFromAFile: a regular file up to the limit is read whole,
+// byte for byte (read into a buffer of its size, the empty file too); a
+// larger one is left to stream, nothing of it read.
+func TestWholeInputFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		content string
+		all     bool
+	}{
+		{"Empty", "", true},
+		{"Small", "line 1\nline 2\n", true},
+		{"AtTheLimit", strings.Repeat("x", 64), true},
+		{"OverTheLimit", strings.Repeat("x", 65), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			head, all, rest, err := wholeInput(f, 64)
+			if err != nil || all != tc.all {
+				t.Fatalf("wholeInput = all %v, %v; want all %v", all, err, tc.all)
+			}
+			if all {
+				if string(head) != tc.content {
+					t.Errorf("read %q, want %q", head, tc.content)
+				}
+				return
+			}
+			b, err := io.ReadAll(rest)
+			if err != nil || string(b) != tc.content {
+				t.Errorf("the rest to stream is %d bytes (%v), want the whole file's %d", len(b), err, len(tc.content))
+			}
+		})
 	}
 }

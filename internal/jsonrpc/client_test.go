@@ -230,6 +230,19 @@ func TestClientCallEnds(t *testing.T) {
 	}
 	next.Release()
 
+	// A call released unanswered is given up on too.
+	unanswered := codec.NewCall()
+	go func() { errc <- unanswered.Send(context.Background(), rpc, "unanswered", nil) }()
+	unansweredReq := read()
+	<-errc
+	unanswered.Release()
+	if next := codec.NewCall(); next == unanswered {
+		t.Fatal("a Call released before its reply was reused")
+	} else {
+		next.Release()
+	}
+	reply(unansweredReq["id"], `"dropped"`)
+
 	waiting := codec.NewCall()
 	go func() { errc <- waiting.Send(context.Background(), rpc, "never", nil) }()
 	read()

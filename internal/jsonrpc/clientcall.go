@@ -136,20 +136,24 @@ func (k *Call) forget() bool {
 }
 
 // Release gives k back for a later call; nothing of it (its result, Buf)
-// may be used after. Release what NewCall returned, whatever happened.
+// may be used after. Release what NewCall returned, whatever happened: a
+// call sent and not waited for is given up on, as Wait gives it up when
+// its context ends.
 func (k *Call) Release() {
-	if k.lost {
+	c := k.codec
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls[k.id] == k {
+		delete(c.calls, k.id)
+		k.lost = true
+	}
+	if k.lost || len(c.free) >= maxFreeCalls {
 		return
 	}
 	k.err = nil
 	k.result = keep(k.result)
 	k.Buf = keep(k.Buf)
-	c := k.codec
-	c.mu.Lock()
-	if len(c.free) < maxFreeCalls {
-		c.free = append(c.free, k)
-	}
-	c.mu.Unlock()
+	c.free = append(c.free, k)
 }
 
 // keep is b emptied, for the next use of the buffer, or nil when it is

@@ -83,6 +83,16 @@ func spreadOf(v []float64) spread {
 
 func (s spread) String() string { return fmt.Sprintf("%.2f [%.2f-%.2f]", s.Median, s.Min, s.Max) }
 
+// durationSpread is ms, a spread of milliseconds, in µs when under one: a
+// client's CPU per append is tens of µs, which two decimals of a
+// millisecond do not tell apart.
+func durationSpread(ms spread) string {
+	if ms.Median >= 1 {
+		return ms.String() + " ms"
+	}
+	return fmt.Sprintf("%.1f [%.1f-%.1f] µs", ms.Median*1000, ms.Min*1000, ms.Max*1000)
+}
+
 // sideBySide is one comparison of oriond with a baseline or peer, in
 // interleaved rounds.
 type sideBySide struct {
@@ -304,7 +314,7 @@ func reportSideBySide(out io.Writer, r sideBySide) {
 	}
 	fmt.Fprintf(out, "  %s: %s %s, daemon CPU %s ms per op, daemon peak RSS %.1f MiB\n", name, r.Oriond, r.Unit, r.CPUms, r.PeakRSSMiB)
 	if r.ClientCPUms != nil {
-		fmt.Fprintf(out, "  client CPU (orionbench's Go client): %s ms per op\n", r.ClientCPUms)
+		fmt.Fprintf(out, "  client CPU (orionbench's Go client): %s per op\n", durationSpread(*r.ClientCPUms))
 	}
 	if r.ClientAllocs != nil {
 		fmt.Fprintf(out, "  client allocations: %s per op\n", r.ClientAllocs)

@@ -180,13 +180,15 @@ func (c *ClientCodec) settle(body []byte) bool {
 	}
 	result, rpcErr := ms.get("result"), ms.get("error")
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	k := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
 	if k == nil {
 		// A call given up on.
 		return true
 	}
-	delete(c.calls, id)
+	// Out of the map, k is this reply's alone: no one else writes it
+	// until Wait has what is sent on done.
 	switch {
 	case rpcErr != nil && string(rpcErr) != "null":
 		e := new(jsonrpc2.Error)

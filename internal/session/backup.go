@@ -12,6 +12,7 @@ import (
 	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -212,7 +213,7 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 		if err := m.put(r); err != nil {
 			return res, err
 		}
-		m.traceStage(r, map[string]any{"undone": true, "files": len(r.Changes)})
+		m.traceStage(r, trace.Bool("undone", true), trace.Int("files", int64(len(r.Changes))))
 		return res, nil
 	}
 	now, err := m.statTarget(r.Target)
@@ -256,7 +257,7 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	if utx != nil {
 		m.dropTx(utx.ID)
 	}
-	m.traceStage(r, map[string]any{"undone": true, "removed": res.Removed, "restored_bytes": res.RestoredBytes, "unchanged": res.Unchanged})
+	m.traceStage(r, trace.Bool("undone", true), trace.Bool("removed", res.Removed), trace.Int("restored_bytes", res.RestoredBytes), trace.Bool("unchanged", res.Unchanged))
 	return res, nil
 }
 
@@ -380,7 +381,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if err := m.put(r); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		m.traceStage(r, map[string]any{"undone": true, "tx_id": tx.ID, "removed": f.Removed, "restored_bytes": f.RestoredBytes, "unchanged": f.Unchanged})
+		m.traceStage(r, trace.Bool("undone", true), trace.String("tx_id", tx.ID), trace.Bool("removed", f.Removed), trace.Int("restored_bytes", f.RestoredBytes), trace.Bool("unchanged", f.Unchanged))
 		if r.ID == asked {
 			res.TargetFile, res.Removed, res.RestoredBytes, res.SHA256, res.RemovedDirs =
 				f.TargetFile, f.Removed, f.RestoredBytes, f.SHA256, f.RemovedDirs

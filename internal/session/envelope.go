@@ -14,6 +14,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -458,7 +459,7 @@ func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditRes
 		return err
 	}
 	m.stopTimers(e)
-	m.traceStage(r, map[string]any{"edit": res})
+	m.traceStage(r, trace.Any("edit", res))
 	pe.Data.Next = fmt.Sprintf("Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
 	pe.Message = sentence(pe.Message) + " " + pe.Data.Next
 	pe.Data.Attempt, pe.Data.MaxAttempts = r.attempt(), m.cfg.MaxAttempts

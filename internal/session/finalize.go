@@ -172,9 +172,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 			return protocol.FinalizeResult{}, err
 		}
 	}
-	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Fields: map[string]any{
-		"ok": !c.validation.Blocked, "file_type": c.validation.FileType, "findings": c.validation.Findings,
-		"repairs": c.repairs, "skipped": c.validation.Skipped, "summary": c.validation.Summary,
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Attrs: []trace.Attr{
+		trace.Bool("ok", !c.validation.Blocked), trace.String("file_type", c.validation.FileType), trace.Any("findings", c.validation.Findings),
+		trace.Any("repairs", c.repairs), trace.String("skipped", c.validation.Skipped), trace.String("summary", c.validation.Summary),
 	}})
 	if c.validation.Blocked {
 		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
@@ -244,7 +244,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}
-	m.traceStage(r, map[string]any{"force": force})
+	m.traceStage(r, trace.Bool("force", force))
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
 	res, err := m.writeContentStaged(r, r.Target, writeOp, c.content, "", staged)
@@ -256,7 +256,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 			m.cfg.Logger.Error("recording a failed finalize", "session", r.ID, "err", perr)
 		}
 		m.watch(e)
-		m.traceStage(r, map[string]any{"error": err.Error()})
+		m.traceStage(r, trace.String("error", err.Error()))
 		return protocol.FinalizeResult{}, err
 	}
 	res.Repairs, res.Validation, res.Attempt, res.Edit = c.repairs, c.validation, r.attempt(), c.edit
@@ -363,12 +363,12 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 	}
 	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
 		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
-	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Fields: map[string]any{
-		"target": res.TargetFile, "operation": res.Operation, "bytes": res.Bytes, "lines": res.Lines,
-		"sha256": res.SHA256, "file_bytes": res.FileBytes, "mode": res.Mode, "warnings": res.Warnings,
-		"merged": res.Merged, "merged_hunks": len(res.MergedHunks),
+	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Attrs: []trace.Attr{
+		trace.String("target", res.TargetFile), trace.String("operation", string(res.Operation)), trace.Int("bytes", res.Bytes), trace.Int("lines", res.Lines),
+		trace.String("sha256", res.SHA256), trace.Int("file_bytes", res.FileBytes), trace.String("mode", res.Mode), trace.Any("warnings", res.Warnings),
+		trace.Bool("merged", res.Merged), trace.Int("merged_hunks", int64(len(res.MergedHunks))),
 	}})
-	m.traceStage(r, nil)
+	m.traceStage(r)
 	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)
 	return res
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -96,7 +97,7 @@ func (m *Manager) rollBackFinalize(r *record, notRenamed bool) {
 	if err := m.put(r); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)
 	}
-	m.traceStage(r, map[string]any{"recovered": recovered})
+	m.traceStage(r, trace.Any("recovered", recovered))
 }
 
 // landed reports whether the target holds exactly what this session's

@@ -155,7 +155,7 @@ func (m *Manager) truncateLocked(e *entry) (protocol.TruncationContext, error) {
 	r.Truncation = &tc
 	r.UpdatedAt = m.cfg.Clock.Now()
 	m.stopTimers(e)
-	m.traceStage(r, map[string]any{"policy": policy, "incomplete_file": tc.IncompleteFile, "continue_prompt": tc.ContinuePrompt})
+	m.traceStage(r, trace.Any("policy", policy), trace.Any("incomplete_file", tc.IncompleteFile), trace.Any("continue_prompt", tc.ContinuePrompt))
 	if policy != protocol.TruncationWriteWithNote {
 		// Keep watching: a continuation will write this target.
 		m.watch(e)

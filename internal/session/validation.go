@@ -13,6 +13,7 @@ import (
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/newfile"
 	"github.com/orion-agent/orion/internal/textfmt"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -304,7 +305,7 @@ func (m *Manager) refuse(e *entry, v *protocol.Validation) error {
 		return err
 	}
 	m.stopTimers(e)
-	m.traceStage(r, map[string]any{"validation": v})
+	m.traceStage(r, trace.Any("validation", v))
 	left := m.cfg.MaxAttempts - r.attempt()
 	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%s left).", r.ID, textfmt.Count(left, "attempt", "attempts"))
 	if left <= 0 {
@@ -366,7 +367,7 @@ func (m *Manager) markSuperseded(id, by string) {
 	if err := m.putFinished(&e.rec); err != nil {
 		m.cfg.Logger.Warn("recording a superseded session", "session", id, "err", err)
 	}
-	m.traceStage(&e.rec, map[string]any{"superseded_by": by})
+	m.traceStage(&e.rec, trace.String("superseded_by", by))
 }
 
 func (r *record) attempt() int {

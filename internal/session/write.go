@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -81,7 +82,7 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	adm.settleLocked(e)
 	m.mu.Unlock()
 	m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
-	m.traceStage(&e.rec, map[string]any{"target": r.Target, "operation": r.Operation, "write": true})
+	m.traceStage(&e.rec, trace.String("target", r.Target), trace.String("operation", string(r.Operation)), trace.Bool("write", true))
 
 	e.mu.Lock()
 	res, err := m.finalizeLocked(e, false)

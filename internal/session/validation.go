@@ -88,19 +88,21 @@ func (m *Manager) check(r *record) (checked, error) {
 			Skipped:  fmt.Sprintf("content of %d bytes is over the %d-byte validation limit; written unchecked", size, m.cfg.ValidateMaxBytes),
 		}}, nil
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(size))
-	if r.inline != nil {
-		// A session.write not journaled yet: its content is at hand,
-		// copied as the journal's would be, since it is still to be
-		// journaled as sent.
-		buf.Write(r.inline)
-	} else {
+	// A session.write not journaled yet has its content at hand, and only
+	// a whole file's (a patch or an edit is journaled before it is
+	// checked): Repair reads it and writes what it returns to a buffer of
+	// its own, so the content, still to be journaled as sent, is read
+	// where it is instead of copied.
+	content := r.inline
+	if content == nil {
+		var buf bytes.Buffer
+		buf.Grow(int(size))
 		for _, s := range r.segments() {
 			if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
 				return checked{}, ioError(r.ID, "reading the journal", err)
 			}
 		}
+		content = buf.Bytes()
 	}
 	original, hasOriginal, err := m.readTargetVia(m.fsOf(r), r.Target)
 	if err != nil {
@@ -113,7 +115,7 @@ func (m *Manager) check(r *record) (checked, error) {
 		return checked{}, pe
 	}
 	if partial {
-		return m.checkEdit(r, buf.Bytes(), original)
+		return m.checkEdit(r, content, original)
 	}
 	// A file in another encoding is repaired, merged and validated as the
 	// UTF-8 text a model reads, and the result written back in its
@@ -126,7 +128,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			return checked{}, encodingError(r, err)
 		}
 	}
-	repaired, fixes, err := validate.Repair(r.Target, buf.Bytes(), original, hasOriginal, validate.RepairOptions{
+	repaired, fixes, err := validate.Repair(r.Target, content, original, hasOriginal, validate.RepairOptions{
 		EndMarker:       r.Scanner.Marker,
 		AllowLegacyDone: r.AllowLegacyDone,
 	})

@@ -186,10 +186,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
 		writeOp = protocol.OpOverwrite
 	}
+	pending := m.pendingSum(r, c)
 	// The file is written while the backup is taken and the record is
 	// journaled, and named only after (see early): started here, its
 	// write and sync have the backup's and the record's time to overlap.
-	staged := m.stageEarly(r, writeOp, c.content)
+	staged := m.stageEarly(r, writeOp, c.content, pending)
 	discard := func() {
 		if staged != nil {
 			staged.discard()
@@ -228,15 +229,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		r.AfterPieces = uint64(len(after.KVs))
 	}
 	prev := r.Stage
-	r.PendingSHA256 = ""
-	if c.content != nil {
-		whole := newCounter()
-		if r.Operation == protocol.OpAppend {
-			whole.Write(c.original)
-		}
-		whole.Write(c.content)
-		r.PendingSHA256 = whole.sum()
-	}
+	r.PendingSHA256 = pending
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.putFinalizing(r, lastPiece); err != nil {
@@ -270,6 +263,28 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
 	return m.completeWritten(e, res), nil
+}
+
+// pendingSum is the SHA-256 of the file a finalize of r with the checked
+// content c writes, journaled with its record; "" when the content is too
+// large to check (streamed from the journal, whose running sum the write
+// uses). Content the check left as it was is the content a running sum of
+// its appends took, when there is one: it is not hashed a second time.
+func (m *Manager) pendingSum(r *record, c checked) string {
+	if c.content == nil {
+		return ""
+	}
+	if c.asSent && r.Operation != protocol.OpAppend && len(r.Chain) == 0 {
+		if sum := r.sum.sum(int64(len(c.content)), r.Scanner.Total); sum != "" {
+			return sum
+		}
+	}
+	whole := newCounter()
+	if r.Operation == protocol.OpAppend {
+		whole.Write(c.original)
+	}
+	whole.Write(c.content)
+	return whole.sum()
 }
 
 // completeUnwritten completes an edit that was already applied without

@@ -45,6 +45,10 @@ type checked struct {
 	// input is a patch or edit session's streamed text (the edit), for a
 	// merge that applies it again to another content.
 	input []byte
+	// asSent is set when content is the session's content byte for byte
+	// (nothing repaired, merged, styled or encoded) and a running sum of
+	// its appends could stand for its hash (see pendingSum).
+	asSent bool
 	// merged is set when content is a merge with a change made to the
 	// target since begin; mergedHunks are that change's hunks.
 	merged      bool
@@ -192,6 +196,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
 		}
 	}
+	c.asSent = r.sum != nil && bytes.Equal(c.content, content)
 	verr := m.validateText(&c, r, whole, original, hasOriginal)
 	if elideErr != nil && c.validation != nil {
 		for i := range c.validation.Findings {

@@ -35,8 +35,33 @@ func backupKey(id string, n uint64) []byte {
 // stored in the commit that journals the finalize, which saves that
 // finalize a commit: it is needed only once that record is.
 func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) {
+	if r.base != nil {
+		if !r.BaseExists {
+			return 0, nil, nil
+		}
+		return m.backupBytes(r.ID, r.base.data)
+	}
 	b, err := m.backupFileHoldingLastVia(m.fsOf(r), r.ID, r.Target)
 	return b.pieces, b.last, err
+}
+
+// backupBytes is backup for a target whose content is at hand (see
+// baseRead): the same pieces, cut from data without a copy.
+func (m *Manager) backupBytes(id string, data []byte) (pieces uint64, last *store.Put, err error) {
+	_ = m.roomFor(int64(len(data)))
+	for {
+		if last != nil {
+			if err := m.cfg.Store.PutKVs(*last); err != nil {
+				return pieces, last, err
+			}
+		}
+		n := min(len(data), backupPiece)
+		last = &store.Put{Bucket: backupBucket, KVs: []store.KV{{Key: backupKey(id, pieces), Value: data[:n:n]}}}
+		pieces++
+		if data = data[n:]; len(data) == 0 {
+			return pieces, last, nil
+		}
+	}
 }
 
 // backedUp describes a file as backupFile copied it.

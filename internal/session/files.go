@@ -74,30 +74,82 @@ func (m *Manager) statTarget(path string) (targetState, error) {
 
 // statTargetVia is statTarget through fsys.
 func (m *Manager) statTargetVia(fsys *confine.FS, path string) (targetState, error) {
+	st, _, err := m.readTargetState(fsys, path, -1)
+	return st, err
+}
+
+// readTargetState is statTargetVia that also returns the content it
+// hashed, when that is at most keep bytes: nil otherwise, and for a
+// missing target.
+func (m *Manager) readTargetState(fsys *confine.FS, path string, keep int64) (targetState, []byte, error) {
 	f, err := m.openRegularVia(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return targetState{}, nil
+		return targetState{}, nil, nil
 	}
 	if err != nil {
-		return targetState{}, err
+		return targetState{}, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return targetState{}, err
+		return targetState{}, nil, err
 	}
+	st := targetState{exists: true, perm: fi.Mode().Perm()}
 	h := sha256.New()
+	if fi.Size() <= keep {
+		// One byte more than the size, to see the end: a file that grew
+		// since the Stat is hashed whole and not kept.
+		data := make([]byte, fi.Size()+1)
+		n, err := io.ReadFull(f, data)
+		data = data[:n:n]
+		h.Write(data)
+		st.size = int64(n)
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			st.sha256 = hex.EncodeToString(h.Sum(nil))
+			return st, data, nil
+		case err != nil:
+			return targetState{}, nil, err
+		}
+	}
 	n, err := io.Copy(h, f)
 	if err != nil {
-		return targetState{}, err
+		return targetState{}, nil, err
 	}
-	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil)), perm: fi.Mode().Perm()}, nil
+	st.size += n
+	st.sha256 = hex.EncodeToString(h.Sum(nil))
+	return st, nil, nil
 }
 
-// copyExistingVia copies the target's current content to w (nothing when it
+// baseRead is the target as a session.write read it at its begin: the
+// request's later steps (the check, the backup, an append's copy of the
+// file, the look for a change since begin) take it from here rather than
+// reading the file again. Read again a moment later by the same request,
+// it would guard no wider a window than the one left between that read and
+// the rename anyway.
+type baseRead struct {
+	// data is the content, when the target exists.
+	data []byte
+}
+
+// currentTarget returns the target's content now (ok false when it does
+// not exist), read through the request's view: for a session.write, as its
+// begin read it (see baseRead).
+func (m *Manager) currentTarget(r *record) (data []byte, ok bool, err error) {
+	if r.base != nil {
+		return r.base.data, r.BaseExists, nil
+	}
+	return m.readTargetVia(m.fsOf(r), r.Target)
+}
+
+// copyExisting copies r's target's current content to w (nothing when it
 // does not exist), for append.
-func (m *Manager) copyExistingVia(fsys *confine.FS, w io.Writer, path string) error {
-	f, err := m.openRegularVia(fsys, path)
+func (m *Manager) copyExisting(r *record, w io.Writer, path string) error {
+	if r.base != nil && path == r.Target {
+		_, err := w.Write(r.base.data)
+		return err
+	}
+	f, err := m.openRegularVia(m.fsOf(r), path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -139,11 +139,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return m.finalizeEnvelope(e, content, force, false)
 	}
 	var change *targetChange
-	// A session.write whose content is not journaled yet began in this
-	// request, a moment ago, from the target as it read it then: reading
-	// and hashing it again now would guard no wider a window than the one
-	// left between that read and the rename anyway.
-	if !force && r.inline == nil {
+	// A session.write began in this request, a moment ago, from the
+	// target as it read it then (see baseRead): reading and hashing it
+	// again now would guard no wider a window than the one left between
+	// that read and the rename anyway.
+	if !force && r.inline == nil && r.base == nil {
 		var err error
 		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
@@ -502,7 +502,7 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if op == protocol.OpAppend {
-			if err := m.copyExistingVia(m.fsOf(r), w, path); err != nil {
+			if err := m.copyExisting(r, w, path); err != nil {
 				return err
 			}
 		}

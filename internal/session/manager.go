@@ -374,7 +374,13 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 			return record{}, err
 		}
 	}
-	base, err := m.statTargetVia(fsys, target)
+	// A session.write (the one caller with a request's view) keeps what it
+	// read for its later steps (see baseRead).
+	keep := int64(-1)
+	if files != nil {
+		keep = m.cfg.ValidateMaxBytes
+	}
+	base, data, err := m.readTargetState(fsys, target, keep)
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
@@ -421,6 +427,9 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 		TurnID:           m.turnOf(target),
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
+	}
+	if files != nil && (!base.exists || data != nil) {
+		r.base = &baseRead{data: data}
 	}
 	return r, nil
 }

@@ -43,6 +43,9 @@ type record struct {
 	// sees it (confine.FS.Scoped), while one is: its steps then look for
 	// repositories above the target, and open its directory, once.
 	files *confine.FS
+	// base is the target as a session.write's begin read it, for the rest
+	// of that request (see baseRead); nil otherwise.
+	base *baseRead
 	// recordedSeq and recordedBytes are LastSeq and Scanner.Total as the
 	// journaled record last said (see recordDue).
 	recordedSeq   uint64

@@ -108,7 +108,7 @@ func (m *Manager) check(r *record) (checked, error) {
 		}
 		content = buf.Bytes()
 	}
-	original, hasOriginal, err := m.readTargetVia(m.fsOf(r), r.Target)
+	original, hasOriginal, err := m.currentTarget(r)
 	if err != nil {
 		return checked{}, confinedError(r.ID, "reading the current target", err)
 	}

@@ -89,7 +89,7 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 
 	e.mu.Lock()
 	res, err := m.finalizeLocked(e, false)
-	e.rec.files = nil // the view ends with this request
+	e.rec.files, e.rec.base = nil, nil // the view ends with this request
 	journaled := e.rec.inline == nil
 	if err != nil && !journaled {
 		m.unwatch(e)

@@ -180,3 +180,29 @@ func TestWriteRefusedByCheck(t *testing.T) {
 		t.Errorf("after restart: %+v", info)
 	}
 }
+
+// An overwrite in one request reads the file it replaces once and uses it
+// for every step: the new content takes its line endings, and undo puts
+// back all of it, here more than one backup piece.
+func TestWriteOverwriteKeepsWhatItReplaces(t *testing.T) {
+	h := newHarness(t)
+	target := filepath.Join(h.root, "big.txt")
+	old := strings.Repeat("an old line, with CRLF\r\n", 15000) // 352 KiB
+	if err := os.WriteFile(target, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpOverwrite},
+		Content: "one\ntwo\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "one\r\ntwo\r\n" {
+		t.Fatalf("big.txt %q, want the old file's line endings", got)
+	}
+	if _, err := h.mgr.Undo(res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != old {
+		t.Fatalf("after undo: %d bytes, want the %d of the old file", len(got), len(old))
+	}
+}

@@ -41,7 +41,7 @@ func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) 
 		}
 		return m.backupBytes(r.ID, r.base.data)
 	}
-	b, err := m.backupFileHoldingLastVia(m.fsOf(r), r.ID, r.Target)
+	b, err := m.backupFileHoldingLast(m.fsOf(r), r.ID, r.Target)
 	return b.pieces, b.last, err
 }
 
@@ -79,7 +79,7 @@ type backedUp struct {
 // it copied, so a caller can tell whether that is the content it expects.
 // A file that does not exist has no pieces.
 func (m *Manager) backupFile(id, path string) (backedUp, error) {
-	b, err := m.backupFileHoldingLast(id, path)
+	b, err := m.backupFileHoldingLast(m.fs(), id, path)
 	if err == nil && b.last != nil {
 		err = m.cfg.Store.PutKVs(*b.last)
 		b.last = nil
@@ -88,15 +88,11 @@ func (m *Manager) backupFile(id, path string) (backedUp, error) {
 }
 
 // backupFileHoldingLast is backupFile leaving the last piece to the caller,
-// in b.last, to store with a commit of its own.
-func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
-	return m.backupFileHoldingLastVia(m.fs(), id, path)
-}
-
-// backupFileHoldingLastVia is backupFileHoldingLast through fsys.
-func (m *Manager) backupFileHoldingLastVia(fsys *confine.FS, id, path string) (backedUp, error) {
+// in b.last, to store with a commit of its own; it reads the file through
+// fsys.
+func (m *Manager) backupFileHoldingLast(fsys *confine.FS, id, path string) (backedUp, error) {
 	var b backedUp
-	f, err := m.openRegularVia(fsys, path)
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
 	}
@@ -241,7 +237,7 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 		m.traceStage(r, trace.Bool("undone", true), trace.Int("files", int64(len(r.Changes))))
 		return res, nil
 	}
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTarget(m.fs(), r.Target)
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
@@ -336,7 +332,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
 			continue
 		}
-		now, err := m.statTarget(r.Target)
+		now, err := m.statTarget(m.fs(), r.Target)
 		if err != nil {
 			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
 		}

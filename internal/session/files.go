@@ -21,17 +21,12 @@ import (
 // by name, so swapping a directory for a symlink in between cannot move a
 // read or a write outside the roots or onto a protected path.
 
-// openRegular opens the target at path for reading: a regular file, or an
-// error satisfying errors.Is(err, fs.ErrNotExist) when it (or its
-// directory) is missing. A FIFO or device planted there is refused without
-// blocking.
-func (m *Manager) openRegular(path string) (*os.File, error) {
-	return m.openRegularVia(m.fs(), path)
-}
-
-// openRegularVia is openRegular through fsys, a request's view of the
-// files (see fsOf).
-func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error) {
+// openRegular opens the target at path for reading, through fsys (the
+// daemon's view of the files, m.fs(), or a request's, see fsOf): a regular
+// file, or an error satisfying errors.Is(err, fs.ErrNotExist) when it (or
+// its directory) is missing. A FIFO or device planted there is refused
+// without blocking.
+func (m *Manager) openRegular(fsys *confine.FS, path string) (*os.File, error) {
 	d, name, err := fsys.OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
@@ -44,10 +39,10 @@ func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error
 	return d.OpenRegular(name)
 }
 
-// readTargetVia returns the target's content, read through fsys, or ok
+// readTarget returns the target's content, read through fsys, or ok
 // false when it does not exist.
-func (m *Manager) readTargetVia(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
-	f, err := m.openRegularVia(fsys, path)
+func (m *Manager) readTarget(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -67,22 +62,17 @@ type targetState struct {
 	perm   fs.FileMode
 }
 
-// statTarget hashes the target as it is now.
-func (m *Manager) statTarget(path string) (targetState, error) {
-	return m.statTargetVia(m.fs(), path)
-}
-
-// statTargetVia is statTarget through fsys.
-func (m *Manager) statTargetVia(fsys *confine.FS, path string) (targetState, error) {
+// statTarget hashes the target as it is now, read through fsys.
+func (m *Manager) statTarget(fsys *confine.FS, path string) (targetState, error) {
 	st, _, err := m.readTargetState(fsys, path, -1)
 	return st, err
 }
 
-// readTargetState is statTargetVia that also returns the content it
+// readTargetState is statTarget that also returns the content it
 // hashed, when that is at most keep bytes: nil otherwise, and for a
 // missing target.
 func (m *Manager) readTargetState(fsys *confine.FS, path string, keep int64) (targetState, []byte, error) {
-	f, err := m.openRegularVia(fsys, path)
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return targetState{}, nil, nil
 	}
@@ -139,7 +129,7 @@ func (m *Manager) currentTarget(r *record) (data []byte, ok bool, err error) {
 	if r.base != nil {
 		return r.base.data, r.BaseExists, nil
 	}
-	return m.readTargetVia(m.fsOf(r), r.Target)
+	return m.readTarget(m.fsOf(r), r.Target)
 }
 
 // copyExisting copies r's target's current content to w (nothing when it
@@ -149,7 +139,7 @@ func (m *Manager) copyExisting(r *record, w io.Writer, path string) error {
 		_, err := w.Write(r.base.data)
 		return err
 	}
-	f, err := m.openRegularVia(m.fsOf(r), path)
+	f, err := m.openRegular(m.fsOf(r), path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -186,18 +176,13 @@ func (m *Manager) workspaceOf(r *record) string {
 	return r.WorkspaceRoot
 }
 
-// openParentMaking is files.OpenParent that first makes the directories on the
-// way that do not exist (inside the root, see confine.MkdirAll), as
+// openParentMaking is fsys.OpenParent that first makes the directories on
+// the way that do not exist (inside the root, see confine.MkdirAll), as
 // editors and agents do. It returns the directories it made, so a failed
 // write, an undo or a roll-back can remove them again.
 //
 // A non-empty workspace confines every step to it (confine.FS.Within).
-func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
-	return m.openParentMakingVia(m.fs(), workspace, path)
-}
-
-// openParentMakingVia is openParentMaking through fsys.
-func (m *Manager) openParentMakingVia(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
+func (m *Manager) openParentMaking(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
 	files := fsys.Within(workspace)
 	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
@@ -214,20 +199,11 @@ func (m *Manager) openParentMakingVia(fsys *confine.FS, workspace, path string) 
 	return d, name, made, nil
 }
 
-// writeFile replaces path atomically with what fill writes, making the
-// missing directories on the way; it returns those it made.
-func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	return m.writeFileIn("", path, opts, fill)
-}
-
-// writeFileIn is writeFile confined to workspace (when not "").
-func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	return m.writeFileVia(m.fs(), workspace, path, opts, fill)
-}
-
-// writeFileVia is writeFileIn through fsys.
-func (m *Manager) writeFileVia(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	d, name, made, err := m.openParentMakingVia(fsys, workspace, path)
+// writeFile replaces path atomically with what fill writes, through fsys
+// and confined to workspace (when not ""), making the missing directories
+// on the way; it returns those it made.
+func (m *Manager) writeFile(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMaking(fsys, workspace, path)
 	if err != nil {
 		return atomicfile.Result{}, nil, err
 	}

@@ -292,7 +292,7 @@ func (m *Manager) pendingSum(r *record, c checked) string {
 // time and inode, and a later undo would have no old content to restore.
 func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResult, error) {
 	r := &e.rec
-	now, err := m.statTargetVia(m.fsOf(r), r.Target)
+	now, err := m.statTarget(m.fsOf(r), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -454,7 +454,7 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 			// Hashed when the finalize journaled its record.
 			opts.SHA256 = r.PendingSHA256
 		}
-		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, opts, fill)
+		written, made, err = m.writeFile(m.fsOf(r), m.workspaceOf(r), path, opts, fill)
 	}
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)

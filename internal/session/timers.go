@@ -242,7 +242,7 @@ func (m *Manager) TargetChanged(path, kind string) {
 		}
 		if !read {
 			var err error
-			if now, err = m.statTarget(path); err != nil {
+			if now, err = m.statTarget(m.fs(), path); err != nil {
 				// Something unreadable now stands at the target (a FIFO,
 				// a symlink): that is a change too.
 				now = targetState{exists: true, sha256: "unreadable: " + err.Error()}

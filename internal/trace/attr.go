@@ -133,7 +133,11 @@ func encodeAttrs(attrs []Attr, lim Limits) []byte {
 	}
 	slices.SortStableFunc(keys, func(x, y keyed) int { return cmp.Compare(x.k, y.k) })
 	s := sanitizer{lim: lim, budget: lim.MaxValues - 1}
-	b := make([]byte, 0, 64*len(attrs))
+	size := 2
+	for _, a := range attrs {
+		size += len(a.Key) + len(a.s) + 32
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '{')
 	first := true
 	for j, k := range keys {
@@ -264,6 +268,10 @@ func appendString(b []byte, s string) []byte {
 func appendEvent(b []byte, te *protocol.TraceEvent) ([]byte, bool) {
 	if y := te.Time.Year(); y < 0 || y > 9999 {
 		return b, false
+	}
+	if b == nil {
+		// Room for the names, the time and a few escapes.
+		b = make([]byte, 0, 128+len(te.ID)+len(te.Type)+len(te.SessionID)+len(te.Method)+len(te.Fields))
 	}
 	b = append(b, `{"id":`...)
 	b = appendString(b, te.ID)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/charset"
 	"github.com/orion-agent/orion/internal/edit"
@@ -169,9 +170,7 @@ func (m *Manager) check(r *record) (checked, error) {
 		}
 	}
 	c := checked{content: repaired, original: raw, hasOriginal: hasOriginal, elisionsMerged: merged}
-	if err := convert(fixes, &c.repairs); err != nil {
-		return checked{}, err
-	}
+	c.repairs = repairsOf(fixes)
 	if codec != nil {
 		enc := *codec
 		if r.Operation == protocol.OpAppend {
@@ -280,15 +279,60 @@ func (m *Manager) validateText(c *checked, r *record, whole, original []byte, ha
 func (m *Manager) validateFile(r *record, path string, whole, original []byte, hasOriginal bool) (*protocol.Validation, error) {
 	report := validate.Check(path, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
 	decision := validate.Decide(report, m.policies(r))
-	v := &protocol.Validation{}
-	if err := convert(report, v); err != nil {
-		return nil, err
-	}
+	v := validationOf(report)
 	v.Blocked, v.Summary = decision.Blocked, decision.Summary
 	if v.Findings == nil {
 		v.Findings = []protocol.Finding{}
 	}
 	return v, nil
+}
+
+// repairsOf is fixes as the wire has them: what convert makes of them,
+// without encoding them to JSON and back.
+func repairsOf(fixes []validate.Fix) []protocol.Repair {
+	if fixes == nil {
+		return nil
+	}
+	out := make([]protocol.Repair, len(fixes))
+	for i, f := range fixes {
+		out[i] = protocol.Repair{Kind: wireString(string(f.Kind)), Message: wireString(f.Message), Line: f.Line, Count: f.Count}
+	}
+	return out
+}
+
+// validationOf is report as the wire has it, as repairsOf.
+func validationOf(report validate.Report) *protocol.Validation {
+	v := &protocol.Validation{FileType: wireString(string(report.FileType)), Checker: wireString(report.Checker),
+		SyntaxOK: report.SyntaxOK, Truncated: report.Truncated}
+	if report.Findings != nil {
+		v.Findings = make([]protocol.Finding, len(report.Findings))
+		for i, f := range report.Findings {
+			v.Findings[i] = protocol.Finding{Code: wireString(string(f.Code)), Category: wireString(string(f.Category)),
+				Severity: wireString(string(f.Severity)), Line: f.Line, Column: f.Column, Message: wireString(f.Message),
+				Snippet: wireString(f.Snippet), Preexisting: f.Preexisting}
+		}
+	}
+	return v
+}
+
+// wireString is s as encoding/json carries it: each byte that is not
+// valid UTF-8 replaced with U+FFFD.
+func wireString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // convert copies between the engine's and the wire's types, which share

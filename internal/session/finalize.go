@@ -376,8 +376,10 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 	for _, l := range r.Chain {
 		m.completeContinued(l.ID, r.ID)
 	}
-	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
-		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
+	if m.logsInfo() {
+		m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
+			"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
+	}
 	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Attrs: []trace.Attr{
 		trace.String("target", res.TargetFile), trace.String("operation", string(res.Operation)), trace.Int("bytes", res.Bytes), trace.Int("lines", res.Lines),
 		trace.String("sha256", res.SHA256), trace.Int("file_bytes", res.FileBytes), trace.String("mode", res.Mode), trace.Any("warnings", res.Warnings),

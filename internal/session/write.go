@@ -1,8 +1,10 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 	"unsafe"
 
@@ -41,6 +43,13 @@ func (m *Manager) WriteAs(owner string, p protocol.WriteParams) (protocol.Finali
 	res, err := m.writeAs(owner, p)
 	m.logRefused("write refused", owner, err)
 	return res, err
+}
+
+// logsInfo says whether the logger takes info records: the arguments of one
+// are put on the heap before the logger looks at its level, a dozen
+// allocations per file at the level a daemon usually runs at (warn).
+func (m *Manager) logsInfo() bool {
+	return m.cfg.Logger.Enabled(context.Background(), slog.LevelInfo)
 }
 
 func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.FinalizeResult, error) {
@@ -84,7 +93,9 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	m.sessions[r.ID] = e
 	adm.settleLocked(e)
 	m.mu.Unlock()
-	m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
+	if m.logsInfo() {
+		m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
+	}
 	m.traceStage(&e.rec, trace.String("target", r.Target), trace.String("operation", string(r.Operation)), trace.Bool("write", true))
 
 	e.mu.Lock()

@@ -376,9 +376,13 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 	}
 	// A session.write (the one caller with a request's view) keeps what it
 	// read for its later steps (see baseRead).
+	// A begin whose session may merge keeps it for keepBase.
 	keep := int64(-1)
-	if files != nil {
+	switch {
+	case files != nil:
 		keep = m.cfg.ValidateMaxBytes
+	case mergeable(p.Operation):
+		keep = mergeMaxBytes
 	}
 	base, data, err := m.readTargetState(fsys, target, keep)
 	if err != nil {
@@ -430,6 +434,8 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 	}
 	if files != nil && (!base.exists || data != nil) {
 		r.base = &baseRead{data: data}
+	} else if files == nil {
+		r.atBegin = data
 	}
 	return r, nil
 }

@@ -72,11 +72,17 @@ func mergeable(op protocol.Operation) bool {
 	return op == protocol.OpOverwrite || op == protocol.OpPatch || op == protocol.OpEdit
 }
 
-// keepBase reads the target as it is at begin into pieces to journal with
-// the session's record, when it is what begin hashed and small enough to
-// merge. A file that changed between the two reads is not kept: the
-// session then refuses a change at finalize, as without a base.
+// keepBase cuts the target as it is at begin into pieces to journal with
+// the session's record, when it is small enough to merge: what begin read
+// and hashed, or, where begin did not keep it, read again, and kept only
+// if it is what begin hashed (a file that changed between the two reads
+// is not kept: the session then refuses a change at finalize, as without
+// a base).
 func (m *Manager) keepBase(r *record) *store.Put {
+	// What begin hashed, when it kept it: read again a moment later it
+	// could only be found changed, and then not kept.
+	data := r.atBegin
+	r.atBegin = nil
 	if !r.BaseExists || !mergeable(r.Operation) || r.BaseSize > mergeMaxBytes || r.BaseKey != "" {
 		return nil
 	}
@@ -84,9 +90,13 @@ func (m *Manager) keepBase(r *record) *store.Put {
 		// A full store keeps what is acknowledged, not this.
 		return nil
 	}
-	data, ok, err := m.readForMerge(m.fsOf(r), r.Target)
-	if err != nil || !ok || sum(data) != r.BaseSHA256 {
-		return nil
+	if data == nil {
+		var ok bool
+		var err error
+		data, ok, err = m.readForMerge(m.fsOf(r), r.Target)
+		if err != nil || !ok || sum(data) != r.BaseSHA256 {
+			return nil
+		}
 	}
 	put := piecesOf(baseKey(r.ID), data)
 	r.BaseKey, r.BasePieces = baseKey(r.ID), uint64(len(put.KVs))

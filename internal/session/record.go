@@ -46,6 +46,9 @@ type record struct {
 	// base is the target as a session.write's begin read it, for the rest
 	// of that request (see baseRead); nil otherwise.
 	base *baseRead
+	// atBegin is the target's content as begin read and hashed it, for
+	// keepBase, which takes it; nil when begin did not keep it.
+	atBegin []byte
 	// recordedSeq and recordedBytes are LastSeq and Scanner.Total as the
 	// journaled record last said (see recordDue).
 	recordedSeq   uint64

@@ -75,7 +75,12 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	defer m.pruneFinished()
 	// The content is read, never written, from here to the journal and
 	// the file: a view of the request's string instead of a copy of it.
-	content := unsafe.Slice(unsafe.StringData(p.Content), len(p.Content))
+	// Never nil, even for an empty file: a nil inline content is one
+	// journaled already.
+	content := []byte{}
+	if p.Content != "" {
+		content = unsafe.Slice(unsafe.StringData(p.Content), len(p.Content))
+	}
 	r.Scanner.Feed(content)
 	r.LastSeq = 1
 	r.Stage = protocol.StageStreaming

@@ -206,3 +206,25 @@ func TestWriteOverwriteKeepsWhatItReplaces(t *testing.T) {
 		t.Fatalf("after undo: %d bytes, want the %d of the old file", len(got), len(old))
 	}
 }
+
+// An empty file in one request is a file like any other: written, its
+// session journaled and completed, still there after a restart.
+func TestWriteEmptyFile(t *testing.T) {
+	h := newHarness(t)
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "empty.txt", Operation: protocol.OpCreate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(h.root, "empty.txt")); err != nil || len(got) != 0 {
+		t.Fatalf("empty.txt: %q, %v", got, err)
+	}
+	if res.Stage != protocol.StageCompleted || res.Bytes != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	h.close()
+	h.open()
+	info, err := h.mgr.Get(res.SessionID)
+	if err != nil || info.Stage != protocol.StageCompleted || info.LastSeq != 1 {
+		t.Fatalf("session after a restart: %+v, %v", info, err)
+	}
+}

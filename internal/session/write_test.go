@@ -228,3 +228,23 @@ func TestWriteEmptyFile(t *testing.T) {
 		t.Fatalf("session after a restart: %+v, %v", info, err)
 	}
 }
+
+// Undo of a write over an empty file puts the empty file back.
+func TestWriteOverAnEmptyFileUndone(t *testing.T) {
+	h := newHarness(t)
+	target := filepath.Join(h.root, "was-empty.txt")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "was-empty.txt", Operation: protocol.OpOverwrite},
+		Content: "x\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.mgr.Undo(res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(target); err != nil || len(got) != 0 {
+		t.Fatalf("after undo: %q, %v; want the empty file back", got, err)
+	}
+}

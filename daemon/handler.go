@@ -93,7 +93,7 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 	r := &served{h: h, ctx: ctx, reqCtx: reqCtx, finished: finished, c: c, rpc: rpc,
 		m: m, params: params, err: decodeErr, key: key, turn: t, id: req.ID, method: shortMethod(req.Method)}
 	h.inflight.Add(1)
-	if h.direct(c, m, decodeErr, t) {
+	if h.direct(c, m, params, decodeErr, t) {
 		r.serve()
 		return
 	}
@@ -103,13 +103,14 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 // direct reports whether a request is served on its connection's read loop
 // rather than on a goroutine of its own: a quick method (an append: a
 // journal write and its sync), decoded, that waits for no earlier request
-// of its session, on a connection with nothing else read or arriving. The
+// of its session, on a connection with nothing else read or arriving, and
+// not a large chunk (pipelined). The
 // connection's next request is not read meanwhile; the client is waiting
 // for this reply anyway. The goroutine it saves is most of the cost of an
 // append beyond its sync: its start, the thread the runtime wakes to run
 // it, its stack grown anew, and the read loop parked and woken again.
-func (h *handler) direct(c *conn, m method, decodeErr error, t turn) bool {
-	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone()
+func (h *handler) direct(c *conn, m method, params any, decodeErr error, t turn) bool {
+	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone() && !pipelined(params)
 }
 
 // served is one request being served, from its decoded params to its
@@ -133,6 +134,10 @@ type served struct {
 	// resp and result are the reply, once encoded.
 	resp   jsonrpc2.Response
 	result json.RawMessage
+	// turnReleased: the session's next request was let go (releaseTurn).
+	turnReleased bool
+	// tctx is reqCtx knowing r, for the handler (pipeline.go).
+	tctx turnContext
 }
 
 // serve serves r in its turn and replies.
@@ -158,7 +163,8 @@ func (r *served) serve() {
 		owned  []string
 	)
 	if err == nil {
-		result, owned, err = h.serve(reqCtx, r.c.peer(), m, r.params)
+		r.tctx = turnContext{Context: reqCtx, r: r}
+		result, owned, err = h.serve(&r.tctx, r.c.peer(), m, r.params)
 	}
 	for _, id := range owned {
 		h.owners.claim(id, r.c)
@@ -166,7 +172,7 @@ func (r *served) serve() {
 	// The reply may wait on a client that does not read: the session's
 	// next request must not wait with it, and the params (a chunk of up
 	// to --max-chunk-bytes) must not stay alive meanwhile.
-	r.turn.done()
+	r.releaseTurn()
 	r.params = nil
 	if err != nil && reqCtx.Err() != nil && errors.Is(err, reqCtx.Err()) {
 		if ctx.Err() != nil {

@@ -77,8 +77,8 @@ func (h *handler) begin(_ context.Context, peer Peer, p *protocol.BeginParams) (
 	return h.mgr.BeginAs(peer.Client(), *p)
 }
 
-func (h *handler) append(_ context.Context, _ Peer, p *protocol.AppendParams) (protocol.AppendResult, error) {
-	return h.mgr.Append(*p)
+func (h *handler) append(ctx context.Context, _ Peer, p *protocol.AppendParams) (protocol.AppendResult, error) {
+	return h.mgr.AppendOrdered(*p, orderer(ctx))
 }
 
 func (h *handler) finalize(_ context.Context, _ Peer, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {

@@ -295,3 +295,47 @@ func TestRetryOfChunkInFlight(t *testing.T) {
 		})
 	}
 }
+
+// The chunks a client sends while one of its session's chunks syncs are
+// queued meanwhile and journaled together, with one sync.
+func TestPipelinedChunksShareASync(t *testing.T) {
+	h, gate := gatedHarness(t)
+	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpCreate})
+	h.append(b.SessionID, "one\n")
+	gate.arm()
+	ordered, first := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
+	<-ordered
+	<-gate.syncing
+	before, err := h.st.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []chan appendOutcome
+	for seq, c := range []string{"three\n", "four\n", "five\n"} {
+		ordered, done := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: uint64(seq) + 3, Chunk: c})
+		select {
+		case <-ordered:
+		case o := <-first:
+			t.Fatalf("chunk %d was not queued while chunk 2 synced (chunk 2 returned first: %v)", seq+3, o.err)
+		}
+		rest = append(rest, done)
+	}
+	gate.release <- nil
+	for _, done := range append([]chan appendOutcome{first}, rest...) {
+		if o := <-done; o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+	after, err := h.st.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The held sync (counted once done), and one for the three chunks
+	// queued while it ran.
+	if got := after.Log.Syncs - before.Log.Syncs; got != 2 {
+		t.Fatalf("%d syncs for chunk 2 and the 3 chunks queued while it synced, want 2", got)
+	}
+	if res, err := h.mgr.Resume(b.SessionID); err != nil || res.NextSeq != 6 {
+		t.Fatalf("resume: next seq %d, %v; want 6", res.NextSeq, err)
+	}
+}

@@ -3,6 +3,8 @@ package session_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -337,5 +339,47 @@ func TestPipelinedChunksShareASync(t *testing.T) {
 	}
 	if res, err := h.mgr.Resume(b.SessionID); err != nil || res.NextSeq != 6 {
 		t.Fatalf("resume: next seq %d, %v; want 6", res.NextSeq, err)
+	}
+}
+
+// A session's first chunk carries its record and the target's content at
+// begin; when it fails, with the next chunk queued behind it, the session is
+// as begun again (not yet journaled, the content at begin still held), and
+// the retries journal all of it: a restart then finds the session, and its
+// finalize writes the content.
+func TestPipelinedFirstChunkFailure(t *testing.T) {
+	h, gate := gatedHarness(t)
+	if err := os.WriteFile(filepath.Join(h.root, "f.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
+	gate.arm()
+	ordered1, done1 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: "new one\n"})
+	<-ordered1
+	<-gate.syncing
+	ordered2, done2 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "new two\n"})
+	select {
+	case <-ordered2:
+	case o := <-done1:
+		t.Fatalf("chunk 2 was not queued while chunk 1 synced (chunk 1 returned first: %v)", o.err)
+	}
+	gate.release <- syscall.ENOSPC
+	for seq, done := range map[int]chan appendOutcome{1: done1, 2: done2} {
+		if o := <-done; o.err == nil {
+			t.Fatalf("chunk %d acknowledged though its batch (or the one before) failed", seq)
+		}
+	}
+	info, err := h.mgr.Get(b.SessionID)
+	if err != nil || info.LastSeq != 0 || info.Stage != protocol.StageAwaitingContent {
+		t.Fatalf("after the failed first chunk: %+v, %v; want the session as begun", info, err)
+	}
+	h.append(b.SessionID, "new one\n", "new two\n")
+	h.close()
+	h.open()
+	if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.read("f.txt"); got != "new one\nnew two\n" {
+		t.Fatalf("file holds %q", got)
 	}
 }

@@ -12,7 +12,9 @@
 // Writes are group-committed: every record queued while one batch is being
 // written and synced goes into the next batch, which costs one fdatasync
 // whatever its size, and one pwrite, or one per large part written from where
-// it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable.
+// it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable;
+// Enqueue and Wait split it in two, for a caller that orders its records under
+// a lock of its own and waits without it.
 // Segments are preallocated so that fdatasync has no file size to update,
 // and prepared ahead so that it has no block to convert either (spare.go).
 //

@@ -185,7 +185,9 @@ func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendPa
 	case scanned && !long.Escaped:
 		chunk = src[1 : len(src)-1]
 	case scanned:
-		chunk = jsonstr.Unescape(src[:0], src)
+		// Written from the first byte of text on: what comes before the
+		// first escape stays where it is.
+		chunk = jsonstr.Unescape(src[1:1], src)
 	default:
 		if chunk, _, ok = jsonstr.Unquote(src[:0], src); !ok {
 			return nil, true, errInvalidChunk(protocol.MethodSessionAppend, params.SessionID, params.Seq)

@@ -58,6 +58,12 @@ func putBody(b *[]byte) {
 	if size != cap(*b) {
 		return
 	}
+	if poisonBodies {
+		full := (*b)[:cap(*b)]
+		for j := range full {
+			full[j] = 0xDB
+		}
+	}
 	bodyPools[i].Put(b)
 }
 

@@ -225,7 +225,7 @@ func NewServerStream(rwc io.ReadWriteCloser, limits Limits, stash *Params, log *
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &ServerStream{
-		rwc: rwc,
+		rwc:    rwc,
 		r:      bufio.NewReaderSize(rwc, readBuffer),
 		limits: limits,
 		stash:  stash,

@@ -480,18 +480,19 @@ func Scan(src []byte) (int, Scanned, bool) {
 // (its opening quote first, its closing one last), to dst. It checks
 // nothing again, and finds the escapes with bytes.IndexByte, faster than
 // any pass that must also check each byte. As with Unquote, dst may be
-// src[:0]: it never writes a byte before it has read the bytes of src at
-// that place.
+// src[:0], or better src[1:1]: it never writes a byte before it has read
+// the bytes of src at that place, and the text before the first escape,
+// already where it goes in src[1:1], is not copied.
 func Unescape(dst, src []byte) []byte {
 	end := len(src) - 1
 	i, start := 1, 1
 	for {
 		j := bytes.IndexByte(src[i:end], '\\')
 		if j < 0 {
-			return append(dst, src[start:end]...)
+			return appendText(dst, src[start:end])
 		}
 		i += j
-		dst = append(dst, src[start:i]...)
+		dst = appendText(dst, src[start:i])
 		if e := shortEscapes[src[i+1]]; e != 0 {
 			dst = append(dst, e)
 			i += 2
@@ -508,4 +509,13 @@ func Unescape(dst, src []byte) []byte {
 		}
 		start = i
 	}
+}
+
+// appendText appends text to dst, without a copy where dst ends where text
+// starts (Unescape in place).
+func appendText(dst, text []byte) []byte {
+	if n := len(dst); len(text) > 0 && cap(dst)-n >= len(text) && &dst[:n+1][n] == &text[0] {
+		return dst[:n+len(text)]
+	}
+	return append(dst, text...)
 }

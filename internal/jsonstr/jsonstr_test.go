@@ -273,6 +273,10 @@ func FuzzScan(f *testing.F) {
 		if got := jsonstr.Unescape(buf[:0], buf); !bytes.Equal(got, text) {
 			t.Fatalf("Unescape(%q) in place = %q, Unquote %q", in[:n], got, text)
 		}
+		buf = bytes.Clone(in[:n])
+		if got := jsonstr.Unescape(buf[1:1], buf); !bytes.Equal(got, text) {
+			t.Fatalf("Unescape(%q) in place, after the quote, = %q, Unquote %q", in[:n], got, text)
+		}
 		if !s.Escaped && string(in[1:n-1]) != string(text) {
 			t.Fatalf("Scan(%q) found no escape, but its text is %q", in[:n], text)
 		}

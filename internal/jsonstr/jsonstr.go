@@ -8,6 +8,10 @@
 // JSON's escapes, and a \u escape of a UTF-16 surrogate only as half of a
 // pair. It does not say why a string is refused: a caller falls back to its
 // general decoder for that, so that errors keep their codes and messages.
+//
+// Scan is the one checking pass of a reader that must find where a string
+// ends anyway (the daemon's frame reader): it tells what Unquote would make
+// of the string, and Unescape then writes its text without a second check.
 package jsonstr
 
 import (

@@ -109,8 +109,9 @@ func decodeAppendGeneral(raw []byte) (*protocol.AppendParams, error) {
 // members, a repeated one, a seq in another form, a session id that is not
 // text), with raw untouched: the general decoder then reads those params as
 // before, with its errors. A chunk that is not valid Unicode is found only
-// once raw is being overwritten: that is answered here, as the general
-// decoder answers it (errInvalidText).
+// once raw is being overwritten (or, checked by the frame reader, before):
+// that is answered here, as the general decoder answers it
+// (errInvalidText).
 func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendParams, ok bool, err error) {
 	var (
 		params            protocol.AppendParams

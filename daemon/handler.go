@@ -283,12 +283,13 @@ func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, e
 	if id, ok := owned.single(); key == "" && ok {
 		key = id
 	}
-	fields := map[string]any{"duration_ms": float64(took.Microseconds()) / 1000}
-	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method, Fields: fields}
 	if err == nil {
-		h.trace.Record(ev)
+		h.trace.Record(trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method,
+			Attrs: []trace.Attr{trace.Millis("duration_ms", took)}})
 		return
 	}
+	fields := map[string]any{"duration_ms": float64(took.Microseconds()) / 1000}
+	ev := trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method, Fields: fields}
 	rpcErr := toRPCError(err)
 	fields["error_code"] = rpcErr.Code
 	fields["error"] = trace.CleanString(rpcErr.Message, maxRejectedError)

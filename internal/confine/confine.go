@@ -44,6 +44,41 @@ type FS struct {
 type root struct {
 	path string // real, clean, absolute
 	r    *os.Root
+	// dir is the same directory as a plain descriptor, opened through
+	// r, for openBeneath; nil where it could not be opened.
+	dir *os.File
+}
+
+// openRoot opens the allowed root at p.
+func openRoot(p string) (root, error) {
+	r, err := os.OpenRoot(p)
+	if err != nil {
+		return root{}, err
+	}
+	rt := root{path: p, r: r}
+	if d, err := r.OpenFile(".", openDirFlags, 0); err == nil {
+		rt.dir = d
+	}
+	return rt, nil
+}
+
+func (r root) close() error {
+	if r.dir != nil {
+		r.dir.Close()
+	}
+	return r.r.Close()
+}
+
+// openDir opens the directory rel inside r (see openBeneath). checked is
+// true when the open itself made sure it is a directory.
+func (r root) openDir(rel, name string) (file *os.File, checked bool, err error) {
+	if r.dir != nil {
+		if file, err, ok := openBeneath(int(r.dir.Fd()), rel, name); ok {
+			return file, true, err
+		}
+	}
+	file, err = r.r.OpenFile(rel, openDirFlags, 0)
+	return file, false, err
 }
 
 // openDirFlags open a directory and nothing else: O_DIRECTORY fails at
@@ -73,12 +108,12 @@ var errEscapes = func() error {
 func New(g *pathguard.Guard) (*FS, error) {
 	f := &FS{guard: g}
 	for _, p := range g.Roots() {
-		r, err := os.OpenRoot(p)
+		r, err := openRoot(p)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("opening allowed root %s: %w", p, err)
 		}
-		f.roots = append(f.roots, root{path: p, r: r})
+		f.roots = append(f.roots, r)
 	}
 	return f, nil
 }
@@ -116,19 +151,19 @@ func (f *FS) Extend(g *pathguard.Guard) (*FS, error) {
 			delete(held, p)
 			continue
 		}
-		r, err := os.OpenRoot(p)
+		r, err := openRoot(p)
 		if err != nil {
 			for _, o := range opened {
-				o.r.Close()
+				o.close()
 			}
 			return nil, fmt.Errorf("opening allowed root %s: %w", p, err)
 		}
-		opened = append(opened, root{path: p, r: r})
-		n.roots = append(n.roots, root{path: p, r: r})
+		opened = append(opened, r)
+		n.roots = append(n.roots, r)
 	}
 	if len(held) > 0 {
 		for _, o := range opened {
-			o.r.Close()
+			o.close()
 		}
 		return nil, errors.New("confine: Extend would drop an allowed root")
 	}
@@ -146,7 +181,7 @@ func (f *FS) Close() error {
 	}
 	var errs []error
 	for _, r := range f.roots {
-		errs = append(errs, r.r.Close())
+		errs = append(errs, r.close())
 	}
 	f.roots = nil
 	return errors.Join(errs...)
@@ -207,24 +242,27 @@ func (f *FS) openDir(dir string) (*Dir, error) {
 			Msg: fmt.Sprintf("%s is outside the allowed roots (%s); give a path inside one of them", dir, strings.Join(f.guard.Roots(), ", "))}
 	}
 	var file *os.File
+	var checked bool
 	var err error
 	if f.workspace != "" {
-		file, err = f.openInWorkspace(r, dir)
+		file, checked, err = f.openInWorkspace(r, dir)
 	} else {
-		file, err = r.r.OpenFile(rel, openDirFlags, 0)
+		file, checked, err = r.openDir(rel, dir)
 	}
 	if err != nil {
 		return nil, openDirError(dir, err)
 	}
-	fi, err := file.Stat()
-	if err != nil {
-		file.Close()
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		file.Close()
-		return nil, &pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
-			Msg: fmt.Sprintf("%s is not a directory, so nothing can be written below it; write into an existing directory", dir)}
+	if !checked {
+		fi, err := file.Stat()
+		if err != nil {
+			file.Close()
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if !fi.IsDir() {
+			file.Close()
+			return nil, &pathguard.Error{Reason: pathguard.ReasonParentMissing, Path: dir,
+				Msg: fmt.Sprintf("%s is not a directory, so nothing can be written below it; write into an existing directory", dir)}
+		}
 	}
 	real, named := kernelPath(file)
 	if named && real != dir {
@@ -256,50 +294,78 @@ func (f *FS) OpenParent(path string) (*Dir, string, error) {
 	return d, base, nil
 }
 
-// openInWorkspace opens dir through an os.Root of the view's workspace,
-// which is opened through the allowed root r: neither may be left through
-// a symlink.
-func (f *FS) openInWorkspace(r root, dir string) (*os.File, error) {
+// openInWorkspace opens dir through the view's workspace, itself opened
+// through the allowed root r: neither may be left through a symlink.
+// checked is true when the open itself made sure dir is a directory.
+func (f *FS) openInWorkspace(r root, dir string) (file *os.File, checked bool, err error) {
 	if !pathguard.Within(f.workspace, dir) {
-		return nil, pathguard.OutsideWorkspace(dir, dir, f.workspace)
+		return nil, false, pathguard.OutsideWorkspace(dir, dir, f.workspace)
 	}
 	if !pathguard.Within(r.path, f.workspace) {
 		// The workspace is in a nested root while dir's outermost root is
 		// another: reach it through the workspace's own root.
 		wr, _, ok := f.rootOf(f.workspace)
 		if !ok {
-			return nil, &pathguard.Error{Reason: pathguard.ReasonWorkspaceNotAllowed, Path: f.workspace,
+			return nil, false, &pathguard.Error{Reason: pathguard.ReasonWorkspaceNotAllowed, Path: f.workspace,
 				Msg: fmt.Sprintf("workspace root %s is not inside the allowed roots", f.workspace)}
 		}
 		r = wr
 	}
 	wsRel, err := filepath.Rel(r.path, f.workspace)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	rel, err := filepath.Rel(f.workspace, dir)
+	if err != nil {
+		return nil, false, err
+	}
+	escapes := func(err error) bool {
+		var pe *os.PathError
+		return err != nil && errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes
+	}
+	leavesRoot := func(err error) error {
+		if escapes(err) {
+			return &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: f.workspace,
+				Msg: fmt.Sprintf("workspace root %s now leads out of the allowed roots through a symlink; nothing was written", f.workspace)}
+		}
+		return err
+	}
+	leavesWorkspace := func(err error) error {
+		if escapes(err) {
+			return &pathguard.Error{Reason: pathguard.ReasonOutsideWorkspace, Path: dir, Workspace: f.workspace,
+				Msg: fmt.Sprintf("%s now leads out of the session's workspace %s through a symlink; nothing was written. Give a path inside the workspace", dir, f.workspace)}
+		}
+		return err
+	}
+	if r.dir != nil {
+		// The workspace opened beneath the root, then dir beneath the
+		// workspace (see openBeneath).
+		ws, werr, ok := r.dir, error(nil), true
+		if wsRel != "." {
+			ws, werr, ok = openBeneath(int(r.dir.Fd()), wsRel, f.workspace)
+		}
+		if ok && werr != nil {
+			return nil, false, leavesRoot(werr)
+		}
+		if ok {
+			file, err, ok := openBeneath(int(ws.Fd()), rel, dir)
+			if ws != r.dir {
+				ws.Close()
+			}
+			if ok {
+				return file, true, leavesWorkspace(err)
+			}
+		}
 	}
 	ws := r.r
 	if wsRel != "." {
 		if ws, err = r.r.OpenRoot(wsRel); err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
-				return nil, &pathguard.Error{Reason: pathguard.ReasonSymlinkEscape, Path: f.workspace,
-					Msg: fmt.Sprintf("workspace root %s now leads out of the allowed roots through a symlink; nothing was written", f.workspace)}
-			}
-			return nil, err
+			return nil, false, leavesRoot(err)
 		}
 		defer ws.Close()
 	}
-	rel, err := filepath.Rel(f.workspace, dir)
-	if err != nil {
-		return nil, err
-	}
-	file, err := ws.OpenFile(rel, openDirFlags, 0)
-	var pe *os.PathError
-	if err != nil && errors.As(err, &pe) && errEscapes != nil && pe.Err == errEscapes {
-		return nil, &pathguard.Error{Reason: pathguard.ReasonOutsideWorkspace, Path: dir, Workspace: f.workspace,
-			Msg: fmt.Sprintf("%s now leads out of the session's workspace %s through a symlink; nothing was written. Give a path inside the workspace", dir, f.workspace)}
-	}
-	return file, err
+	file, err = ws.OpenFile(rel, openDirFlags, 0)
+	return file, false, leavesWorkspace(err)
 }
 
 func openDirError(dir string, err error) error {

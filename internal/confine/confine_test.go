@@ -47,7 +47,19 @@ func reasonOf(err error) string {
 	return ""
 }
 
+// Every directory is opened with os.Root's confinement, by openat2 where
+// the kernel has it and by os.Root where it has not: the same answers.
 func TestOpenDir(t *testing.T) {
+	t.Run("openat2", testOpenDir)
+	t.Run("os.Root", func(t *testing.T) {
+		if !confine.ThroughOSRoot(t) {
+			t.Skip("os.Root is the only way here, tested above")
+		}
+		testOpenDir(t)
+	})
+}
+
+func testOpenDir(t *testing.T) {
 	fsys, root, out := setup(t, pathguard.Protection{})
 	must := func(err error) {
 		t.Helper()
@@ -57,6 +69,8 @@ func TestOpenDir(t *testing.T) {
 	}
 	must(os.Symlink(out, filepath.Join(root, "escape")))
 	must(os.Symlink("sub", filepath.Join(root, "inside")))
+	must(os.Symlink("../out", filepath.Join(root, "up")))
+	must(os.Symlink(filepath.Join(root, "sub"), filepath.Join(root, "absolute")))
 	must(os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
 	tests := []struct {
 		name, dir, reason string
@@ -66,6 +80,11 @@ func TestOpenDir(t *testing.T) {
 		{name: "Root", dir: root},
 		{name: "OutsideRoots", dir: out, reason: pathguard.ReasonOutsideRoots},
 		{name: "SymlinkEscape", dir: filepath.Join(root, "escape"), reason: pathguard.ReasonSymlinkEscape},
+		{name: "RelativeSymlinkEscape", dir: filepath.Join(root, "up"), reason: pathguard.ReasonSymlinkEscape},
+		// As os.Root: a symlink must not be absolute, even to a place
+		// inside the root.
+		{name: "AbsoluteSymlinkInside", dir: filepath.Join(root, "absolute"), reason: pathguard.ReasonSymlinkEscape},
+		{name: "ThroughSymlinkEscape", dir: filepath.Join(root, "escape", "x"), reason: pathguard.ReasonSymlinkEscape},
 		{name: "RedirectedInsideRoot", dir: filepath.Join(root, "inside"), reason: pathguard.ReasonPathChanged, linuxOnly: true},
 		{name: "Missing", dir: filepath.Join(root, "nope"), reason: pathguard.ReasonParentMissing},
 		{name: "NotADirectory", dir: filepath.Join(root, "file"), reason: pathguard.ReasonParentMissing},

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/pathguard"
 )
 
@@ -13,6 +14,16 @@ import (
 // directory of the workspace swapped for a symlink that leads out of it
 // after the path was checked. Nothing outside the workspace is made.
 func TestWithinWorkspace(t *testing.T) {
+	t.Run("openat2", testWithinWorkspace)
+	t.Run("os.Root", func(t *testing.T) {
+		if !confine.ThroughOSRoot(t) {
+			t.Skip("os.Root is the only way here, tested above")
+		}
+		testWithinWorkspace(t)
+	})
+}
+
+func testWithinWorkspace(t *testing.T) {
 	fsys, root, _ := setup(t, pathguard.Protection{})
 	ws := filepath.Join(root, "ws")
 	for _, d := range []string{filepath.Join(ws, "src"), filepath.Join(root, "other")} {

@@ -182,7 +182,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 	for i := range changes {
 		c := &changes[i]
 		if !c.OldExists {
-			if now, err := m.statTarget(c.Path); err != nil || now.exists {
+			if now, err := m.statTarget(m.fs(), c.Path); err != nil || now.exists {
 				dropBackups()
 				return txChanged(tx, c.Path, "it was created by someone else")
 			}
@@ -245,7 +245,7 @@ func (m *Manager) applyChanges(tx *txRecord, changes []fileChange) error {
 		if changes[i].Kind == changeDelete {
 			d, name, err = m.fs().Within(changes[i].Workspace).OpenParent(changes[i].Path)
 		} else {
-			d, name, changes[i].CreatedDirs, err = m.openParentMaking(changes[i].Workspace, changes[i].Path)
+			d, name, changes[i].CreatedDirs, err = m.openParentMaking(m.fs(), changes[i].Workspace, changes[i].Path)
 		}
 		if err != nil {
 			removeMade()
@@ -387,7 +387,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 	restored := make([]bool, len(tx.Files))
 	for i := len(tx.Files) - 1; i >= 0; i-- {
 		c := &tx.Files[i]
-		now, err := m.statTarget(c.Path)
+		now, err := m.statTarget(m.fs(), c.Path)
 		switch {
 		case err != nil:
 			m.cfg.Logger.Error("reading a file to roll back", "tx", tx.ID, "path", c.Path, "err", err)
@@ -402,7 +402,7 @@ func (m *Manager) rollBack(tx *txRecord, why string) {
 			}
 			restored[i] = err == nil
 		default:
-			_, _, err := m.writeFile(c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
+			_, _, err := m.writeFile(m.fs(), "", c.Path, atomicfile.Options{Perm: fs.FileMode(c.OldPerm), Tag: tx.ID},
 				m.backupFill(c.BackupID, c.BackupPieces))
 			if err != nil && !errors.Is(err, atomicfile.ErrNotDurable) {
 				m.cfg.Logger.Error("restoring a file of a rolled-back transaction", "tx", tx.ID, "path", c.Path, "err", err)

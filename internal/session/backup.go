@@ -12,6 +12,7 @@ import (
 	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -34,8 +35,33 @@ func backupKey(id string, n uint64) []byte {
 // stored in the commit that journals the finalize, which saves that
 // finalize a commit: it is needed only once that record is.
 func (m *Manager) backup(r *record) (pieces uint64, last *store.Put, err error) {
-	b, err := m.backupFileHoldingLastVia(m.fsOf(r), r.ID, r.Target)
+	if r.base != nil {
+		if !r.BaseExists {
+			return 0, nil, nil
+		}
+		return m.backupBytes(r.ID, r.base.data)
+	}
+	b, err := m.backupFileHoldingLast(m.fsOf(r), r.ID, r.Target)
 	return b.pieces, b.last, err
+}
+
+// backupBytes is backup for a target whose content is at hand (see
+// baseRead): the same pieces, cut from data without a copy.
+func (m *Manager) backupBytes(id string, data []byte) (pieces uint64, last *store.Put, err error) {
+	_ = m.roomFor(int64(len(data)))
+	for {
+		if last != nil {
+			if err := m.cfg.Store.PutKVs(*last); err != nil {
+				return pieces, last, err
+			}
+		}
+		n := min(len(data), backupPiece)
+		last = &store.Put{Bucket: backupBucket, KVs: []store.KV{{Key: backupKey(id, pieces), Value: data[:n:n]}}}
+		pieces++
+		if data = data[n:]; len(data) == 0 {
+			return pieces, last, nil
+		}
+	}
 }
 
 // backedUp describes a file as backupFile copied it.
@@ -53,7 +79,7 @@ type backedUp struct {
 // it copied, so a caller can tell whether that is the content it expects.
 // A file that does not exist has no pieces.
 func (m *Manager) backupFile(id, path string) (backedUp, error) {
-	b, err := m.backupFileHoldingLast(id, path)
+	b, err := m.backupFileHoldingLast(m.fs(), id, path)
 	if err == nil && b.last != nil {
 		err = m.cfg.Store.PutKVs(*b.last)
 		b.last = nil
@@ -62,15 +88,11 @@ func (m *Manager) backupFile(id, path string) (backedUp, error) {
 }
 
 // backupFileHoldingLast is backupFile leaving the last piece to the caller,
-// in b.last, to store with a commit of its own.
-func (m *Manager) backupFileHoldingLast(id, path string) (backedUp, error) {
-	return m.backupFileHoldingLastVia(m.fs(), id, path)
-}
-
-// backupFileHoldingLastVia is backupFileHoldingLast through fsys.
-func (m *Manager) backupFileHoldingLastVia(fsys *confine.FS, id, path string) (backedUp, error) {
+// in b.last, to store with a commit of its own; it reads the file through
+// fsys.
+func (m *Manager) backupFileHoldingLast(fsys *confine.FS, id, path string) (backedUp, error) {
 	var b backedUp
-	f, err := m.openRegularVia(fsys, path)
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b, nil
 	}
@@ -212,10 +234,10 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 		if err := m.put(r); err != nil {
 			return res, err
 		}
-		m.traceStage(r, map[string]any{"undone": true, "files": len(r.Changes)})
+		m.traceStage(r, trace.Bool("undone", true), trace.Int("files", int64(len(r.Changes))))
 		return res, nil
 	}
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTarget(m.fs(), r.Target)
 	if err != nil {
 		return protocol.UndoResult{}, confinedError(id, "reading the target", err)
 	}
@@ -256,7 +278,7 @@ func (m *Manager) undo(id string) (protocol.UndoResult, error) {
 	if utx != nil {
 		m.dropTx(utx.ID)
 	}
-	m.traceStage(r, map[string]any{"undone": true, "removed": res.Removed, "restored_bytes": res.RestoredBytes, "unchanged": res.Unchanged})
+	m.traceStage(r, trace.Bool("undone", true), trace.Bool("removed", res.Removed), trace.Int("restored_bytes", res.RestoredBytes), trace.Bool("unchanged", res.Unchanged))
 	return res, nil
 }
 
@@ -310,7 +332,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if r.Undone || r.Stage != protocol.StageCompleted || r.Result == nil || r.Result.NothingWritten {
 			continue
 		}
-		now, err := m.statTarget(r.Target)
+		now, err := m.statTarget(m.fs(), r.Target)
 		if err != nil {
 			return protocol.UndoResult{}, confinedError(r.ID, "reading "+r.Target, err)
 		}
@@ -380,7 +402,7 @@ func (m *Manager) undoTx(te *txEntry, asked string) (protocol.UndoResult, error)
 		if err := m.put(r); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		m.traceStage(r, map[string]any{"undone": true, "tx_id": tx.ID, "removed": f.Removed, "restored_bytes": f.RestoredBytes, "unchanged": f.Unchanged})
+		m.traceStage(r, trace.Bool("undone", true), trace.String("tx_id", tx.ID), trace.Bool("removed", f.Removed), trace.Int("restored_bytes", f.RestoredBytes), trace.Bool("unchanged", f.Unchanged))
 		if r.ID == asked {
 			res.TargetFile, res.Removed, res.RestoredBytes, res.SHA256, res.RemovedDirs =
 				f.TargetFile, f.Removed, f.RestoredBytes, f.SHA256, f.RemovedDirs

@@ -32,7 +32,10 @@ type early struct {
 // when the target's directory cannot be opened as it is (one to make, or an
 // error the write itself then reports): the write is then made after the
 // record, as before.
-func (m *Manager) stageEarly(r *record, op protocol.Operation, content []byte) *early {
+//
+// sum is the SHA-256 of the file as it will be (the finalize's pending
+// sum), which the staged write then does not compute again.
+func (m *Manager) stageEarly(r *record, op protocol.Operation, content []byte, sum string) *early {
 	if content == nil || op == protocol.OpAppend {
 		return nil
 	}
@@ -48,7 +51,7 @@ func (m *Manager) stageEarly(r *record, op protocol.Operation, content []byte) *
 	// The file holds exactly the content: its own hash is the content's.
 	e.content.h = nil
 	fill := m.contentFill(r, r.Target, op, content, "", e.content)
-	opts := atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID}
+	opts := atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID, SHA256: sum}
 	go func() {
 		defer close(e.done)
 		e.staged, e.err = atomicfile.StageHidden(d, name, opts, fill)

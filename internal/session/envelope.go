@@ -14,6 +14,7 @@ import (
 
 	"github.com/orion-agent/orion/internal/edit"
 	"github.com/orion-agent/orion/internal/pathguard"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -77,7 +78,7 @@ func (m *Manager) isEnvelope(r *record) (bool, []byte, error) {
 			return true, content, nil
 		}
 	}
-	now, err := m.statTarget(r.Target)
+	now, err := m.statTarget(m.fs(), r.Target)
 	if err != nil {
 		return false, nil, confinedError(r.ID, "reading the current target", err)
 	}
@@ -149,7 +150,7 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 		if base != nil && abs == r.Target {
 			return base, true, nil
 		}
-		data, ok, err := m.readTargetVia(m.fsOf(r), abs)
+		data, ok, err := m.readTarget(m.fsOf(r), abs)
 		if err != nil {
 			if pe := confinedError(r.ID, "reading "+abs, err); pe.Data.Reason != protocol.ReasonIO {
 				pathErr = pe
@@ -407,7 +408,7 @@ func (m *Manager) mergeEnvelopeOnBase(r *record, content []byte, ch *targetChang
 		slices.ContainsFunc(plan.changes, func(c fileChange) bool { return c.MovedFrom == r.Target }) {
 		return nil, false, nil
 	}
-	now, exists, err := m.readForMergeVia(m.fsOf(r), r.Target)
+	now, exists, err := m.readForMerge(m.fsOf(r), r.Target)
 	if err != nil {
 		return nil, true, confinedError(r.ID, "reading the current target", err)
 	}
@@ -458,7 +459,7 @@ func (m *Manager) refuseEdit(e *entry, pe *protocol.Error, res *protocol.EditRes
 		return err
 	}
 	m.stopTimers(e)
-	m.traceStage(r, map[string]any{"edit": res})
+	m.traceStage(r, trace.Any("edit", res))
 	pe.Data.Next = fmt.Sprintf("Resend the whole edit, with the failed parts fixed, in a new session with supersedes=%s.", r.ID)
 	pe.Message = sentence(pe.Message) + " " + pe.Data.Next
 	pe.Data.Attempt, pe.Data.MaxAttempts = r.attempt(), m.cfg.MaxAttempts
@@ -478,7 +479,7 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 			continue
 		}
 		src := slices.IndexFunc(r.Changes, func(s fileChange) bool { return s.Path == c.MovedFrom && s.Kind == changeDelete })
-		now, err := m.statTarget(c.Path)
+		now, err := m.statTarget(m.fs(), c.Path)
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}
@@ -497,7 +498,7 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 	targetUnchanged := false
 	for i := len(r.Changes) - 1; i >= 0; i-- {
 		c := r.Changes[i]
-		now, err := m.statTarget(c.Path)
+		now, err := m.statTarget(m.fs(), c.Path)
 		if err != nil {
 			return res, confinedError(r.ID, "reading "+c.Path, err)
 		}

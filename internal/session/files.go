@@ -21,17 +21,12 @@ import (
 // by name, so swapping a directory for a symlink in between cannot move a
 // read or a write outside the roots or onto a protected path.
 
-// openRegular opens the target at path for reading: a regular file, or an
-// error satisfying errors.Is(err, fs.ErrNotExist) when it (or its
-// directory) is missing. A FIFO or device planted there is refused without
-// blocking.
-func (m *Manager) openRegular(path string) (*os.File, error) {
-	return m.openRegularVia(m.fs(), path)
-}
-
-// openRegularVia is openRegular through fsys, a request's view of the
-// files (see fsOf).
-func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error) {
+// openRegular opens the target at path for reading, through fsys (the
+// daemon's view of the files, m.fs(), or a request's, see fsOf): a regular
+// file, or an error satisfying errors.Is(err, fs.ErrNotExist) when it (or
+// its directory) is missing. A FIFO or device planted there is refused
+// without blocking.
+func (m *Manager) openRegular(fsys *confine.FS, path string) (*os.File, error) {
 	d, name, err := fsys.OpenParent(path)
 	if err != nil {
 		var pe *pathguard.Error
@@ -44,10 +39,10 @@ func (m *Manager) openRegularVia(fsys *confine.FS, path string) (*os.File, error
 	return d.OpenRegular(name)
 }
 
-// readTargetVia returns the target's content, read through fsys, or ok
+// readTarget returns the target's content, read through fsys, or ok
 // false when it does not exist.
-func (m *Manager) readTargetVia(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
-	f, err := m.openRegularVia(fsys, path)
+func (m *Manager) readTarget(fsys *confine.FS, path string) (data []byte, ok bool, err error) {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -67,37 +62,84 @@ type targetState struct {
 	perm   fs.FileMode
 }
 
-// statTarget hashes the target as it is now.
-func (m *Manager) statTarget(path string) (targetState, error) {
-	return m.statTargetVia(m.fs(), path)
+// statTarget hashes the target as it is now, read through fsys.
+func (m *Manager) statTarget(fsys *confine.FS, path string) (targetState, error) {
+	st, _, err := m.readTargetState(fsys, path, -1)
+	return st, err
 }
 
-// statTargetVia is statTarget through fsys.
-func (m *Manager) statTargetVia(fsys *confine.FS, path string) (targetState, error) {
-	f, err := m.openRegularVia(fsys, path)
+// readTargetState is statTarget that also returns the content it
+// hashed, when that is at most keep bytes: nil otherwise, and for a
+// missing target.
+func (m *Manager) readTargetState(fsys *confine.FS, path string, keep int64) (targetState, []byte, error) {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return targetState{}, nil
+		return targetState{}, nil, nil
 	}
 	if err != nil {
-		return targetState{}, err
+		return targetState{}, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return targetState{}, err
+		return targetState{}, nil, err
 	}
+	st := targetState{exists: true, perm: fi.Mode().Perm()}
 	h := sha256.New()
+	if fi.Size() <= keep {
+		// One byte more than the size, to see the end: a file that grew
+		// since the Stat is hashed whole and not kept.
+		data := make([]byte, fi.Size()+1)
+		n, err := io.ReadFull(f, data)
+		data = data[:n:n]
+		h.Write(data)
+		st.size = int64(n)
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			st.sha256 = hex.EncodeToString(h.Sum(nil))
+			return st, data, nil
+		case err != nil:
+			return targetState{}, nil, err
+		}
+	}
 	n, err := io.Copy(h, f)
 	if err != nil {
-		return targetState{}, err
+		return targetState{}, nil, err
 	}
-	return targetState{exists: true, size: n, sha256: hex.EncodeToString(h.Sum(nil)), perm: fi.Mode().Perm()}, nil
+	st.size += n
+	st.sha256 = hex.EncodeToString(h.Sum(nil))
+	return st, nil, nil
 }
 
-// copyExistingVia copies the target's current content to w (nothing when it
+// baseRead is the target as a session.write read it at its begin: the
+// request's later steps (the check, the backup, an append's copy of the
+// file, the look for a change since begin) take it from here rather than
+// reading the file again. Read again a moment later by the same request,
+// it would guard no wider a window than the one left between that read and
+// the rename anyway.
+type baseRead struct {
+	// data is the content, when the target exists.
+	data []byte
+}
+
+// currentTarget returns the target's content now (ok false when it does
+// not exist), read through the request's view: for a session.write, as its
+// begin read it (see baseRead).
+func (m *Manager) currentTarget(r *record) (data []byte, ok bool, err error) {
+	if r.base != nil {
+		return r.base.data, r.BaseExists, nil
+	}
+	return m.readTarget(m.fsOf(r), r.Target)
+}
+
+// copyExisting copies r's target's current content to w (nothing when it
 // does not exist), for append.
-func (m *Manager) copyExistingVia(fsys *confine.FS, w io.Writer, path string) error {
-	f, err := m.openRegularVia(fsys, path)
+func (m *Manager) copyExisting(r *record, w io.Writer, path string) error {
+	if r.base != nil && path == r.Target {
+		_, err := w.Write(r.base.data)
+		return err
+	}
+	f, err := m.openRegular(m.fsOf(r), path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -134,18 +176,13 @@ func (m *Manager) workspaceOf(r *record) string {
 	return r.WorkspaceRoot
 }
 
-// openParentMaking is files.OpenParent that first makes the directories on the
-// way that do not exist (inside the root, see confine.MkdirAll), as
+// openParentMaking is fsys.OpenParent that first makes the directories on
+// the way that do not exist (inside the root, see confine.MkdirAll), as
 // editors and agents do. It returns the directories it made, so a failed
 // write, an undo or a roll-back can remove them again.
 //
 // A non-empty workspace confines every step to it (confine.FS.Within).
-func (m *Manager) openParentMaking(workspace, path string) (*confine.Dir, string, []string, error) {
-	return m.openParentMakingVia(m.fs(), workspace, path)
-}
-
-// openParentMakingVia is openParentMaking through fsys.
-func (m *Manager) openParentMakingVia(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
+func (m *Manager) openParentMaking(fsys *confine.FS, workspace, path string) (*confine.Dir, string, []string, error) {
 	files := fsys.Within(workspace)
 	d, name, err := files.OpenParent(path)
 	if err == nil || !confine.IsMissingDir(err) {
@@ -162,20 +199,11 @@ func (m *Manager) openParentMakingVia(fsys *confine.FS, workspace, path string) 
 	return d, name, made, nil
 }
 
-// writeFile replaces path atomically with what fill writes, making the
-// missing directories on the way; it returns those it made.
-func (m *Manager) writeFile(path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	return m.writeFileIn("", path, opts, fill)
-}
-
-// writeFileIn is writeFile confined to workspace (when not "").
-func (m *Manager) writeFileIn(workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	return m.writeFileVia(m.fs(), workspace, path, opts, fill)
-}
-
-// writeFileVia is writeFileIn through fsys.
-func (m *Manager) writeFileVia(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
-	d, name, made, err := m.openParentMakingVia(fsys, workspace, path)
+// writeFile replaces path atomically with what fill writes, through fsys
+// and confined to workspace (when not ""), making the missing directories
+// on the way; it returns those it made.
+func (m *Manager) writeFile(fsys *confine.FS, workspace, path string, opts atomicfile.Options, fill func(io.Writer) error) (atomicfile.Result, []string, error) {
+	d, name, made, err := m.openParentMaking(fsys, workspace, path)
 	if err != nil {
 		return atomicfile.Result{}, nil, err
 	}

@@ -139,11 +139,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		return m.finalizeEnvelope(e, content, force, false)
 	}
 	var change *targetChange
-	// A session.write whose content is not journaled yet began in this
-	// request, a moment ago, from the target as it read it then: reading
-	// and hashing it again now would guard no wider a window than the one
-	// left between that read and the rename anyway.
-	if !force && r.inline == nil {
+	// A session.write began in this request, a moment ago, from the
+	// target as it read it then (see baseRead): reading and hashing it
+	// again now would guard no wider a window than the one left between
+	// that read and the rename anyway.
+	if !force && r.inline == nil && r.base == nil {
 		var err error
 		if change, err = m.changedSince(r); err != nil {
 			return protocol.FinalizeResult{}, err
@@ -172,9 +172,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 			return protocol.FinalizeResult{}, err
 		}
 	}
-	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Fields: map[string]any{
-		"ok": !c.validation.Blocked, "file_type": c.validation.FileType, "findings": c.validation.Findings,
-		"repairs": c.repairs, "skipped": c.validation.Skipped, "summary": c.validation.Summary,
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceValidation, SessionID: r.ID, Attrs: []trace.Attr{
+		trace.Bool("ok", !c.validation.Blocked), trace.String("file_type", c.validation.FileType), trace.Any("findings", c.validation.Findings),
+		trace.Any("repairs", c.repairs), trace.String("skipped", c.validation.Skipped), trace.String("summary", c.validation.Summary),
 	}})
 	if c.validation.Blocked {
 		return protocol.FinalizeResult{}, m.refuse(e, c.validation)
@@ -186,10 +186,11 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if writeOp == protocol.OpPatch || writeOp == protocol.OpEdit {
 		writeOp = protocol.OpOverwrite
 	}
+	pending := m.pendingSum(r, c)
 	// The file is written while the backup is taken and the record is
 	// journaled, and named only after (see early): started here, its
 	// write and sync have the backup's and the record's time to overlap.
-	staged := m.stageEarly(r, writeOp, c.content)
+	staged := m.stageEarly(r, writeOp, c.content, pending)
 	discard := func() {
 		if staged != nil {
 			staged.discard()
@@ -228,15 +229,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		r.AfterPieces = uint64(len(after.KVs))
 	}
 	prev := r.Stage
-	r.PendingSHA256 = ""
-	if c.content != nil {
-		whole := newCounter()
-		if r.Operation == protocol.OpAppend {
-			whole.Write(c.original)
-		}
-		whole.Write(c.content)
-		r.PendingSHA256 = whole.sum()
-	}
+	r.PendingSHA256 = pending
 	r.Stage = protocol.StageFinalizing
 	r.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.putFinalizing(r, lastPiece); err != nil {
@@ -244,7 +237,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		r.Stage = prev
 		return protocol.FinalizeResult{}, err
 	}
-	m.traceStage(r, map[string]any{"force": force})
+	m.traceStage(r, trace.Bool("force", force))
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
 	res, err := m.writeContentStaged(r, r.Target, writeOp, c.content, "", staged)
@@ -256,7 +249,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 			m.cfg.Logger.Error("recording a failed finalize", "session", r.ID, "err", perr)
 		}
 		m.watch(e)
-		m.traceStage(r, map[string]any{"error": err.Error()})
+		m.traceStage(r, trace.String("error", err.Error()))
 		return protocol.FinalizeResult{}, err
 	}
 	res.Repairs, res.Validation, res.Attempt, res.Edit = c.repairs, c.validation, r.attempt(), c.edit
@@ -272,12 +265,34 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	return m.completeWritten(e, res), nil
 }
 
+// pendingSum is the SHA-256 of the file a finalize of r with the checked
+// content c writes, journaled with its record; "" when the content is too
+// large to check (streamed from the journal, whose running sum the write
+// uses). Content the check left as it was is the content a running sum of
+// its appends took, when there is one: it is not hashed a second time.
+func (m *Manager) pendingSum(r *record, c checked) string {
+	if c.content == nil {
+		return ""
+	}
+	if c.asSent && r.Operation != protocol.OpAppend && len(r.Chain) == 0 {
+		if sum := r.sum.sum(int64(len(c.content)), r.Scanner.Total); sum != "" {
+			return sum
+		}
+	}
+	whole := newCounter()
+	if r.Operation == protocol.OpAppend {
+		whole.Write(c.original)
+	}
+	whole.Write(c.content)
+	return whole.sum()
+}
+
 // completeUnwritten completes an edit that was already applied without
 // writing: rewriting the same bytes would change nothing but the file's
 // time and inode, and a later undo would have no old content to restore.
 func (m *Manager) completeUnwritten(e *entry, c checked) (protocol.FinalizeResult, error) {
 	r := &e.rec
-	now, err := m.statTargetVia(m.fsOf(r), r.Target)
+	now, err := m.statTarget(m.fsOf(r), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -361,14 +376,16 @@ func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journal
 	for _, l := range r.Chain {
 		m.completeContinued(l.ID, r.ID)
 	}
-	m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
-		"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
-	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Fields: map[string]any{
-		"target": res.TargetFile, "operation": res.Operation, "bytes": res.Bytes, "lines": res.Lines,
-		"sha256": res.SHA256, "file_bytes": res.FileBytes, "mode": res.Mode, "warnings": res.Warnings,
-		"merged": res.Merged, "merged_hunks": len(res.MergedHunks),
+	if m.logsInfo() {
+		m.cfg.Logger.Info("session finalized", "session", r.ID, "target", r.Target,
+			"bytes", res.Bytes, "lines", res.Lines, "sha256", res.SHA256, "merged", res.Merged)
+	}
+	m.cfg.Trace.Record(trace.Event{Time: r.UpdatedAt, Type: protocol.TraceWrite, SessionID: r.ID, Attrs: []trace.Attr{
+		trace.String("target", res.TargetFile), trace.String("operation", string(res.Operation)), trace.Int("bytes", res.Bytes), trace.Int("lines", res.Lines),
+		trace.String("sha256", res.SHA256), trace.Int("file_bytes", res.FileBytes), trace.String("mode", res.Mode), trace.Any("warnings", res.Warnings),
+		trace.Bool("merged", res.Merged), trace.Int("merged_hunks", int64(len(res.MergedHunks))),
 	}})
-	m.traceStage(r, nil)
+	m.traceStage(r)
 	m.cfg.Notify(r.ID, protocol.NotifySessionFinalized, res)
 	return res
 }
@@ -439,7 +456,7 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 			// Hashed when the finalize journaled its record.
 			opts.SHA256 = r.PendingSHA256
 		}
-		written, made, err = m.writeFileVia(m.fsOf(r), m.workspaceOf(r), path, opts, fill)
+		written, made, err = m.writeFile(m.fsOf(r), m.workspaceOf(r), path, opts, fill)
 	}
 	if errors.Is(err, atomicfile.ErrExists) {
 		return protocol.FinalizeResult{}, targetExists(path)
@@ -487,7 +504,7 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 func (m *Manager) contentFill(r *record, path string, op protocol.Operation, repaired []byte, note string, content io.Writer) func(io.Writer) error {
 	return func(w io.Writer) error {
 		if op == protocol.OpAppend {
-			if err := m.copyExistingVia(m.fsOf(r), w, path); err != nil {
+			if err := m.copyExisting(r, w, path); err != nil {
 				return err
 			}
 		}

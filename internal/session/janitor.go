@@ -126,7 +126,7 @@ func (m *Manager) expireLocked(e *entry) {
 	}
 	base()
 	m.cfg.Logger.Info("session expired", "session", r.ID)
-	m.traceStage(r, nil)
+	m.traceStage(r)
 }
 
 // expiresAfter is how long an unfinished session may sit untouched: the

@@ -374,7 +374,17 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 			return record{}, err
 		}
 	}
-	base, err := m.statTargetVia(fsys, target)
+	// A session.write (the one caller with a request's view) keeps what it
+	// read for its later steps (see baseRead).
+	// A begin whose session may merge keeps it for keepBase.
+	keep := int64(-1)
+	switch {
+	case files != nil:
+		keep = m.cfg.ValidateMaxBytes
+	case mergeable(p.Operation):
+		keep = mergeMaxBytes
+	}
+	base, data, err := m.readTargetState(fsys, target, keep)
 	if err != nil {
 		return record{}, confinedError("", "reading the current target", err)
 	}
@@ -422,6 +432,11 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
+	if files != nil && (!base.exists || data != nil) {
+		r.base = &baseRead{data: data}
+	} else if files == nil {
+		r.atBegin = data
+	}
 	return r, nil
 }
 
@@ -467,7 +482,7 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	e.mu.Unlock()
 	m.cfg.Logger.Info("session begun", "session", r.ID, "target", r.Target, "operation", r.Operation,
 		"continues", r.ContinuesSession)
-	m.traceStage(r, map[string]any{"target": r.Target, "operation": r.Operation, "continues": r.ContinuesSession})
+	m.traceStage(r, trace.String("target", r.Target), trace.String("operation", string(r.Operation)), trace.String("continues", r.ContinuesSession))
 	m.pruneFinished()
 	return protocol.BeginResult{
 		SessionID:    r.ID,
@@ -759,7 +774,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	r.publish()
 	m.resetTimers(e)
 	if first {
-		m.traceStage(r, nil)
+		m.traceStage(r)
 	}
 	return appendResult(r, p.Seq), nil
 }
@@ -829,7 +844,7 @@ func (m *Manager) abortLocked(e *entry) error {
 	m.stopTimers(e)
 	m.unwatch(e)
 	m.cfg.Logger.Info("session aborted", "session", r.ID)
-	m.traceStage(r, nil)
+	m.traceStage(r)
 	return nil
 }
 
@@ -894,12 +909,7 @@ func (m *Manager) OpenCount() int {
 }
 
 // traceStage records that a session entered its current stage.
-func (m *Manager) traceStage(r *record, fields map[string]any) {
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	fields["stage"] = r.Stage
-	fields["bytes"] = r.contentBytes()
-	fields["lines"] = r.contentLines()
-	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceStage, SessionID: r.ID, Fields: fields})
+func (m *Manager) traceStage(r *record, attrs ...trace.Attr) {
+	attrs = append(attrs, trace.String("stage", string(r.Stage)), trace.Int("bytes", r.contentBytes()), trace.Int("lines", r.contentLines()))
+	m.cfg.Trace.Record(trace.Event{Time: m.cfg.Clock.Now(), Type: protocol.TraceStage, SessionID: r.ID, Attrs: attrs})
 }

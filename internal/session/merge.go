@@ -54,7 +54,7 @@ func (m *Manager) checkExpected(expected string, now targetState, target string)
 		return nil
 	}
 	if now.exists && now.size <= mergeMaxBytes {
-		if data, ok, err := m.readForMerge(target); err == nil && ok && sum(data) == now.sha256 && sum(textForm(data)) == expected {
+		if data, ok, err := m.readForMerge(m.fs(), target); err == nil && ok && sum(data) == now.sha256 && sum(textForm(data)) == expected {
 			return nil
 		}
 	}
@@ -72,11 +72,17 @@ func mergeable(op protocol.Operation) bool {
 	return op == protocol.OpOverwrite || op == protocol.OpPatch || op == protocol.OpEdit
 }
 
-// keepBase reads the target as it is at begin into pieces to journal with
-// the session's record, when it is what begin hashed and small enough to
-// merge. A file that changed between the two reads is not kept: the
-// session then refuses a change at finalize, as without a base.
+// keepBase cuts the target as it is at begin into pieces to journal with
+// the session's record, when it is small enough to merge: what begin read
+// and hashed, or, where begin did not keep it, read again, and kept only
+// if it is what begin hashed (a file that changed between the two reads
+// is not kept: the session then refuses a change at finalize, as without
+// a base).
 func (m *Manager) keepBase(r *record) *store.Put {
+	// What begin hashed, when it kept it: read again a moment later it
+	// could only be found changed, and then not kept.
+	data := r.atBegin
+	r.atBegin = nil
 	if !r.BaseExists || !mergeable(r.Operation) || r.BaseSize > mergeMaxBytes || r.BaseKey != "" {
 		return nil
 	}
@@ -84,9 +90,13 @@ func (m *Manager) keepBase(r *record) *store.Put {
 		// A full store keeps what is acknowledged, not this.
 		return nil
 	}
-	data, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
-	if err != nil || !ok || sum(data) != r.BaseSHA256 {
-		return nil
+	if data == nil {
+		var ok bool
+		var err error
+		data, ok, err = m.readForMerge(m.fsOf(r), r.Target)
+		if err != nil || !ok || sum(data) != r.BaseSHA256 {
+			return nil
+		}
 	}
 	put := piecesOf(baseKey(r.ID), data)
 	r.BaseKey, r.BasePieces = baseKey(r.ID), uint64(len(put.KVs))
@@ -221,7 +231,7 @@ type targetChange struct {
 // as it always was: a create whose path appeared, a deleted target, a
 // target created meanwhile, an append, or a file whose base was not kept.
 func (m *Manager) changedSince(r *record) (*targetChange, error) {
-	now, err := m.statTargetVia(m.fsOf(r), r.Target)
+	now, err := m.statTarget(m.fsOf(r), r.Target)
 	if err != nil {
 		return nil, confinedError(r.ID, "reading the current target", err)
 	}
@@ -257,7 +267,7 @@ func (m *Manager) sameText(r *record, now targetState) bool {
 	if err != nil || sum(base) != r.BaseSHA256 {
 		return false
 	}
-	cur, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
+	cur, ok, err := m.readForMerge(m.fsOf(r), r.Target)
 	if err != nil || !ok {
 		return false
 	}
@@ -395,7 +405,7 @@ func (m *Manager) revertMerged(r *record, now targetState) ([]byte, []merge.Hunk
 	if err != nil {
 		return nil, nil, refuse()
 	}
-	cur, ok, err := m.readForMergeVia(m.fsOf(r), r.Target)
+	cur, ok, err := m.readForMerge(m.fsOf(r), r.Target)
 	if err != nil || !ok {
 		return nil, nil, refuse()
 	}
@@ -494,7 +504,7 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 	if err != nil {
 		return nil, refuse()
 	}
-	cur, ok, err := m.readForMerge(c.Path)
+	cur, ok, err := m.readForMerge(m.fs(), c.Path)
 	if err != nil || !ok {
 		return nil, refuse()
 	}
@@ -508,16 +518,11 @@ func (m *Manager) revertChange(r *record, c fileChange, now targetState) ([]byte
 	return res.Merged, nil
 }
 
-// readForMerge reads a file whole for a merge, at most mergeMaxBytes of
-// it: ok is false when it is absent or grew past that since it was
-// measured.
-func (m *Manager) readForMerge(path string) ([]byte, bool, error) {
-	return m.readForMergeVia(m.fs(), path)
-}
-
-// readForMergeVia is readForMerge through fsys.
-func (m *Manager) readForMergeVia(fsys *confine.FS, path string) ([]byte, bool, error) {
-	f, err := m.openRegularVia(fsys, path)
+// readForMerge reads a file whole for a merge, through fsys, at most
+// mergeMaxBytes of it: ok is false when it is absent or grew past that
+// since it was measured.
+func (m *Manager) readForMerge(fsys *confine.FS, path string) ([]byte, bool, error) {
+	f, err := m.openRegular(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -578,7 +583,7 @@ func (m *Manager) mergeFailedEdit(r *record, ch *targetChange) (c checked, hunks
 	if err != nil {
 		return checked{}, nil, false, nil
 	}
-	now, exists, err := m.readForMergeVia(m.fsOf(r), r.Target)
+	now, exists, err := m.readForMerge(m.fsOf(r), r.Target)
 	if err != nil {
 		return checked{}, nil, true, confinedError(r.ID, "reading the current target", err)
 	}

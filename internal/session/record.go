@@ -43,6 +43,12 @@ type record struct {
 	// sees it (confine.FS.Scoped), while one is: its steps then look for
 	// repositories above the target, and open its directory, once.
 	files *confine.FS
+	// base is the target as a session.write's begin read it, for the rest
+	// of that request (see baseRead); nil otherwise.
+	base *baseRead
+	// atBegin is the target's content as begin read and hashed it, for
+	// keepBase, which takes it; nil when begin did not keep it.
+	atBegin []byte
 	// recordedSeq and recordedBytes are LastSeq and Scanner.Total as the
 	// journaled record last said (see recordDue).
 	recordedSeq   uint64

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/store"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -81,7 +82,7 @@ func (m *Manager) rollBackFinalize(r *record, notRenamed bool) {
 	r.Stage = protocol.StageStreaming
 	r.FinalizeInterrupted = !notRenamed
 	recovered := "finalize rolled back after a crash"
-	if now, err := m.statTarget(r.Target); err == nil && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
+	if now, err := m.statTarget(m.fs(), r.Target); err == nil && (now.exists != r.BaseExists || now.sha256 != r.BaseSHA256) {
 		r.Conflict = conflictAfterFinalize
 		recovered = "finalize rolled back after a crash; the target changed"
 		m.cfg.Logger.Warn("a finalize the crash interrupted left the target changed: it was written and changed since, "+
@@ -96,17 +97,17 @@ func (m *Manager) rollBackFinalize(r *record, notRenamed bool) {
 	if err := m.put(r); err != nil {
 		m.cfg.Logger.Error("recording a rolled-back finalize", "session", r.ID, "err", err)
 	}
-	m.traceStage(r, map[string]any{"recovered": recovered})
+	m.traceStage(r, trace.Any("recovered", recovered))
 }
 
 // landed reports whether the target holds exactly what this session's
 // finalize would have written.
 func (m *Manager) landed(r *record) bool {
 	if r.PendingSHA256 != "" {
-		now, err := m.statTarget(r.Target)
+		now, err := m.statTarget(m.fs(), r.Target)
 		return err == nil && now.exists && now.sha256 == r.PendingSHA256
 	}
-	f, err := m.openRegular(r.Target)
+	f, err := m.openRegular(m.fs(), r.Target)
 	if err != nil {
 		return false
 	}
@@ -145,7 +146,7 @@ func (m *Manager) landed(r *record) bool {
 // summaryOfLanded rebuilds the finalize summary of a write that landed,
 // from the file itself: it holds exactly what the session wrote.
 func (m *Manager) summaryOfLanded(r *record) (protocol.FinalizeResult, error) {
-	f, err := m.openRegular(r.Target)
+	f, err := m.openRegular(m.fs(), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
@@ -163,7 +164,7 @@ func (m *Manager) summaryOfLanded(r *record) (protocol.FinalizeResult, error) {
 	if _, err := io.Copy(content, f); err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	file, err := m.statTarget(r.Target)
+	file, err := m.statTarget(m.fs(), r.Target)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}

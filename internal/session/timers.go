@@ -155,7 +155,7 @@ func (m *Manager) truncateLocked(e *entry) (protocol.TruncationContext, error) {
 	r.Truncation = &tc
 	r.UpdatedAt = m.cfg.Clock.Now()
 	m.stopTimers(e)
-	m.traceStage(r, map[string]any{"policy": policy, "incomplete_file": tc.IncompleteFile, "continue_prompt": tc.ContinuePrompt})
+	m.traceStage(r, trace.Any("policy", policy), trace.Any("incomplete_file", tc.IncompleteFile), trace.Any("continue_prompt", tc.ContinuePrompt))
 	if policy != protocol.TruncationWriteWithNote {
 		// Keep watching: a continuation will write this target.
 		m.watch(e)
@@ -242,7 +242,7 @@ func (m *Manager) TargetChanged(path, kind string) {
 		}
 		if !read {
 			var err error
-			if now, err = m.statTarget(path); err != nil {
+			if now, err = m.statTarget(m.fs(), path); err != nil {
 				// Something unreadable now stands at the target (a FIFO,
 				// a symlink): that is a change too.
 				now = targetState{exists: true, sha256: "unreadable: " + err.Error()}

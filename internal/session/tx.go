@@ -163,7 +163,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 			sum.Write(c.original)
 			ch.OldExists, ch.OldSHA256 = c.hasOriginal, sum.sum()
 		} else {
-			now, err := m.statTarget(r.Target)
+			now, err := m.statTarget(m.fs(), r.Target)
 			if err != nil {
 				return protocol.TxCommitResult{}, confinedError(r.ID, "reading the current target", err)
 			}

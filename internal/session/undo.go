@@ -110,7 +110,7 @@ func (m *Manager) createdChanged(id, path, wrote, afterID string, afterPieces ui
 	if err != nil || sum(after) != wrote {
 		return pe
 	}
-	cur, ok, err := m.readForMerge(path)
+	cur, ok, err := m.readForMerge(m.fs(), path)
 	if err != nil || !ok {
 		return pe
 	}
@@ -136,7 +136,7 @@ func (m *Manager) deletedRecreated(id string, c fileChange, now targetState) *pr
 	pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = protocol.AbsentSHA256, now.sha256
 	// Each side is shown cut, so only its start is read.
 	conflict := protocol.MergeConflict{StartLine: 1}
-	if f, err := m.openRegular(c.Path); err == nil {
+	if f, err := m.openRegular(m.fs(), c.Path); err == nil {
 		cur, err := io.ReadAll(io.LimitReader(f, protocol.MaxMergeTextBytes+1))
 		f.Close()
 		if err == nil {
@@ -165,7 +165,7 @@ func (m *Manager) moveBack(r *record, dest, src fileChange, now targetState) ([]
 		pe.Data.ExpectedSHA256, pe.Data.ActualSHA256 = dest.NewSHA256, now.sha256
 		return pe
 	}
-	srcNow, err := m.statTarget(src.Path)
+	srcNow, err := m.statTarget(m.fs(), src.Path)
 	if err != nil {
 		return nil, nil, confinedError(r.ID, "reading "+src.Path, err)
 	}
@@ -175,7 +175,7 @@ func (m *Manager) moveBack(r *record, dest, src fileChange, now targetState) ([]
 	if now.size > mergeMaxBytes {
 		return nil, nil, refuse("it is too large to merge")
 	}
-	cur, ok, err := m.readForMerge(dest.Path)
+	cur, ok, err := m.readForMerge(m.fs(), dest.Path)
 	if err != nil || !ok {
 		return nil, nil, refuse("it could not be read whole")
 	}
@@ -246,7 +246,7 @@ func (m *Manager) applySingleUndo(utx *txRecord, c fileChange) (fileChange, erro
 		return fail(err)
 	}
 	// The file must still be what the undo was computed against.
-	if now, err := m.statTarget(c.Path); err != nil || !c.isOld(now) {
+	if now, err := m.statTarget(m.fs(), c.Path); err != nil || !c.isOld(now) {
 		if staged != nil {
 			staged.Discard()
 		}
@@ -283,7 +283,7 @@ func (m *Manager) applySingleUndo(utx *txRecord, c fileChange) (fileChange, erro
 func (m *Manager) rollForward(tx *txRecord) {
 	done := len(tx.Files) > 0
 	for _, c := range tx.Files {
-		now, err := m.statTarget(c.Path)
+		now, err := m.statTarget(m.fs(), c.Path)
 		if err != nil || !c.isNew(now) {
 			done = false
 		}

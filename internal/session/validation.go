@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/charset"
 	"github.com/orion-agent/orion/internal/edit"
@@ -13,6 +14,7 @@ import (
 	"github.com/orion-agent/orion/internal/merge"
 	"github.com/orion-agent/orion/internal/newfile"
 	"github.com/orion-agent/orion/internal/textfmt"
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -44,6 +46,10 @@ type checked struct {
 	// input is a patch or edit session's streamed text (the edit), for a
 	// merge that applies it again to another content.
 	input []byte
+	// asSent is set when content is the session's content byte for byte
+	// (nothing repaired, merged, styled or encoded) and a running sum of
+	// its appends could stand for its hash (see pendingSum).
+	asSent bool
 	// merged is set when content is a merge with a change made to the
 	// target since begin; mergedHunks are that change's hunks.
 	merged      bool
@@ -87,21 +93,28 @@ func (m *Manager) check(r *record) (checked, error) {
 			Skipped:  fmt.Sprintf("content of %d bytes is over the %d-byte validation limit; written unchecked", size, m.cfg.ValidateMaxBytes),
 		}}, nil
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(size))
-	if r.inline != nil {
-		// A session.write not journaled yet: its content is at hand,
-		// copied as the journal's would be, since it is still to be
-		// journaled as sent.
-		buf.Write(r.inline)
-	} else {
+	// A session.write not journaled yet has its content at hand, and only
+	// a whole file's (a patch or an edit is journaled before it is
+	// checked): Repair reads it and writes what it returns to a buffer of
+	// its own, so the content, still to be journaled as sent, is read
+	// where it is instead of copied.
+	content := r.inline
+	if content == nil {
+		var buf bytes.Buffer
+		buf.Grow(int(size))
 		for _, s := range r.segments() {
+			if s.Bytes == 0 {
+				// Nothing journaled: a session finalized before its
+				// first chunk may have no journal to read.
+				continue
+			}
 			if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
 				return checked{}, ioError(r.ID, "reading the journal", err)
 			}
 		}
+		content = buf.Bytes()
 	}
-	original, hasOriginal, err := m.readTargetVia(m.fsOf(r), r.Target)
+	original, hasOriginal, err := m.currentTarget(r)
 	if err != nil {
 		return checked{}, confinedError(r.ID, "reading the current target", err)
 	}
@@ -112,7 +125,7 @@ func (m *Manager) check(r *record) (checked, error) {
 		return checked{}, pe
 	}
 	if partial {
-		return m.checkEdit(r, buf.Bytes(), original)
+		return m.checkEdit(r, content, original)
 	}
 	// A file in another encoding is repaired, merged and validated as the
 	// UTF-8 text a model reads, and the result written back in its
@@ -125,7 +138,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			return checked{}, encodingError(r, err)
 		}
 	}
-	repaired, fixes, err := validate.Repair(r.Target, buf.Bytes(), original, hasOriginal, validate.RepairOptions{
+	repaired, fixes, err := validate.Repair(r.Target, content, original, hasOriginal, validate.RepairOptions{
 		EndMarker:       r.Scanner.Marker,
 		AllowLegacyDone: r.AllowLegacyDone,
 	})
@@ -162,9 +175,7 @@ func (m *Manager) check(r *record) (checked, error) {
 		}
 	}
 	c := checked{content: repaired, original: raw, hasOriginal: hasOriginal, elisionsMerged: merged}
-	if err := convert(fixes, &c.repairs); err != nil {
-		return checked{}, err
-	}
+	c.repairs = repairsOf(fixes)
 	if codec != nil {
 		enc := *codec
 		if r.Operation == protocol.OpAppend {
@@ -189,6 +200,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
 		}
 	}
+	c.asSent = r.sum != nil && bytes.Equal(c.content, content)
 	verr := m.validateText(&c, r, whole, original, hasOriginal)
 	if elideErr != nil && c.validation != nil {
 		for i := range c.validation.Findings {
@@ -272,15 +284,60 @@ func (m *Manager) validateText(c *checked, r *record, whole, original []byte, ha
 func (m *Manager) validateFile(r *record, path string, whole, original []byte, hasOriginal bool) (*protocol.Validation, error) {
 	report := validate.Check(path, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
 	decision := validate.Decide(report, m.policies(r))
-	v := &protocol.Validation{}
-	if err := convert(report, v); err != nil {
-		return nil, err
-	}
+	v := validationOf(report)
 	v.Blocked, v.Summary = decision.Blocked, decision.Summary
 	if v.Findings == nil {
 		v.Findings = []protocol.Finding{}
 	}
 	return v, nil
+}
+
+// repairsOf is fixes as the wire has them: what convert makes of them,
+// without encoding them to JSON and back.
+func repairsOf(fixes []validate.Fix) []protocol.Repair {
+	if fixes == nil {
+		return nil
+	}
+	out := make([]protocol.Repair, len(fixes))
+	for i, f := range fixes {
+		out[i] = protocol.Repair{Kind: wireString(string(f.Kind)), Message: wireString(f.Message), Line: f.Line, Count: f.Count}
+	}
+	return out
+}
+
+// validationOf is report as the wire has it, as repairsOf.
+func validationOf(report validate.Report) *protocol.Validation {
+	v := &protocol.Validation{FileType: wireString(string(report.FileType)), Checker: wireString(report.Checker),
+		SyntaxOK: report.SyntaxOK, Truncated: report.Truncated}
+	if report.Findings != nil {
+		v.Findings = make([]protocol.Finding, len(report.Findings))
+		for i, f := range report.Findings {
+			v.Findings[i] = protocol.Finding{Code: wireString(string(f.Code)), Category: wireString(string(f.Category)),
+				Severity: wireString(string(f.Severity)), Line: f.Line, Column: f.Column, Message: wireString(f.Message),
+				Snippet: wireString(f.Snippet), Preexisting: f.Preexisting}
+		}
+	}
+	return v
+}
+
+// wireString is s as encoding/json carries it: each byte that is not
+// valid UTF-8 replaced with U+FFFD.
+func wireString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // convert copies between the engine's and the wire's types, which share
@@ -304,7 +361,7 @@ func (m *Manager) refuse(e *entry, v *protocol.Validation) error {
 		return err
 	}
 	m.stopTimers(e)
-	m.traceStage(r, map[string]any{"validation": v})
+	m.traceStage(r, trace.Any("validation", v))
 	left := m.cfg.MaxAttempts - r.attempt()
 	next := fmt.Sprintf("Fix them and write the whole file again in a new session with supersedes=%s (%s left).", r.ID, textfmt.Count(left, "attempt", "attempts"))
 	if left <= 0 {
@@ -366,7 +423,7 @@ func (m *Manager) markSuperseded(id, by string) {
 	if err := m.putFinished(&e.rec); err != nil {
 		m.cfg.Logger.Warn("recording a superseded session", "session", id, "err", err)
 	}
-	m.traceStage(&e.rec, map[string]any{"superseded_by": by})
+	m.traceStage(&e.rec, trace.String("superseded_by", by))
 }
 
 func (r *record) attempt() int {

@@ -1,10 +1,14 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+	"unsafe"
 
+	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -41,6 +45,13 @@ func (m *Manager) WriteAs(owner string, p protocol.WriteParams) (protocol.Finali
 	return res, err
 }
 
+// logsInfo says whether the logger takes info records: the arguments of one
+// are put on the heap before the logger looks at its level, a dozen
+// allocations per file at the level a daemon usually runs at (warn).
+func (m *Manager) logsInfo() bool {
+	return m.cfg.Logger.Enabled(context.Background(), slog.LevelInfo)
+}
+
 func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	if int64(len(p.Content)) > m.cfg.MaxChunkBytes {
 		return protocol.FinalizeResult{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
@@ -62,7 +73,14 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	}
 	defer adm.release()
 	defer m.pruneFinished()
-	content := []byte(p.Content)
+	// The content is read, never written, from here to the journal and
+	// the file: a view of the request's string instead of a copy of it.
+	// Never nil, even for an empty file: a nil inline content is one
+	// journaled already.
+	content := []byte{}
+	if p.Content != "" {
+		content = unsafe.Slice(unsafe.StringData(p.Content), len(p.Content))
+	}
 	r.Scanner.Feed(content)
 	r.LastSeq = 1
 	r.Stage = protocol.StageStreaming
@@ -80,12 +98,14 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	m.sessions[r.ID] = e
 	adm.settleLocked(e)
 	m.mu.Unlock()
-	m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
-	m.traceStage(&e.rec, map[string]any{"target": r.Target, "operation": r.Operation, "write": true})
+	if m.logsInfo() {
+		m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
+	}
+	m.traceStage(&e.rec, trace.String("target", r.Target), trace.String("operation", string(r.Operation)), trace.Bool("write", true))
 
 	e.mu.Lock()
 	res, err := m.finalizeLocked(e, false)
-	e.rec.files = nil // the view ends with this request
+	e.rec.files, e.rec.base = nil, nil // the view ends with this request
 	journaled := e.rec.inline == nil
 	if err != nil && !journaled {
 		m.unwatch(e)

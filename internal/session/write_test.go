@@ -180,3 +180,71 @@ func TestWriteRefusedByCheck(t *testing.T) {
 		t.Errorf("after restart: %+v", info)
 	}
 }
+
+// An overwrite in one request reads the file it replaces once and uses it
+// for every step: the new content takes its line endings, and undo puts
+// back all of it, here more than one backup piece.
+func TestWriteOverwriteKeepsWhatItReplaces(t *testing.T) {
+	h := newHarness(t)
+	target := filepath.Join(h.root, "big.txt")
+	old := strings.Repeat("an old line, with CRLF\r\n", 15000) // 352 KiB
+	if err := os.WriteFile(target, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpOverwrite},
+		Content: "one\ntwo\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "one\r\ntwo\r\n" {
+		t.Fatalf("big.txt %q, want the old file's line endings", got)
+	}
+	if _, err := h.mgr.Undo(res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != old {
+		t.Fatalf("after undo: %d bytes, want the %d of the old file", len(got), len(old))
+	}
+}
+
+// An empty file in one request is a file like any other: written, its
+// session journaled and completed, still there after a restart.
+func TestWriteEmptyFile(t *testing.T) {
+	h := newHarness(t)
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "empty.txt", Operation: protocol.OpCreate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(h.root, "empty.txt")); err != nil || len(got) != 0 {
+		t.Fatalf("empty.txt: %q, %v", got, err)
+	}
+	if res.Stage != protocol.StageCompleted || res.Bytes != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	h.close()
+	h.open()
+	info, err := h.mgr.Get(res.SessionID)
+	if err != nil || info.Stage != protocol.StageCompleted || info.LastSeq != 1 {
+		t.Fatalf("session after a restart: %+v, %v", info, err)
+	}
+}
+
+// Undo of a write over an empty file puts the empty file back.
+func TestWriteOverAnEmptyFileUndone(t *testing.T) {
+	h := newHarness(t)
+	target := filepath.Join(h.root, "was-empty.txt")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "was-empty.txt", Operation: protocol.OpOverwrite},
+		Content: "x\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.mgr.Undo(res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(target); err != nil || len(got) != 0 {
+		t.Fatalf("after undo: %q, %v; want the empty file back", got, err)
+	}
+}

@@ -86,22 +86,19 @@ func (f *appendFold) add(a Append) {
 
 // event is the request event the fold stands for.
 func (f *appendFold) event(session string) Event {
-	fields := map[string]any{
-		"duration_ms":     millis(f.total),
-		"seq":             f.last,
-		"bytes":           f.bytes,
-		"end_marker_seen": f.hasMarker,
-	}
+	attrs := make([]Attr, 4, 8)
+	attrs[0] = Millis("duration_ms", f.total)
+	attrs[1] = Uint("seq", f.last)
+	attrs[2] = Int("bytes", f.bytes)
+	attrs[3] = Bool("end_marker_seen", f.hasMarker)
 	if f.n > 1 {
-		fields[FieldAppends] = f.n
-		fields[FieldFirstSeq] = f.first
-		fields[FieldMaxDuration] = millis(f.slow)
+		attrs = append(attrs, Int(FieldAppends, int64(f.n)), Uint(FieldFirstSeq, f.first), Millis(FieldMaxDuration, f.slow))
 		if f.hasMarker {
-			fields[FieldEndMarkerSeq] = f.marker
+			attrs = append(attrs, Uint(FieldEndMarkerSeq, f.marker))
 		}
 	}
 	return Event{Time: f.start, Type: protocol.TraceRequest, SessionID: session,
-		Method: protocol.MethodSessionAppend, Fields: fields}
+		Method: protocol.MethodSessionAppend, Attrs: attrs}
 }
 
 // millis is d in milliseconds, to the microsecond, as request events give

@@ -26,6 +26,10 @@ type Event struct {
 	SessionID string             `json:"session_id,omitempty"`
 	Method    string             `json:"method,omitempty"`
 	Fields    map[string]any     `json:"fields,omitempty"`
+	// Attrs are fields too, typed (see Attr): the batcher encodes them
+	// without reflection. Record keeps the slice: do not modify it
+	// afterwards. A key in both Attrs and Fields takes the Attr's value.
+	Attrs []Attr `json:"-"`
 }
 
 // Recorder takes events. Record must not block the caller for I/O: the

@@ -98,7 +98,7 @@ func (l *Limiter) Record(ev Event) {
 		l.methods = make(map[string]uint64)
 	}
 	l.held++
-	reason, _ := ev.Fields["reason"].(string)
+	reason, _ := ev.field("reason").(string)
 	countKey(l.reasons, reason)
 	countKey(l.methods, ev.Method)
 	if l.timer == nil && !l.stopped {

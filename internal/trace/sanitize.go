@@ -501,8 +501,12 @@ func encodeFields(fields map[string]any, lim Limits) json.RawMessage {
 	if len(b) <= lim.MaxFields {
 		return b
 	}
-	// Too big even after every string was cut: keep a readable preview of
-	// the encoded object instead, as a string.
+	return oversized(b, lim)
+}
+
+// oversized replaces the encoded fields b, too big even after every string
+// was cut, with a readable preview of them, as a string.
+func oversized(b []byte, lim Limits) json.RawMessage {
 	preview := CleanString(string(b), min(lim.MaxString, lim.MaxFields/2))
 	return marshal(map[string]any{
 		truncatedKey: fmt.Sprintf("fields were %d bytes, over the %d-byte limit", len(b), lim.MaxFields),

@@ -532,10 +532,20 @@ func (t *Tracer) encode(ev Event, k []byte) Entry {
 		Type:      protocol.TraceType(CleanString(string(ev.Type), lim.MaxKey)),
 		SessionID: CleanString(ev.SessionID, lim.MaxKey),
 		Method:    CleanString(ev.Method, lim.MaxKey),
-		Fields:    encodeFields(ev.Fields, lim),
+	}
+	switch {
+	case len(ev.Attrs) == 0:
+		te.Fields = encodeFields(ev.Fields, lim)
+	case len(ev.Fields) == 0:
+		te.Fields = encodeAttrs(ev.Attrs, lim)
+	default:
+		te.Fields = encodeFields(fieldsOf(ev.Fields, ev.Attrs), lim)
 	}
 	if te.Type == "" {
 		te.Type = "unknown"
+	}
+	if b, ok := appendEvent(nil, &te); ok {
+		return Entry{Event: te, JSON: b}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -26,3 +26,13 @@ func BenchmarkCheckGo(b *testing.B) {
 		validate.Check("server.go", src, src, true, validate.CheckOptions{EndMarkerSeen: true})
 	}
 }
+
+// BenchmarkCheckText checks a new 64 KiB text file of short lines, as a
+// whole-file write of one does.
+func BenchmarkCheckText(b *testing.B) {
+	src := []byte(strings.Repeat(strings.Repeat("x", 63)+"\n", 1024))
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		validate.Check("notes.txt", src, nil, false, validate.CheckOptions{EndMarkerSeen: true})
+	}
+}

@@ -102,6 +102,10 @@ func (e *UTF8Error) Unwrap() error { return ErrInvalidUTF8 }
 // for a new file, whose conventions are LF line endings, a final newline and
 // no BOM added).
 //
+// Repair only reads content and original, and returns a slice of its own:
+// a caller may pass bytes it must keep as they are (a view of a request's
+// string, content still to be journaled as sent).
+//
 // Repair changes only what it reports: content that already follows the
 // original's conventions comes out byte for byte, and lines the new content
 // shares with the original keep the original's line endings even when the

@@ -79,12 +79,23 @@ func TestRepair(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, fixes, err := validate.Repair(tt.path, []byte(tt.content), []byte(tt.original), tt.hasOriginal, tt.opts)
+			// Room after the content, filled, to see that Repair
+			// neither writes to the content nor appends into its
+			// array: callers pass bytes they must keep as sent.
+			in := append([]byte(tt.content), "spare room"...)
+			content := in[:len(tt.content)]
+			got, fixes, err := validate.Repair(tt.path, content, []byte(tt.original), tt.hasOriginal, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != tt.want {
 				t.Fatalf("Repair = %q, want %q", got, tt.want)
+			}
+			for i := range got {
+				got[i] = '!'
+			}
+			if string(in) != tt.content+"spare room" {
+				t.Fatalf("Repair changed the bytes it was given: %q", in)
 			}
 			if g, w := kinds(fixes), tt.kinds; len(g) != len(w) || len(g) > 0 && !equalKinds(g, w) {
 				t.Fatalf("fixes = %v, want %v", g, w)

@@ -1,0 +1,13 @@
+package confine
+
+import "testing"
+
+// ThroughOSRoot makes every directory open until the test ends go through
+// os.Root, as on a kernel without openat2, and reports whether there is
+// another way for it to have gone.
+func ThroughOSRoot(t testing.TB) bool {
+	old := noOpenat2.Load()
+	noOpenat2.Store(true)
+	t.Cleanup(func() { noOpenat2.Store(old) })
+	return true
+}

@@ -257,3 +257,81 @@ func TestDuplicateWhileLaterChunkInFlight(t *testing.T) {
 		t.Fatalf("retry of chunk 1 answered %+v; want a duplicate of 4 bytes, no end marker seen: chunk 2, in flight, failed", dup)
 	}
 }
+
+// A finalize that comes while a client streams pipelined chunks, the
+// journal failing now and then, writes exactly the chunks acknowledged:
+// every one of them, and none that failed or came after it.
+func TestFinalizeDuringPipelinedStream(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewSource(seed))
+	faults := &randomFaults{rnd: rand.New(rand.NewSource(seed + 1))}
+	h := newHarnessWith(t, store.Options{LogFault: faults.fault, SegmentSize: 4 << 20})
+	for round := 0; round < 12; round++ {
+		name := fmt.Sprintf("f%d.txt", round)
+		id := h.begin(protocol.BeginParams{TargetFile: name, Operation: protocol.OpCreate}).SessionID
+		// The first chunk before the race: a finalize of a session
+		// with no chunk fails (reading the journal: not found), with or
+		// without pipelining.
+		h.append(id, stressChunk(round, 1))
+		faults.set(round%2 == 0)
+		finalized := make(chan error, 1)
+		go func(d time.Duration) {
+			time.Sleep(d)
+			_, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: id, EndOfInput: true})
+			finalized <- err
+		}(time.Duration(rnd.Intn(3000)) * time.Microsecond)
+		var (
+			pending  []chan appendOutcome
+			acked    uint64 = 1
+			stopped  bool
+			seq      uint64 = 2
+			ackedSet = map[uint64]bool{1: true}
+		)
+		seqOf := map[chan appendOutcome]uint64{}
+		for !stopped || len(pending) > 0 {
+			for !stopped && len(pending) < 4 && seq <= 200 {
+				ordered, done := appendAsync(h.mgr, protocol.AppendParams{SessionID: id, Seq: seq, Chunk: stressChunk(round, seq)})
+				<-ordered
+				pending = append(pending, done)
+				seqOf[done] = seq
+				seq++
+			}
+			if len(pending) == 0 {
+				break
+			}
+			o := <-pending[0]
+			s := seqOf[pending[0]]
+			pending = pending[1:]
+			if o.err != nil {
+				stopped = true
+				continue
+			}
+			if o.res.Duplicate {
+				t.Fatalf("round %d: chunk %d answered as a duplicate", round, s)
+			}
+			ackedSet[s] = true
+			acked = max(acked, s)
+		}
+		err := <-finalized
+		faults.set(false)
+		if err != nil {
+			// The finalize's own journaling may fail as the appends'
+			// do: once more, without failures.
+			t.Logf("round %d: finalize: %v", round, err)
+			if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: id, EndOfInput: true}); err != nil {
+				t.Fatalf("round %d: finalize again: %v", round, err)
+			}
+		}
+		var want strings.Builder
+		for s := uint64(1); s <= acked; s++ {
+			if !ackedSet[s] {
+				t.Fatalf("round %d: chunk %d acknowledged, chunk %d before it not", round, acked, s)
+			}
+			want.WriteString(stressChunk(round, s))
+		}
+		if got := h.read(name); got != want.String() {
+			t.Fatalf("round %d: file of %d bytes, want the %d acknowledged chunks, %d bytes", round, len(got), acked, want.Len())
+		}
+	}
+}

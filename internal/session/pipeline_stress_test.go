@@ -286,7 +286,7 @@ func TestFinalizeDuringPipelinedStream(t *testing.T) {
 			acked    uint64 = 1
 			stopped  bool
 			seq      uint64 = 2
-			ackedSet = map[uint64]bool{1: true}
+			ackedSet        = map[uint64]bool{1: true}
 		)
 		seqOf := map[chan appendOutcome]uint64{}
 		for !stopped || len(pending) > 0 {

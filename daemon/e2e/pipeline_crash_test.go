@@ -25,7 +25,7 @@ func TestKilledWhilePipelinedStreamSyncs(t *testing.T) {
 		fmt.Fprintf(&data, "line %07d of a file streamed in pipelined chunks\n", i)
 	}
 	content := data.Bytes()
-	for _, point := range []string{"contentlog.sync=4", "contentlog.write=5", "contentlog.sync=9"} {
+	for _, point := range []string{"contentlog.sync=4", "contentlog.write=5", "contentlog.sync=8"} {
 		t.Run(point, func(t *testing.T) {
 			d := testdaemon.Start(t)
 			d.Stop()

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -333,5 +335,46 @@ func TestFinalizeDuringPipelinedStream(t *testing.T) {
 		if got := h.read(name); got != want.String() {
 			t.Fatalf("round %d: file of %d bytes, want the %d acknowledged chunks, %d bytes", round, len(got), acked, want.Len())
 		}
+	}
+}
+
+// A session's first chunk carries its record and the target's content at
+// begin; when it fails with the next chunk queued, the retries journal
+// both, and after a restart the content at begin is there for the merge
+// of a change made meanwhile.
+func TestFirstChunkFailureKeepsTheBaseForMerge(t *testing.T) {
+	h, gate := gatedHarness(t)
+	path := filepath.Join(h.root, "p.txt")
+	if err := os.WriteFile(path, []byte(lines(12, nil)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := h.begin(protocol.BeginParams{TargetFile: "p.txt", Operation: protocol.OpOverwrite})
+	mine := lines(12, map[int]string{9: "mine nine"})
+	half := len(mine) / 2
+	gate.arm()
+	ordered1, done1 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: mine[:half]})
+	<-ordered1
+	<-gate.syncing
+	ordered2, done2 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: mine[half:]})
+	<-ordered2
+	gate.release <- syscall.EIO
+	if o := <-done1; o.err == nil {
+		t.Fatal("chunk 1 acknowledged though its sync failed")
+	}
+	if o := <-done2; o.err == nil {
+		t.Fatal("chunk 2 acknowledged though chunk 1 failed")
+	}
+	h.append(b.SessionID, mine[:half], mine[half:], b.EndMarker+"\n")
+	h.close()
+	h.open()
+	if err := os.WriteFile(path, []byte("theirs\n"+lines(12, nil)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "theirs\n" + mine; h.read("p.txt") != want || !res.Merged {
+		t.Fatalf("merged %v, file:\n%s\nwant\n%s", res.Merged, h.read("p.txt"), want)
 	}
 }

@@ -56,9 +56,9 @@ func TestKilledWhilePipelining(t *testing.T) {
 			if res.Bytes < acked || res.Bytes > int64(len(content)) || !strings.HasPrefix(content, content[:res.Bytes]) {
 				t.Fatalf("resume says %d bytes, %d were acknowledged\n%s", res.Bytes, acked, d.Logs())
 			}
-			// Chunks are 64 KiB (cut at a line's end or not: the content is
-			// ASCII): the seq to go on from follows from the bytes.
-			if want := uint64(res.Bytes/(64<<10)) + 1; res.NextSeq != want {
+			// Chunks are 64 KiB but the last (the content is ASCII, cut
+			// anywhere): the seq to go on from follows from the bytes.
+			if want := uint64((res.Bytes+64<<10-1)/(64<<10)) + 1; res.NextSeq != want {
 				t.Fatalf("resume says next_seq %d for %d bytes, want %d", res.NextSeq, res.Bytes, want)
 			}
 			if _, _, err := c.Stream(ctx, begun.SessionID, strings.NewReader(content[res.Bytes:]+begun.EndMarker+"\n"),

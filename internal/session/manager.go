@@ -743,6 +743,12 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 		// A retry of an acknowledged chunk is answered even after the
 		// session moved on, so a client that lost the ack is not confused.
 		res, err := m.duplicate(r, p)
+		if d := e.durableRecord(); err == nil && d != r {
+			// Later chunks are in flight and may yet fail: the reply
+			// tells the session as journaled, not their bytes or marker.
+			res = appendResult(d, p.Seq)
+			res.Duplicate = true
+		}
 		return res, nil, err
 	}
 	if !r.acceptsContent() {

@@ -106,6 +106,13 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 		res.Diff = "(content too large to diff)"
 		return res, nil
 	}
+	if c.sampled {
+		sum := newCounter()
+		sum.Write(c.content)
+		res.Bytes, res.Lines, res.SHA256 = sum.bytes, sum.lines(), sum.sum()
+		res.Diff = "(the file it replaces is too large to diff)"
+		return res, nil
+	}
 	after := c.content
 	if r.Operation == protocol.OpAppend {
 		after = append(append([]byte(nil), c.original...), c.content...)

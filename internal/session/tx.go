@@ -157,7 +157,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 		if r.Operation == protocol.OpCreate {
 			ch.Kind = changeCreate
 		}
-		if c.content != nil {
+		if c.content != nil && !c.sampled {
 			// The new content was computed from this original.
 			sum := newCounter()
 			sum.Write(c.original)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/session"
@@ -102,5 +103,27 @@ func TestAppendToLargeFileUnchecked(t *testing.T) {
 	}
 	if len(got) != size+len("more\r\n") || string(got[size:]) != "more\r\n" {
 		t.Errorf("big.txt: %d bytes ending %q", len(got), got[len(got)-20:])
+	}
+}
+
+// A file over the limit with no line end at all is sampled at character
+// boundaries, and its lack of a final newline is still followed.
+func TestWriteOverLargeFileWithoutLineEnds(t *testing.T) {
+	h := newHarnessTweaked(t, store.Options{}, func(c *session.Config) { c.ValidateMaxBytes = 1 << 20 })
+	target := filepath.Join(h.root, "one-line.txt")
+	if err := os.WriteFile(target, []byte(strings.Repeat("é", 1<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{
+		TargetFile: "one-line.txt", Operation: protocol.OpOverwrite,
+	}, Content: "short\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "short" {
+		t.Errorf("one-line.txt = %q, want %q: the file it replaces ends without a newline", got, "short")
+	}
+	if len(res.Repairs) != 1 || res.Repairs[0].Kind != "final_newline_removed" {
+		t.Errorf("repairs %+v, want the final newline removed", res.Repairs)
 	}
 }

@@ -1,8 +1,20 @@
 package session
 
+import "context"
+
 // SetRenameHook makes every commit call f after each file is in place, for
 // tests that fail a transaction between its renames.
 func SetRenameHook(f func(i int) error) (restore func()) {
 	testHookRenamed = f
 	return func() { testHookRenamed = nil }
+}
+
+// HoldCheckMemory takes n bytes of m's budget for content checked in
+// memory, as a finalize in progress would, until release is called.
+func HoldCheckMemory(m *Manager, n int64) (release func()) {
+	release, err := m.checks.acquire(context.Background(), n)
+	if err != nil {
+		panic(err)
+	}
+	return release
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -26,6 +27,14 @@ const trailingPreviewBytes = 200
 // returns a summary. The content is streamed from the journal into a temp
 // file, never held whole in memory.
 func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+	return m.FinalizeContext(context.Background(), p)
+}
+
+// FinalizeContext is Finalize for a caller that may be gone before its
+// turn: content checked in memory waits for room under the daemon's
+// bound (Config.CheckMemoryBytes), and stops waiting, with ctx's error,
+// when ctx is done. Once its check has begun it runs to the end.
+func (m *Manager) FinalizeContext(ctx context.Context, p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
 	e, err := m.lookup(p.SessionID)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
@@ -48,6 +57,11 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 	if !r.Scanner.MarkerSeen() && !p.EndOfInput {
 		return protocol.FinalizeResult{}, markerMissing(r)
 	}
+	release, err := m.checks.acquire(ctx, m.checkWeight(r))
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	defer release()
 	if p.DryRun {
 		r.DryRun = true
 		if ok, content, err := m.isEnvelope(r); err != nil || ok {

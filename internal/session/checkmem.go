@@ -30,16 +30,23 @@ func newCheckBudget(max int64) checkBudget {
 
 // acquire waits until weight bytes are free (a weight over the whole
 // budget takes all of it, and so runs alone), or ctx is done. It returns
-// the function that gives them back.
-func (b checkBudget) acquire(ctx context.Context, weight int64) (release func(), err error) {
+// what release must give back.
+func (b checkBudget) acquire(ctx context.Context, weight int64) (held int64, err error) {
 	weight = min(weight, b.max)
 	if weight <= 0 {
-		return func() {}, nil
+		return 0, nil
 	}
 	if err := b.sem.Acquire(ctx, weight); err != nil {
-		return nil, err
+		return 0, err
 	}
-	return func() { b.sem.Release(weight) }, nil
+	return weight, nil
+}
+
+// release gives back what acquire took.
+func (b checkBudget) release(held int64) {
+	if held > 0 {
+		b.sem.Release(held)
+	}
 }
 
 // checkWeight is what a finalize of r holds in memory while it checks and

@@ -12,9 +12,9 @@ func SetRenameHook(f func(i int) error) (restore func()) {
 // HoldCheckMemory takes n bytes of m's budget for content checked in
 // memory, as a finalize in progress would, until release is called.
 func HoldCheckMemory(m *Manager, n int64) (release func()) {
-	release, err := m.checks.acquire(context.Background(), n)
+	held, err := m.checks.acquire(context.Background(), n)
 	if err != nil {
 		panic(err)
 	}
-	return release
+	return func() { m.checks.release(held) }
 }

@@ -57,11 +57,11 @@ func (m *Manager) FinalizeContext(ctx context.Context, p protocol.FinalizeParams
 	if !r.Scanner.MarkerSeen() && !p.EndOfInput {
 		return protocol.FinalizeResult{}, markerMissing(r)
 	}
-	release, err := m.checks.acquire(ctx, m.checkWeight(r))
+	held, err := m.checks.acquire(ctx, m.checkWeight(r))
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
-	defer release()
+	defer m.checks.release(held)
 	if p.DryRun {
 		r.DryRun = true
 		if ok, content, err := m.isEnvelope(r); err != nil || ok {

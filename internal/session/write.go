@@ -106,9 +106,9 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	e.mu.Lock()
 	// The request holds its content already; its check and the target it
 	// read take their turn with the finalizes' (see checkBudget).
-	release, _ := m.checks.acquire(context.Background(), m.checkWeight(&e.rec))
+	held, _ := m.checks.acquire(context.Background(), m.checkWeight(&e.rec))
 	res, err := m.finalizeLocked(e, false)
-	release()
+	m.checks.release(held)
 	e.rec.files, e.rec.base = nil, nil // the view ends with this request
 	journaled := e.rec.inline == nil
 	if err != nil && !journaled {

@@ -131,10 +131,14 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 }
 
 // StreamWindow is how many appends Stream keeps in flight: while the daemon
-// journals one, it reads and decodes the next, and the client encodes the
-// one after. Measured on a 50 MB file in 1 MiB chunks (3 interleaved pairs
-// of 2 rounds): one at a time 78-80 MB/s, two 108-121, three 111-125.
-const StreamWindow = 3
+// journals some, it reads and decodes the next, and the client encodes the
+// one after; the daemon queues a session's chunks for its journal while the
+// one before syncs, so the chunks it read meanwhile share the next sync,
+// and the slower the disk's sync, the more of them do. In 1 MiB chunks
+// (orionctl write) that is at most 8 MiB in flight, held by the daemon
+// (within its per-connection bound) and not by the client, which encodes
+// each chunk into the same buffer.
+const StreamWindow = 8
 
 // CharBoundary returns the largest n <= len(b) such that b[:n] does not end
 // inside a UTF-8 character; see protocol.CharBoundary.

@@ -353,6 +353,12 @@ func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonr
 	// still be driven by this connection.
 	ch.c.bind(rpc)
 	if ch.c.reserved && !req.Notif && !reserveMethods[req.Method] {
+		if ch.h.params != nil {
+			// Refused unread: its params leave the stash, and their
+			// buffer goes back.
+			raw, _ := ch.h.params.Take(req.ID)
+			raw.Release()
+		}
 		method := shortMethod(req.Method)
 		e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
 			"oriond serves its --max-connections clients already; this connection was let in past the limit for daemon.status only, so %s is refused: close idle clients or retry later",

@@ -74,7 +74,7 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	m, params, decodeErr := h.decode(req)
+	m, params, raw, decodeErr := h.decode(req)
 	var t turn
 	key := ""
 	if decodeErr == nil {
@@ -91,9 +91,9 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 		reqCtx, finished = c.cancellable(ctx, req.ID.Num)
 	}
 	r := &served{h: h, ctx: ctx, reqCtx: reqCtx, finished: finished, c: c, rpc: rpc,
-		m: m, params: params, err: decodeErr, key: key, turn: t, id: req.ID, method: shortMethod(req.Method)}
+		m: m, params: params, raw: raw, err: decodeErr, key: key, turn: t, id: req.ID, method: shortMethod(req.Method)}
 	h.inflight.Add(1)
-	if h.direct(c, m, decodeErr, t) {
+	if h.direct(c, m, params, decodeErr, t) {
 		r.serve()
 		return
 	}
@@ -103,13 +103,14 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 // direct reports whether a request is served on its connection's read loop
 // rather than on a goroutine of its own: a quick method (an append: a
 // journal write and its sync), decoded, that waits for no earlier request
-// of its session, on a connection with nothing else read or arriving. The
+// of its session, on a connection with nothing else read or arriving, and
+// not a large chunk (pipelined). The
 // connection's next request is not read meanwhile; the client is waiting
 // for this reply anyway. The goroutine it saves is most of the cost of an
 // append beyond its sync: its start, the thread the runtime wakes to run
 // it, its stack grown anew, and the read loop parked and woken again.
-func (h *handler) direct(c *conn, m method, decodeErr error, t turn) bool {
-	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone()
+func (h *handler) direct(c *conn, m method, params any, decodeErr error, t turn) bool {
+	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone() && !pipelined(params)
 }
 
 // served is one request being served, from its decoded params to its
@@ -124,15 +125,24 @@ type served struct {
 	rpc         *jsonrpc2.Conn
 	m           method
 	params      any
+	// raw is the params as read, in the frame's buffer, which params may
+	// share (an append's chunk).
+	raw jsonrpc.Raw
 	// err is the decoding's, if it failed.
 	err    error
 	key    string
 	turn   turn
 	id     jsonrpc2.ID
 	method string
-	// resp and result are the reply, once encoded.
-	resp   jsonrpc2.Response
-	result json.RawMessage
+	// resp and result are the reply, once encoded; an append's result is
+	// encoded into resultRoom.
+	resp       jsonrpc2.Response
+	result     json.RawMessage
+	resultRoom [192]byte
+	// turnReleased: the session's next request was let go (releaseTurn).
+	turnReleased bool
+	// tctx is reqCtx knowing r, for the handler (pipeline.go).
+	tctx turnContext
 }
 
 // serve serves r in its turn and replies.
@@ -154,20 +164,29 @@ func (r *served) serve() {
 	}
 	start := time.Now()
 	var (
-		result any
-		owned  []string
+		result   any
+		owned    ownedIDs
+		panicked bool
 	)
 	if err == nil {
-		result, owned, err = h.serve(reqCtx, r.c.peer(), m, r.params)
+		r.tctx = turnContext{Context: reqCtx, r: r}
+		result, owned, panicked, err = h.serve(&r.tctx, r.c.peer(), m, r.params)
 	}
-	for _, id := range owned {
-		h.owners.claim(id, r.c)
-	}
+	owned.each(func(id string) { h.owners.claim(id, r.c) })
 	// The reply may wait on a client that does not read: the session's
 	// next request must not wait with it, and the params (a chunk of up
 	// to --max-chunk-bytes) must not stay alive meanwhile.
-	r.turn.done()
+	r.releaseTurn()
 	r.params = nil
+	if !panicked {
+		// The engine is done with the params, and nothing it returned
+		// shares their bytes (results and errors are its own): the
+		// frame's buffer goes back for a later frame. After a panic
+		// the engine may not have finished with them, and it is left
+		// to the collector.
+		r.raw.Release()
+	}
+	r.raw = jsonrpc.Raw{}
 	if err != nil && reqCtx.Err() != nil && errors.Is(err, reqCtx.Err()) {
 		if ctx.Err() != nil {
 			// A read that stopped because its client went away: there
@@ -194,7 +213,7 @@ func (r *served) serve() {
 	// encoding/json: an append's by hand (encodeResult).
 	// The response and its result live in r, allocated already.
 	r.resp.ID = r.id
-	if r.result, err = encodeResult(result); err == nil {
+	if r.result, err = encodeResult(r.resultRoom[:0], result); err == nil {
 		r.resp.Result = &r.result
 	} else {
 		h.log.Error("encoding a reply", "method", method, "err", err)
@@ -210,14 +229,15 @@ func (r *served) serve() {
 // the daemon go on serving. What the handler did before it panicked stays
 // done: every write the engine acknowledges is committed first, so the
 // client asks where the session stands rather than assuming either way.
-func (h *handler) serve(ctx context.Context, peer Peer, m method, params any) (result any, owned []string, err error) {
+func (h *handler) serve(ctx context.Context, peer Peer, m method, params any) (result any, owned ownedIDs, panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			result, owned, err = nil, nil, h.recovered(m.name, r)
+			result, owned, panicked, err = nil, ownedIDs{}, true, h.recovered(m.name, r)
 		}
 	}()
 	failpoint.Hit("daemon.serve")
-	return m.serve(h, ctx, peer, params)
+	result, owned, err = m.serve(h, ctx, peer, params)
+	return result, owned, false, err
 }
 
 // recovered logs a panic recovered while serving method, with its stack,
@@ -252,7 +272,7 @@ func shortMethod(method string) string {
 // there is one, to be folded with the session's other appends. A failed
 // request goes through the rate limit of h.rejected, with its client-given
 // fields bounded.
-func (h *handler) traceRequest(method, key string, result any, owned []string, err error, start time.Time) {
+func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, err error, start time.Time) {
 	took := time.Since(start)
 	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
 		a := trace.Append{SessionID: ack.SessionID, Start: start, Duration: took,
@@ -266,8 +286,8 @@ func (h *handler) traceRequest(method, key string, result any, owned []string, e
 				"seq": ack.Seq, "bytes": ack.Bytes, "end_marker_seen": ack.EndMarkerSeen}})
 		return
 	}
-	if key == "" && len(owned) == 1 {
-		key = owned[0]
+	if id, ok := owned.single(); key == "" && ok {
+		key = id
 	}
 	if err == nil {
 		h.trace.Record(trace.Event{Time: start, Type: protocol.TraceRequest, SessionID: key, Method: method,
@@ -289,40 +309,44 @@ func (h *handler) traceRequest(method, key string, result any, owned []string, e
 // decode finds req's method in the table and decodes its params. Absent
 // or null params decode as an empty object, so a missing required field is
 // reported by name rather than as "no params". A panic while decoding (a
-// bug) is recovered as in serve.
-func (h *handler) decode(req *jsonrpc2.Request) (m method, params any, err error) {
+// bug) is recovered as in serve. raw is the params as the stream read
+// them, to be released once the request is served.
+func (h *handler) decode(req *jsonrpc2.Request) (m method, params any, raw jsonrpc.Raw, err error) {
+	if h.params != nil {
+		// Taken whatever happens next, or they would stay in the stash.
+		raw, _ = h.params.Take(req.ID)
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			params, err = nil, h.recovered(req.Method, r)
+			// Not released: the decoder may have kept a part of them.
+			params, raw, err = nil, jsonrpc.Raw{}, h.recovered(req.Method, r)
 		}
 	}()
 	if err := protocol.CheckMethod(req.Method); err != nil {
-		return m, nil, err
+		return m, nil, raw, err
 	}
 	m, ok := methods[req.Method]
 	if !ok {
 		e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
 			"unknown method %q; daemon.status lists the methods this daemon serves", req.Method)
 		e.Data.Method = req.Method
-		return m, nil, e
+		return m, nil, raw, e
 	}
-	raw := json.RawMessage("{}")
-	if req.Params != nil {
-		raw = *req.Params
-	}
-	if h.params != nil {
-		if p, ok := h.params.Take(req.ID); ok {
-			raw = p
+	in := raw
+	if in.JSON == nil {
+		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
+		if req.Params != nil {
+			in.JSON = *req.Params
 		}
 	}
-	if string(raw) == "null" {
-		raw = json.RawMessage("{}")
+	if string(in.JSON) == "null" {
+		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
 	}
-	params, err = m.decode(raw)
+	params, err = m.decode(in.JSON, in.Long)
 	if err != nil {
-		return m, nil, err
+		return m, nil, raw, err
 	}
-	return m, params, nil
+	return m, params, raw, nil
 }
 
 // decodeParams decodes the params of method into a *P with encoding/json,

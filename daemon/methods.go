@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -23,7 +24,7 @@ var methods = table(
 	route(protocol.SessionBegin, (*handler).begin).owns(beginOwner),
 	route(protocol.SessionAppend, (*handler).append).
 		about(func(p *protocol.AppendParams) string { return p.SessionID }).
-		owns(func(r protocol.AppendResult) []string { return []string{r.SessionID} }).
+		ownsOne(func(r protocol.AppendResult) string { return r.SessionID }).
 		decodeWith(appendParams).
 		direct(),
 	route(protocol.SessionFinalize, (*handler).finalize).
@@ -77,8 +78,8 @@ func (h *handler) begin(_ context.Context, peer Peer, p *protocol.BeginParams) (
 	return h.mgr.BeginAs(peer.Client(), *p)
 }
 
-func (h *handler) append(_ context.Context, _ Peer, p *protocol.AppendParams) (protocol.AppendResult, error) {
-	return h.mgr.Append(*p)
+func (h *handler) append(ctx context.Context, _ Peer, p *protocol.AppendParams) (protocol.AppendResult, error) {
+	return h.mgr.AppendOrdered(*p, orderer(ctx))
 }
 
 func (h *handler) finalize(ctx context.Context, _ Peer, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {
@@ -190,14 +191,15 @@ type method struct {
 	name           string
 	params, result reflect.Type
 	// decode turns the params as sent into a *P, checked against their
-	// limits.
-	decode func(raw json.RawMessage) (any, error)
+	// limits; long is what the frame reader's pass learned of their
+	// longest string.
+	decode func(raw json.RawMessage, long jsonrpc.LongString) (any, error)
 	// session names the session the decoded params are about, "" for
 	// none.
 	session func(params any) string
 	// serve calls the handler with decoded params and names the sessions
 	// its result makes the connection the driver of.
-	serve func(h *handler, ctx context.Context, peer Peer, params any) (result any, owned []string, err error)
+	serve func(h *handler, ctx context.Context, peer Peer, params any) (result any, owned ownedIDs, err error)
 	// heavy: its reply may be megabytes, built and written under the
 	// handler's heavyGate.
 	heavy bool
@@ -212,7 +214,8 @@ type routeOf[P, R any] struct {
 	handle    func(*handler, context.Context, Peer, *P) (R, error)
 	sessionOf func(*P) string
 	ownedBy   func(R) []string
-	decoder   func(json.RawMessage) (*P, error)
+	ownedOne  func(R) string
+	decoder   func(json.RawMessage, jsonrpc.LongString) (*P, error)
 	isHeavy   bool
 	isDirect  bool
 }
@@ -238,6 +241,42 @@ func (r routeOf[P, R]) owns(owned func(R) []string) routeOf[P, R] {
 	return r
 }
 
+// ownsOne is owns for a method whose success makes its connection the
+// driver of one session: no slice is made for it on each request (an
+// append's).
+func (r routeOf[P, R]) ownsOne(owned func(R) string) routeOf[P, R] {
+	r.ownedOne = owned
+	return r
+}
+
+// ownedIDs are the sessions a request made its connection the driver of:
+// one, or several.
+type ownedIDs struct {
+	one  string
+	many []string
+}
+
+// each calls f with each session of o.
+func (o ownedIDs) each(f func(id string)) {
+	if o.one != "" {
+		f(o.one)
+	}
+	for _, id := range o.many {
+		f(id)
+	}
+}
+
+// single returns the session of o when it holds exactly one.
+func (o ownedIDs) single() (string, bool) {
+	switch {
+	case o.one != "" && len(o.many) == 0:
+		return o.one, true
+	case o.one == "" && len(o.many) == 1:
+		return o.many[0], true
+	}
+	return "", false
+}
+
 // heavy says a reply may be megabytes: it is built and written under the
 // handler's heavyGate, one per connection and a few daemon-wide.
 func (r routeOf[P, R]) heavy() routeOf[P, R] {
@@ -256,8 +295,9 @@ func (r routeOf[P, R]) direct() routeOf[P, R] {
 
 // decodeWith replaces the standard decoding of the params (encoding/json,
 // then a check of their text and of their limits) by decode, which must do
-// all of that itself.
-func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage) (*P, error)) routeOf[P, R] {
+// all of that itself. What it decodes may share raw's bytes only until the
+// handler returns: the frame's buffer is then read into again.
+func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage, jsonrpc.LongString) (*P, error)) routeOf[P, R] {
 	r.decoder = decode
 	return r
 }
@@ -267,25 +307,29 @@ func (r routeOf[P, R]) erase() method {
 	m := method{name: spec.Name, params: spec.Params, result: spec.Result, heavy: r.isHeavy, direct: r.isDirect}
 	switch {
 	case r.decoder != nil:
-		m.decode = func(raw json.RawMessage) (any, error) { return r.decoder(raw) }
+		m.decode = func(raw json.RawMessage, long jsonrpc.LongString) (any, error) { return r.decoder(raw, long) }
 	case spec.Params == reflect.TypeFor[protocol.NoParams]():
-		m.decode = func(json.RawMessage) (any, error) { return new(protocol.NoParams), nil }
+		m.decode = func(json.RawMessage, jsonrpc.LongString) (any, error) { return new(protocol.NoParams), nil }
 	default:
-		m.decode = func(raw json.RawMessage) (any, error) { return decodeParams[P](spec.Name, raw) }
+		m.decode = func(raw json.RawMessage, _ jsonrpc.LongString) (any, error) { return decodeParams[P](spec.Name, raw) }
 	}
 	m.session = func(any) string { return "" }
 	if r.sessionOf != nil {
 		m.session = func(p any) string { return r.sessionOf(p.(*P)) }
 	}
-	m.serve = func(h *handler, ctx context.Context, peer Peer, p any) (any, []string, error) {
+	m.serve = func(h *handler, ctx context.Context, peer Peer, p any) (any, ownedIDs, error) {
 		res, err := r.handle(h, ctx, peer, p.(*P))
 		if err != nil {
-			return nil, nil, err
+			return nil, ownedIDs{}, err
 		}
-		if r.ownedBy == nil {
-			return res, nil, nil
+		var owned ownedIDs
+		if r.ownedOne != nil {
+			owned.one = r.ownedOne(res)
 		}
-		return res, r.ownedBy(res), nil
+		if r.ownedBy != nil {
+			owned.many = r.ownedBy(res)
+		}
+		return res, owned, nil
 	}
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/jsonstr"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -31,8 +32,8 @@ type appendWire struct {
 
 // appendParams is session.append's decoder in the method table: decodeAppend,
 // then the limits of the params.
-func appendParams(raw json.RawMessage) (*protocol.AppendParams, error) {
-	p, err := decodeAppend(raw)
+func appendParams(raw json.RawMessage, long jsonrpc.LongString) (*protocol.AppendParams, error) {
+	p, err := decodeAppend(raw, long)
 	if err != nil {
 		return nil, malformedParams(protocol.MethodSessionAppend, err)
 	}
@@ -55,8 +56,10 @@ func appendParams(raw json.RawMessage) (*protocol.AppendParams, error) {
 // tell text that is not Unicode from malformed params.
 //
 // raw is the request's own: the chunk is unquoted in place (decodeAppendFast).
-func decodeAppend(raw []byte) (*protocol.AppendParams, error) {
-	if p, ok, err := decodeAppendFast(raw); ok {
+// long is what the frame reader learned of raw's longest string, the chunk
+// as clients send it.
+func decodeAppend(raw []byte, long jsonrpc.LongString) (*protocol.AppendParams, error) {
+	if p, ok, err := decodeAppendFast(raw, long); ok {
 		return p, err
 	}
 	return decodeAppendGeneral(raw)
@@ -89,25 +92,32 @@ func decodeAppendGeneral(raw []byte) (*protocol.AppendParams, error) {
 
 // decodeAppendFast reads the params of an append as clients send them
 // (session_id, seq and chunk, each once and spelled so, and nothing else).
-// It reads their shape first, skipping over the chunk (jsonstr.Skip, eight
-// bytes at a time), then unquotes the chunk in place, in raw: its text is
-// never longer than its JSON, and writing it over the JSON it was read from
-// saves the chunk a buffer of its own, a third of the garbage an append
-// made. The general decoder read the chunk three times (checked, unquoted,
-// copied into a string) after the frame reader's own pass, 46% of the
-// daemon's CPU in a large file's write.
+// It reads their shape first, skipping over the chunk, then unquotes the
+// chunk in place, in raw: its text is never longer than its JSON, and
+// writing it over the JSON it was read from saves the chunk a buffer of its
+// own, a third of the garbage an append made. The general decoder read the
+// chunk three times (checked, unquoted, copied into a string) after the
+// frame reader's own pass, 46% of the daemon's CPU in a large file's write.
+//
+// Where long, from the frame reader, is the chunk, the frame reader's pass
+// is the only one that checked it: the shape is read past it without a
+// look, and its text is written over its JSON without a check
+// (jsonstr.Unescape), or, holding no escape, is its JSON between the
+// quotes, with no pass at all.
 //
 // It returns false for anything else, valid or not (other spellings, other
 // members, a repeated one, a seq in another form, a session id that is not
 // text), with raw untouched: the general decoder then reads those params as
 // before, with its errors. A chunk that is not valid Unicode is found only
-// once raw is being overwritten: that is answered here, as the general
-// decoder answers it (errInvalidText).
-func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error) {
+// once raw is being overwritten (or, checked by the frame reader, before):
+// that is answered here, as the general decoder answers it
+// (errInvalidText).
+func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendParams, ok bool, err error) {
 	var (
 		params            protocol.AppendParams
 		haveID, haveSeq   bool
 		chunkAt, chunkLen = -1, 0
+		scanned           bool
 	)
 	i := jsonstr.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -140,8 +150,11 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 		var k int
 		switch name {
 		case "session_id":
+			// Unquoted on the stack (ids are short), then copied once
+			// into the string that outlives raw.
+			var room [64]byte
 			var id []byte
-			if id, k, ok = jsonstr.Unquote(nil, raw[i:]); !ok {
+			if id, k, ok = jsonstr.Unquote(room[:0], raw[i:]); !ok {
 				return nil, false, nil
 			}
 			params.SessionID = string(id)
@@ -150,7 +163,9 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 				return nil, false, nil
 			}
 		case "chunk":
-			if k, ok = jsonstr.Skip(raw[i:]); !ok {
+			if scanned = long.At(raw[i:]); scanned {
+				k = len(long.JSON)
+			} else if k, ok = jsonstr.Skip(raw[i:]); !ok {
 				return nil, false, nil
 			}
 			chunkAt, chunkLen = i, k
@@ -162,9 +177,22 @@ func decodeAppendFast(raw []byte) (p *protocol.AppendParams, ok bool, err error)
 	}
 	// From here on raw is overwritten: the chunk's text is written over
 	// its JSON from the first byte of it, never past what is read.
-	chunk, _, ok := jsonstr.Unquote(raw[chunkAt:chunkAt], raw[chunkAt:chunkAt+chunkLen])
-	if !ok {
+	src := raw[chunkAt : chunkAt+chunkLen]
+	var chunk []byte
+	switch {
+	case scanned && !long.Valid:
+		// What Unquote would refuse, and raw is left as it is.
 		return nil, true, errInvalidChunk(protocol.MethodSessionAppend, params.SessionID, params.Seq)
+	case scanned && !long.Escaped:
+		chunk = src[1 : len(src)-1]
+	case scanned:
+		// Written from the first byte of text on: what comes before the
+		// first escape stays where it is.
+		chunk = jsonstr.Unescape(src[1:1], src)
+	default:
+		if chunk, _, ok = jsonstr.Unquote(src[:0], src); !ok {
+			return nil, true, errInvalidChunk(protocol.MethodSessionAppend, params.SessionID, params.Seq)
+		}
 	}
 	// The string shares raw, the request's own, which nothing writes to
 	// again.
@@ -201,8 +229,8 @@ func readUint(b []byte) (uint64, int, bool) {
 // the faster decoder, as decodeAppend reads session.append's, then their
 // limits. encoding/json took 12% of session.write's CPU at 64 KiB, and read
 // the content twice (once to decode, once to check its text).
-func fastParams[P any](method string) func(json.RawMessage) (*P, error) {
-	return func(raw json.RawMessage) (*P, error) {
+func fastParams[P any](method string) func(json.RawMessage, jsonrpc.LongString) (*P, error) {
+	return func(raw json.RawMessage, _ jsonrpc.LongString) (*P, error) {
 		v := new(P)
 		if err := jsonv2.Unmarshal(raw, v, appendOptions); err != nil {
 			// Read again, permissively, only to tell text that is not
@@ -259,10 +287,10 @@ func errInvalidChunk(method, id string, seq uint64) *protocol.Error {
 
 // encodeResult is the JSON of a handler's result, as encoding/json writes
 // it: an append's by hand (appendResultJSON), the one reply sent thousands
-// of times a second, every other by encoding/json.
-func encodeResult(result any) (json.RawMessage, error) {
+// of times a second, into room, every other by encoding/json.
+func encodeResult(room []byte, result any) (json.RawMessage, error) {
 	if r, ok := result.(protocol.AppendResult); ok {
-		return appendResultJSON(make([]byte, 0, 192), r), nil
+		return appendResultJSON(room[:0], r), nil
 	}
 	return json.Marshal(result)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/orion-agent/orion/internal/jsonrpc"
+	"github.com/orion-agent/orion/internal/jsonstr"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -162,7 +164,7 @@ func TestDecodeAppendReadsAsEncodingJSON(t *testing.T) {
 	} {
 		var want appendWire
 		wantErr := json.Unmarshal([]byte(params), &want)
-		got, err := decodeAppend([]byte(params))
+		got, err := decodeAppend([]byte(params), jsonrpc.LongString{})
 		if wantErr != nil || want.Chunk == nil {
 			if err == nil {
 				t.Errorf("%s: decoded %+v, encoding/json refuses it (%v)", params, got, wantErr)
@@ -194,7 +196,7 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(params), &want); err != nil {
 			t.Fatalf("%s: encoding/json: %v", params, err)
 		}
-		got, err := decode(json.RawMessage(params))
+		got, err := decode(json.RawMessage(params), jsonrpc.LongString{})
 		if err != nil || !reflect.DeepEqual(*got, want) {
 			t.Errorf("%s: decoded %+v, %v; encoding/json reads %+v", params, got, err, want)
 		}
@@ -205,7 +207,7 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		{`{"target_file":"/w/a","operation":"create","content":7}`, protocol.ReasonMalformedParams, "content"},
 		{`{"target_file":"/w/a","operation":"create","content":"x"`, protocol.ReasonMalformedParams, ""},
 	} {
-		_, err := decode(json.RawMessage(tc.params))
+		_, err := decode(json.RawMessage(tc.params), jsonrpc.LongString{})
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
 			t.Errorf("%s: %v, want %s on %q", tc.params, err, tc.reason, tc.field)
@@ -226,7 +228,9 @@ func BenchmarkWriteParams(b *testing.B) {
 		{"encoding-json", func(raw json.RawMessage) (*protocol.WriteParams, error) {
 			return decodeParams[protocol.WriteParams](protocol.MethodSessionWrite, raw)
 		}},
-		{"fast", fastParams[protocol.WriteParams](protocol.MethodSessionWrite)},
+		{"fast", func(raw json.RawMessage) (*protocol.WriteParams, error) {
+			return fastParams[protocol.WriteParams](protocol.MethodSessionWrite)(raw, jsonrpc.LongString{})
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
@@ -243,7 +247,8 @@ func BenchmarkWriteParams(b *testing.B) {
 // TestDecodeAppendFast: params as clients send them are read by the one-pass
 // decoder, in any order and with any spacing, and a chunk that is not
 // Unicode refused by it as the general decoder refuses it; everything else
-// is left to the general decoder, untouched.
+// is left to the general decoder, untouched. All of this with and without
+// what the frame reader learned of the chunk.
 func TestDecodeAppendFast(t *testing.T) {
 	for _, tc := range []struct {
 		params string
@@ -268,23 +273,51 @@ func TestDecodeAppendFast(t *testing.T) {
 		{`{"session_id":"s","seq":1,"chunk":""}x`, false},
 		{`{"session_id":"s","seq":1,"chunk":"",}`, false},
 		{`{"session_id":"s","seq":1 "chunk":""}`, false},
+		{`{"session_id":"s","seq":1,"chunk":"plain text, no escape"}`, true},
+		{`{"session_id":"a longer session id than the chunk","seq":1,"chunk":"x\n"}`, true},
 	} {
-		raw := []byte(tc.params)
-		p, ok, err := decodeAppendFast(raw)
-		if ok != tc.fast {
-			t.Errorf("%s: read in one pass %v, want %v", tc.params, ok, tc.fast)
-			continue
-		}
-		if !ok && string(raw) != tc.params {
-			t.Errorf("%s: left to the general decoder as %s", tc.params, raw)
-		}
-		if ok {
-			want, wantErr := decodeAppendGeneral([]byte(tc.params))
-			if !sameAppend(p, err, want, wantErr) {
-				t.Errorf("%s: read %+v (%v), the general decoder %+v (%v)", tc.params, p, err, want, wantErr)
+		for _, scanned := range []bool{false, true} {
+			raw := []byte(tc.params)
+			var long jsonrpc.LongString
+			if scanned {
+				long = frameLong(raw)
+			}
+			p, ok, err := decodeAppendFast(raw, long)
+			if ok != tc.fast {
+				t.Errorf("%s (scanned %v): read in one pass %v, want %v", tc.params, scanned, ok, tc.fast)
+				continue
+			}
+			if !ok && string(raw) != tc.params {
+				t.Errorf("%s (scanned %v): left to the general decoder as %s", tc.params, scanned, raw)
+			}
+			if ok {
+				want, wantErr := decodeAppendGeneral([]byte(tc.params))
+				if !sameAppend(p, err, want, wantErr) {
+					t.Errorf("%s (scanned %v): read %+v (%v), the general decoder %+v (%v)", tc.params, scanned, p, err, want, wantErr)
+				}
 			}
 		}
 	}
+}
+
+// frameLong is what the frame reader notes of params, valid JSON, that it
+// passed over: their longest string value, as jsonstr.Scan reads it.
+func frameLong(raw []byte) jsonrpc.LongString {
+	var long jsonrpc.LongString
+	if !json.Valid(raw) {
+		return long
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
+		}
+		n, sc, _ := jsonstr.Scan(raw[i:])
+		if k := jsonstr.SkipSpace(raw, i+n); (k >= len(raw) || raw[k] != ':') && n > len(long.JSON) {
+			long = jsonrpc.LongString{JSON: raw[i : i+n], Scanned: sc}
+		}
+		i += n - 1
+	}
+	return long
 }
 
 // sameAppend reports whether two decodings of an append's params agree: the
@@ -298,7 +331,10 @@ func sameAppend(p *protocol.AppendParams, err error, q *protocol.AppendParams, q
 
 // FuzzDecodeAppend: whatever the one-pass decoder reads, the general
 // decoder reads the same, or refuses the same way; what it leaves to the
-// general decoder it leaves untouched.
+// general decoder it leaves untouched. So it does when it is told (as by
+// the frame reader) what jsonstr.Scan makes of the string at any place of
+// the params: the chunk's, or any other, which it must not take for the
+// chunk's.
 func FuzzDecodeAppend(f *testing.F) {
 	for _, s := range []string{
 		`{"session_id":"s","seq":1,"chunk":"hello\n"}`,
@@ -308,11 +344,22 @@ func FuzzDecodeAppend(f *testing.F) {
 		`{"session_id":"s","seq":1,"chunk":"","chunk":"x"}`,
 		`{"session_id":"s","seq":1e0,"chunk":""}`,
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), uint16(len(s)))
+		if i := strings.Index(s, `"chunk"`); i >= 0 {
+			f.Add([]byte(s), uint16(i+len(`"chunk"`)+strings.IndexByte(s[i+len(`"chunk"`):], '"')))
+		}
 	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
+	f.Fuzz(func(t *testing.T, raw []byte, at uint16) {
 		in := bytes.Clone(raw)
-		p, ok, err := decodeAppendFast(raw)
+		var long jsonrpc.LongString
+		if i := int(at); i < len(raw) {
+			if n, sc, ok := jsonstr.Scan(raw[i:]); ok {
+				long = jsonrpc.LongString{JSON: raw[i : i+n], Scanned: sc}
+			}
+		} else if i == len(raw) {
+			long = frameLong(raw)
+		}
+		p, ok, err := decodeAppendFast(raw, long)
 		if !ok {
 			if !bytes.Equal(raw, in) {
 				t.Fatalf("%q: left to the general decoder as %q", in, raw)
@@ -346,7 +393,7 @@ func TestAppendResultEncodesAsEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := encodeResult(tc.r)
+			got, err := encodeResult(nil, tc.r)
 			if err != nil {
 				t.Fatal(err)
 			}

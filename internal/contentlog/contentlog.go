@@ -12,7 +12,9 @@
 // Writes are group-committed: every record queued while one batch is being
 // written and synced goes into the next batch, which costs one fdatasync
 // whatever its size, and one pwrite, or one per large part written from where
-// it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable.
+// it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable;
+// Enqueue and Wait split it in two, for a caller that orders its records under
+// a lock of its own and waits without it.
 // Segments are preallocated so that fdatasync has no file size to update,
 // and prepared ahead so that it has no block to convert either (spare.go).
 //
@@ -172,7 +174,7 @@ type Log struct {
 	// mu guards the queue and the leader flag (see Append).
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when no one leads
-	queue   []*pending
+	queue   []*Queued
 	leading bool
 	closed  bool
 
@@ -220,13 +222,18 @@ type segment struct {
 	prepared bool
 }
 
-// pending is one Append waiting for its batch.
-type pending struct {
+// Queued is records that Enqueue put in the log's queue, waiting for their
+// batch: Wait returns once they are durable, or failed.
+type Queued struct {
+	log     *Log
 	recs    [][][]byte
 	durable func([]Ref)
 	refs    []Ref
 	err     error
-	// done receives true when this Append is to lead the next batch, false
+	// after, until the batch takes it, is the Queued whose records must
+	// be durable for these to be written (Enqueue).
+	after *Queued
+	// done receives true when this Queued is to lead the next batch, false
 	// when its records are durable (or failed).
 	done chan bool
 }
@@ -422,28 +429,62 @@ func (l *Log) Append(recs [][]byte, durable func([]Ref)) ([]Ref, error) {
 // the write); small ones are gathered, so a batch of many small records is
 // still one write.
 func (l *Log) AppendParts(recs [][][]byte, durable func([]Ref)) ([]Ref, error) {
+	q, err := l.Enqueue(recs, durable, nil)
+	if err != nil {
+		return nil, err
+	}
+	return q.Wait()
+}
+
+// ErrAfterFailed reports records that were not written because the ones
+// they were queued after (Enqueue's after) failed.
+var ErrAfterFailed = errors.New("content log: not written, as the records queued before them failed")
+
+// Enqueue is AppendParts in two steps: it puts recs in the queue of the
+// next batch and returns, and Wait on what it returns waits for them to be
+// durable and returns what AppendParts would. Records enqueued later are
+// written after these, so a caller that enqueues in its own order (under
+// its own lock) and waits without it keeps its records in order while its
+// next ones join the same batch. The caller must call Wait, once, and soon:
+// the first Queued of a batch leads it, and no batch is written until its
+// leader waits.
+//
+// If after is not nil, recs are written only if after's records were: when
+// after failed, recs fail too, with ErrAfterFailed, unwritten, so that a
+// record that depends on the ones before it (the next chunk of a stream)
+// never lands in the log without them.
+func (l *Log) Enqueue(recs [][][]byte, durable func([]Ref), after *Queued) (*Queued, error) {
 	for _, r := range recs {
 		if n := partsLen(r); n > MaxRecord {
 			return nil, fmt.Errorf("content log: record of %d bytes, limit %d", n, MaxRecord)
 		}
 	}
-	p := &pending{recs: recs, durable: durable, done: make(chan bool, 1)}
+	q := &Queued{log: l, recs: recs, durable: durable, after: after, done: make(chan bool, 1)}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
-		l.mu.Unlock()
 		return nil, ErrClosed
 	}
-	l.queue = append(l.queue, p)
-	if l.leading {
-		l.mu.Unlock()
-		if lead := <-p.done; !lead {
-			return p.refs, p.err
-		}
-		l.mu.Lock()
-	} else {
+	l.queue = append(l.queue, q)
+	if !l.leading {
+		// No batch is being written: q leads the next one once it
+		// waits, with whatever queues up meanwhile.
 		l.leading = true
+		q.done <- true
 	}
-	// Lead: write what has queued up, in one batch. p is in it.
+	return q, nil
+}
+
+// Wait waits until q's records are durable and returns their refs, or the
+// error that failed them, as AppendParts does. Only one goroutine may call
+// it, once.
+func (q *Queued) Wait() ([]Ref, error) {
+	if lead := <-q.done; !lead {
+		return q.refs, q.err
+	}
+	l := q.log
+	// Lead: write what has queued up, in one batch. q is in it.
+	l.mu.Lock()
 	batch := l.queue
 	l.queue = nil
 	l.mu.Unlock()
@@ -451,7 +492,7 @@ func (l *Log) AppendParts(recs [][][]byte, durable func([]Ref)) ([]Ref, error) {
 	l.mu.Lock()
 	l.passLeadLocked()
 	l.mu.Unlock()
-	return p.refs, p.err
+	return q.refs, q.err
 }
 
 // passLeadLocked hands the lead to the first writer that queued
@@ -466,13 +507,32 @@ func (l *Log) passLeadLocked() {
 }
 
 // commit writes batch with one pwrite and one fdatasync and finishes every
-// pending in it but the leader's own, which it fills in.
-func (l *Log) commit(batch []*pending) {
+// Queued in it but the leader's own, which it fills in. A Queued whose
+// after failed is finished unwritten.
+func (l *Log) commit(batch []*Queued) {
 	var need int64
+	refused := 0
 	for _, p := range batch {
+		if a := p.after; a != nil {
+			// a was finished by an earlier batch, or is earlier in this
+			// one: either its error is set, or it is written with p.
+			p.after = nil // the chain of a stream is not kept alive
+			if a.err != nil {
+				p.err = fmt.Errorf("%w: %v", ErrAfterFailed, a.err)
+				refused++
+				continue
+			}
+		}
 		for _, r := range p.recs {
 			need += headerSize + int64(partsLen(r))
 		}
+	}
+	if refused == len(batch) {
+		// Nothing to write or sync.
+		for _, p := range batch[1:] {
+			p.done <- false
+		}
+		return
 	}
 	err := l.reserve(need)
 	var start int64
@@ -485,6 +545,9 @@ func (l *Log) commit(batch []*pending) {
 		var pieces []piece
 		off := start
 		for _, p := range batch {
+			if p.err != nil {
+				continue // refused
+			}
 			p.refs = make([]Ref, len(p.recs))
 			for i, r := range p.recs {
 				n := partsLen(r)
@@ -514,6 +577,9 @@ func (l *Log) commit(batch []*pending) {
 		l.bytes.Add(need)
 		l.batches.Add(1)
 		for _, p := range batch {
+			if p.err != nil {
+				continue
+			}
 			l.records.Add(uint64(len(p.recs)))
 			if p.durable != nil {
 				p.durable(p.refs)
@@ -529,7 +595,7 @@ func (l *Log) commit(batch []*pending) {
 	// The leader is batch[0]: it queued itself before taking the queue,
 	// and a handed-off lead goes to the head of the queue.
 	for i, p := range batch {
-		if err != nil {
+		if err != nil && p.err == nil {
 			p.refs, p.err = nil, err
 		}
 		if i > 0 {

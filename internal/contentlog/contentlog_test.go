@@ -467,3 +467,100 @@ func TestAppendParts(t *testing.T) {
 		}
 	}
 }
+
+// Records enqueued before anyone waits go into one batch, in the order they
+// were enqueued, with one sync.
+func TestEnqueueSharesABatch(t *testing.T) {
+	l := open(t, t.TempDir(), contentlog.Options{})
+	var qs []*contentlog.Queued
+	for i := range 4 {
+		q, err := l.Enqueue([][][]byte{{[]byte(fmt.Sprintf("chunk-%d", i))}}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
+	}
+	before := l.Stats()
+	// Waited for in reverse: the first one leads the batch whoever waits
+	// first.
+	var wg sync.WaitGroup
+	refs := make([][]contentlog.Ref, len(qs))
+	errs := make([]error, len(qs))
+	for i := len(qs) - 1; i >= 0; i-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			refs[i], errs[i] = qs[i].Wait()
+		}()
+	}
+	wg.Wait()
+	for i := range qs {
+		if errs[i] != nil {
+			t.Fatalf("record %d: %v", i, errs[i])
+		}
+		if i > 0 && !refs[i-1][0].Pos().Less(refs[i][0].Pos()) {
+			t.Fatalf("record %d at %+v, before record %d at %+v", i, refs[i][0], i-1, refs[i-1][0])
+		}
+	}
+	if got := l.Stats().Syncs - before.Syncs; got != 1 {
+		t.Fatalf("%d syncs for 4 records enqueued together, want 1", got)
+	}
+	if got := scanAll(t, l); len(got) != 4 || got[0] != "chunk-0" || got[3] != "chunk-3" {
+		t.Fatalf("log holds %q", got)
+	}
+}
+
+// A record enqueued after one whose batch fails is refused unwritten, even
+// when its own batch would have been written; records that do not depend
+// on the failed one are written.
+func TestEnqueueAfterFailed(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	fail := false
+	opts := contentlog.WithFaults(contentlog.Options{}, func(op string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == "sync" && fail {
+			fail = false // this batch only
+			return syscall.EIO
+		}
+		return nil
+	})
+	l := open(t, dir, opts)
+	enqueue := func(rec string, after *contentlog.Queued) *contentlog.Queued {
+		t.Helper()
+		q, err := l.Enqueue([][][]byte{{[]byte(rec)}}, nil, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	// 1 leads the failing batch; 2, after it, is taken by the next batch
+	// (queued while 1 is written, as a pipelined chunk is), with 3, which
+	// depends on nothing, and 4, after 2.
+	q1 := enqueue("seq-1", nil)
+	if _, err := q1.Wait(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("failed batch: %v, want EIO", err)
+	}
+	q2 := enqueue("seq-2", q1)
+	q3 := enqueue("other", nil)
+	q4 := enqueue("seq-3", q2)
+	for _, q := range []*contentlog.Queued{q2, q4} {
+		if _, err := q.Wait(); !errors.Is(err, contentlog.ErrAfterFailed) {
+			t.Fatalf("record after a failed one: %v, want ErrAfterFailed", err)
+		}
+	}
+	if _, err := q3.Wait(); err != nil {
+		t.Fatalf("independent record: %v", err)
+	}
+	l.Close()
+	l = open(t, dir, contentlog.Options{})
+	for _, rec := range scanAll(t, l) {
+		if rec == "seq-2" || rec == "seq-3" {
+			t.Fatalf("refused record %q is in the log: %q", rec, scanAll(t, l))
+		}
+	}
+}

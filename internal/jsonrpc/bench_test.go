@@ -19,11 +19,11 @@ func BenchmarkReply(b *testing.B) {
 	resp.SetResult(map[string]any{"session_id": "0b8e7f0e-6a53-4f57-9d0f-2a1c6f0d2c11", "seq": 12, "stage": "streaming",
 		"bytes": 12288, "lines": 300, "end_marker_seen": false})
 	id := []byte(`"req-7"`)
-	s.ids[7] = pending{id: id}
+	s.ids[7] = newPending(id, 0)
 	b.Run("Typed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := encodeResponse(id, resp); err != nil {
+			if _, err := encodeResponse(nil, id, resp); err != nil {
 				b.Fatal(err)
 			}
 		}

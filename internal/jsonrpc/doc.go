@@ -12,7 +12,11 @@
 // reads frames without bounds. So ServerStream parses each frame itself, in
 // one pass, and hands jsonrpc2 a minimal request with a synthetic numeric id;
 // the params wait in Params for the handler, and the reply gets the
-// client's id back. The reply is encoded once, from the typed response
+// client's id back. That pass checks the params' longest string (an
+// append's chunk) on its way and says what it found (LongString), so that
+// the handler's decoder does not read it again; and the frame is read into
+// a buffer the handler hands back once it is done with the params
+// (Raw.Release), for a later frame. The reply is encoded once, from the typed response
 // jsonrpc2 shows the stream through its OnSend option just before it asks
 // the stream to write it, not read back from what jsonrpc2 would marshal.
 // ClientCodec writes each request from the typed value jsonrpc2 shows it

@@ -175,6 +175,14 @@ func newFrame(size int) []byte {
 	return make([]byte, frameHeaderRoom, frameHeaderRoom+size)
 }
 
+// reuseFrame is newFrame in buf when it has room for size bytes of body.
+func reuseFrame(buf []byte, size int) []byte {
+	if cap(buf) < frameHeaderRoom+size {
+		return newFrame(size)
+	}
+	return buf[:frameHeaderRoom]
+}
+
 // sealFrame puts the header of frame's body, appended after newFrame's
 // room, in front of it and returns the frame, ready to be written in one
 // write.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/internal/jsonstr"
 )
 
 // FuzzFrameReader feeds arbitrary bytes to a connection's frame reader, and
@@ -54,7 +56,12 @@ func FuzzFrameReader(f *testing.F) {
 				}
 				break
 			}
-			stash.Take(req.ID)
+			if raw, ok := stash.Take(req.ID); ok {
+				checkLong(t, raw.JSON, raw.Long)
+				// Its buffer goes back, for later frames of this input to
+				// be read into.
+				raw.Release()
+			}
 			if req.Notif {
 				continue
 			}
@@ -115,6 +122,50 @@ func FuzzScanMembers(f *testing.F) {
 			if !bytes.Equal(got[i].name, want[i].name) || !bytes.Equal(got[i].value, want[i].value) {
 				t.Fatalf("%q: member %d is %s:%s, jsontext %s:%s", body, i, got[i].name, got[i].value, want[i].name, want[i].value)
 			}
+			checkLong(t, got[i].value, got[i].long)
 		}
 	})
+}
+
+// checkLong checks that what the frame's pass says of value's longest
+// string holds: it is a string of value, where jsonstr.Scan reads it as
+// long says, and no string of value that starts with a quote outside a
+// string is longer (a decoder trusts it in place of its own pass).
+func checkLong(t *testing.T, value []byte, long LongString) {
+	t.Helper()
+	if long.JSON == nil {
+		return
+	}
+	at := -1
+	for i := range value {
+		if long.At(value[i:]) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		t.Fatalf("%q: the longest string %q is not in the value", value, long.JSON)
+	}
+	n, sc, ok := jsonstr.Scan(value[at:])
+	if !ok || n != len(long.JSON) || sc != long.Scanned {
+		t.Fatalf("%q: the longest string at %d is %q, %+v; jsonstr.Scan reads %d bytes, %+v, %v", value, at, long.JSON, long.Scanned, n, sc, ok)
+	}
+	// value is valid JSON: its strings are found by their quotes, and a
+	// name is a string followed by a colon.
+	for i := 0; i < len(value); i++ {
+		if value[i] != '"' {
+			continue
+		}
+		j := i + 1
+		for value[j] != '"' {
+			if value[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if k := jsonstr.SkipSpace(value, j+1); (k >= len(value) || value[k] != ':') && j+1-i > len(long.JSON) {
+			t.Fatalf("%q: the string %q is longer than the longest noted, %q", value, value[i:j+1], long.JSON)
+		}
+		i = j
+	}
 }

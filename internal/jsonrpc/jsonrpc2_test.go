@@ -401,7 +401,8 @@ func TestServerStreamThroughJSONRPC2(t *testing.T) {
 			}
 			seen := make(chan string, 4)
 			conn := jsonrpc2.NewConn(context.Background(), stream, handlerFunc(func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
-				p, _ := params.Take(r.ID)
+				raw, _ := params.Take(r.ID)
+				p := raw.JSON
 				if r.Params != nil {
 					p = []byte("jsonrpc2 held params")
 				}

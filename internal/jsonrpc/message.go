@@ -19,6 +19,35 @@ type message struct {
 	method string
 	// params is nil when absent or null.
 	params json.RawMessage
+	// long is the longest string value in params, as the frame's pass
+	// found it; zero when not known.
+	long LongString
+}
+
+// LongString is the longest string value inside a request's params (a
+// member's value, or an element's, at any depth; not a member's name), as
+// the stream's one pass over the frame found it: that pass must find where
+// the string ends anyway, and checks its text on the way (jsonstr.Scan), so
+// that a decoder that meets the string at the same place need not read it
+// again. An append's chunk is nearly all of its frame.
+type LongString struct {
+	// JSON is the string as sent, quotes included: a slice of the params,
+	// so a decoder knows it by the address of its first byte.
+	JSON []byte
+	jsonstr.Scanned
+}
+
+// At reports whether l is the string whose JSON starts at b[0]. Only
+// then does what l says hold for b.
+func (l LongString) At(b []byte) bool {
+	return len(l.JSON) > 0 && len(b) >= len(l.JSON) && &b[0] == &l.JSON[0]
+}
+
+// note keeps s, a string value of sc's JSON, if it is the longest yet.
+func (l *LongString) note(s []byte, sc jsonstr.Scanned) {
+	if l != nil && len(s) > len(l.JSON) {
+		*l = LongString{JSON: s, Scanned: sc}
+	}
 }
 
 // parseMessage checks body against JSON-RPC 2.0's request object. On
@@ -48,10 +77,10 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 		case len(id) > maxIDBytes:
 			return msg, invalidRequest("the id is %d bytes long; use a number or a string of at most %d bytes", len(id), maxIDBytes)
 		case id[0] == '"' || id[0] == '-' || (id[0] >= '0' && id[0] <= '9'):
-			// A copy: the id is kept until the reply is written, and a
-			// slice of the body would keep the whole frame (a chunk of up
-			// to several MiB) alive with it.
-			msg.id = bytes.Clone(id)
+			// A part of body: the stream copies what it keeps until the
+			// reply is written (newPending), as the frame's buffer is
+			// read into again.
+			msg.id = id
 		case string(id) == "null":
 			return msg, invalidRequest(`"id": null is not supported; give a number or a string, or leave id out for a notification`)
 		default:
@@ -81,8 +110,8 @@ func parseMessage(body []byte) (message, *protocol.Error) {
 		return msg, invalidRequest("the method is not valid UTF-8")
 	}
 	msg.method = methodName(method)
-	if p := fields.get("params"); p != nil && string(p) != "null" {
-		msg.params = p
+	if p := fields.getMember("params"); p.value != nil && string(p.value) != "null" {
+		msg.params, msg.long = p.value, p.long
 	}
 	return msg, nil
 }
@@ -97,6 +126,8 @@ type member struct {
 	// name is the name as a JSON string, quotes and escapes included.
 	name  []byte
 	value json.RawMessage
+	// long is the longest string in value, where scanMembers read it.
+	long LongString
 }
 
 // is reports whether m is called name.
@@ -118,12 +149,17 @@ type members []member
 // repeated name the last value counts, as encoding/json (and so jsonrpc2)
 // reads it.
 func (ms members) get(name string) json.RawMessage {
+	return ms.getMember(name).value
+}
+
+// getMember is get, returning the whole member (zero when absent).
+func (ms members) getMember(name string) member {
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].is(name) {
-			return ms[i].value
+			return ms[i]
 		}
 	}
-	return nil
+	return member{}
 }
 
 // decoders reuse the decoders of readMembers: one is read for every
@@ -233,10 +269,11 @@ func scanMembers(ms members, body []byte) (members, bool) {
 			return nil, false
 		}
 		i = jsonstr.SkipSpace(body, i+1)
-		if n, ok = skipValue(body[i:], 1); !ok {
+		var long LongString
+		if n, ok = skipValue(body[i:], 1, &long); !ok {
 			return nil, false
 		}
-		ms = append(ms, member{name: name, value: json.RawMessage(body[i : i+n])})
+		ms = append(ms, member{name: name, value: json.RawMessage(body[i : i+n]), long: long})
 		i = jsonstr.SkipSpace(body, i+n)
 		if i >= len(body) {
 			return nil, false
@@ -257,19 +294,24 @@ func scanMembers(ms members, body []byte) (members, bool) {
 // own limit then applies.
 const maxScanDepth = 32
 
-// skipValue returns the length of the JSON value at the start of b.
-func skipValue(b []byte, depth int) (int, bool) {
+// skipValue returns the length of the JSON value at the start of b, and
+// notes in long its longest string.
+func skipValue(b []byte, depth int, long *LongString) (int, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
 	switch c := b[0]; {
 	case c == '"':
-		return jsonstr.Skip(b)
+		n, sc, ok := jsonstr.Scan(b)
+		if ok {
+			long.note(b[:n], sc)
+		}
+		return n, ok
 	case c == '{' || c == '[':
 		if depth >= maxScanDepth {
 			return 0, false
 		}
-		return skipComposite(b, depth+1)
+		return skipComposite(b, depth+1, long)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return skipNumber(b)
 	case c == 't':
@@ -283,8 +325,8 @@ func skipValue(b []byte, depth int) (int, bool) {
 }
 
 // skipComposite returns the length of the object or array at the start of
-// b.
-func skipComposite(b []byte, depth int) (int, bool) {
+// b, and notes in long its longest string.
+func skipComposite(b []byte, depth int, long *LongString) (int, bool) {
 	object := b[0] == '{'
 	end := byte(']')
 	if object {
@@ -306,7 +348,7 @@ func skipComposite(b []byte, depth int) (int, bool) {
 			}
 			i = jsonstr.SkipSpace(b, i+1)
 		}
-		n, ok := skipValue(b[i:], depth)
+		n, ok := skipValue(b[i:], depth, long)
 		if !ok {
 			return 0, false
 		}

@@ -30,18 +30,37 @@ import (
 type Params struct {
 	next atomic.Uint64
 	mu   sync.Mutex
-	m    map[uint64]json.RawMessage
+	m    map[uint64]Raw
 }
+
+// Raw is a request's params as its ServerStream read them.
+type Raw struct {
+	// JSON is the params as sent.
+	JSON json.RawMessage
+	// Long is what the stream's pass over the frame learned of the
+	// params' longest string (zero: nothing).
+	Long LongString
+	// frame is the buffer the request's frame was read into, which JSON
+	// and Long are slices of.
+	frame *[]byte
+}
+
+// Release hands the buffer the request was read into back, for a later
+// frame to be read into. Call it at most once, when nothing refers to the
+// params any more: neither JSON nor anything decoded from it that shares
+// its bytes (an append's chunk does, until the engine's Append returns).
+// Never calling it is safe: the buffer is then garbage.
+func (r Raw) Release() { putBody(r.frame) }
 
 // NewParams returns an empty Params.
 func NewParams() *Params {
-	return &Params{m: make(map[uint64]json.RawMessage)}
+	return &Params{m: make(map[uint64]Raw)}
 }
 
 // newID returns a synthetic request id no other request of this daemon has.
 func (s *Params) newID() uint64 { return s.next.Add(1) }
 
-func (s *Params) put(id uint64, params json.RawMessage) {
+func (s *Params) put(id uint64, params Raw) {
 	s.mu.Lock()
 	s.m[id] = params
 	s.mu.Unlock()
@@ -50,14 +69,14 @@ func (s *Params) put(id uint64, params json.RawMessage) {
 // Take returns and forgets the params of the request jsonrpc2 handed the
 // handler with id: false for a request that had none, or that no
 // ServerStream of this Params read.
-func (s *Params) Take(id jsonrpc2.ID) (json.RawMessage, bool) {
+func (s *Params) Take(id jsonrpc2.ID) (Raw, bool) {
 	if id.IsString {
-		return nil, false
+		return Raw{}, false
 	}
 	return s.take(id.Num)
 }
 
-func (s *Params) take(id uint64) (json.RawMessage, bool) {
+func (s *Params) take(id uint64) (Raw, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.m[id]
@@ -103,6 +122,9 @@ type ServerStream struct {
 	// WriteObject; guarded by the Conn's send lock, which it holds from
 	// one to the other.
 	sending outgoing
+	// replies is the buffer of the last reply written, for the next;
+	// guarded by the same lock (jsonrpc2 calls WriteObject under it).
+	replies []byte
 
 	mu sync.Mutex
 	// ids maps each synthetic id to its request as sent.
@@ -123,8 +145,34 @@ type ServerStream struct {
 
 // pending is a request read and not yet answered.
 type pending struct {
-	id   json.RawMessage
-	size int64
+	// The id as sent: in short, when it fits (numbers, and most
+	// strings), else in long. Either is a copy: the frame it was read
+	// from is read into again once the request is served.
+	short  [maxShortID]byte
+	nshort uint8
+	long   json.RawMessage
+	size   int64
+}
+
+// maxShortID is the longest id kept in a pending request itself.
+const maxShortID = 22
+
+func newPending(id json.RawMessage, size int64) pending {
+	p := pending{size: size}
+	if len(id) <= maxShortID {
+		p.nshort = uint8(copy(p.short[:], id))
+	} else {
+		p.long = bytes.Clone(id)
+	}
+	return p
+}
+
+// sent returns p's id as sent.
+func (p *pending) sent() json.RawMessage {
+	if p.long != nil {
+		return p.long
+	}
+	return p.short[:p.nshort]
 }
 
 // Limits bound what one connection may make the daemon hold.
@@ -148,6 +196,13 @@ type Limits struct {
 	HeaderTimeout time.Duration
 }
 
+// readBuffer is the size of a connection's read buffer. A frame that fits
+// in it, header and body, is read in one system call: an append of 4 KiB
+// (a frame of about 4.2 KiB) took two, and a third to find nothing more.
+// Bodies larger than it are read straight into their own buffer past what
+// it holds. It also bounds a header line.
+const readBuffer = 16 << 10
+
 // DefaultWriteTimeout is how long a reply may wait on a full socket. A
 // client that reads none of its replies for that long loses its
 // connection, and with it the room its requests held.
@@ -170,10 +225,8 @@ func NewServerStream(rwc io.ReadWriteCloser, limits Limits, stash *Params, log *
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &ServerStream{
-		rwc: rwc,
-		// The buffer bounds a header line as well as speeding up reads;
-		// bodies larger than it are read straight into their own slice.
-		r:      bufio.NewReaderSize(rwc, 4<<10),
+		rwc:    rwc,
+		r:      bufio.NewReaderSize(rwc, readBuffer),
 		limits: limits,
 		stash:  stash,
 		log:    log,
@@ -207,10 +260,10 @@ func (s *ServerStream) ReadObject(v any) error {
 				return err
 			}
 		}
-		var body []byte
+		var frame *[]byte
 		if err == nil {
 			s.bodyDeadline(length)
-			body, err = readBody(s.r, length)
+			frame, err = readPooledBody(s.r, length)
 		}
 		if err != nil {
 			s.release(max(length, 0))
@@ -224,11 +277,14 @@ func (s *ServerStream) ReadObject(v any) error {
 			s.logFrameTimeout(err)
 			return err
 		}
-		msg, perr := parseMessage(body)
+		msg, perr := parseMessage(*frame)
 		if perr != nil {
 			s.release(length)
 			s.log.Debug("answering a malformed message", "reason", perr.Data.Reason, "err", perr.Message)
-			if err := s.writeError(msg.id, perr); err != nil {
+			err := s.writeError(msg.id, perr)
+			// Not before: msg.id is a part of the frame.
+			putBody(frame)
+			if err != nil {
 				return err
 			}
 			continue
@@ -240,15 +296,20 @@ func (s *ServerStream) ReadObject(v any) error {
 			if msg.method == protocol.CancelRequest {
 				s.cancel(msg.params)
 			}
+			putBody(frame)
 			s.release(length)
 		} else {
 			id := s.stash.newID()
 			syn = &id
 			s.mu.Lock()
-			s.ids[id] = pending{id: msg.id, size: length}
+			s.ids[id] = newPending(msg.id, length)
 			s.mu.Unlock()
 			if msg.params != nil {
-				s.stash.put(id, msg.params)
+				s.stash.put(id, Raw{JSON: msg.params, Long: msg.long, frame: frame})
+			} else {
+				// Nothing of the frame is kept: the id and method
+				// are copies.
+				putBody(frame)
 			}
 		}
 		b, err := libraryRequest(s.libReq[:0], syn, msg.method)
@@ -366,18 +427,16 @@ func (s *ServerStream) release(size int64) {
 	}
 }
 
-// forget drops synthetic id syn and frees its room; it reports the id as
-// sent, or nil for an id this stream never assigned.
-func (s *ServerStream) forget(syn uint64) json.RawMessage {
+// forget drops synthetic id syn and frees its room; an id this stream
+// never assigned is ignored.
+func (s *ServerStream) forget(syn uint64) {
 	s.mu.Lock()
 	p, ok := s.ids[syn]
 	delete(s.ids, syn)
 	s.mu.Unlock()
-	if !ok {
-		return nil
+	if ok {
+		s.release(p.size)
 	}
-	s.release(p.size)
-	return p.id
 }
 
 // OnSend is the jsonrpc2.ConnOpt to give the jsonrpc2.Conn of this stream:
@@ -447,9 +506,8 @@ func (s *ServerStream) writeResponse(resp *jsonrpc2.Response) error {
 		s.mu.Lock()
 		p, known := s.ids[syn]
 		s.mu.Unlock()
-		id = p.id
-		if !known {
-			id = nil
+		if known {
+			id = p.sent()
 		}
 	}
 	if id == nil {
@@ -461,19 +519,28 @@ func (s *ServerStream) writeResponse(resp *jsonrpc2.Response) error {
 		}
 		id = b
 	}
-	frame, err := encodeResponse(id, resp)
+	out, err := encodeResponse(s.replies, id, resp)
 	if err != nil {
 		return err
 	}
-	err = s.write(frame)
+	err = s.write(sealFrame(out))
+	if cap(out) <= maxKeptReply {
+		s.replies = out[:0]
+	}
 	s.forget(syn)
 	return err
 }
 
-// encodeResponse is the frame of resp with id in place of its own, header
-// and body in one buffer (one write, one allocation): a result as the
-// handler or jsonrpc2 encoded it once (Response.SetResult), or an error.
-func encodeResponse(id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error) {
+// maxKeptReply bounds the buffer a stream keeps for its next reply: an
+// append's and every other small one's, not a listing of megabytes.
+const maxKeptReply = 4 << 10
+
+// encodeResponse is the frame of resp with id in place of its own, to be
+// sealed (sealFrame): header and body in one buffer (one write, and no
+// allocation where buf, which it may reuse, is large enough), a result as
+// the handler or jsonrpc2 encoded it once (Response.SetResult), or an
+// error.
+func encodeResponse(buf []byte, id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error) {
 	member, value := `,"result":`, []byte(nil)
 	switch {
 	case resp.Error != nil:
@@ -487,12 +554,12 @@ func encodeResponse(id json.RawMessage, resp *jsonrpc2.Response) ([]byte, error)
 	default:
 		return nil, errors.New("jsonrpc: a response with neither a result nor an error")
 	}
-	out := newFrame(len(`{"jsonrpc":"2.0","id":,"result":}`) + len(id) + len(value))
+	out := reuseFrame(buf, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(value))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
 	out = append(out, member...)
 	out = append(out, value...)
-	return sealFrame(append(out, '}')), nil
+	return append(out, '}'), nil
 }
 
 // encodeNotification is the JSON of a notification: a method, its params
@@ -543,9 +610,9 @@ func (s *ServerStream) reply(data []byte) (uint64, []byte, bool) {
 	if rerr != nil {
 		member, value = `,"error":`, rerr
 	}
-	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(p.id)+len(value))
+	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(p.sent())+len(value))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, p.id...)
+	out = append(out, p.sent()...)
 	out = append(out, member...)
 	out = append(out, value...)
 	return syn, append(out, '}'), true
@@ -625,7 +692,7 @@ func (s *ServerStream) cancel(params json.RawMessage) {
 	var syn uint64
 	found := false
 	for k, p := range s.ids {
-		if string(p.id) == string(id) {
+		if string(p.sent()) == string(id) {
 			syn, found = k, true
 			break
 		}

@@ -246,8 +246,8 @@ func TestFrameStreamParams(t *testing.T) {
 		t.Fatalf("jsonrpc2 got params %s", *req.Params)
 	}
 	p, ok := stash.Take(req.ID)
-	if !ok || string(p) != params {
-		t.Fatalf("params %s, %v; want %s as sent", p, ok, params)
+	if !ok || string(p.JSON) != params {
+		t.Fatalf("params %s, %v; want %s as sent", p.JSON, ok, params)
 	}
 	if _, left := stash.Take(req.ID); left {
 		t.Fatal("params left in the stash")

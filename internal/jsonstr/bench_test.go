@@ -83,3 +83,39 @@ func BenchmarkSkip(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanUnescape is the daemon's reading of a chunk: the frame
+// reader's checking pass (Scan), then the text written over its JSON
+// (Unescape), against Skip then Unquote, what it did before.
+func BenchmarkScanUnescape(b *testing.B) {
+	q, _ := jsontext.AppendQuote(nil, text())
+	buf := make([]byte, len(q))
+	b.Run("scan+unescape", func(b *testing.B) {
+		b.SetBytes(int64(len(q)))
+		for b.Loop() {
+			copy(buf, q)
+			n, s, ok := jsonstr.Scan(buf)
+			if !ok || n != len(q) || !s.Valid {
+				b.Fatal("refused")
+			}
+			jsonstr.Unescape(buf[:0], buf)
+		}
+	})
+	b.Run("skip+skip+unquote", func(b *testing.B) {
+		b.SetBytes(int64(len(q)))
+		for b.Loop() {
+			copy(buf, q)
+			jsonstr.Skip(buf)
+			jsonstr.Skip(buf)
+			if _, _, ok := jsonstr.Unquote(buf[:0], buf); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("copy", func(b *testing.B) {
+		b.SetBytes(int64(len(q)))
+		for b.Loop() {
+			copy(buf, q)
+		}
+	})
+}

@@ -8,9 +8,14 @@
 // JSON's escapes, and a \u escape of a UTF-16 surrogate only as half of a
 // pair. It does not say why a string is refused: a caller falls back to its
 // general decoder for that, so that errors keep their codes and messages.
+//
+// Scan is the one checking pass of a reader that must find where a string
+// ends anyway (the daemon's frame reader): it tells what Unquote would make
+// of the string, and Unescape then writes its text without a second check.
 package jsonstr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"slices"
@@ -380,4 +385,141 @@ func SkipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// Scanned is what Scan learned of a string besides its length.
+type Scanned struct {
+	// Escaped: the string holds a backslash escape, so its text is not
+	// its JSON between the quotes.
+	Escaped bool
+	// Valid: Unquote takes the string (valid UTF-8, each surrogate
+	// escape half of a pair); Unescape then reads it.
+	Valid bool
+}
+
+// Scan is Skip that also tells whether Unquote would take the string, and
+// whether it holds an escape, so that a reader that must find where a
+// string ends anyway (the daemon's frame reader) does the only pass over
+// it that checks it: the string is then read with Unescape, or, with no
+// escape, is its own text, with no second pass.
+func Scan(src []byte) (int, Scanned, bool) {
+	if len(src) == 0 || src[0] != '"' {
+		return 0, Scanned{}, false
+	}
+	s := Scanned{Valid: true}
+	i := 1
+	for {
+	words:
+		for i+8 <= len(src) {
+			// As in Unquote, with what Skip takes: a one-letter escape
+			// and a byte marked by a borrow are passed over within their
+			// word.
+			m := special(binary.LittleEndian.Uint64(src[i:]))
+			for m != 0 {
+				k := bits.TrailingZeros64(m) / 8
+				switch c := src[i+k]; {
+				case c == '\\' && k < 7 && shortEscapes[src[i+k+1]] != 0:
+					s.Escaped = true
+					m &^= 0x8080 << (8 * k)
+				case c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\':
+					m &^= 0x80 << (8 * k)
+				default:
+					i += k
+					break words
+				}
+			}
+			i += 8
+		}
+		if i >= len(src) {
+			return 0, Scanned{}, false
+		}
+		switch c := src[i]; {
+		case c == '"':
+			return i + 1, s, true
+		case c == '\\':
+			s.Escaped = true
+			if i+1 >= len(src) {
+				return 0, Scanned{}, false
+			}
+			switch src[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				r, ok := hex4(src, i+2)
+				if !ok {
+					return 0, Scanned{}, false
+				}
+				i += 6
+				switch {
+				case r >= 0xD800 && r < 0xDC00:
+					// Valid only with its low half next; either way
+					// the next escape is read as one of its own.
+					lo, ok := hex4(src, i+2)
+					if i+1 >= len(src) || src[i] != '\\' || src[i+1] != 'u' || !ok || lo < 0xDC00 || lo >= 0xE000 {
+						s.Valid = false
+					} else {
+						i += 6
+					}
+				case r >= 0xDC00 && r < 0xE000:
+					s.Valid = false
+				}
+			default:
+				return 0, Scanned{}, false
+			}
+		case c < 0x20:
+			return 0, Scanned{}, false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				s.Valid = false
+			}
+			i += size
+		}
+	}
+}
+
+// Unescape appends the text of src, a whole string that Scan found Valid
+// (its opening quote first, its closing one last), to dst. It checks
+// nothing again, and finds the escapes with bytes.IndexByte, faster than
+// any pass that must also check each byte. As with Unquote, dst may be
+// src[:0], or better src[1:1]: it never writes a byte before it has read
+// the bytes of src at that place, and the text before the first escape,
+// already where it goes in src[1:1], is not copied.
+func Unescape(dst, src []byte) []byte {
+	end := len(src) - 1
+	i, start := 1, 1
+	for {
+		j := bytes.IndexByte(src[i:end], '\\')
+		if j < 0 {
+			return appendText(dst, src[start:end])
+		}
+		i += j
+		dst = appendText(dst, src[start:i])
+		if e := shortEscapes[src[i+1]]; e != 0 {
+			dst = append(dst, e)
+			i += 2
+		} else {
+			// A \u escape, or a pair of them: Scan checked both.
+			r, _ := hex4(src, i+2)
+			i += 6
+			if r >= 0xD800 && r < 0xDC00 {
+				lo, _ := hex4(src, i+2)
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				i += 6
+			}
+			dst = utf8.AppendRune(dst, r)
+		}
+		start = i
+	}
+}
+
+// appendText appends text to dst, without a copy where dst ends where text
+// starts (Unescape in place).
+func appendText(dst, text []byte) []byte {
+	if n := len(dst); len(text) > 0 && cap(dst)-n >= len(text) && &dst[:n+1][n] == &text[0] {
+		return dst[:n+len(text)]
+	}
+	return append(dst, text...)
 }

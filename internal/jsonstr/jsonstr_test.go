@@ -234,3 +234,51 @@ func TestValidText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScan: Scan ends a string exactly where Skip does and takes the same
+// strings; it calls a string Valid exactly when Unquote takes it, and
+// Escaped exactly when a backslash is in it; Unescape then reads a Valid
+// string as Unquote does, in place too, and a Valid string with no escape
+// is its own text.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{`""`, `"abc"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\ud83d\ude00"`, `"\ud800"`, `"\udc00\u0041"`,
+		`"\ud800\ud800\udc00"`, `"\ud800\u0041"`, `"\ud800\"`, "\"\xff\"", "\"\xe4\xb8\x96\"", "\"\xed\xa0\x80\"",
+		`"abcdefghijklmnopqrstuvwxyz\u0000"`, `"abc`, `"\`, "\"\x1f\"", `"x" tail`, `"\x"`,
+		`"` + strings.Repeat(`abcdefg\n`, 20) + `"`, `"` + strings.Repeat("é世😀 ", 20) + `"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		n, s, ok := jsonstr.Scan(in)
+		wn, wok := jsonstr.Skip(in)
+		if n != wn || ok != wok {
+			t.Fatalf("Scan(%q) = %d, %v; Skip %d, %v", in, n, ok, wn, wok)
+		}
+		if !ok {
+			return
+		}
+		text, un, uok := jsonstr.Unquote(nil, in)
+		if s.Valid != uok || (uok && un != n) {
+			t.Fatalf("Scan(%q) Valid = %v; Unquote took it: %v (%d bytes of %d)", in, s.Valid, uok, un, n)
+		}
+		if esc := bytes.IndexByte(in[1:n-1], '\\') >= 0; s.Escaped != esc {
+			t.Fatalf("Scan(%q) Escaped = %v, want %v", in[:n], s.Escaped, esc)
+		}
+		if !s.Valid {
+			return
+		}
+		if got := jsonstr.Unescape([]byte("x"), in[:n]); string(got) != "x"+string(text) {
+			t.Fatalf("Unescape(%q) = %q, Unquote %q", in[:n], got[1:], text)
+		}
+		buf := bytes.Clone(in[:n])
+		if got := jsonstr.Unescape(buf[:0], buf); !bytes.Equal(got, text) {
+			t.Fatalf("Unescape(%q) in place = %q, Unquote %q", in[:n], got, text)
+		}
+		buf = bytes.Clone(in[:n])
+		if got := jsonstr.Unescape(buf[1:1], buf); !bytes.Equal(got, text) {
+			t.Fatalf("Unescape(%q) in place, after the quote, = %q, Unquote %q", in[:n], got, text)
+		}
+		if !s.Escaped && string(in[1:n-1]) != string(text) {
+			t.Fatalf("Scan(%q) found no escape, but its text is %q", in[:n], text)
+		}
+	})
+}

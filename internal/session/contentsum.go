@@ -23,6 +23,9 @@ type contentSum struct {
 	// of the stream the sum has seen; held the bytes from hashed to fed.
 	hashed, fed int64
 	held        []byte
+	// lost is set once add failed: the sum no longer follows the
+	// content, whatever comes next.
+	lost bool
 }
 
 // maxHeld bounds the bytes a contentSum holds back.
@@ -35,7 +38,15 @@ func newContentSum() *contentSum { return &contentSum{h: sha256.New()} }
 // longer follow the content (chunk is not the next of the stream, or too
 // much is held); the sum is then of no use.
 func (c *contentSum) add(at int64, chunk []byte, s *Scanner) bool {
-	if at != c.fed {
+	if !c.follow(at, chunk, s) {
+		c.lost = true
+		return false
+	}
+	return true
+}
+
+func (c *contentSum) follow(at int64, chunk []byte, s *Scanner) bool {
+	if c.lost || at != c.fed {
 		return false
 	}
 	c.fed += int64(len(chunk))
@@ -98,9 +109,10 @@ func (c *contentSum) sum(n, total int64) string {
 // streamed whole (orionctl write), whose finalize streams it from the
 // journal; a model's stream, in small chunks, is checked in memory at its
 // finalize, which hashes it there, and its appends are not made to hash it
-// too. A large chunk is hashed beside the caller's journaling of it: wait
-// for the result before using the sum, and before returning.
-func (r *record) sumChunk(chunk []byte, after Scanner) pendingSum {
+// too. A large chunk is hashed beside the caller's journaling of it, after
+// prev, the session's chunk before it (nil: none is being hashed): wait for
+// the result before using the sum, and before returning.
+func (r *record) sumChunk(chunk []byte, after Scanner, prev *sumJob) pendingSum {
 	sum := r.sum
 	if sum == nil && r.Scanner.Total == 0 && len(chunk) >= parallelSum {
 		sum = newContentSum()
@@ -109,25 +121,51 @@ func (r *record) sumChunk(chunk []byte, after Scanner) pendingSum {
 		return pendingSum{}
 	}
 	at := r.Scanner.Total
-	if len(chunk) < parallelSum {
+	if len(chunk) < parallelSum && prev.finished() {
 		return pendingSum{sum: sum, ok: sum.add(at, chunk, &after)}
 	}
-	done := make(chan bool, 1)
-	go func() { done <- sum.add(at, chunk, &after) }()
-	return pendingSum{sum: sum, done: done}
+	j := &sumJob{done: make(chan struct{})}
+	go func() {
+		if prev != nil {
+			<-prev.done
+		}
+		j.ok = sum.add(at, chunk, &after)
+		close(j.done)
+	}()
+	return pendingSum{sum: sum, job: j}
+}
+
+// sumJob is a chunk being added to a running sum beside its journaling.
+type sumJob struct {
+	done chan struct{} // closed once ok is set
+	ok   bool
+}
+
+// finished reports whether j (nil: none) is done.
+func (j *sumJob) finished() bool {
+	if j == nil {
+		return true
+	}
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // pendingSum is a running sum being added to.
 type pendingSum struct {
-	sum  *contentSum
-	ok   bool
-	done chan bool
+	sum *contentSum
+	ok  bool
+	job *sumJob
 }
 
 // wait returns the sum once it took its chunk, or nil if it could not.
 func (p pendingSum) wait() *contentSum {
-	if p.done != nil {
-		p.ok = <-p.done
+	if p.job != nil {
+		<-p.job.done
+		p.ok = p.job.ok
 	}
 	if !p.ok {
 		return nil

@@ -18,3 +18,16 @@ func HoldCheckMemory(m *Manager, n int64) (release func()) {
 	}
 	return func() { m.checks.release(held) }
 }
+
+// Waiting returns how many requests wait for session id's chunks in flight.
+func Waiting(m *Manager, id string) int {
+	e, err := m.lookup(id)
+	if err != nil {
+		return 0
+	}
+	if !e.mu.mu.TryLock() {
+		return 0 // held: by a request that did not wait, maybe
+	}
+	defer e.mu.mu.Unlock()
+	return e.mu.waiting
+}

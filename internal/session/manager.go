@@ -118,7 +118,9 @@ type Manager struct {
 }
 
 type entry struct {
-	mu  sync.Mutex
+	// mu guards the entry. Appends hold it only to queue their chunk
+	// (pipeline.go); any other Lock waits for the chunks in flight.
+	mu  entryLock
 	rec record
 	// info is rec as last journaled, read by List, Get and OpenCount
 	// without e.mu: a finalize streaming a large file (or a stuck write)
@@ -691,46 +693,89 @@ func (e *entry) snapshot() protocol.SessionInfo {
 // recordDue says so, the session's updated record) is durable; a repeated
 // seq with the same bytes is acknowledged again without storing anything.
 func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error) {
+	return m.AppendOrdered(p, nil)
+}
+
+// An Orderer is told when an append's place among its session's chunks is
+// fixed (AppendOrdered).
+type Orderer interface{ Ordered() }
+
+// AppendOrdered is Append that calls ordered.Ordered (if ordered is not
+// nil) once the chunk's place among its session's chunks is fixed: it is
+// queued for the journal after the chunks before it, or refused. From then
+// on the session's next chunk may be appended, and it joins this one's sync
+// when it comes before that starts. The reply still waits for the chunk to
+// be durable. Ordered is called once, on the caller's goroutine, before
+// AppendOrdered returns.
+func (m *Manager) AppendOrdered(p protocol.AppendParams, ordered Orderer) (protocol.AppendResult, error) {
+	res, queued, err := m.queueAppend(p)
+	if ordered != nil {
+		ordered.Ordered()
+	}
+	if err != nil || queued == nil {
+		return res, err
+	}
+	return queued.wait(m, res)
+}
+
+// queueAppend checks chunk p and puts it in the journal's queue, its
+// session's record updated as though it were journaled (pipeline.go). It
+// returns the reply the chunk gets once durable, with what to wait for; or
+// the reply of a duplicate (nil queuedAppend), or an error.
+func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *queuedAppend, error) {
 	if p.Seq == 0 {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonSeqZero, "seq starts at 1 for a session's first chunk")
 		e.Data.Field = "seq"
-		return protocol.AppendResult{}, e
+		return protocol.AppendResult{}, nil, e
 	}
 	if int64(len(p.Chunk)) > m.cfg.MaxChunkBytes {
-		return protocol.AppendResult{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
+		return protocol.AppendResult{}, nil, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
 			fmt.Sprintf("chunk of %d bytes", len(p.Chunk)))
 	}
 	e, err := m.lookup(p.SessionID)
 	if err != nil {
-		return protocol.AppendResult{}, err
+		return protocol.AppendResult{}, nil, err
 	}
-	e.mu.Lock()
+	e.mu.lockAppend()
 	defer e.mu.Unlock()
 	r := &e.rec
+	for p.Seq <= r.LastSeq && e.mu.inFlight(p.Seq) {
+		// A retry of a chunk not yet durable: its answer is the
+		// original's, known once that is journaled or failed (and
+		// then the retry is taken as the chunk).
+		e.mu.wait()
+	}
 	if p.Seq <= r.LastSeq && r.Stage != protocol.StageAborted && r.Stage != protocol.StageExpired {
 		// A retry of an acknowledged chunk is answered even after the
 		// session moved on, so a client that lost the ack is not confused.
-		return m.duplicate(r, p)
+		res, err := m.duplicate(r, p)
+		if d := e.durableRecord(); err == nil && d != r {
+			// Later chunks are in flight and may yet fail: the reply
+			// tells the session as journaled, not their bytes or marker.
+			res = appendResult(d, p.Seq)
+			res.Duplicate = true
+		}
+		return res, nil, err
 	}
 	if !r.acceptsContent() {
-		return protocol.AppendResult{}, closed(r)
+		return protocol.AppendResult{}, nil, closed(r)
 	}
 	if p.Seq != r.LastSeq+1 {
-		return protocol.AppendResult{}, seqGap(r.ID, p.Seq, r.LastSeq+1)
+		return protocol.AppendResult{}, nil, seqGap(r.ID, p.Seq, r.LastSeq+1)
 	}
 	if r.Scanner.Total+int64(len(p.Chunk)) > m.cfg.MaxSessionBytes {
 		err := sizeLimit(protocol.ReasonSessionTooLarge, m.cfg.MaxSessionBytes,
 			fmt.Sprintf("session %s with %d more bytes", r.ID, len(p.Chunk)))
 		err.Data.SessionID = r.ID
-		return protocol.AppendResult{}, err
+		return protocol.AppendResult{}, nil, err
 	}
 	if err := m.roomFor(int64(len(p.Chunk))); err != nil {
 		err.(*protocol.Error).Data.SessionID = r.ID
-		return protocol.AppendResult{}, err
+		return protocol.AppendResult{}, nil, err
 	}
 	// The chunk's bytes as they are, not a copy (a chunk is up to 1
-	// MiB): the scanner only reads them, and the store copies them into
-	// its log record before Append returns; nothing writes to them.
+	// MiB): the scanner only reads them, and the store writes them from
+	// where they are before the append returns; nothing writes to them.
 	chunk := unsafe.Slice(unsafe.StringData(p.Chunk), len(p.Chunk))
 	next := *r
 	next.Scanner.Feed(chunk)
@@ -744,6 +789,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 	var (
 		meta []byte
 		puts []store.Put
+		base *heldBase
 	)
 	if r.unjournaled {
 		// The session's first journaling: its record and the base kept
@@ -751,6 +797,7 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		next.unjournaled, next.pendingBase = false, nil
 		if r.pendingBase != nil {
 			puts = append(puts, r.pendingBase.put)
+			base = r.pendingBase
 		}
 	}
 	if r.unjournaled || next.recordDue(r) {
@@ -760,29 +807,60 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 		encoded := next
 		var err error
 		if meta, err = encoded.marshal(); err != nil {
-			return protocol.AppendResult{}, ioError(r.ID, "encoding the session record", err)
+			return protocol.AppendResult{}, nil, ioError(r.ID, "encoding the session record", err)
 		}
 	}
-	pending := r.sumChunk(chunk, next.Scanner)
-	err = m.cfg.Store.Append(r.ID, p.Seq, chunk, meta, puts...)
-	sum := pending.wait()
+	journal, err := m.cfg.Store.EnqueueAppend(r.ID, p.Seq, chunk, meta, e.mu.last(), puts...)
 	if err != nil {
-		// The sum took a chunk the journal did not.
-		r.sum = nil
-		return protocol.AppendResult{}, ioError(r.ID, "journaling the chunk", err)
+		return protocol.AppendResult{}, nil, ioError(r.ID, "journaling the chunk", err)
 	}
-	first := r.Stage != protocol.StageStreaming
-	if r.unjournaled {
-		r.pendingBase.release()
-	}
+	pending := r.sumChunk(chunk, next.Scanner, e.mu.hashing)
+	next.sum = pending.sum
+	e.mu.hashing = pending.job
+	e.mu.nextID++
+	q := &queuedAppend{e: e, id: e.mu.nextID, journal: journal, sum: pending, first: r.Stage != protocol.StageStreaming}
+	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})
 	*r = next
-	r.sum = sum
-	r.publish()
 	m.resetTimers(e)
-	if first {
-		m.traceStage(r)
+	return appendResult(r, p.Seq), q, nil
+}
+
+// queuedAppend is a chunk queueAppend put in the journal's queue.
+type queuedAppend struct {
+	e       *entry
+	id      uint64
+	journal *store.Appending
+	sum     pendingSum
+	// first: the chunk moved the session to streaming.
+	first bool
+}
+
+// wait waits for the chunk to be durable and returns res, its reply, or
+// the error that failed it, the session taken back to before it.
+func (q *queuedAppend) wait(m *Manager, res protocol.AppendResult) (protocol.AppendResult, error) {
+	err := q.journal.Wait()
+	// The chunk's bytes are the caller's again once the hash is done
+	// with them too.
+	sum := q.sum.wait()
+	e := q.e
+	e.mu.mu.Lock()
+	defer e.mu.mu.Unlock()
+	stands := e.settle(q.id, err)
+	if err != nil {
+		return protocol.AppendResult{}, ioError(res.SessionID, "journaling the chunk", err)
 	}
-	return appendResult(r, p.Seq), nil
+	if !stands {
+		// Cannot be: a chunk after a failed one fails too.
+		return protocol.AppendResult{}, ioError(res.SessionID, "journaling the chunk", errors.New("a chunk before it failed"))
+	}
+	if sum == nil && q.sum.sum != nil && e.rec.sum == q.sum.sum {
+		// The sum could not follow the content from here on.
+		e.rec.sum = nil
+	}
+	if q.first {
+		m.traceStage(e.durableRecord())
+	}
+	return res, nil
 }
 
 func (m *Manager) duplicate(r *record, p protocol.AppendParams) (protocol.AppendResult, error) {

@@ -592,3 +592,32 @@ func TestBegunSessionsHoldBoundedContent(t *testing.T) {
 		t.Fatalf("a begin after a first chunk made room took %d syncs, want 0", n)
 	}
 }
+
+// TestFinalizeWithNoChunks: a session finalized before any chunk (an
+// empty file, or a stream whose only chunk failed) writes an empty file.
+// A begin journals nothing, so there is no journal to read its content
+// from, and that must not read as an I/O error.
+func TestFinalizeWithNoChunks(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(h.root, "empty.txt")
+	b := h.begin(protocol.BeginParams{Intent: "t", TargetFile: path, Operation: protocol.OpCreate})
+	res, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true})
+	if err != nil {
+		t.Fatalf("finalize with no chunks: %v", err)
+	}
+	if res.Stage != protocol.StageCompleted {
+		t.Fatalf("stage %q, want completed", res.Stage)
+	}
+	if got := h.read("empty.txt"); got != "" {
+		t.Fatalf("file holds %q, want it empty", got)
+	}
+	h.close()
+	h.open()
+	st, err := h.mgr.Get(b.SessionID)
+	if err != nil {
+		t.Fatalf("status after reopen: %v", err)
+	}
+	if st.Stage != protocol.StageCompleted {
+		t.Fatalf("after reopen stage %q, want completed", st.Stage)
+	}
+}

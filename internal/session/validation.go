@@ -119,6 +119,11 @@ func (m *Manager) check(r *record) (checked, error) {
 		var buf bytes.Buffer
 		buf.Grow(int(size))
 		for _, s := range r.segments() {
+			if s.Bytes == 0 {
+				// Nothing journaled: a session finalized before its
+				// first chunk may have no journal to read.
+				continue
+			}
 			if _, err := m.cfg.Store.CopyRange(s.ID, &buf, 0, s.Bytes); err != nil {
 				return checked{}, ioError(r.ID, "reading the journal", err)
 			}

@@ -32,7 +32,7 @@ func AfterCompactCopy(s *Store, fn func()) { s.afterCompactCopy = fn }
 // WithLogFaults makes the content log's files fail as fault says: it is
 // asked before each write, sync and allocation (contentlog.Options.Fault).
 func WithLogFaults(opts Options, fault func(op string) error) Options {
-	opts.logFault = fault
+	opts.LogFault = fault
 	return opts
 }
 

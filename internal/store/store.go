@@ -171,9 +171,10 @@ type Options struct {
 	// contentlog.DefaultSegmentSize.
 	SegmentSize int64
 
-	// logFault, set by tests, makes the log's segment files fail
-	// (contentlog.Options.Fault).
-	logFault func(op string) error
+	// LogFault, for tests only, makes the content log's segment files
+	// fail as it says (contentlog.Options.Fault): it is asked before each
+	// write, sync and allocation.
+	LogFault func(op string) error
 	// commitFault, set by tests, is asked at the end of each transaction
 	// of the committer; an error it returns fails that commit, as a
 	// refused write of the bbolt file would.
@@ -335,7 +336,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 	}
-	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize, Fault: opts.logFault})
+	log, err := contentlog.Open(logDir, contentlog.Options{SegmentSize: opts.SegmentSize, Fault: opts.LogFault})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)

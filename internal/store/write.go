@@ -171,8 +171,53 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 		}
 		return nil
 	}
+	a, err := s.enqueueAppend(id, seq, head, chunk, meta, nil, puts)
+	if err != nil {
+		return err
+	}
+	return a.Wait()
+}
+
+// EnqueueAppend is Append in two steps: it puts the chunk's record in the
+// content log's queue and returns, and Wait on what it returns waits for it
+// to be durable and returns Append's outcome. Chunks enqueued later are
+// written after it, in the same sync when they come before it is written:
+// a caller that enqueues a session's chunks in order (under the session's
+// lock) and waits without the lock keeps them in order and lets the
+// session's next chunk share this one's sync. The caller must call Wait,
+// once, and soon (contentlog.Log.Enqueue).
+//
+// If after is not nil (the same session's previous chunk, still being
+// written), this chunk is written only if after's was: when after fails,
+// so does this, unwritten, and recovery never finds a chunk without the
+// ones before it.
+//
+// puts must be to content buckets only. chunk and meta must not be
+// modified until Wait returns.
+func (s *Store) EnqueueAppend(id string, seq uint64, chunk, meta []byte, after *Appending, puts ...Put) (*Appending, error) {
+	if err := validate(id, meta); err != nil {
+		return nil, err
+	}
+	if len(chunk) > maxChunk {
+		return nil, fmt.Errorf("store: chunk is %d bytes, limit is %d", len(chunk), maxChunk)
+	}
+	if err := checkPuts(puts); err != nil {
+		return nil, err
+	}
+	if !contentOnly(puts) {
+		return nil, fmt.Errorf("store: session %q chunk %d: a queued append stores values of content buckets only", id, seq)
+	}
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	return s.enqueueAppend(id, seq, encodeChunkHead(id, seq, meta, 0, 0), chunk, meta, after, puts)
+}
+
+// enqueueAppend queues the record of a chunk whose head is encoded, and of
+// the content buckets' values of puts.
+func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, after *Appending, puts []Put) (*Appending, error) {
 	if err := s.fenceFirst(); err != nil {
-		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+		return nil, fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	// The entry's meta is the tail of the record's head, a copy already:
 	// the caller's buffer is not held, and the chunk, a part of its own,
@@ -180,39 +225,42 @@ func (s *Store) Append(id string, seq uint64, chunk, meta []byte, puts ...Put) e
 	if len(meta) > 0 {
 		meta = head[len(head)-len(meta) : len(head) : len(head)]
 	}
+	a := &Appending{s: s, id: id, seq: seq, meta: meta, ref: chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}}
+	var prev *contentlog.Queued
+	if after != nil {
+		prev = after.q
+	}
 	var err error
 	if len(puts) == 0 {
-		a := &logAppend{s: s, id: id, seq: seq, meta: meta, ref: ref}
 		a.parts = [2][]byte{head, chunk}
 		a.rec[0] = a.parts[:]
-		_, err = s.log.AppendParts(a.rec[:], a.durable)
+		a.q, err = s.log.Enqueue(a.rec[:], a.durable, prev)
 	} else {
 		// The values follow the chunk in the same batch, as records
 		// that recovery replays (no flagIndexed), so they are durable
 		// with it.
 		rec, vals := appendValueRecords([][][]byte{{head, chunk}}, puts)
-		_, err = s.log.AppendParts(rec, func(refs []contentlog.Ref) {
-			ref.rec = refs[0]
-			s.addLive(ref.rec.Seg, ref.rec.Size())
+		a.q, err = s.log.Enqueue(rec, func(refs []contentlog.Ref) {
+			a.ref.rec = refs[0]
+			s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
 			for i := range vals {
 				vals[i].ref.rec = refs[1+i]
 				s.addLive(refs[1+i].Seg, refs[1+i].Size())
 			}
 			last := refs[len(refs)-1]
-			s.deferIndex(id, seq, ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
-		})
+			s.deferIndex(id, seq, a.ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
+		}, prev)
 	}
 	if err != nil {
-		s.fenceAfter(err)
-		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+		return nil, fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
-	return nil
+	return a, nil
 }
 
-// logAppend is one Append's record for the log, and what the log calls back
+// Appending is a chunk EnqueueAppend queued, and what the log calls back
 // with once it is durable: one allocation where the record's parts, its
 // ref and the callback took four.
-type logAppend struct {
+type Appending struct {
 	s     *Store
 	id    string
 	seq   uint64
@@ -220,14 +268,26 @@ type logAppend struct {
 	ref   chunkRef
 	parts [2][]byte
 	rec   [1][][]byte
+	q     *contentlog.Queued
 }
 
 // durable queues the record's index entry; the log calls it once the
 // record is synced, in log order.
-func (a *logAppend) durable(refs []contentlog.Ref) {
+func (a *Appending) durable(refs []contentlog.Ref) {
 	a.ref.rec = refs[0]
 	a.s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
 	a.s.deferIndex(a.id, a.seq, a.ref, a.meta, nil, contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()})
+}
+
+// Wait waits until the chunk is durable and returns nil, or returns why it
+// is not (it may be found in the store after a restart, or not, as after a
+// failed Append). Only one goroutine may call it, once.
+func (a *Appending) Wait() error {
+	if _, err := a.q.Wait(); err != nil {
+		a.s.fenceAfter(err)
+		return fmt.Errorf("store: session %q chunk %d: %w", a.id, a.seq, err)
+	}
+	return nil
 }
 
 // maxChunk bounds one chunk: a record of the log holds it whole.

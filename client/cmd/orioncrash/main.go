@@ -59,6 +59,7 @@ func main() {
 		fmt.Printf("seed %d, %s\n", cfg.Seed, time.Since(start).Round(time.Second))
 		fmt.Printf("kills:             %d\n", rep.Kills)
 		fmt.Printf("sessions finished: %d\n", rep.Sessions)
+		fmt.Printf("sessions begun pipelined: %d\n", rep.Pipelined)
 		fmt.Printf("chunks acked:      %d\n", rep.Chunks)
 		fmt.Printf("bytes acked:       %d\n", rep.AckedBytes)
 		fmt.Printf("bytes lost:        %d\n", rep.LostBytes)

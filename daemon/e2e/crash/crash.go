@@ -55,8 +55,11 @@ type Config struct {
 // Report is what a run found. A good run has zero LostBytes, Mismatched,
 // and LeftoverTemps.
 type Report struct {
-	Kills         int   `json:"kills"`
-	Sessions      int64 `json:"sessions"`
+	Kills    int   `json:"kills"`
+	Sessions int64 `json:"sessions"`
+	// Pipelined counts the sessions begun whose chunks were sent several
+	// in flight (client.Stream), as orionctl write sends them.
+	Pipelined     int64 `json:"pipelined_sessions"`
 	Chunks        int64 `json:"chunks"`
 	AckedBytes    int64 `json:"acked_bytes"`
 	LostBytes     int64 `json:"lost_bytes"`
@@ -135,6 +138,7 @@ type runner struct {
 	edited    map[string]string
 
 	sessions, chunks, acked, lost, mismatched, reconnects   atomic.Int64
+	pipelined                                               atomic.Int64
 	begunLost                                               atomic.Int64
 	txs, tornTxs                                            atomic.Int64
 	turns, undos, redos, opsInterrupted, halfDone, opsWrong atomic.Int64
@@ -289,6 +293,7 @@ func (r *runner) snapshot(kills int) Report {
 	return Report{
 		Kills:          kills,
 		Sessions:       r.sessions.Load(),
+		Pipelined:      r.pipelined.Load(),
 		Chunks:         r.chunks.Load(),
 		AckedBytes:     r.acked.Load(),
 		LostBytes:      r.lost.Load(),
@@ -463,20 +468,47 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 			return fmt.Errorf("begin: %w", err)
 		}
 	}
-	chunks := split(rng, content+begun.EndMarker+"\n")
+	// Half the sessions keep several chunks in flight, as orionctl write
+	// does: a kill then lands while some are queued for the journal and
+	// none of them acknowledged yet.
+	pipelined := rng.IntN(2) == 0
+	var chunks []string
+	size := 1 + rng.IntN(8192)
+	if pipelined {
+		r.pipelined.Add(1)
+		chunks = splitFixed(content+begun.EndMarker+"\n", size)
+	} else {
+		chunks = split(rng, content+begun.EndMarker+"\n")
+	}
 	var ackedSeq uint64
 	for seq := uint64(1); seq <= uint64(len(chunks)); {
 		c, err := k.get(ctx)
 		if err != nil {
 			return err
 		}
-		_, err = c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: seq, Chunk: chunks[seq-1]})
-		if err == nil {
-			ackedSeq = seq
-			r.chunks.Add(1)
-			r.acked.Add(int64(len(chunks[seq-1])))
-			seq++
-			continue
+		if pipelined {
+			var n uint64
+			n, err = streamFrom(ctx, c, begun.SessionID, chunks, size, seq)
+			for _, ch := range chunks[seq-1 : seq-1+n] {
+				r.chunks.Add(1)
+				r.acked.Add(int64(len(ch)))
+			}
+			seq += n
+			if n > 0 {
+				ackedSeq = seq - 1
+			}
+			if err == nil {
+				continue
+			}
+		} else {
+			_, err = c.Append(ctx, protocol.AppendParams{SessionID: begun.SessionID, Seq: seq, Chunk: chunks[seq-1]})
+			if err == nil {
+				ackedSeq = seq
+				r.chunks.Add(1)
+				r.acked.Add(int64(len(chunks[seq-1])))
+				seq++
+				continue
+			}
 		}
 		if err := k.broken(err); err != nil {
 			return fmt.Errorf("append seq %d: %w", seq, err)
@@ -500,7 +532,7 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 			r.lost.Add(int64(lost))
 			return fmt.Errorf("session %s resumed at seq %d but seq %d was acknowledged: %d bytes lost", begun.SessionID, next, ackedSeq, lost)
 		}
-		if next > seq+1 {
+		if next > uint64(len(chunks))+1 || (!pipelined && next > seq+1) {
 			return fmt.Errorf("session %s resumed at seq %d, beyond the %d chunks ever sent", begun.SessionID, next, seq)
 		}
 		seq = next
@@ -583,6 +615,26 @@ func split(rng *rand.Rand, s string) []string {
 		s = s[n:]
 	}
 	return out
+}
+
+// splitFixed cuts s into chunks of size bytes, each cut moved back to a
+// character's start, as client.Stream cuts its input: streamed again from
+// any of its chunks, the rest is cut the same way.
+func splitFixed(s string, size int) []string {
+	var out []string
+	protocol.SplitChunks(strings.NewReader(s), size, func(c []byte) error {
+		out = append(out, string(c))
+		return nil
+	})
+	return out
+}
+
+// streamFrom sends chunks, cut by splitFixed at size, from seq on with
+// client.Stream, several in flight, and returns how many were
+// acknowledged, in order, before the first failure.
+func streamFrom(ctx context.Context, c *client.Client, id string, chunks []string, size int, seq uint64) (uint64, error) {
+	_, n, err := c.Stream(ctx, id, strings.NewReader(strings.Join(chunks[seq-1:], "")), client.StreamOptions{ChunkSize: size, FirstSeq: seq})
+	return n, err
 }
 
 func randomContent(rng *rand.Rand, size int) string {

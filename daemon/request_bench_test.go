@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/orion-agent/orion/internal/jsonrpc"
+	"github.com/orion-agent/orion/internal/jsonstr"
+)
+
+// frames is a connection that reads as frame repeated, and takes whatever
+// is written.
+type frames struct {
+	frame []byte
+	at    int
+}
+
+func (f *frames) Read(p []byte) (int, error) {
+	n := copy(p, f.frame[f.at:])
+	f.at = (f.at + n) % len(f.frame)
+	return n, nil
+}
+
+func (*frames) Write(p []byte) (int, error) { return len(p), nil }
+func (*frames) Close() error                { return nil }
+
+// synthetic is what jsonrpc2 would be handed, read only for its id: the
+// library's own decoding is left out, as is the engine's work.
+type synthetic struct{ id uint64 }
+
+func (s *synthetic) UnmarshalJSON(b []byte) error {
+	_, rest, _ := strings.Cut(string(b), `"id":`)
+	end := strings.IndexByte(rest, ',')
+	var err error
+	s.id, err = strconv.ParseUint(rest[:end], 10, 64)
+	return err
+}
+
+// BenchmarkAppendRequestPath is the daemon's own work for one append
+// without the engine's and without jsonrpc2's: the frame read and checked,
+// the params decoded (the chunk unquoted), the frame's buffer given back,
+// a reply written. Chunks are lines of text, a newline escape in each.
+func BenchmarkAppendRequestPath(b *testing.B) {
+	for _, size := range []int{4 << 10, 64 << 10, 1 << 20} {
+		var text strings.Builder
+		for i := 0; text.Len() < size; i++ {
+			fmt.Fprintf(&text, "line %09d: the quick brown fox jumps over the lazy dog\n", i)
+		}
+		chunk := jsonstr.Quote(nil, text.String()[:size])
+		body := `{"jsonrpc":"2.0","id":7,"method":"session.append","params":{"session_id":"0b8e7f0e-6a53-4f57-9d0f-2a1c6f0d2c11","seq":12,"chunk":` + string(chunk) + `}}`
+		conn := &frames{frame: []byte("Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)}
+		b.Run(strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+			stash := jsonrpc.NewParams()
+			s := jsonrpc.NewServerStream(conn, jsonrpc.Limits{MaxMessage: 8 << 20}, stash, nil)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				var req synthetic
+				if err := s.ReadObject(&req); err != nil {
+					b.Fatal(err)
+				}
+				id := jsonrpc2.ID{Num: req.id}
+				raw, _ := stash.Take(id)
+				p, err := decodeAppend(raw.JSON, raw.Long)
+				if err != nil || len(p.Chunk) != size {
+					b.Fatalf("decoded %d bytes, %v", len(p.Chunk), err)
+				}
+				raw.Release()
+				resp := &jsonrpc2.Response{ID: id}
+				resp.SetResult(true)
+				if err := s.WriteObject(resp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+var _ io.ReadWriteCloser = (*frames)(nil)

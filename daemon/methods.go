@@ -82,8 +82,8 @@ func (h *handler) append(ctx context.Context, _ Peer, p *protocol.AppendParams) 
 	return h.mgr.AppendOrdered(*p, orderer(ctx))
 }
 
-func (h *handler) finalize(_ context.Context, _ Peer, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {
-	return h.mgr.Finalize(*p)
+func (h *handler) finalize(ctx context.Context, _ Peer, p *protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+	return h.mgr.FinalizeContext(ctx, *p)
 }
 
 func (h *handler) abort(_ context.Context, _ Peer, p *protocol.SessionIDParams) (protocol.AbortResult, error) {

@@ -1,10 +1,22 @@
 package session
 
+import "context"
+
 // SetRenameHook makes every commit call f after each file is in place, for
 // tests that fail a transaction between its renames.
 func SetRenameHook(f func(i int) error) (restore func()) {
 	testHookRenamed = f
 	return func() { testHookRenamed = nil }
+}
+
+// HoldCheckMemory takes n bytes of m's budget for content checked in
+// memory, as a finalize in progress would, until release is called.
+func HoldCheckMemory(m *Manager, n int64) (release func()) {
+	held, err := m.checks.acquire(context.Background(), n)
+	if err != nil {
+		panic(err)
+	}
+	return func() { m.checks.release(held) }
 }
 
 // Waiting returns how many requests wait for session id's chunks in flight.

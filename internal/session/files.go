@@ -1,12 +1,14 @@
 package session
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"unicode/utf8"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
 	"github.com/orion-agent/orion/internal/confine"
@@ -52,6 +54,105 @@ func (m *Manager) readTarget(fsys *confine.FS, path string) (data []byte, ok boo
 	defer f.Close()
 	data, err = io.ReadAll(f)
 	return data, err == nil, err
+}
+
+// sampleBytes is how much of each end of a target over the validation
+// limit the check reads: enough to learn its conventions (byte order
+// mark, line endings, final newline, a wrapping fence) without holding a
+// file of any size.
+const sampleBytes = 64 << 10
+
+// readTargetBounded is readTarget for the check of a whole-file write,
+// which holds at most limit bytes of the file it replaces: a larger file
+// is read as a sample, its first and last sampleBytes cut at line ends
+// (sampled set), and never held whole.
+func (m *Manager) readTargetBounded(fsys *confine.FS, path string, limit int64) (data []byte, ok, sampled bool, err error) {
+	f, err := m.openRegular(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, false, nil
+	}
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, false, err
+	}
+	if fi.Size() <= limit {
+		// One byte over the limit shows a file that grew since the Stat.
+		data, err = io.ReadAll(io.LimitReader(f, limit+1))
+		if err != nil {
+			return nil, false, false, err
+		}
+		if int64(len(data)) <= limit {
+			return data, true, false, nil
+		}
+	}
+	data, err = readSample(f)
+	return data, err == nil, err == nil, err
+}
+
+// readSample returns the head and the tail of f, each cut at a line end
+// (or, in a file without one, at a character's start) so that no line and
+// no UTF-8 sequence is split where they join.
+func readSample(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := fi.Size()
+	buf := make([]byte, 2*sampleBytes)
+	head := buf[:sampleBytes]
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	head = head[:n]
+	if int64(n) >= size {
+		return head, nil
+	}
+	if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
+		head = head[:i+1]
+	} else {
+		head = head[:runeStart(head, len(head))]
+	}
+	tail := buf[len(head) : len(head)+sampleBytes]
+	off := max(size-sampleBytes, int64(len(head)))
+	n, err = f.ReadAt(tail, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	tail = tail[:n]
+	if off > int64(len(head)) {
+		if i := bytes.IndexByte(tail, '\n'); i >= 0 {
+			tail = tail[i+1:]
+		} else {
+			tail = tail[runeStart(tail, 0):]
+		}
+	}
+	return append(head, tail...), nil
+}
+
+// runeStart is the first index at or after i (before len(b) at most)
+// where a UTF-8 sequence starts, looking back from i at most 3 bytes when
+// i is the end.
+func runeStart(b []byte, i int) int {
+	if i == len(b) {
+		for j := len(b) - 1; j >= 0 && j >= len(b)-utf8.UTFMax; j-- {
+			if utf8.RuneStart(b[j]) {
+				if utf8.FullRune(b[j:]) {
+					return len(b)
+				}
+				return j
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && !utf8.RuneStart(b[i]) {
+		i++
+	}
+	return i
 }
 
 // targetState is what a target looked like at one moment.

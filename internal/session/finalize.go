@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -26,6 +27,14 @@ const trailingPreviewBytes = 200
 // returns a summary. The content is streamed from the journal into a temp
 // file, never held whole in memory.
 func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
+	return m.FinalizeContext(context.Background(), p)
+}
+
+// FinalizeContext is Finalize for a caller that may be gone before its
+// turn: content checked in memory waits for room under the daemon's
+// bound (Config.CheckMemoryBytes), and stops waiting, with ctx's error,
+// when ctx is done. Once its check has begun it runs to the end.
+func (m *Manager) FinalizeContext(ctx context.Context, p protocol.FinalizeParams) (protocol.FinalizeResult, error) {
 	e, err := m.lookup(p.SessionID)
 	if err != nil {
 		return protocol.FinalizeResult{}, err
@@ -48,6 +57,11 @@ func (m *Manager) Finalize(p protocol.FinalizeParams) (protocol.FinalizeResult, 
 	if !r.Scanner.MarkerSeen() && !p.EndOfInput {
 		return protocol.FinalizeResult{}, markerMissing(r)
 	}
+	held, err := m.checks.acquire(ctx, m.checkWeight(r))
+	if err != nil {
+		return protocol.FinalizeResult{}, err
+	}
+	defer m.checks.release(held)
 	if p.DryRun {
 		r.DryRun = true
 		if ok, content, err := m.isEnvelope(r); err != nil || ok {
@@ -104,6 +118,13 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 	if c.content == nil {
 		res.Bytes = r.contentBytes()
 		res.Diff = "(content too large to diff)"
+		return res, nil
+	}
+	if c.sampled {
+		sum := newCounter()
+		sum.Write(c.content)
+		res.Bytes, res.Lines, res.SHA256 = sum.bytes, sum.lines(), sum.sum()
+		res.Diff = "(the file it replaces is too large to diff)"
 		return res, nil
 	}
 	after := c.content

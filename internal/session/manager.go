@@ -76,6 +76,9 @@ type Config struct {
 	Validation       validate.Policies
 	ValidateMaxBytes int64
 	MaxAttempts      int
+	// CheckMemoryBytes bounds the bytes all finalizes check in memory at
+	// once (0: DefaultCheckMemoryBytes).
+	CheckMemoryBytes int64
 	// MaxSessions and MaxClientSessions cap the unfinished sessions of
 	// the daemon and of one owner (see BeginAs); zero: the defaults.
 	MaxSessions       int
@@ -110,6 +113,8 @@ type Manager struct {
 	// heldBases is how many bytes of targets' content at begin the
 	// sessions not journaled yet hold in memory (heldBase).
 	heldBases atomic.Int64
+	// checks bounds the content finalizes check in memory at once.
+	checks checkBudget
 }
 
 type entry struct {
@@ -195,7 +200,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, sessions: make(map[string]*entry), txs: make(map[string]*txEntry),
-		caps: sessionCaps{live: make(map[*entry]struct{}), pendingByOwner: make(map[string]int)}}
+		caps:   sessionCaps{live: make(map[*entry]struct{}), pendingByOwner: make(map[string]int)},
+		checks: newCheckBudget(cfg.CheckMemoryBytes)}
 	m.roots.Store(&access{guard: cfg.Guard, files: files})
 	err = cfg.Store.ForEachMeta(func(id string, meta []byte) error {
 		var r record

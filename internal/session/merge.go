@@ -319,7 +319,7 @@ func hashOrAbsent(exists bool, sha string) string {
 // ours the file now, theirs the session's result. Overlapping changes are
 // refused with the regions, and nothing is written.
 func (m *Manager) mergeChange(r *record, c *checked, ch *targetChange) ([]merge.Hunk, error) {
-	if c.content == nil || !c.hasOriginal {
+	if c.content == nil || !c.hasOriginal || c.sampled {
 		return nil, changedError(r, ch.now)
 	}
 	if r.Operation != protocol.OpEdit && (len(c.original) > mergeMaxBytes || len(c.content) > mergeMaxBytes) {

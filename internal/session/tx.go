@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -140,6 +141,15 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 	}
 	unlock := lockAll(entries)
 	defer unlock()
+	// Its members' checks take one turn with the finalizes' (see
+	// checkBudget), asked for once every lock is held: a commit never
+	// waits for a lock while it holds part of the budget.
+	var weight int64
+	for _, e := range entries {
+		weight += m.checkWeight(&e.rec)
+	}
+	held, _ := m.checks.acquire(context.Background(), weight)
+	defer m.checks.release(held)
 
 	if p.DryRun {
 		return m.txDryRun(tx, entries, p)
@@ -157,7 +167,7 @@ func (m *Manager) TxCommit(p protocol.TxCommitParams) (protocol.TxCommitResult, 
 		if r.Operation == protocol.OpCreate {
 			ch.Kind = changeCreate
 		}
-		if c.content != nil {
+		if c.content != nil && !c.sampled {
 			// The new content was computed from this original.
 			sum := newCounter()
 			sum.Write(c.original)

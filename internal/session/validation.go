@@ -54,6 +54,22 @@ type checked struct {
 	// target since begin; mergedHunks are that change's hunks.
 	merged      bool
 	mergedHunks []merge.Hunk
+	// sampled is set when original is only a sample of a file over the
+	// validation limit (see readTargetBounded): its conventions were
+	// followed, but it has no hash, diff or merge to give.
+	sampled bool
+}
+
+// checkedTarget is the file a check compares its content with: for a
+// session.write, as its begin read it (see baseRead); for a whole-file
+// write, at most the validation limit of it (see readTargetBounded). A
+// patch or an edit is applied to the whole file, which is read whole.
+func (m *Manager) checkedTarget(r *record, partial bool) (data []byte, ok, sampled bool, err error) {
+	if r.base != nil || partial {
+		data, ok, err = m.currentTarget(r)
+		return data, ok, false, err
+	}
+	return m.readTargetBounded(m.fsOf(r), r.Target, m.cfg.ValidateMaxBytes)
 }
 
 // policies merges the session's validation policy over the daemon's.
@@ -114,9 +130,18 @@ func (m *Manager) check(r *record) (checked, error) {
 		}
 		content = buf.Bytes()
 	}
-	original, hasOriginal, err := m.currentTarget(r)
+	original, hasOriginal, sampled, err := m.checkedTarget(r, partial)
 	if err != nil {
 		return checked{}, confinedError(r.ID, "reading the current target", err)
+	}
+	if sampled && r.Operation == protocol.OpAppend {
+		// Appended text is checked as part of the file it extends, which
+		// is over the limit: written unchecked, as larger content is.
+		return checked{validation: &protocol.Validation{
+			FileType: string(validate.Detect(r.Target, nil)),
+			SyntaxOK: true,
+			Skipped:  fmt.Sprintf("the file appended to is over the %d-byte validation limit; written unchecked", m.cfg.ValidateMaxBytes),
+		}}, nil
 	}
 	if partial && !hasOriginal {
 		pe := protocol.Errorf(protocol.CodeInvalidTarget, protocol.ReasonTargetMissing,
@@ -164,7 +189,7 @@ func (m *Manager) check(r *record) (checked, error) {
 	// candidate places.
 	var elideErr error
 	merged := 0
-	if hasOriginal && r.Operation != protocol.OpAppend {
+	if hasOriginal && !sampled && r.Operation != protocol.OpAppend {
 		if el := validate.NewPlaceholderLines(r.Target, repaired, original); len(el) > 0 {
 			out, n, err := elide.Merge(original, repaired, el)
 			if err == nil {
@@ -174,7 +199,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			}
 		}
 	}
-	c := checked{content: repaired, original: raw, hasOriginal: hasOriginal, elisionsMerged: merged}
+	c := checked{content: repaired, original: raw, hasOriginal: hasOriginal, sampled: sampled, elisionsMerged: merged}
 	c.repairs = repairsOf(fixes)
 	if codec != nil {
 		enc := *codec
@@ -275,14 +300,24 @@ func (m *Manager) validateInto(c *checked, r *record, whole, original []byte, ha
 
 // validateText is validateInto for text decoded already.
 func (m *Manager) validateText(c *checked, r *record, whole, original []byte, hasOriginal bool) error {
-	v, err := m.validateFile(r, r.Target, whole, original, hasOriginal)
+	opts := validate.CheckOptions{EndMarkerSeen: true}
+	if c.sampled {
+		// A sample's findings are not the file's: none is excused by it.
+		original, hasOriginal, opts.OriginalUnread = nil, false, true
+	}
+	v, err := m.validateWith(r, r.Target, whole, original, hasOriginal, opts)
 	c.validation = v
 	return err
 }
 
 // validateFile checks the file path would become, under r's policy.
 func (m *Manager) validateFile(r *record, path string, whole, original []byte, hasOriginal bool) (*protocol.Validation, error) {
-	report := validate.Check(path, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
+	return m.validateWith(r, path, whole, original, hasOriginal, validate.CheckOptions{EndMarkerSeen: true})
+}
+
+// validateWith is validateFile with the check's options.
+func (m *Manager) validateWith(r *record, path string, whole, original []byte, hasOriginal bool, opts validate.CheckOptions) (*protocol.Validation, error) {
+	report := validate.Check(path, whole, original, hasOriginal, opts)
 	decision := validate.Decide(report, m.policies(r))
 	v := validationOf(report)
 	v.Blocked, v.Summary = decision.Blocked, decision.Summary

@@ -104,7 +104,11 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	m.traceStage(&e.rec, trace.String("target", r.Target), trace.String("operation", string(r.Operation)), trace.Bool("write", true))
 
 	e.mu.Lock()
+	// The request holds its content already; its check and the target it
+	// read take their turn with the finalizes' (see checkBudget).
+	held, _ := m.checks.acquire(context.Background(), m.checkWeight(&e.rec))
 	res, err := m.finalizeLocked(e, false)
+	m.checks.release(held)
 	e.rec.files, e.rec.base = nil, nil // the view ends with this request
 	journaled := e.rec.inline == nil
 	if err != nil && !journaled {

@@ -16,6 +16,9 @@ type CheckOptions struct {
 	EndMarkerSeen bool `json:"end_marker_seen"`
 	// Type overrides the file type detected from the path.
 	Type FileType `json:"type,omitempty"`
+	// OriginalUnread says a file is being replaced that was too large to
+	// read: nothing is compared with it, but emptying it still warns.
+	OriginalUnread bool `json:"original_unread,omitempty"`
 }
 
 // issue is a finding plus the key that identifies it independently of
@@ -59,7 +62,7 @@ func Check(path string, content, original []byte, hasOriginal bool, opts CheckOp
 	markPreexisting(issues, old)
 	issues = append(issues, placeholders(typ, src, origSrc)...)
 
-	if len(bytes.TrimSpace(src)) == 0 && len(bytes.TrimSpace(origSrc)) > 0 {
+	if len(bytes.TrimSpace(src)) == 0 && (len(bytes.TrimSpace(origSrc)) > 0 || opts.OriginalUnread) {
 		issues = append(issues, issue{Finding: Finding{
 			Code: CodeEmptyContent, Category: CategoryTruncationHint, Severity: SeverityWarning,
 			Message: "the content is empty but the existing file is not: writing it would delete the whole file; send the file's full content",

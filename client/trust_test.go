@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/client"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -90,7 +91,7 @@ func TestDialRefusesAnotherUsersSocket(t *testing.T) {
 		t.Skip("chown needs root")
 	}
 	t.Run("Socket", func(t *testing.T) {
-		dir, _ := os.MkdirTemp("", "orion-trust")
+		dir, _ := paths.SocketTempDir("orion-trust", "oriond.sock")
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		sock := filepath.Join(dir, "oriond.sock")
 		f := listenFake(t, sock)
@@ -103,7 +104,7 @@ func TestDialRefusesAnotherUsersSocket(t *testing.T) {
 		}
 	})
 	t.Run("Directory", func(t *testing.T) {
-		dir, _ := os.MkdirTemp("", "orion-trust")
+		dir, _ := paths.SocketTempDir("orion-trust", "oriond.sock")
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		sock := filepath.Join(dir, "oriond.sock")
 		f := listenFake(t, sock)
@@ -113,7 +114,7 @@ func TestDialRefusesAnotherUsersSocket(t *testing.T) {
 		refused(t, sock, fmt.Sprintf("uid %d", nobody), f.received.Load)
 	})
 	t.Run("WritableDirectory", func(t *testing.T) {
-		dir, _ := os.MkdirTemp("", "orion-trust")
+		dir, _ := paths.SocketTempDir("orion-trust", "oriond.sock")
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		sock := filepath.Join(dir, "oriond.sock")
 		f := listenFake(t, sock)

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/orion-agent/orion/daemon"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/trace/tracecfg"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -31,7 +32,7 @@ func benchDaemon(b *testing.B) string {
 	b.Helper()
 	// A short directory for the socket: TMPDIR may be longer than a socket
 	// path may be.
-	sockDir, err := os.MkdirTemp("", "ob")
+	sockDir, err := paths.SocketTempDir("ob", "s/oriond.sock")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/controller"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -58,7 +59,7 @@ type loggedAppend struct {
 }
 
 func newAppendLog(t *testing.T, daemon string, delay time.Duration) *appendLog {
-	dir, err := os.MkdirTemp("", "orion-proxy")
+	dir, err := paths.SocketTempDir("orion-proxy", "p.sock")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/controller"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/testdaemon"
 )
 
@@ -34,7 +35,7 @@ type ackDropper struct {
 }
 
 func newAckDropper(t *testing.T, daemon string, nth int64) *ackDropper {
-	dir, err := os.MkdirTemp("", "orion-proxy")
+	dir, err := paths.SocketTempDir("orion-proxy", "p.sock")
 	if err != nil {
 		t.Fatal(err)
 	}

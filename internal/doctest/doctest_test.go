@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/orion-agent/orion/internal/doctest"
+	"github.com/orion-agent/orion/internal/paths"
 )
 
 // root is the repository's root, from this package's directory.
@@ -147,7 +148,7 @@ func TestDocuments(t *testing.T) {
 	// limited to 103 bytes: t.TempDir() carries the test's name, which
 	// leaves too little of that in a long TMPDIR (macOS's, a private
 	// mktemp -d), so the runtime directory gets a short name of its own.
-	runtime, err := os.MkdirTemp("", "od")
+	runtime, err := paths.SocketTempDir("od", "orion/oriond.sock")
 	if err != nil {
 		t.Fatal(err)
 	}

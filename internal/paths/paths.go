@@ -72,3 +72,21 @@ func HomeDir(env Env) (string, error) {
 	}
 	return os.UserHomeDir()
 }
+
+// SocketTempDir makes a new private directory (os.MkdirTemp's pattern)
+// for a throwaway daemon's socket, where rest (the socket's path below
+// it) will fit within MaxSocketPath: in the temp directory when it does
+// there, else in /tmp. A private TMPDIR can be long enough (macOS's
+// /var/folders/…/T/, a CI job's own directory) that a socket in it could
+// not be bound. For tests and benchmark tools; the caller removes it.
+func SocketTempDir(pattern, rest string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if len(filepath.Join(dir, rest)) <= MaxSocketPath {
+		return dir, nil
+	}
+	os.Remove(dir)
+	return os.MkdirTemp("/tmp", pattern)
+}

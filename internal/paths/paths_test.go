@@ -2,8 +2,10 @@ package paths_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/paths"
@@ -54,5 +56,45 @@ func TestDefaultStateDir(t *testing.T) {
 				t.Fatalf("DefaultStateDir() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSocketTempDir: a throwaway socket's directory is in the temp
+// directory when the socket fits there, and somewhere it fits when the
+// temp directory is too long for it (a socket there could not be bound).
+func TestSocketTempDir(t *testing.T) {
+	// t.TempDir() carries the test's name, and the test may itself run
+	// in a long TMPDIR: the short one is made in /tmp.
+	short, err := os.MkdirTemp("/tmp", "st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
+	long := filepath.Join(short, strings.Repeat("a-long-private-temp-directory-", 4))
+	if err := os.MkdirAll(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tmp := range []string{short, long} {
+		t.Setenv("TMPDIR", tmp)
+		dir, err := paths.SocketTempDir("orion", "s/oriond.sock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		sock := filepath.Join(dir, "s", "oriond.sock")
+		if len(sock) > paths.MaxSocketPath {
+			t.Errorf("TMPDIR of %d bytes: socket path of %d bytes, over %d", len(tmp), len(sock), paths.MaxSocketPath)
+		}
+		if inTmp := strings.HasPrefix(dir, tmp+string(filepath.Separator)); inTmp != (tmp == short) {
+			t.Errorf("TMPDIR of %d bytes: directory %s", len(tmp), dir)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "s"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatalf("TMPDIR of %d bytes: %v", len(tmp), err)
+		}
+		ln.Close()
 	}
 }

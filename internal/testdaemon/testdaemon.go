@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orion-agent/orion/internal/paths"
 )
 
 var (
@@ -232,7 +234,7 @@ func StartEnv(t *testing.T, env []string, extraArgs ...string) *Daemon {
 	t.Helper()
 	// Socket paths are limited to ~104 bytes, and t.TempDir() paths carry
 	// the test name, so the socket gets its own short directory.
-	sockDir, err := os.MkdirTemp("", "orion")
+	sockDir, err := paths.SocketTempDir("orion", "s/oriond.sock")
 	if err != nil {
 		t.Fatal(err)
 	}

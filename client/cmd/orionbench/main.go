@@ -43,6 +43,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/client/internal/sibling"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -492,7 +493,7 @@ func startDaemon(ctx context.Context, cfg config, name string, wrap []string) (*
 		return nil, err
 	}
 	// Socket paths are short-limited; cfg.dir may be long.
-	sockDir, err := os.MkdirTemp("", "ob")
+	sockDir, err := paths.SocketTempDir("ob", "oriond.sock")
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/internal/trace"
 )
@@ -220,7 +221,7 @@ func TestConfigPrintMasksPassword(t *testing.T) {
 // file: it serves on the file's socket, with the file's log format.
 func TestRunReadsConfigFile(t *testing.T) {
 	bin := testdaemon.Binary(t)
-	sockDir, err := os.MkdirTemp("", "orion")
+	sockDir, err := paths.SocketTempDir("orion", "s/oriond.sock")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/atomicfile"
+	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/protocol"
 )
 
@@ -156,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	sockDir, err := os.MkdirTemp("", "orc")
+	sockDir, err := paths.SocketTempDir("orc", "oriond.sock")
 	if err != nil {
 		return Report{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/orion-agent/orion/client"
@@ -15,62 +14,70 @@ import (
 )
 
 // A client that keeps several chunks of one session in flight (as orionctl
-// write does) has them journaled in shared syncs; the daemon killed inside
-// one of them loses nothing acknowledged, and resume's next_seq and bytes
-// say where to go on from: the rest sent from there, the file holds the
-// content once.
+// write does) has them journaled in shared syncs, its next chunk queued
+// while the one before syncs; the daemon killed inside the content log's
+// writes and syncs loses nothing acknowledged. After the restart the
+// session resumes past every acknowledged chunk, what it holds is exactly
+// the chunks before next_seq, and the rest sent from there gives the file
+// once.
 func TestKilledWhilePipelining(t *testing.T) {
-	var b strings.Builder
-	for i := 0; b.Len() < 12*64<<10; i++ {
-		fmt.Fprintf(&b, "line %d of a file streamed in pipelined chunks\n", i)
-	}
-	content := b.String()
-	for _, point := range []string{"contentlog.write=3", "contentlog.sync=2", "contentlog.sync=5"} {
-		t.Run(point, func(t *testing.T) {
-			d := testdaemon.Start(t)
-			d.Stop()
-			d.Env = []string{failpoint.EnvVar + "=" + point}
-			d.Restart()
-			c := dial(t, d)
-			ctx := testCtx(t)
-			begun, err := c.Begin(ctx, protocol.BeginParams{TargetFile: "piped.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var acked int64
-			_, _, err = c.Stream(ctx, begun.SessionID, strings.NewReader(content), client.StreamOptions{
-				ChunkSize: 64 << 10,
-				Progress:  func(sent int64) { acked = sent },
+	for _, tc := range []struct {
+		size   int
+		points []string
+	}{
+		{64 << 10, []string{"contentlog.write=3", "contentlog.sync=2", "contentlog.sync=5"}},
+		{96 << 10, []string{"contentlog.sync=4", "contentlog.write=5", "contentlog.sync=8"}},
+	} {
+		var data bytes.Buffer
+		for i := 0; data.Len() < 24*tc.size; i++ {
+			fmt.Fprintf(&data, "line %07d of a file streamed in pipelined chunks\n", i)
+		}
+		content := data.Bytes()
+		for _, point := range tc.points {
+			t.Run(fmt.Sprintf("%dKiB/%s", tc.size>>10, point), func(t *testing.T) {
+				d := testdaemon.Start(t)
+				d.Stop()
+				d.Env = []string{failpoint.EnvVar + "=" + point}
+				d.Restart()
+				c := dial(t, d)
+				ctx := testCtx(t)
+				begun, err := c.Begin(ctx, protocol.BeginParams{TargetFile: "piped.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var acked int64
+				last, _, err := c.Stream(ctx, begun.SessionID, bytes.NewReader(content), client.StreamOptions{
+					ChunkSize: tc.size,
+					Progress:  func(sent int64) { acked = sent },
+				})
+				if err == nil {
+					t.Fatalf("the stream ended without the kill at %s\n%s", point, d.Logs())
+				}
+				d.Wait()
+				d.Env = nil
+				d.Restart()
+				c = dial(t, d)
+				res, err := c.Resume(ctx, begun.SessionID)
+				if err != nil {
+					t.Fatalf("resume after the kill (%d bytes acknowledged): %v\n%s", acked, err, d.Logs())
+				}
+				if res.NextSeq < last.Seq+1 || res.Bytes < acked {
+					t.Fatalf("after the kill: next_seq %d, %d bytes; seq %d (%d bytes) was acknowledged\n%s", res.NextSeq, res.Bytes, last.Seq, acked, d.Logs())
+				}
+				held := int64(res.NextSeq-1) * int64(tc.size)
+				if res.Bytes != held {
+					t.Fatalf("after the kill: next_seq %d but %d bytes; want %d", res.NextSeq, res.Bytes, held)
+				}
+				if _, _, err := c.Stream(ctx, begun.SessionID, bytes.NewReader(content[held:]), client.StreamOptions{ChunkSize: tc.size, FirstSeq: res.NextSeq}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID, EndOfInput: true}); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := os.ReadFile(filepath.Join(d.Root, "piped.txt")); !bytes.Equal(got, content) {
+					t.Fatalf("file holds %d bytes, want %d", len(got), len(content))
+				}
 			})
-			if err == nil {
-				t.Fatalf("the stream ended without the kill at %s\n%s", point, d.Logs())
-			}
-			d.Wait()
-			d.Env = nil
-			d.Restart()
-			c = dial(t, d)
-			res, err := c.Resume(ctx, begun.SessionID)
-			if err != nil {
-				t.Fatalf("resume after the kill (%d bytes acknowledged): %v\n%s", acked, err, d.Logs())
-			}
-			if res.Bytes < acked || res.Bytes > int64(len(content)) || !strings.HasPrefix(content, content[:res.Bytes]) {
-				t.Fatalf("resume says %d bytes, %d were acknowledged\n%s", res.Bytes, acked, d.Logs())
-			}
-			// Chunks are 64 KiB but the last (the content is ASCII, cut
-			// anywhere): the seq to go on from follows from the bytes.
-			if want := uint64((res.Bytes+64<<10-1)/(64<<10)) + 1; res.NextSeq != want {
-				t.Fatalf("resume says next_seq %d for %d bytes, want %d", res.NextSeq, res.Bytes, want)
-			}
-			if _, _, err := c.Stream(ctx, begun.SessionID, strings.NewReader(content[res.Bytes:]+begun.EndMarker+"\n"),
-				client.StreamOptions{ChunkSize: 64 << 10, FirstSeq: res.NextSeq}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Finalize(ctx, protocol.FinalizeParams{SessionID: begun.SessionID}); err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := os.ReadFile(filepath.Join(d.Root, "piped.txt")); !bytes.Equal(got, []byte(content)) {
-				t.Fatalf("file holds %d bytes, want %d", len(got), len(content))
-			}
-		})
+		}
 	}
 }

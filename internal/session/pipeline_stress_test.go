@@ -243,10 +243,7 @@ func TestDuplicateWhileLaterChunkInFlight(t *testing.T) {
 	h, gate := gatedHarness(t)
 	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpCreate})
 	h.append(b.SessionID, "one\n")
-	gate.arm()
-	ordered, done := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n" + b.EndMarker + "\n"})
-	<-ordered
-	<-gate.syncing
+	done := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n" + b.EndMarker + "\n"})
 	dup, err := h.mgr.Append(protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: "one\n"})
 	gate.release <- syscall.EIO
 	if o := <-done; o.err == nil {
@@ -351,12 +348,8 @@ func TestFirstChunkFailureKeepsTheBaseForMerge(t *testing.T) {
 	b := h.begin(protocol.BeginParams{TargetFile: "p.txt", Operation: protocol.OpOverwrite})
 	mine := lines(12, map[int]string{9: "mine nine"})
 	half := len(mine) / 2
-	gate.arm()
-	ordered1, done1 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: mine[:half]})
-	<-ordered1
-	<-gate.syncing
-	ordered2, done2 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: mine[half:]})
-	<-ordered2
+	done1 := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: mine[:half]})
+	done2 := queuedBehind(t, h, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: mine[half:]}, done1)
 	gate.release <- syscall.EIO
 	if o := <-done1; o.err == nil {
 		t.Fatal("chunk 1 acknowledged though its sync failed")

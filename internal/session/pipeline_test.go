@@ -85,6 +85,29 @@ func appendAsync(m *session.Manager, p protocol.AppendParams) (ordered orderedSi
 	return ordered, done
 }
 
+// heldAppend appends p with the gate armed and returns once its chunk is
+// queued and its batch's sync is held; the test lets the sync go.
+func heldAppend(h *harness, gate *syncGate, p protocol.AppendParams) chan appendOutcome {
+	gate.arm()
+	ordered, done := appendAsync(h.mgr, p)
+	<-ordered
+	<-gate.syncing
+	return done
+}
+
+// queuedBehind appends p while held's sync waits, and fails the test unless
+// p's chunk is queued before held returns.
+func queuedBehind(t *testing.T, h *harness, p protocol.AppendParams, held chan appendOutcome) chan appendOutcome {
+	t.Helper()
+	ordered, done := appendAsync(h.mgr, p)
+	select {
+	case <-ordered:
+	case o := <-held:
+		t.Fatalf("chunk %d was not queued while the one before it synced (that one returned first: %v)", p.Seq, o.err)
+	}
+	return done
+}
+
 // A session's next chunk is queued while the one before it syncs; when that
 // sync fails, both fail, the session goes back to the last durable chunk,
 // and the client's retries of the failed seqs are taken: the written file
@@ -105,16 +128,8 @@ func TestPipelinedAppendFailureRollsBack(t *testing.T) {
 			}
 			h.append(b.SessionID, chunks[0], chunks[1])
 
-			gate.arm()
-			ordered3, done3 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 3, Chunk: chunks[2]})
-			<-ordered3
-			<-gate.syncing
-			ordered4, done4 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 4, Chunk: chunks[3]})
-			select {
-			case <-ordered4:
-			case o := <-done3:
-				t.Fatalf("chunk 4 was not queued while chunk 3 synced (chunk 3 returned first: %v)", o.err)
-			}
+			done3 := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 3, Chunk: chunks[2]})
+			done4 := queuedBehind(t, h, protocol.AppendParams{SessionID: b.SessionID, Seq: 4, Chunk: chunks[3]}, done3)
 			gate.release <- tc.err
 			for seq, done := range map[int]chan appendOutcome{3: done3, 4: done4} {
 				if o := <-done; o.err == nil {
@@ -158,16 +173,8 @@ func TestPipelinedAppendFailureThenRestart(t *testing.T) {
 	h, gate := gatedHarness(t)
 	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpCreate})
 	h.append(b.SessionID, "one\n")
-	gate.arm()
-	ordered2, done2 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
-	<-ordered2
-	<-gate.syncing
-	ordered3, done3 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 3, Chunk: "three\n"})
-	select {
-	case <-ordered3:
-	case o := <-done2:
-		t.Fatalf("chunk 3 was not queued while chunk 2 synced (chunk 2 returned first: %v)", o.err)
-	}
+	done2 := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
+	done3 := queuedBehind(t, h, protocol.AppendParams{SessionID: b.SessionID, Seq: 3, Chunk: "three\n"}, done2)
 	gate.release <- syscall.EIO
 	if o := <-done2; o.err == nil {
 		t.Fatal("chunk 2 acknowledged though its sync failed")
@@ -209,10 +216,7 @@ func TestLifecycleWaitsForChunksInFlight(t *testing.T) {
 			h, gate := gatedHarness(t)
 			b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpCreate})
 			h.append(b.SessionID, "one\n")
-			gate.arm()
-			ordered, done := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
-			<-ordered
-			<-gate.syncing
+			done := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
 			acted := make(chan error, 1)
 			go func() { acted <- tc.act(h, b.SessionID) }()
 			waitFor(t, h.mgr, b.SessionID, acted)
@@ -266,10 +270,7 @@ func TestRetryOfChunkInFlight(t *testing.T) {
 			h, gate := gatedHarness(t)
 			b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpCreate})
 			h.append(b.SessionID, "one\n")
-			gate.arm()
-			ordered, done := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
-			<-ordered
-			<-gate.syncing
+			done := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
 			retried := make(chan error, 1)
 			var retry protocol.AppendResult
 			go func() {
@@ -304,23 +305,14 @@ func TestPipelinedChunksShareASync(t *testing.T) {
 	h, gate := gatedHarness(t)
 	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpCreate})
 	h.append(b.SessionID, "one\n")
-	gate.arm()
-	ordered, first := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
-	<-ordered
-	<-gate.syncing
+	first := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "two\n"})
 	before, err := h.st.Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rest []chan appendOutcome
 	for seq, c := range []string{"three\n", "four\n", "five\n"} {
-		ordered, done := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: uint64(seq) + 3, Chunk: c})
-		select {
-		case <-ordered:
-		case o := <-first:
-			t.Fatalf("chunk %d was not queued while chunk 2 synced (chunk 2 returned first: %v)", seq+3, o.err)
-		}
-		rest = append(rest, done)
+		rest = append(rest, queuedBehind(t, h, protocol.AppendParams{SessionID: b.SessionID, Seq: uint64(seq) + 3, Chunk: c}, first))
 	}
 	gate.release <- nil
 	for _, done := range append([]chan appendOutcome{first}, rest...) {
@@ -353,16 +345,8 @@ func TestPipelinedFirstChunkFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := h.begin(protocol.BeginParams{TargetFile: "f.txt", Operation: protocol.OpOverwrite})
-	gate.arm()
-	ordered1, done1 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: "new one\n"})
-	<-ordered1
-	<-gate.syncing
-	ordered2, done2 := appendAsync(h.mgr, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "new two\n"})
-	select {
-	case <-ordered2:
-	case o := <-done1:
-		t.Fatalf("chunk 2 was not queued while chunk 1 synced (chunk 1 returned first: %v)", o.err)
-	}
+	done1 := heldAppend(h, gate, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: "new one\n"})
+	done2 := queuedBehind(t, h, protocol.AppendParams{SessionID: b.SessionID, Seq: 2, Chunk: "new two\n"}, done1)
 	gate.release <- syscall.ENOSPC
 	for seq, done := range map[int]chan appendOutcome{1: done1, 2: done2} {
 		if o := <-done; o.err == nil {

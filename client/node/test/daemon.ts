@@ -27,6 +27,19 @@ export function oriondBinary(): string {
   return built;
 }
 
+/**
+ * socketTempDir makes a private directory for a throwaway socket, with
+ * rest its path below it: in the temp directory when the socket's path fits
+ * there, else in /tmp. A private TMPDIR (macOS's /var/folders/…/T/, a CI
+ * job's own) can be too long for a socket, which allows at most 103 bytes.
+ */
+export function socketTempDir(prefix: string, rest: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  if (path.join(dir, rest).length <= 103) return dir;
+  fs.rmdirSync(dir);
+  return fs.mkdtempSync(path.join("/tmp", prefix));
+}
+
 export interface Daemon {
   socket: string;
   root: string;
@@ -40,7 +53,7 @@ export interface Daemon {
 /** startDaemon runs oriond and resolves once its socket answers. */
 export async function startDaemon(): Promise<Daemon> {
   // Socket paths are limited to ~104 bytes: a short directory of its own.
-  const sockDir = fs.mkdtempSync(path.join(os.tmpdir(), "orion-"));
+  const sockDir = socketTempDir("orion-", "s/oriond.sock");
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "orion-node-test-"));
   fs.mkdirSync(path.join(work, "root"));
   const root = fs.realpathSync(path.join(work, "root"));

@@ -4,14 +4,14 @@
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
 import { OrionClient, UntrustedSocketError } from "../src";
+import { socketTempDir } from "./daemon";
 
 async function fakeDaemon(): Promise<{ dir: string; socket: string; received: () => number; accepted: () => number; close: () => void }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "orion-trust-"));
+  const dir = socketTempDir("orion-trust-", "oriond.sock");
   const socket = path.join(dir, "oriond.sock");
   let received = 0;
   let accepted = 0;

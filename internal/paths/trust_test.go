@@ -63,7 +63,11 @@ func TestTrustDir(t *testing.T) {
 }
 
 func TestTrustSocket(t *testing.T) {
-	dir := t.TempDir()
+	dir, err := paths.SocketTempDir("trust", "s.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "s.sock")
 	if err := paths.TrustSocket(sock, os.Getuid()); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("no socket: %v, want not exist", err)

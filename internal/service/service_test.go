@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/orion-agent/orion/internal/paths"
 )
 
 // packaged is a unit file of packaging/: rendered for the paths it names,
@@ -178,7 +180,7 @@ func verifyUnitText(t *testing.T, sa, dir, name, text string, system bool) {
 	// systemd-analyze loads the user manager's other units, whose sockets
 	// (gpg-agent's) live in the runtime directory: it needs a name short
 	// enough for a socket, which t.TempDir() in a long TMPDIR is not.
-	runtimeDir, err := os.MkdirTemp("", "sa")
+	runtimeDir, err := paths.SocketTempDir("sa", "gnupg/S.gpg-agent.browser")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -697,7 +697,9 @@ func (m *Manager) Append(p protocol.AppendParams) (protocol.AppendResult, error)
 }
 
 // An Orderer is told when an append's place among its session's chunks is
-// fixed (AppendOrdered).
+// fixed (AppendOrdered). Ordered must not block, least of all on another
+// append: the chunk is queued by then, and the log writes nothing more
+// until its append goes on to wait for it.
 type Orderer interface{ Ordered() }
 
 // AppendOrdered is Append that calls ordered.Ordered (if ordered is not

@@ -179,18 +179,7 @@ func TestPipelinedAppendsUnderRandomFailures(t *testing.T) {
 		if err != nil || res.NextSeq != total+1 {
 			t.Fatalf("session %d after a restart: next seq %d, %v; want %d", i, res.NextSeq, err, total+1)
 		}
-		fin, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: id, EndOfInput: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var all strings.Builder
-		for seq := uint64(1); seq <= total; seq++ {
-			all.WriteString(stressChunk(i, seq))
-		}
-		sum := sha256.Sum256([]byte(all.String()))
-		if got := h.read(fmt.Sprintf("f%d.txt", i)); got != all.String() || fin.SHA256 != hex.EncodeToString(sum[:]) {
-			t.Fatalf("session %d: file of %d bytes, sha256 %s; want %d bytes, %x", i, len(got), fin.SHA256, all.Len(), sum)
-		}
+		finalizeStressed(t, h, i, id, total)
 	}
 }
 
@@ -221,18 +210,7 @@ func TestPipelinedAppendsUnderRandomFailuresHash(t *testing.T) {
 		return
 	}
 	for i, id := range ids {
-		fin, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: id, EndOfInput: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var all strings.Builder
-		for seq := uint64(1); seq <= total; seq++ {
-			all.WriteString(stressChunk(i, seq))
-		}
-		sum := sha256.Sum256([]byte(all.String()))
-		if got := h.read(fmt.Sprintf("f%d.txt", i)); got != all.String() || fin.SHA256 != hex.EncodeToString(sum[:]) {
-			t.Fatalf("session %d: file of %d bytes, sha256 %s; want %d bytes, %x", i, len(got), fin.SHA256, all.Len(), sum)
-		}
+		finalizeStressed(t, h, i, id, total)
 	}
 }
 
@@ -369,5 +347,23 @@ func TestFirstChunkFailureKeepsTheBaseForMerge(t *testing.T) {
 	}
 	if want := "theirs\n" + mine; h.read("p.txt") != want || !res.Merged {
 		t.Fatalf("merged %v, file:\n%s\nwant\n%s", res.Merged, h.read("p.txt"), want)
+	}
+}
+
+// finalizeStressed finalizes stress session i and checks its file and the
+// sha256 the finalize reports against all its chunks, once each.
+func finalizeStressed(t *testing.T, h *harness, i int, id string, total uint64) {
+	t.Helper()
+	fin, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: id, EndOfInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for seq := uint64(1); seq <= total; seq++ {
+		all.WriteString(stressChunk(i, seq))
+	}
+	sum := sha256.Sum256([]byte(all.String()))
+	if got := h.read(fmt.Sprintf("f%d.txt", i)); got != all.String() || fin.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("session %d: file of %d bytes, sha256 %s; want %d bytes, %x", i, len(got), fin.SHA256, all.Len(), sum)
 	}
 }

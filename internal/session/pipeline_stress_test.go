@@ -147,27 +147,8 @@ func pipelineClient(t *testing.T, m *session.Manager, n int, id string, total ui
 // and each session's file holds its chunks once, in order, with the hash
 // it reports.
 func TestPipelinedAppendsUnderRandomFailures(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	faults := &randomFaults{rnd: rand.New(rand.NewSource(seed))}
-	h := newHarnessWith(t, store.Options{LogFault: faults.fault, SegmentSize: 4 << 20})
-	const sessions, total, window = 4, 40, 4
-	ids := make([]string, sessions)
-	for i := range ids {
-		ids[i] = h.begin(protocol.BeginParams{TargetFile: fmt.Sprintf("f%d.txt", i), Operation: protocol.OpCreate}).SessionID
-	}
-	faults.set(true)
-	var wg sync.WaitGroup
-	fails := make([]int, sessions)
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fails[i] = pipelineClient(t, h.mgr, i, ids[i], total, window, rand.New(rand.NewSource(seed+int64(i))))
-		}()
-	}
-	wg.Wait()
-	faults.set(false)
+	const total = 40
+	h, ids, fails := streamUnderRandomFailures(t, 4, total, 4)
 	t.Logf("failed rounds per session: %v", fails)
 	if t.Failed() {
 		return
@@ -186,26 +167,8 @@ func TestPipelinedAppendsUnderRandomFailures(t *testing.T) {
 // As above, finalized without a restart: the running hash, summed as the
 // chunks came and rolled back on failures, is the file's.
 func TestPipelinedAppendsUnderRandomFailuresHash(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	faults := &randomFaults{rnd: rand.New(rand.NewSource(seed))}
-	h := newHarnessWith(t, store.Options{LogFault: faults.fault, SegmentSize: 4 << 20})
-	const sessions, total, window = 3, 40, 5
-	ids := make([]string, sessions)
-	for i := range ids {
-		ids[i] = h.begin(protocol.BeginParams{TargetFile: fmt.Sprintf("f%d.txt", i), Operation: protocol.OpCreate}).SessionID
-	}
-	faults.set(true)
-	var wg sync.WaitGroup
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pipelineClient(t, h.mgr, i, ids[i], total, window, rand.New(rand.NewSource(seed+int64(i))))
-		}()
-	}
-	wg.Wait()
-	faults.set(false)
+	const total = 40
+	h, ids, _ := streamUnderRandomFailures(t, 3, total, 5)
 	if t.Failed() {
 		return
 	}
@@ -366,4 +329,32 @@ func finalizeStressed(t *testing.T, h *harness, i int, id string, total uint64) 
 	if got := h.read(fmt.Sprintf("f%d.txt", i)); got != all.String() || fin.SHA256 != hex.EncodeToString(sum[:]) {
 		t.Fatalf("session %d: file of %d bytes, sha256 %s; want %d bytes, %x", i, len(got), fin.SHA256, all.Len(), sum)
 	}
+}
+
+// streamUnderRandomFailures begins sessions and streams total chunks into
+// each, window in flight, while the journal fails now and then; it returns
+// once every client has all its chunks acknowledged, with the journal
+// healthy again, and how many failed rounds each session went through.
+func streamUnderRandomFailures(t *testing.T, sessions int, total uint64, window int) (*harness, []string, []int) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	faults := &randomFaults{rnd: rand.New(rand.NewSource(seed))}
+	h := newHarnessWith(t, store.Options{LogFault: faults.fault, SegmentSize: 4 << 20})
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = h.begin(protocol.BeginParams{TargetFile: fmt.Sprintf("f%d.txt", i), Operation: protocol.OpCreate}).SessionID
+	}
+	faults.set(true)
+	var wg sync.WaitGroup
+	fails := make([]int, sessions)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fails[i] = pipelineClient(t, h.mgr, i, ids[i], total, window, rand.New(rand.NewSource(seed+int64(i))))
+		}()
+	}
+	wg.Wait()
+	faults.set(false)
+	return h, ids, fails
 }

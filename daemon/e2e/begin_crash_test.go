@@ -1,10 +1,12 @@
 package e2e_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
 
+	"github.com/orion-agent/orion/client"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/testdaemon"
 	"github.com/orion-agent/orion/protocol"
@@ -24,14 +26,7 @@ func TestBegunSessionComesBackWithItsFirstChunk(t *testing.T) {
 	d.Env = []string{failpoint.EnvVar + "=store.index-entry=1"}
 	d.Args = append(d.Args, "--trace=false")
 	d.Restart()
-	path := filepath.Join(d.Root, "merge.txt")
-	personWrites(t, path, numbered(30, nil))
-	c := dial(t, d)
-	ctx := testCtx(t)
-	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, c, ctx, b := beginOverPersonsFile(t, d)
 	agent := numbered(30, map[int]string{3: "line 3, by the agent"})
 	half := len(agent) / 2
 	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: agent[:half]}); err != nil {
@@ -102,14 +97,7 @@ func TestBegunSessionWithoutContentIsLostToACrash(t *testing.T) {
 // the target's content at begin for a merge.
 func TestBegunSessionSurvivesAGracefulRestart(t *testing.T) {
 	d := testdaemon.Start(t)
-	path := filepath.Join(d.Root, "merge.txt")
-	personWrites(t, path, numbered(30, nil))
-	c := dial(t, d)
-	ctx := testCtx(t)
-	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, c, ctx, b := beginOverPersonsFile(t, d)
 	d.Stop()
 	d.Restart()
 	c = dial(t, d)
@@ -126,4 +114,19 @@ func TestBegunSessionSurvivesAGracefulRestart(t *testing.T) {
 	if got := readFile(t, path); got != want || !fin.Merged {
 		t.Fatalf("merged %v, file:\n%s\nwant\n%s", fin.Merged, got, want)
 	}
+}
+
+// beginOverPersonsFile writes a person's 30-line merge.txt in d's root and
+// begins an overwrite of it, for tests that must merge around their edit.
+func beginOverPersonsFile(t *testing.T, d *testdaemon.Daemon) (string, *client.Client, context.Context, protocol.BeginResult) {
+	t.Helper()
+	path := filepath.Join(d.Root, "merge.txt")
+	personWrites(t, path, numbered(30, nil))
+	c := dial(t, d)
+	ctx := testCtx(t)
+	b, err := c.Begin(ctx, protocol.BeginParams{TargetFile: path, Operation: protocol.OpOverwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, c, ctx, b
 }

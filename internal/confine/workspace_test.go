@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/pathguard"
 )
 
@@ -13,15 +12,7 @@ import (
 // of use: a path outside it, even inside the root, is refused, and so is a
 // directory of the workspace swapped for a symlink that leads out of it
 // after the path was checked. Nothing outside the workspace is made.
-func TestWithinWorkspace(t *testing.T) {
-	t.Run("openat2", testWithinWorkspace)
-	t.Run("os.Root", func(t *testing.T) {
-		if !confine.ThroughOSRoot(t) {
-			t.Skip("os.Root is the only way here, tested above")
-		}
-		testWithinWorkspace(t)
-	})
-}
+func TestWithinWorkspace(t *testing.T) { bothWays(t, testWithinWorkspace) }
 
 func testWithinWorkspace(t *testing.T) {
 	fsys, root, _ := setup(t, pathguard.Protection{})

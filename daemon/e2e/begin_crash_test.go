@@ -97,10 +97,10 @@ func TestBegunSessionWithoutContentIsLostToACrash(t *testing.T) {
 // the target's content at begin for a merge.
 func TestBegunSessionSurvivesAGracefulRestart(t *testing.T) {
 	d := testdaemon.Start(t)
-	path, c, ctx, b := beginOverPersonsFile(t, d)
+	path, _, ctx, b := beginOverPersonsFile(t, d)
 	d.Stop()
 	d.Restart()
-	c = dial(t, d)
+	c := dial(t, d)
 	personWrites(t, path, numbered(30, map[int]string{25: "line 25, by the person"}))
 	agent := numbered(30, map[int]string{3: "line 3, by the agent"})
 	if _, err := c.Append(ctx, protocol.AppendParams{SessionID: b.SessionID, Seq: 1, Chunk: agent + b.EndMarker + "\n"}); err != nil {

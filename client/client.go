@@ -142,7 +142,7 @@ func newClient(c net.Conn, opts Options) *Client {
 	// The library logs a lost connection to the global logger; a client
 	// learns of it from the failed call instead.
 	codec := jsonrpc.NewClientCodec()
-	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, codec), h,
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(codec.Conn(c), codec), h,
 		jsonrpc2.SetLogger(log.New(io.Discard, "", 0)), codec.OnSend())
 	return &Client{conn: conn, codec: codec}
 }

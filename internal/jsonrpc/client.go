@@ -47,14 +47,19 @@ type ClientCodec struct {
 	sending *jsonrpc2.Request
 	frame   []byte
 	head    []byte
-	// body is ReadObject's buffer for the frames it reads, used by the
-	// read loop alone.
+	// body is the buffer frames are read into, used by whoever reads
+	// (reading).
 	body []byte
+
+	// The reading of replies (read.go): whoever reads frames from the
+	// connection, jsonrpc2's read loop or a Call waiting alone, holds
+	// reading; see the fields' doc there.
+	rd reader
 }
 
 // NewClientCodec returns the codec of one client connection.
 func NewClientCodec() *ClientCodec {
-	c := &ClientCodec{calls: make(map[uint64]*Call)}
+	c := &ClientCodec{calls: make(map[uint64]*Call), rd: reader{wake: make(chan struct{}, 1)}}
 	c.ids.Store(callIDs)
 	return c
 }
@@ -75,23 +80,30 @@ func (c *ClientCodec) OnSend() jsonrpc2.ConnOpt {
 // ReadObject implements jsonrpc2.ObjectCodec: it reads frames as
 // jsonrpc2.VSCodeObjectCodec does, settles the replies to Calls itself and
 // hands jsonrpc2 the first other message. When it fails the connection
-// ends: the Calls waiting fail with jsonrpc2.ErrClosed.
+// ends: the Calls waiting fail with jsonrpc2.ErrClosed. While a Call
+// waiting alone reads its own reply (read.go), it does not read: it takes
+// what that Call read for jsonrpc2.
 func (c *ClientCodec) ReadObject(stream *bufio.Reader, v any) error {
 	for {
-		body, err := c.readFrame(stream)
+		body, held, more, err := c.loopFrame(stream)
 		if err != nil {
-			c.endCalls()
 			return err
 		}
-		if c.settle(body) {
-			continue
+		if more {
+			continue // a Call's reply, settled
 		}
 		// jsonrpc2 keeps copies of what it reads (its messages' params,
-		// results and data are copied out), not body itself.
+		// results and data are copied out), not body itself, which is
+		// read into again once reading is let go.
 		if u, ok := v.(json.Unmarshaler); ok {
-			return u.UnmarshalJSON(body)
+			err = u.UnmarshalJSON(body)
+		} else {
+			err = json.Unmarshal(body, v)
 		}
-		return json.Unmarshal(body, v)
+		if held {
+			c.doneWith()
+		}
+		return err
 	}
 }
 
@@ -131,6 +143,13 @@ func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 			return err
 		}
 		return c.writeParts(stream, [][]byte{data})
+	}
+	if !req.Notif {
+		// A request of jsonrpc2's own: its reply is the read loop's
+		// to read.
+		c.mu.Lock()
+		c.unyieldLocked()
+		c.mu.Unlock()
 	}
 	params, err := c.encode(req)
 	if err != nil {

@@ -90,11 +90,27 @@ func TestClientWritesOneFrameInOneWrite(t *testing.T) {
 // notifications, are read as jsonrpc2 reads them, also between a Call's
 // request and its reply.
 func TestClientCallTakesItsResultRaw(t *testing.T) {
+	forEachReader(t, testClientCallTakesItsResultRaw)
+}
+
+// forEachReader runs test with the codec on a stream of its own, where
+// jsonrpc2's read loop reads every reply, and on the connection given to
+// it (Conn), where a Call waiting alone reads its own.
+func forEachReader(t *testing.T, test func(t *testing.T, stream func(*ClientCodec, net.Conn) net.Conn)) {
+	t.Run("ReadLoop", func(t *testing.T) {
+		test(t, func(_ *ClientCodec, conn net.Conn) net.Conn { return conn })
+	})
+	t.Run("CallReads", func(t *testing.T) {
+		test(t, (*ClientCodec).Conn)
+	})
+}
+
+func testClientCallTakesItsResultRaw(t *testing.T, stream func(*ClientCodec, net.Conn) net.Conn) {
 	server, conn := net.Pipe()
 	defer server.Close()
 	codec := NewClientCodec()
 	notified := make(chan string, 1)
-	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(conn, codec),
+	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(stream(codec, conn), codec),
 		jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
 			notified <- req.Method + " " + string(*req.Params)
 			return nil, nil
@@ -180,9 +196,13 @@ func TestClientCallTakesItsResultRaw(t *testing.T) {
 // ends stops waiting, its id is never reused, and its late reply is
 // dropped, not given to the call after it.
 func TestClientCallEnds(t *testing.T) {
+	forEachReader(t, testClientCallEnds)
+}
+
+func testClientCallEnds(t *testing.T, stream func(*ClientCodec, net.Conn) net.Conn) {
 	server, conn := net.Pipe()
 	codec := NewClientCodec()
-	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(conn, codec),
+	rpc := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(stream(codec, conn), codec),
 		jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }),
 		codec.OnSend())
 	defer rpc.Close()

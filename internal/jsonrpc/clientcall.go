@@ -106,6 +106,15 @@ func (k *Call) Send(ctx context.Context, conn *jsonrpc2.Conn, method string, par
 // jsonrpc2.ErrClosed means the connection ended first; ctx's error that
 // ctx ended first, the reply not come.
 func (k *Call) Wait(ctx context.Context) (json.RawMessage, error) {
+	if read, gaveUp := k.codec.readOwn(ctx, k); gaveUp {
+		return nil, ctx.Err()
+	} else if read {
+		<-k.done
+		if k.err != nil {
+			return nil, k.err
+		}
+		return k.result, nil
+	}
 	select {
 	case <-k.done:
 	case <-ctx.Done():
@@ -166,17 +175,17 @@ func keep(b []byte) []byte {
 }
 
 // settle hands body, a reply read from the connection, to the Call it
-// answers. It reports whether body was such a reply (of a Call waited for
-// or not): the others are jsonrpc2's to read.
-func (c *ClientCodec) settle(body []byte) bool {
+// answers, which it returns (nil for a Call given up on). It reports
+// whether body was such a reply: the others are jsonrpc2's to read.
+func (c *ClientCodec) settle(body []byte) (*Call, bool) {
 	var room [8]member
 	ms, ok := readMembersInto(room[:0], body)
 	if !ok || ms.get("method") != nil {
-		return false
+		return nil, false
 	}
 	id, ok := callID(ms.get("id"))
 	if !ok {
-		return false
+		return nil, false
 	}
 	result, rpcErr := ms.get("result"), ms.get("error")
 	c.mu.Lock()
@@ -185,7 +194,7 @@ func (c *ClientCodec) settle(body []byte) bool {
 	c.mu.Unlock()
 	if k == nil {
 		// A call given up on.
-		return true
+		return nil, true
 	}
 	// Out of the map, k is this reply's alone: no one else writes it
 	// until Wait has what is sent on done.
@@ -205,7 +214,7 @@ func (c *ClientCodec) settle(body []byte) bool {
 		k.result = append(k.result[:0], result...)
 	}
 	k.done <- struct{}{}
-	return true
+	return k, true
 }
 
 // callID reads raw as the id of a Call: a plain decimal number from
@@ -234,6 +243,13 @@ func (c *ClientCodec) endCalls() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
+	if c.rd.unwatch != nil {
+		c.rd.unwatch()
+		c.rd.unwatch, c.rd.watched = nil, nil
+	}
+	if c.rd.resumer != nil {
+		c.rd.resumer.Stop()
+	}
 	for id, k := range c.calls {
 		delete(c.calls, id)
 		k.lost = true

@@ -685,11 +685,18 @@ func writes(out [][]byte, buf []byte, pieces []piece) [][]byte {
 // and syncs it.
 func (l *Log) writeSync(bufs [][]byte, off int64) error {
 	failpoint.Hit("contentlog.write")
-	for _, b := range bufs {
-		if _, err := l.active.f.WriteAt(b, off); err != nil {
+	if f, ok := l.active.f.(osFile); ok && len(bufs) > 1 {
+		// A large part and the gathered bytes around it in one call.
+		if err := f.writeVecAt(bufs, off); err != nil {
 			return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
 		}
-		off += int64(len(b))
+	} else {
+		for _, b := range bufs {
+			if _, err := l.active.f.WriteAt(b, off); err != nil {
+				return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
+			}
+			off += int64(len(b))
+		}
 	}
 	failpoint.Hit("contentlog.sync")
 	if err := l.active.f.Sync(); err != nil {

@@ -2,6 +2,8 @@ package contentlog
 
 import (
 	"errors"
+	"io"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +18,44 @@ func (f osFile) Sync() error {
 		}
 	}
 }
+
+// writeVecAt writes bufs one after another from off, in one pwritev for
+// as many of them as the kernel takes at once: a record's header and its
+// large payload, written from where it is, cost one system call, not two.
+// It may change bufs.
+func (f osFile) writeVecAt(bufs [][]byte, off int64) error {
+	fd := int(f.Fd())
+	for {
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+		if len(bufs) == 0 {
+			return nil
+		}
+		n, err := unix.Pwritev(fd, bufs[:min(len(bufs), maxIOV)], off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "pwritev", Path: f.Name(), Err: err}
+		}
+		if n == 0 {
+			return &os.PathError{Op: "pwritev", Path: f.Name(), Err: io.ErrShortWrite}
+		}
+		off += int64(n)
+		for n > 0 {
+			k := min(n, len(bufs[0]))
+			bufs[0] = bufs[0][k:]
+			n -= k
+			if len(bufs[0]) == 0 {
+				bufs = bufs[1:]
+			}
+		}
+	}
+}
+
+// maxIOV is the most buffers one pwritev takes (IOV_MAX).
+const maxIOV = 1024
 
 // Allocate reserves size bytes of disk for the file, so that writes into it
 // neither fail for lack of space nor change its size.

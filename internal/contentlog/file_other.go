@@ -2,6 +2,17 @@
 
 package contentlog
 
+// writeVecAt writes bufs one after another from off.
+func (f osFile) writeVecAt(bufs [][]byte, off int64) error {
+	for _, b := range bufs {
+		if _, err := f.WriteAt(b, off); err != nil {
+			return err
+		}
+		off += int64(len(b))
+	}
+	return nil
+}
+
 // Allocate sets the file's size; where fallocate is missing the space is
 // reserved as it is written.
 func (f osFile) Allocate(size int64) error { return f.Truncate(size) }

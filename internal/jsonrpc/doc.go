@@ -25,7 +25,10 @@
 // params; the codec writes it with that id and the params encoded once,
 // and reads its reply itself, never handing it to jsonrpc2, whose reading
 // of a reply (encoding/json, twice, into generic values, then a copy of
-// the result) cost more than the rest of the client's append.
+// the result) cost more than the rest of the client's append. On a
+// connection given to the codec (ClientCodec.Conn), a Call waiting alone
+// reads its reply from the socket itself, rather than have jsonrpc2's read
+// loop read it and wake the caller (read.go).
 //
 // Why these two stay as they are: jsonrpc2 hands a stream's ReadObject an
 // unexported message type that only its own UnmarshalJSON fills, and that

@@ -13,10 +13,10 @@ import (
 // A Call waiting alone reads its own reply. Handed over by jsonrpc2's read
 // loop, a reply cost a second goroutine woken after the first (the read
 // loop's, then the caller's), the runtime waking a spare thread for it,
-// and one more read that found the socket empty: measured, about a tenth
-// of a sequential client's time per append beyond the daemon's sync, and
-// most of its context switches. So, on a connection given to the codec
-// (Conn):
+// and one more read that found the socket empty, all between the daemon's
+// reply and the client's next request: for a client that sends one chunk
+// at a time, time added to every sync. So, on a connection given to the
+// codec (Conn):
 //
 //   - Whoever reads frames holds reading: the read loop, or a Call's Wait.
 //   - A Call that is the only one waiting takes reading if no one holds it,
@@ -228,10 +228,11 @@ func (c *ClientCodec) readOwn(ctx context.Context, k *Call) (read, gaveUp bool) 
 		return false, false
 	}
 	c.rd.reading, c.rd.by, c.rd.byDone = true, k, done
+	stream := c.rd.stream
 	c.watch(ctx)
 	c.mu.Unlock()
 
-	cut := c.readUntil(done, k)
+	cut := c.readUntil(stream, done, k)
 
 	c.mu.Lock()
 	if c.rd.interrupted {
@@ -260,11 +261,10 @@ func (c *ClientCodec) readOwn(ctx context.Context, k *Call) (read, gaveUp bool) 
 	return !gaveUp, gaveUp
 }
 
-// readUntil reads frames, reading held, until k's reply is settled or the
+// readUntil reads frames from stream, reading held, until k's reply is settled or the
 // connection ends (k's done then has its outcome), or until done is
 // closed: it then reports true.
-func (c *ClientCodec) readUntil(done <-chan struct{}, k *Call) bool {
-	stream := c.rd.stream
+func (c *ClientCodec) readUntil(stream *bufio.Reader, done <-chan struct{}, k *Call) bool {
 	for {
 		// Waiting for the next frame is the part a context's end may
 		// cut short: nothing of the frame is taken yet.

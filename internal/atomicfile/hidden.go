@@ -22,8 +22,31 @@ var ErrNoHidden = confine.ErrNoUnnamed
 // dir, or the record that explains it is durable. It fails with an error
 // wrapping ErrNoHidden where such files cannot be made.
 func StageHidden(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
-	return stage(dir, name, opts, fill, true)
+	return stage(dir, name, opts, fill, stageHidden)
 }
+
+// StageHiddenAsync is StageHidden that does not wait for the file's
+// fsync: the kernel makes it while the caller goes on, and Commit waits
+// for it before the file gets its name (Discard, before letting go of
+// it). A caller with a sync of its own to make (a journal's) makes both at
+// once from one thread.
+//
+// It fails with an error wrapping ErrNoAsync, having written nothing,
+// where the kernel cannot sync a file asynchronously: StageHidden it then
+// (in a goroutine, for the same overlap). Where only the file's file
+// system cannot, the sync is made before it returns, as StageHidden's.
+func StageHiddenAsync(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
+	if !asyncSyncs() {
+		return nil, fmt.Errorf("write %s: %w", dir.Join(name), ErrNoAsync)
+	}
+	return stage(dir, name, opts, fill, stageHiddenAsync)
+}
+
+// ErrNoAsync is StageHiddenAsync's error where the kernel cannot sync a
+// file while the caller goes on.
+var ErrNoAsync = errNoAsync
+
+var errNoAsync = errors.New("no asynchronous fsync here")
 
 // nameHidden gives the hidden temp file its temp name, trying new names as
 // createTemp does, and closes it.

@@ -211,7 +211,20 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	// The file is written while the backup is taken and the record is
 	// journaled, and named only after (see early): started here, its
 	// write and sync have the backup's and the record's time to overlap.
-	staged := m.stageEarly(r, writeOp, c.content, pending)
+	staged := r.early
+	r.early = nil
+	taken := staged.take(writeOp, c.content)
+	if staged != nil && testHookEarly != nil {
+		testHookEarly(taken)
+	}
+	if taken {
+		staged.sum = pending
+	} else {
+		if staged != nil {
+			staged.drop()
+		}
+		staged = m.stageEarly(r, writeOp, c.content, pending)
+	}
 	discard := func() {
 		if staged != nil {
 			staged.discard()

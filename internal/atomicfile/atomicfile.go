@@ -301,8 +301,27 @@ func (s *Staged) TempPath() string { return s.dir.Join(s.tmp) }
 // CreateNew mode) and fsyncs the directory. On an error other than
 // ErrNotDurable the temp file is removed and the target is untouched.
 func (s *Staged) Commit() (Result, error) {
+	dirSynced, err := s.commit(false)
+	if err != nil {
+		return Result{}, err
+	}
+	return dirSynced()
+}
+
+// CommitSyncing is Commit that leaves the directory's fsync to the kernel
+// while the caller goes on, where it can (see StageHiddenAsync): when it
+// returns without an error the file is in place, and dirSynced waits for
+// the directory's sync and returns what Commit would have (an error
+// wrapping ErrNotDurable when that sync failed). The caller calls
+// dirSynced once, before it tells anyone the file is durable: what it
+// only prepares (a record to journal, a reply) it may prepare meanwhile.
+func (s *Staged) CommitSyncing() (dirSynced func() (Result, error), err error) {
+	return s.commit(true)
+}
+
+func (s *Staged) commit(async bool) (func() (Result, error), error) {
 	if s.done {
-		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
+		return nil, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
 	}
 	s.done = true
 	if s.syncing != nil {
@@ -311,15 +330,18 @@ func (s *Staged) Commit() (Result, error) {
 		if err != nil {
 			s.hidden.Close()
 			s.hidden = nil
-			return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+			return nil, fmt.Errorf("write %s: %w", s.path, err)
 		}
 	}
 	if s.hidden != nil && s.mode == CreateNew {
-		return s.linkHidden()
+		if err := s.linkHidden(); err != nil {
+			return nil, err
+		}
+		return s.syncDir(async), nil
 	}
 	if s.hidden != nil {
 		if err := s.nameHidden(); err != nil {
-			return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+			return nil, fmt.Errorf("write %s: %w", s.path, err)
 		}
 	}
 	// Crash tests die here: the temp file written and synced, not renamed.
@@ -329,19 +351,34 @@ func (s *Staged) Commit() (Result, error) {
 		err = s.dir.RenameNoReplace(s.tmp, s.name)
 		if errors.Is(err, fs.ErrExist) {
 			s.dir.Remove(s.tmp)
-			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
+			return nil, fmt.Errorf("create %s: %w", s.path, ErrExists)
 		}
 	} else {
 		err = s.dir.Rename(s.tmp, s.name)
 	}
 	if err != nil {
 		s.dir.Remove(s.tmp)
-		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+		return nil, fmt.Errorf("write %s: %w", s.path, err)
 	}
-	if err := s.dir.Sync(); err != nil {
-		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
+	return s.syncDir(async), nil
+}
+
+// syncDir syncs the directory the file was named in, now or, with async,
+// while the caller goes on, and returns what waits for it.
+func (s *Staged) syncDir(async bool) func() (Result, error) {
+	done := func(err error) (Result, error) {
+		if err != nil {
+			return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
+		}
+		return s.res, nil
 	}
-	return s.res, nil
+	if async {
+		if p, err := startSync(s.dir.SyncFile()); err == nil {
+			return func() (Result, error) { return done(p.wait()) }
+		}
+	}
+	err := s.dir.Sync()
+	return func() (Result, error) { return done(err) }
 }
 
 // Discard removes the temp file; the target was never touched. It is a

@@ -16,3 +16,6 @@ func AsyncSyncsInFlight() int { return asyncInFlight() }
 // SetAsyncSyncsOff makes the kernel's asynchronous syncs look unavailable
 // until the returned function runs.
 func SetAsyncSyncsOff() (restore func()) { return setAsyncOff() }
+
+// HasAsyncSyncs says whether the kernel here takes asynchronous syncs.
+func HasAsyncSyncs() bool { return asyncSyncs() }

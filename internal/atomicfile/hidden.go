@@ -71,22 +71,20 @@ func (s *Staged) nameHidden() error {
 
 // linkHidden commits a new file staged without a name by giving it its
 // name: the link fails if the name exists, as the rename that replaces
-// nothing would, and takes the place of a temp name and that rename.
-func (s *Staged) linkHidden() (Result, error) {
+// nothing would, and takes the place of a temp name and that rename. The
+// directory is synced by the caller (Staged.syncDir).
+func (s *Staged) linkHidden() error {
 	f := s.hidden
 	s.hidden = nil
 	defer f.Close()
 	if err := s.dir.LinkUnnamed(f, s.name); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
+			return fmt.Errorf("create %s: %w", s.path, ErrExists)
 		}
-		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+		return fmt.Errorf("write %s: %w", s.path, err)
 	}
 	// Crash tests die here: the new file in place, its directory not
 	// synced (where a temp file is renamed, before that rename).
 	failpoint.Hit("atomicfile.before-rename")
-	if err := s.dir.Sync(); err != nil {
-		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
-	}
-	return s.res, nil
+	return nil
 }

@@ -139,3 +139,55 @@ func TestStageHiddenAsync(t *testing.T) {
 		t.Errorf("e: %v", err)
 	}
 }
+
+// CommitSyncing puts the file in place at once and leaves its
+// directory's sync under way until the caller waits for it; the wait
+// gives what Commit gives. A file staged with a name commits the same way.
+func TestCommitSyncing(t *testing.T) {
+	if !atomicfile.HasAsyncSyncs() {
+		t.Skip("no asynchronous fsync here")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "b"), "old b\n", 0o600)
+	for _, c := range []struct {
+		name, file string
+		mode       os.FileMode
+		stage      func(file string) *atomicfile.Staged
+	}{
+		{"Hidden", "a", 0o644, func(file string) *atomicfile.Staged {
+			return stageHidden(t, atomicfile.StageHiddenAsync, filepath.Join(dir, file), atomicfile.Options{Mode: atomicfile.CreateNew}, file+"\n")
+		}},
+		// The mode of the file it replaces is kept.
+		{"HiddenOverwrite", "b", 0o600, func(file string) *atomicfile.Staged {
+			return stageHidden(t, atomicfile.StageHiddenAsync, filepath.Join(dir, file), atomicfile.Options{}, file+"\n")
+		}},
+		{"Named", "c", 0o644, func(file string) *atomicfile.Staged {
+			s, err := atomicfile.Stage(openDir(t, dir), file, atomicfile.Options{Mode: atomicfile.CreateNew}, content(file+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synced, err := c.stage(c.file).CommitSyncing()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.file + "\n"
+			// In place before its directory's sync is waited for.
+			checkFile(t, filepath.Join(dir, c.file), want, c.mode)
+			if got := atomicfile.AsyncSyncsInFlight(); got != 1 {
+				t.Errorf("%d syncs under way after CommitSyncing, want the directory's", got)
+			}
+			res, err := synced()
+			if err != nil || res.Bytes != int64(len(want)) || res.Mode != c.mode {
+				t.Fatalf("directory synced: %+v, %v", res, err)
+			}
+			if got := atomicfile.AsyncSyncsInFlight(); got != 0 {
+				t.Errorf("%d syncs under way after the wait", got)
+			}
+			noTemp(t, dir)
+		})
+	}
+}

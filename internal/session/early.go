@@ -36,6 +36,8 @@ type early struct {
 	staged *atomicfile.Staged
 	err    error
 	done   chan struct{}
+	// synced waits for the directory's sync once the file is named.
+	synced func() (atomicfile.Result, error)
 
 	// mu guards what tells the goroutine writing the file and the request
 	// which of them lets go of it when the finalize did not take it.
@@ -147,21 +149,46 @@ func (e *early) take(op protocol.Operation, content []byte) bool {
 // is false when the file could not be staged without a name (the file
 // system cannot): nothing was written, and the caller writes it the usual
 // way.
+//
+// The file is in place when it returns, its directory's sync maybe still
+// under way (atomicfile.Staged.CommitSyncing): dirSynced waits for it, and
+// is called before the write is journaled as done or answered.
 func (e *early) commit() (res atomicfile.Result, ok bool, err error) {
 	<-e.done
-	defer e.d.Close()
 	e.mu.Lock()
 	e.released = true
 	e.mu.Unlock()
 	if errors.Is(e.err, atomicfile.ErrNoHidden) {
+		e.d.Close()
 		return atomicfile.Result{}, false, nil
 	}
 	if e.err != nil {
+		e.d.Close()
 		return atomicfile.Result{}, true, e.err
 	}
-	res, err = e.staged.Commit()
+	synced, err := e.staged.CommitSyncing()
+	if err != nil {
+		e.d.Close()
+		return atomicfile.Result{}, true, err
+	}
+	e.synced = synced
+	res = e.staged.Result()
 	res.SHA256 = e.sum
-	return res, true, err
+	return res, true, nil
+}
+
+// dirSynced waits for the sync of the directory the file was named in
+// (see commit) and returns its error, which wraps atomicfile.ErrNotDurable;
+// nil where there is nothing to wait for.
+func (e *early) dirSynced() error {
+	if e == nil || e.synced == nil {
+		return nil
+	}
+	synced := e.synced
+	e.synced = nil
+	_, err := synced()
+	e.d.Close()
+	return err
 }
 
 // discard drops the staged file: the record it waited for failed.

@@ -633,12 +633,17 @@ func (m *Manager) putFinished(r *record) error {
 // fail, the session is journaled again, by itself, as it then stands: a
 // completion left unjournaled would be recovered only at the next start,
 // and by then the target may have changed.
-func (m *Manager) putFinishedLater(e *entry) error {
+//
+// meta, when not nil, is the record as marshal encodes it now, encoded
+// by the caller while it waited for something else.
+func (m *Manager) putFinishedLater(e *entry, meta []byte) error {
 	r := &e.rec
 	r.forgetPendingBase()
-	meta, err := r.marshal()
-	if err != nil {
-		return ioError(r.ID, "encoding the session record", err)
+	if meta == nil {
+		var err error
+		if meta, err = r.marshal(); err != nil {
+			return ioError(r.ID, "encoding the session record", err)
+		}
 	}
 	id := r.ID
 	// Journaled by the commit it rides, or again by itself should that

@@ -318,7 +318,13 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 
 // beginAs is begin for a session of owner.
 func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
-	r, err := m.prepare(nil, p, newID, createdAt, txID)
+	// One view of the files for the request, as a session.write has: the
+	// target is resolved, checked and read with one look for
+	// repositories above it and one open of its directory, where each
+	// step looked again.
+	files := m.fs().Scoped()
+	defer files.Close()
+	r, err := m.prepare(files, false, p, newID, createdAt, txID)
 	if err != nil {
 		return protocol.BeginResult{}, err
 	}
@@ -330,8 +336,10 @@ func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() str
 }
 
 // prepare checks the params and the target of a new session and returns
-// its record, not yet journaled.
-func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
+// its record, not yet journaled. files is the request's view of the files
+// (confine.FS.Scoped), nil for none; whole is set for a session.write,
+// whose request reads its target once for every later step.
+func (m *Manager) prepare(files *confine.FS, whole bool, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
 	// The daemon checked the request already; a spooled session's
 	// metadata.json was never checked, and the record keeps every field.
 	if err := p.Check(); err != nil {
@@ -382,12 +390,11 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 			return record{}, err
 		}
 	}
-	// A session.write (the one caller with a request's view) keeps what it
-	// read for its later steps (see baseRead).
-	// A begin whose session may merge keeps it for keepBase.
+	// A session.write keeps what it read for its later steps (see
+	// baseRead). A begin whose session may merge keeps it for keepBase.
 	keep := int64(-1)
 	switch {
-	case files != nil:
+	case whole:
 		keep = m.cfg.ValidateMaxBytes
 	case mergeable(p.Operation):
 		keep = mergeMaxBytes
@@ -440,9 +447,9 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
-	if files != nil && (!base.exists || data != nil) {
+	if whole && (!base.exists || data != nil) {
 		r.base = &baseRead{data: data}
-	} else if files == nil {
+	} else if !whole {
 		r.atBegin = data
 	}
 	return r, nil

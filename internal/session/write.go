@@ -62,7 +62,7 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	// above it and one open of its directory.
 	files := m.fs().Scoped()
 	defer files.Close()
-	r, err := m.prepare(files, p.BeginParams, m.cfg.NewID, time.Time{}, "")
+	r, err := m.prepare(files, true, p.BeginParams, m.cfg.NewID, time.Time{}, "")
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}

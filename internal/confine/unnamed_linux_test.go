@@ -16,7 +16,7 @@ import (
 // name already taken is refused either way and keeps what it holds.
 func TestLinkUnnamed(t *testing.T) {
 	for _, c := range []struct {
-		name      string
+		name        string
 		throughProc bool
 	}{{"ByDescriptor", false}, {"ThroughProc", true}} {
 		t.Run(c.name, func(t *testing.T) {

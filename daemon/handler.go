@@ -48,29 +48,19 @@ type handler struct {
 	inflight *sync.WaitGroup
 	// roots allows directories while the daemon runs.
 	roots *rootAdder
-	// params holds the params of requests read by a jsonrpc.ServerStream;
-	// nil, or a request it does not hold, means the params are in the
-	// request.
-	params *jsonrpc.Params
 	// heavy bounds the replies that may be megabytes (heavy.go).
 	heavy heavyGate
 	// follows bounds each connection's trace.follow subscriptions.
 	follows followCount
 }
 
-// handle is called from the read loop of connection c (rpc to jsonrpc2):
-// it decodes the params and fixes the request's place in its session's
-// queue, then serves it on a goroutine of its own, or right here, on the
-// read loop, when that keeps nothing waiting (direct). ctx is jsonrpc2's
-// for the connection, done when it closes: the handler's, so that work for
-// a client that is gone can stop.
-func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	if req.Notif {
-		// Notifications are never answered, as JSON-RPC requires: the
-		// stream acts on $/cancelRequest itself (OnCancel), and any other
-		// is ignored.
-		return
-	}
+// handle is called from the read loop of connection c (rpc to jsonrpc2)
+// with the request read (req): it decodes the params and fixes the
+// request's place in its session's queue, then serves it on a goroutine of
+// its own, or right here, on the read loop, when that keeps nothing waiting
+// (direct). ctx is jsonrpc2's for the connection, done when it closes: the
+// handler's, so that work for a client that is gone can stop.
+func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req incoming) {
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
@@ -87,17 +77,40 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 	// its connection's end; the context is made here, on the read loop,
 	// so that a cancellation read next finds it.
 	reqCtx, finished := ctx, func() {}
-	if decodeErr == nil && m.heavy && !req.ID.IsString {
-		reqCtx, finished = c.cancellable(ctx, req.ID.Num)
+	if decodeErr == nil && m.heavy && !req.id.IsString {
+		reqCtx, finished = c.cancellable(ctx, req.id.Num)
 	}
 	r := &served{h: h, ctx: ctx, reqCtx: reqCtx, finished: finished, c: c, rpc: rpc,
-		m: m, params: params, raw: raw, err: decodeErr, key: key, turn: t, id: req.ID, method: shortMethod(req.Method)}
+		m: m, params: params, raw: raw, err: decodeErr, key: key, turn: t, id: req.id, method: shortMethod(req.method)}
 	h.inflight.Add(1)
 	if h.direct(c, m, params, decodeErr, t) {
 		r.serve()
 		return
 	}
 	go r.serve()
+}
+
+// incoming is a request as the handler takes it: from the connection's
+// stream (jsonrpc.ServerStream.Take), which jsonrpc2 is handed only a
+// placeholder of, or from jsonrpc2's Request where there is no such
+// stream.
+type incoming struct {
+	id     jsonrpc2.ID
+	method string
+	// params is the params as sent; JSON nil when absent or null.
+	params jsonrpc.Raw
+}
+
+// incomingOf is req, read by jsonrpc2 itself: false for a notification.
+func incomingOf(req *jsonrpc2.Request) (incoming, bool) {
+	if req.Notif {
+		return incoming{}, false
+	}
+	in := incoming{id: req.ID, method: req.Method}
+	if req.Params != nil {
+		in.params.JSON = *req.Params
+	}
+	return in, true
 }
 
 // direct reports whether a request is served on its connection's read loop
@@ -311,35 +324,26 @@ func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, e
 // reported by name rather than as "no params". A panic while decoding (a
 // bug) is recovered as in serve. raw is the params as the stream read
 // them, to be released once the request is served.
-func (h *handler) decode(req *jsonrpc2.Request) (m method, params any, raw jsonrpc.Raw, err error) {
-	if h.params != nil {
-		// Taken whatever happens next, or they would stay in the stash.
-		raw, _ = h.params.Take(req.ID)
-	}
+func (h *handler) decode(req incoming) (m method, params any, raw jsonrpc.Raw, err error) {
+	raw = req.params
 	defer func() {
 		if r := recover(); r != nil {
 			// Not released: the decoder may have kept a part of them.
-			params, raw, err = nil, jsonrpc.Raw{}, h.recovered(req.Method, r)
+			params, raw, err = nil, jsonrpc.Raw{}, h.recovered(req.method, r)
 		}
 	}()
-	if err := protocol.CheckMethod(req.Method); err != nil {
+	if err := protocol.CheckMethod(req.method); err != nil {
 		return m, nil, raw, err
 	}
-	m, ok := methods[req.Method]
+	m, ok := methods[req.method]
 	if !ok {
 		e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
-			"unknown method %q; daemon.status lists the methods this daemon serves", req.Method)
-		e.Data.Method = req.Method
+			"unknown method %q; daemon.status lists the methods this daemon serves", req.method)
+		e.Data.Method = req.method
 		return m, nil, raw, e
 	}
 	in := raw
-	if in.JSON == nil {
-		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
-		if req.Params != nil {
-			in.JSON = *req.Params
-		}
-	}
-	if string(in.JSON) == "null" {
+	if in.JSON == nil || string(in.JSON) == "null" {
 		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
 	}
 	params, err = m.decode(in.JSON, in.Long)

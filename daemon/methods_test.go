@@ -12,7 +12,8 @@ import (
 
 // decodeParams is decode for tests that only look at the params.
 func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
-	_, p, _, err := h.decode(req)
+	in, _ := incomingOf(req)
+	_, p, _, err := h.decode(in)
 	return p, err
 }
 

@@ -136,6 +136,9 @@ type conn struct {
 	// first request, whichever comes first.
 	rpc    atomic.Pointer[jsonrpc2.Conn]
 	stream *jsonrpc.ServerStream
+	// lastSession is the session id the connection's last append named,
+	// which the next one shares (requestRoom); read loop only.
+	lastSession string
 	// active is the last time (UnixNano) a frame started to arrive: a
 	// request. A reply or notification is no activity of the client's;
 	// replies pending are seen by its stream (Waiting).

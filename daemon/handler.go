@@ -64,7 +64,9 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req i
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	m, params, raw, decodeErr := h.decode(req)
+	r := &served{h: h, ctx: ctx, c: c, rpc: rpc, id: req.id, method: shortMethod(req.method)}
+	r.room.lastSession = &c.lastSession
+	m, params, raw, decodeErr := h.decode(req, &r.room)
 	var t turn
 	key := ""
 	if decodeErr == nil {
@@ -80,8 +82,8 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req i
 	if decodeErr == nil && m.heavy && !req.id.IsString {
 		reqCtx, finished = c.cancellable(ctx, req.id.Num)
 	}
-	r := &served{h: h, ctx: ctx, reqCtx: reqCtx, finished: finished, c: c, rpc: rpc,
-		m: m, params: params, raw: raw, err: decodeErr, key: key, turn: t, id: req.id, method: shortMethod(req.method)}
+	r.reqCtx, r.finished = reqCtx, finished
+	r.m, r.params, r.raw, r.err, r.key, r.turn = m, params, raw, decodeErr, key, t
 	h.inflight.Add(1)
 	if h.direct(c, m, params, decodeErr, t) {
 		r.serve()
@@ -152,6 +154,8 @@ type served struct {
 	resp       jsonrpc2.Response
 	result     json.RawMessage
 	resultRoom [192]byte
+	// room holds an append's params and result (requestRoom).
+	room requestRoom
 	// turnReleased: the session's next request was let go (releaseTurn).
 	turnReleased bool
 	// tctx is reqCtx knowing r, for the handler (pipeline.go).
@@ -183,7 +187,7 @@ func (r *served) serve() {
 	)
 	if err == nil {
 		r.tctx = turnContext{Context: reqCtx, r: r}
-		result, owned, panicked, err = h.serve(&r.tctx, r.c.peer(), m, r.params)
+		result, owned, panicked, err = h.serve(&r.tctx, r.c.peer(), m, r.params, &r.room)
 	}
 	owned.each(func(id string) { h.owners.claim(id, r.c) })
 	// The reply may wait on a client that does not read: the session's
@@ -242,14 +246,14 @@ func (r *served) serve() {
 // the daemon go on serving. What the handler did before it panicked stays
 // done: every write the engine acknowledges is committed first, so the
 // client asks where the session stands rather than assuming either way.
-func (h *handler) serve(ctx context.Context, peer Peer, m method, params any) (result any, owned ownedIDs, panicked bool, err error) {
+func (h *handler) serve(ctx context.Context, peer Peer, m method, params any, room *requestRoom) (result any, owned ownedIDs, panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, owned, panicked, err = nil, ownedIDs{}, true, h.recovered(m.name, r)
 		}
 	}()
 	failpoint.Hit("daemon.serve")
-	result, owned, err = m.serve(h, ctx, peer, params)
+	result, owned, err = m.serve(h, ctx, peer, params, room)
 	return result, owned, false, err
 }
 
@@ -280,6 +284,18 @@ func shortMethod(method string) string {
 	return trace.CleanString(method, protocol.MaxMethodBytes)
 }
 
+// appendResultOf returns result as an append's, whether it is one or
+// points to one (keepsIn).
+func appendResultOf(result any) (protocol.AppendResult, bool) {
+	switch r := result.(type) {
+	case protocol.AppendResult:
+		return r, true
+	case *protocol.AppendResult:
+		return *r, true
+	}
+	return protocol.AppendResult{}, false
+}
+
 // traceRequest records one handled request: which, for which session, how
 // long, and how it failed. An acknowledged append goes to h.appends, when
 // there is one, to be folded with the session's other appends. A failed
@@ -287,7 +303,7 @@ func shortMethod(method string) string {
 // fields bounded.
 func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, err error, start time.Time) {
 	took := time.Since(start)
-	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
+	if ack, ok := appendResultOf(result); ok && err == nil {
 		a := trace.Append{SessionID: ack.SessionID, Start: start, Duration: took,
 			Seq: ack.Seq, Bytes: ack.Bytes, EndMarkerSeen: ack.EndMarkerSeen}
 		if h.appends != nil {
@@ -324,7 +340,7 @@ func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, e
 // reported by name rather than as "no params". A panic while decoding (a
 // bug) is recovered as in serve. raw is the params as the stream read
 // them, to be released once the request is served.
-func (h *handler) decode(req incoming) (m method, params any, raw jsonrpc.Raw, err error) {
+func (h *handler) decode(req incoming, room *requestRoom) (m method, params any, raw jsonrpc.Raw, err error) {
 	raw = req.params
 	defer func() {
 		if r := recover(); r != nil {
@@ -346,7 +362,7 @@ func (h *handler) decode(req incoming) (m method, params any, raw jsonrpc.Raw, e
 	if in.JSON == nil || string(in.JSON) == "null" {
 		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
 	}
-	params, err = m.decode(in.JSON, in.Long)
+	params, err = m.decode(in.JSON, in.Long, room)
 	if err != nil {
 		return m, nil, raw, err
 	}

@@ -210,14 +210,24 @@ func (s *Store) EnqueueAppend(id string, seq uint64, chunk, meta []byte, after *
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	return s.enqueueAppend(id, seq, encodeChunkHead(id, seq, meta, 0, 0), chunk, meta, after, puts)
+	return s.enqueueAppend(id, seq, nil, chunk, meta, after, puts)
 }
 
-// enqueueAppend queues the record of a chunk whose head is encoded, and of
-// the content buckets' values of puts.
+// enqueueAppend queues the record of a chunk, whose head is encoded
+// (nil: encoded here), and of the content buckets' values of puts.
 func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, after *Appending, puts []Put) (*Appending, error) {
 	if err := s.fenceFirst(); err != nil {
 		return nil, fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+	}
+	a := &Appending{s: s, id: id, seq: seq}
+	if head == nil {
+		// In the Appending's own room when it fits: appends without
+		// metadata, nearly all.
+		room := a.headRoom[:0:0]
+		if n := recFixed + len(id) + len(meta); n <= len(a.headRoom) {
+			room = a.headRoom[:0:n]
+		}
+		head = appendChunkHead(room, id, seq, meta, 0)
 	}
 	// The entry's meta is the tail of the record's head, a copy already:
 	// the caller's buffer is not held, and the chunk, a part of its own,
@@ -225,7 +235,7 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 	if len(meta) > 0 {
 		meta = head[len(head)-len(meta) : len(head) : len(head)]
 	}
-	a := &Appending{s: s, id: id, seq: seq, meta: meta, ref: chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}}
+	a.meta, a.ref = meta, chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	var prev *contentlog.Queued
 	if after != nil {
 		prev = after.q
@@ -248,7 +258,9 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 				s.addLive(refs[1+i].Seg, refs[1+i].Size())
 			}
 			last := refs[len(refs)-1]
-			s.deferIndex(id, seq, a.ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
+			a.entry = indexEntry{pi: pendingIndex{key: a.key(head), seq: seq, ref: a.ref}, id: id, meta: meta, vals: vals,
+				end: contentlog.Pos{Seg: last.Seg, Off: last.End()}}
+			s.deferIndex(&a.entry)
 		}, prev)
 	}
 	if err != nil {
@@ -259,7 +271,7 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 
 // Appending is a chunk EnqueueAppend queued, and what the log calls back
 // with once it is durable: one allocation where the record's parts, its
-// ref and the callback took four.
+// head, its ref, the callback and its index entry took nine.
 type Appending struct {
 	s     *Store
 	id    string
@@ -269,6 +281,21 @@ type Appending struct {
 	parts [2][]byte
 	rec   [1][][]byte
 	q     *contentlog.Queued
+	// entry is the chunk's index entry, queued once the record is
+	// durable: it lives as long as the Appending, until its commit.
+	entry indexEntry
+	// headRoom holds the record's head, when it fits.
+	headRoom [headRoomLen]byte
+}
+
+// headRoomLen is room for the head of a record without metadata whose
+// session id is a UUID, or a little longer.
+const headRoomLen = recFixed + 48
+
+// key is the session's id as the index's key: a slice of head, the
+// record's head, which holds it.
+func (a *Appending) key(head []byte) []byte {
+	return head[4 : 4+len(a.id) : 4+len(a.id)]
 }
 
 // durable queues the record's index entry; the log calls it once the
@@ -276,7 +303,9 @@ type Appending struct {
 func (a *Appending) durable(refs []contentlog.Ref) {
 	a.ref.rec = refs[0]
 	a.s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
-	a.s.deferIndex(a.id, a.seq, a.ref, a.meta, nil, contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()})
+	a.entry = indexEntry{pi: pendingIndex{key: a.key(a.parts[0]), seq: a.seq, ref: a.ref}, id: a.id, meta: a.meta,
+		end: contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()}}
+	a.s.deferIndex(&a.entry)
 }
 
 // Wait waits until the chunk is durable and returns nil, or returns why it

@@ -139,6 +139,9 @@ type conn struct {
 	// lastSession is the session id the connection's last append named,
 	// which the next one shares (requestRoom); read loop only.
 	lastSession string
+	// spare is the memory of the last request served on the read loop,
+	// for the next request; read loop only.
+	spare *served
 	// active is the last time (UnixNano) a frame started to arrive: a
 	// request. A reply or notification is no activity of the client's;
 	// replies pending are seen by its stream (Waiting).

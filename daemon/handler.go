@@ -64,7 +64,12 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req i
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	r := &served{h: h, ctx: ctx, c: c, rpc: rpc, id: req.id, method: shortMethod(req.method)}
+	r := c.spare
+	if r == nil {
+		r = new(served)
+	}
+	c.spare = nil
+	*r = served{h: h, ctx: ctx, c: c, rpc: rpc, id: req.id, method: shortMethod(req.method)}
 	r.room.lastSession = &c.lastSession
 	m, params, raw, decodeErr := h.decode(req, &r.room)
 	var t turn
@@ -87,10 +92,37 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req i
 	h.inflight.Add(1)
 	if h.direct(c, m, params, decodeErr, t) {
 		r.serve()
+		// Served, and replied to: the connection's next request is
+		// served in the same memory (a direct method keeps nothing of
+		// its request past its handler's return).
+		r.release()
+		c.spare = r
 		return
 	}
 	go r.serve()
 }
+
+// release clears r once it is served, for its connection's next request.
+// Under the race detector (the tests' runs) its contexts are left poisoned
+// until then: anything that kept one of a request served on the read loop
+// panics when it uses it, instead of reading the next request's.
+func (r *served) release() {
+	*r = served{}
+	if poisonServed {
+		r.ctx, r.reqCtx, r.tctx.Context = servedContext{}, servedContext{}, servedContext{}
+	}
+}
+
+// servedContext is the context a served request's memory holds until the
+// next request: every use of it panics.
+type servedContext struct{}
+
+func (servedContext) Deadline() (time.Time, bool) { panic(errServedUsed) }
+func (servedContext) Done() <-chan struct{}       { panic(errServedUsed) }
+func (servedContext) Err() error                  { panic(errServedUsed) }
+func (servedContext) Value(any) any               { panic(errServedUsed) }
+
+var errServedUsed = errors.New("daemon: the context of a request was used after the request was served")
 
 // incoming is a request as the handler takes it: from the connection's
 // stream (jsonrpc.ServerStream.Take), which jsonrpc2 is handed only a
@@ -119,7 +151,8 @@ func incomingOf(req *jsonrpc2.Request) (incoming, bool) {
 // rather than on a goroutine of its own: a quick method (an append: a
 // journal write and its sync), decoded, that waits for no earlier request
 // of its session, on a connection with nothing else read or arriving, and
-// not a large chunk (pipelined). The
+// not a large chunk (pipelined). Its memory (served) is the connection's
+// next request's once it is answered. The
 // connection's next request is not read meanwhile; the client is waiting
 // for this reply anyway. The goroutine it saves is most of the cost of an
 // append beyond its sync: its start, the thread the runtime wakes to run
@@ -218,7 +251,8 @@ func (r *served) serve() {
 	if err != nil {
 		rpcErr := toRPCError(err)
 		h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
-		if rerr := r.rpc.ReplyWithError(ctx, r.id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		r.resp = jsonrpc2.Response{ID: r.id, Error: rpcErr}
+		if rerr := r.send(); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 		return
@@ -236,9 +270,21 @@ func (r *served) serve() {
 		h.log.Error("encoding a reply", "method", method, "err", err)
 		r.resp.Error = toRPCError(fmt.Errorf("encoding the reply to %s: %w", method, err))
 	}
-	if rerr := r.rpc.SendResponse(ctx, &r.resp); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+	if rerr := r.send(); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 		h.log.Warn("replying", "method", method, "err", rerr)
 	}
+}
+
+// send writes r.resp, r's reply: through its connection's stream, which
+// encodes jsonrpc2's Response itself (jsonrpc.ServerStream.WriteResponse),
+// or through the Conn where there is no such stream. The Conn would only
+// wrap it in a message of its own, an allocation, and hand it to the same
+// stream.
+func (r *served) send() error {
+	if r.c.stream != nil {
+		return r.c.stream.WriteResponse(&r.resp)
+	}
+	return r.rpc.SendResponse(r.ctx, &r.resp)
 }
 
 // serve calls m's handler. A panic in it (a bug) is recovered: the request

@@ -294,7 +294,9 @@ func (r routeOf[P, R]) heavy() routeOf[P, R] {
 // direct says a request is quick: served on its connection's read loop when
 // nothing else of the connection waits, it saves a goroutine and the wakeups
 // of handing it one, and delays nothing. Only for a method whose longest
-// wait is a journal sync: the connection reads nothing else meanwhile.
+// wait is a journal sync: the connection reads nothing else meanwhile. Its
+// handler must keep nothing of its request (its context, its params, its
+// Orderer) past its return: the request's memory then serves the next.
 func (r routeOf[P, R]) direct() routeOf[P, R] {
 	r.isDirect = true
 	return r

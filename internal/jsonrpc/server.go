@@ -102,7 +102,7 @@ type ServerStream struct {
 	// one to the other.
 	sending outgoing
 	// replies is the buffer of the last reply written, for the next;
-	// guarded by the same lock (jsonrpc2 calls WriteObject under it).
+	// guarded by wmu.
 	replies []byte
 
 	mu sync.Mutex
@@ -495,16 +495,40 @@ func (s *ServerStream) writeResponse(resp *jsonrpc2.Response) error {
 		}
 		id = b
 	}
-	out, err := encodeResponse(s.replies, id, resp)
-	if err != nil {
+	err := s.writeWith(func() error {
+		// Encoded under the write lock, which guards the kept buffer:
+		// replies are written from many goroutines, through the Conn
+		// or not (WriteResponse).
+		out, err := encodeResponse(s.replies, id, resp)
+		if err != nil {
+			return err
+		}
+		_, err = s.rwc.Write(sealFrame(out))
+		if cap(out) <= maxKeptReply {
+			s.replies = out[:0]
+		}
 		return err
-	}
-	err = s.write(sealFrame(out))
-	if cap(out) <= maxKeptReply {
-		s.replies = out[:0]
-	}
+	})
 	s.forget(syn)
 	return err
+}
+
+// WriteResponse writes resp, the reply to a request of this stream
+// (resp.ID is its Request.RPCID), as WriteObject does when the
+// jsonrpc2.Conn hands it over, without the Conn: the handler builds the
+// Response and the stream encodes it once, with the client's id, with no
+// allocation of jsonrpc2's in between. It fails with jsonrpc2.ErrClosed
+// once the stream is closed, as the Conn's replies do.
+func (s *ServerStream) WriteResponse(resp *jsonrpc2.Response) error {
+	select {
+	case <-s.closed:
+		if !resp.ID.IsString {
+			s.forget(resp.ID.Num)
+		}
+		return jsonrpc2.ErrClosed
+	default:
+	}
+	return s.writeResponse(resp)
 }
 
 // maxKeptReply bounds the buffer a stream keeps for its next reply: an
@@ -606,14 +630,6 @@ func (s *ServerStream) writeError(id json.RawMessage, e *protocol.Error) error {
 // writeFrame writes data as one frame.
 func (s *ServerStream) writeFrame(data []byte) error {
 	return s.writeWith(func() error { return WriteFrame(s.rwc, data) })
-}
-
-// write writes frame, a whole frame already (sealFrame).
-func (s *ServerStream) write(frame []byte) error {
-	return s.writeWith(func() error {
-		_, err := s.rwc.Write(frame)
-		return err
-	})
 }
 
 // writeWith runs write, which writes one frame, alone on the connection

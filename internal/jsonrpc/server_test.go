@@ -508,3 +508,41 @@ func TestReadDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteResponse: a reply written by the stream itself, without the
+// Conn, goes out with the id the client sent and frees its request's room;
+// once the stream is closed it fails as the Conn's replies do, and still
+// frees the room.
+func TestWriteResponse(t *testing.T) {
+	in := frame(`{"jsonrpc":"2.0","id":"a-1","method":"m"}`) + frame(`{"jsonrpc":"2.0","id":-7,"method":"m"}`)
+	c := &pipeConn{in: strings.NewReader(in)}
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, nil)
+	first, err := readRequest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := readRequest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &jsonrpc2.Response{ID: first.RPCID()}
+	resp.SetResult(map[string]int{"seq": 1})
+	if err := s.WriteResponse(resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := readReplies(t, c.written()); len(got) != 1 || got[0].String() != `"a-1":ok` || string(got[0].Result) != `{"seq":1}` {
+		t.Fatalf("replies %v, want the result to \"a-1\"", got)
+	}
+	if s.inflight != 1 {
+		t.Fatalf("%d requests hold room after the first reply, want 1", s.inflight)
+	}
+	s.Close()
+	resp = &jsonrpc2.Response{ID: second.RPCID()}
+	resp.SetResult(true)
+	if err := s.WriteResponse(resp); !errors.Is(err, jsonrpc2.ErrClosed) {
+		t.Fatalf("a reply after Close: %v, want jsonrpc2.ErrClosed", err)
+	}
+	if s.inflight != 0 || len(s.ids) != 0 {
+		t.Fatalf("after Close: %d requests, %d ids hold room", s.inflight, len(s.ids))
+	}
+}

@@ -238,19 +238,19 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 	a.meta, a.ref = meta, chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	var prev *contentlog.Queued
 	if after != nil {
-		prev = after.q
+		prev = &after.q
 	}
 	var err error
 	if len(puts) == 0 {
 		a.parts = [2][]byte{head, chunk}
 		a.rec[0] = a.parts[:]
-		a.q, err = s.log.Enqueue(a.rec[:], a.durable, prev)
+		err = s.log.EnqueueInto(&a.q, a.rec[:], (*logDurable)(a), prev)
 	} else {
 		// The values follow the chunk in the same batch, as records
 		// that recovery replays (no flagIndexed), so they are durable
 		// with it.
 		rec, vals := appendValueRecords([][][]byte{{head, chunk}}, puts)
-		a.q, err = s.log.Enqueue(rec, func(refs []contentlog.Ref) {
+		err = s.log.EnqueueInto(&a.q, rec, durableFunc(func(refs []contentlog.Ref) {
 			a.ref.rec = refs[0]
 			s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
 			for i := range vals {
@@ -261,7 +261,7 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 			a.entry = indexEntry{pi: pendingIndex{key: a.key(head), seq: seq, ref: a.ref}, id: id, meta: meta, vals: vals,
 				end: contentlog.Pos{Seg: last.Seg, Off: last.End()}}
 			s.deferIndex(&a.entry)
-		}, prev)
+		}), prev)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
@@ -270,8 +270,9 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 }
 
 // Appending is a chunk EnqueueAppend queued, and what the log calls back
-// with once it is durable: one allocation where the record's parts, its
-// head, its ref, the callback and its index entry took nine.
+// with once it is durable (contentlog.Durable): one allocation where the
+// record's parts, its head, its ref, its place in the log's queue, the
+// callback and its index entry took ten.
 type Appending struct {
 	s     *Store
 	id    string
@@ -280,7 +281,7 @@ type Appending struct {
 	ref   chunkRef
 	parts [2][]byte
 	rec   [1][][]byte
-	q     *contentlog.Queued
+	q     contentlog.Queued
 	// entry is the chunk's index entry, queued once the record is
 	// durable: it lives as long as the Appending, until its commit.
 	entry indexEntry
@@ -297,6 +298,18 @@ const headRoomLen = recFixed + 48
 func (a *Appending) key(head []byte) []byte {
 	return head[4 : 4+len(a.id) : 4+len(a.id)]
 }
+
+// durableFunc is a func as a contentlog.Durable.
+type durableFunc func([]contentlog.Ref)
+
+func (f durableFunc) Durable(refs []contentlog.Ref) { f(refs) }
+
+// logDurable is an Appending as what the log tells once its record is
+// durable (contentlog.Durable): a pointer, where a method value was an
+// allocation.
+type logDurable Appending
+
+func (d *logDurable) Durable(refs []contentlog.Ref) { (*Appending)(d).durable(refs) }
 
 // durable queues the record's index entry; the log calls it once the
 // record is synced, in log order.

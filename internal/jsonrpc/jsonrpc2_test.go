@@ -452,3 +452,49 @@ func TestServerStreamThroughJSONRPC2(t *testing.T) {
 		})
 	}
 }
+
+// ServerStream hands a real Conn the placeholder decoded once, then copies
+// of that message: each request still reaches the Handler, one at a time,
+// as a Request (the same *Request each time, which jsonrpc2 passes on as
+// it is), and the handler takes the request itself from the stream. What
+// the stream does per request costs the Conn no decoding: nothing beyond
+// the message it reads into (BenchmarkRequestRead).
+func TestServerStreamHandsJSONRPC2OneMessage(t *testing.T) {
+	const n = 3
+	var in strings.Builder
+	for i := range n {
+		in.WriteString(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m%d","params":[%d]}`, 10+i, i, i)))
+	}
+	stream := NewServerStream(&pipeConn{in: strings.NewReader(in.String())}, Limits{MaxMessage: 1 << 20}, nil)
+	type seen struct {
+		req *jsonrpc2.Request
+		in  Request
+		ok  bool
+	}
+	got := make(chan seen, n)
+	conn := jsonrpc2.NewConn(context.Background(), stream, handlerFunc(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) {
+		in, ok := stream.Take()
+		got <- seen{r, in, ok}
+	}))
+	defer conn.Close()
+	var first *jsonrpc2.Request
+	for i := range n {
+		var s seen
+		select {
+		case s = <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("request %d never reached the handler", i)
+		}
+		if s.req == nil || !s.req.Notif || s.req.Method != "" || s.req.Params != nil {
+			t.Fatalf("request %d reached the handler as %+v", i, s.req)
+		}
+		if i == 0 {
+			first = s.req
+		} else if s.req != first {
+			t.Errorf("request %d reached the handler as another *Request than the first", i)
+		}
+		if !s.ok || s.in.Method != fmt.Sprintf("m%d", i) || string(s.in.Params.JSON) != fmt.Sprintf("[%d]", i) {
+			t.Fatalf("request %d: the handler took %+v (%v)", i, s.in, s.ok)
+		}
+	}
+}

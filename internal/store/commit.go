@@ -299,8 +299,8 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 	s.updates.Add(1)
 	defer s.updates.Add(1)
 	return s.db.Update(func(tx *bolt.Tx) error {
-		s.itx = indexTx{}
-		defer func() { s.itx = indexTx{} }()
+		s.itx.reset()
+		defer s.itx.reset()
 		if err := fn(tx); err != nil {
 			return err
 		}

@@ -259,10 +259,18 @@ func (s *Store) putIndexIn(tx *bolt.Tx, it *indexTx, id []byte, seq uint64, c ch
 type indexTx struct {
 	logPos contentlog.Pos
 	arena  []byte
-	chunks *bolt.Bucket
-	cursor *bolt.Cursor
-	// listedID is the last session found in the sessions bucket.
-	listedID []byte
+	// cursors are on the chunks of the sessions written so far, by
+	// bucket; listedIDs the sessions found in the sessions bucket. Both
+	// are kept, emptied, from one transaction to the next (reset).
+	cursors   map[*bolt.Bucket]*bolt.Cursor
+	listedIDs map[string]bool
+}
+
+// reset readies it for a new transaction: what it found and wrote in the
+// last one is dropped, the room of its maps kept.
+func (it *indexTx) reset() {
+	it.logPos, it.arena = contentlog.Pos{}, nil
+	it.forget()
 }
 
 // indexedTo notes that the records before p are indexed in this
@@ -277,7 +285,8 @@ func (it *indexTx) indexedTo(p contentlog.Pos) {
 // cursor, the session found listed), but not what they wrote: a write
 // other than an entry may have changed it.
 func (it *indexTx) forget() {
-	it.chunks, it.cursor, it.listedID = nil, nil, nil
+	clear(it.cursors)
+	clear(it.listedIDs)
 }
 
 // finish records meta/logpos in tx, where the entries moved it.
@@ -293,11 +302,16 @@ func (it *indexTx) get(chunks *bolt.Bucket, key []byte) []byte {
 	if it == nil {
 		return chunks.Get(key)
 	}
-	if it.chunks != chunks {
-		it.chunks, it.cursor = chunks, chunks.Cursor()
+	c := it.cursors[chunks]
+	if c == nil {
+		c = chunks.Cursor()
+		if it.cursors == nil {
+			it.cursors = make(map[*bolt.Bucket]*bolt.Cursor)
+		}
+		it.cursors[chunks] = c
 	}
 	// A cursor's Seek sets it anew, whatever was written since.
-	k, v := it.cursor.Seek(key)
+	k, v := c.Seek(key)
 	if !bytes.Equal(k, key) {
 		return nil
 	}
@@ -337,14 +351,18 @@ func (it *indexTx) room(n int) {
 
 // listed reports whether session id was found listed in this transaction.
 func (it *indexTx) listed(id []byte) bool {
-	return it != nil && it.listedID != nil && bytes.Equal(it.listedID, id)
+	return it != nil && it.listedIDs[string(id)]
 }
 
 // list notes that session id is listed.
 func (it *indexTx) list(id []byte) {
-	if it != nil {
-		it.listedID = id
+	if it == nil {
+		return
 	}
+	if it.listedIDs == nil {
+		it.listedIDs = make(map[string]bool)
+	}
+	it.listedIDs[string(id)] = true
 }
 
 // setLogPos records in tx that every record before p is indexed, unless a

@@ -61,9 +61,8 @@ type handler struct {
 // (direct). ctx is jsonrpc2's for the connection, done when it closes: the
 // handler's, so that work for a client that is gone can stop.
 func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req incoming) {
-	// Params are decoded once, here: the session key that orders the
-	// request comes from them, and a 1 KiB chunk costs more to scan than
-	// anything else the read loop does.
+	// In the memory the connection's last request served on the read
+	// loop left, when it left any.
 	r := c.spare
 	if r == nil {
 		r = new(served)
@@ -71,6 +70,9 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req i
 	c.spare = nil
 	*r = served{h: h, ctx: ctx, c: c, rpc: rpc, id: req.id, method: shortMethod(req.method)}
 	r.room.lastSession = &c.lastSession
+	// Params are decoded once, here: the session key that orders the
+	// request comes from them, and a 1 KiB chunk costs more to scan than
+	// anything else the read loop does.
 	m, params, raw, decodeErr := h.decode(req, &r.room)
 	var t turn
 	key := ""
@@ -151,12 +153,12 @@ func incomingOf(req *jsonrpc2.Request) (incoming, bool) {
 // rather than on a goroutine of its own: a quick method (an append: a
 // journal write and its sync), decoded, that waits for no earlier request
 // of its session, on a connection with nothing else read or arriving, and
-// not a large chunk (pipelined). Its memory (served) is the connection's
-// next request's once it is answered. The
-// connection's next request is not read meanwhile; the client is waiting
-// for this reply anyway. The goroutine it saves is most of the cost of an
-// append beyond its sync: its start, the thread the runtime wakes to run
-// it, its stack grown anew, and the read loop parked and woken again.
+// not a large chunk (pipelined). The connection's next request is not read
+// meanwhile; the client is waiting for this reply anyway. The goroutine it
+// saves is most of the cost of an append beyond its sync: its start, the
+// thread the runtime wakes to run it, its stack grown anew, and the read
+// loop parked and woken again. Its memory (served) is the connection's
+// next request's once it is answered.
 func (h *handler) direct(c *conn, m method, params any, decodeErr error, t turn) bool {
 	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone() && !pipelined(params)
 }

@@ -43,7 +43,7 @@ type ioEvent struct {
 const iocbCmdFsync = 2
 
 // aioContexts are the kernel's AIO contexts of one event each, kept for
-// the next sync once theirs is reaped: as many as syncs ever ran at once.
+// the next sync once theirs is reaped (up to maxFreeContexts).
 var aioContexts struct {
 	mu   sync.Mutex
 	free []uint64
@@ -88,11 +88,22 @@ func takeContext() (uint64, error) {
 	return ctx, nil
 }
 
+// maxFreeContexts bounds the contexts kept for later syncs: each holds a
+// share of the system's AIO events (fs.aio-max-nr), which other programs
+// (databases) need too, so a burst's extra contexts are given back.
+const maxFreeContexts = 16
+
 func putContext(ctx uint64) {
 	aioContexts.mu.Lock()
-	aioContexts.free = append(aioContexts.free, ctx)
 	inFlight--
+	keep := len(aioContexts.free) < maxFreeContexts
+	if keep {
+		aioContexts.free = append(aioContexts.free, ctx)
+	}
 	aioContexts.mu.Unlock()
+	if !keep {
+		unix.Syscall(unix.SYS_IO_DESTROY, uintptr(ctx), 0, 0)
+	}
 }
 
 // pendingSync is an fsync submitted and not yet reaped.
@@ -175,4 +186,10 @@ func setAsyncOff() (restore func()) {
 		aioContexts.off = was
 		aioContexts.mu.Unlock()
 	}
+}
+
+func asyncFree() int {
+	aioContexts.mu.Lock()
+	defer aioContexts.mu.Unlock()
+	return len(aioContexts.free)
 }

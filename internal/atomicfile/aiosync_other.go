@@ -17,3 +17,5 @@ func (*pendingSync) wait() error { return nil }
 func asyncInFlight() int { return 0 }
 
 func setAsyncOff() (restore func()) { return func() {} }
+
+func asyncFree() int { return 0 }

@@ -19,3 +19,7 @@ func SetAsyncSyncsOff() (restore func()) { return setAsyncOff() }
 
 // HasAsyncSyncs says whether the kernel here takes asynchronous syncs.
 func HasAsyncSyncs() bool { return asyncSyncs() }
+
+// FreeAsyncContexts is how many contexts for asynchronous syncs are kept
+// for later ones.
+func FreeAsyncContexts() int { return asyncFree() }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/orion-agent/orion/internal/atomicfile"
@@ -189,5 +190,31 @@ func TestCommitSyncing(t *testing.T) {
 			}
 			noTemp(t, dir)
 		})
+	}
+}
+
+// A burst of files synced at once takes a context of the kernel's for
+// each; once they are done, only a few are kept for later syncs, the rest
+// given back to the system, whose supply other programs share.
+func TestAsyncSyncsKeepFewContexts(t *testing.T) {
+	if !atomicfile.HasAsyncSyncs() {
+		t.Skip("no asynchronous fsync here")
+	}
+	dir := t.TempDir()
+	var staged []*atomicfile.Staged
+	for i := range 40 {
+		name := filepath.Join(dir, "f"+strconv.Itoa(i))
+		staged = append(staged, stageHidden(t, atomicfile.StageHiddenAsync, name, atomicfile.Options{Mode: atomicfile.CreateNew}, "x\n"))
+	}
+	for _, s := range staged {
+		if _, err := s.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := atomicfile.AsyncSyncsInFlight(); got != 0 {
+		t.Errorf("%d syncs not waited for", got)
+	}
+	if got := atomicfile.FreeAsyncContexts(); got > 16 {
+		t.Errorf("%d contexts kept after the burst, want at most 16", got)
 	}
 }

@@ -833,11 +833,11 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, q
 	next.sum = pending.sum
 	e.mu.hashing = pending.job
 	e.mu.nextID++
-	q := queuedAppend{e: e, id: e.mu.nextID, journal: journal, sum: pending, first: r.Stage != protocol.StageStreaming}
+	q := &queuedAppend{e: e, id: e.mu.nextID, journal: journal, sum: pending, first: r.Stage != protocol.StageStreaming}
 	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})
 	*r = next
 	m.resetTimers(e)
-	return appendResult(r, p.Seq), q, nil
+	return appendResult(r, p.Seq), *q, nil
 }
 
 // queuedAppend is a chunk queueAppend put in the journal's queue.

@@ -726,7 +726,7 @@ func (m *Manager) AppendOrdered(p protocol.AppendParams, ordered Orderer) (proto
 	if ordered != nil {
 		ordered.Ordered()
 	}
-	if err != nil || queued == nil {
+	if err != nil || queued.journal == nil {
 		return res, err
 	}
 	return queued.wait(m, res)
@@ -735,20 +735,21 @@ func (m *Manager) AppendOrdered(p protocol.AppendParams, ordered Orderer) (proto
 // queueAppend checks chunk p and puts it in the journal's queue, its
 // session's record updated as though it were journaled (pipeline.go). It
 // returns the reply the chunk gets once durable, with what to wait for; or
-// the reply of a duplicate (nil queuedAppend), or an error.
-func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *queuedAppend, error) {
+// the reply of a duplicate (a zero queuedAppend), or an error. The
+// queuedAppend is a value: the caller's, on its stack.
+func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, queuedAppend, error) {
 	if p.Seq == 0 {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonSeqZero, "seq starts at 1 for a session's first chunk")
 		e.Data.Field = "seq"
-		return protocol.AppendResult{}, nil, e
+		return protocol.AppendResult{}, queuedAppend{}, e
 	}
 	if int64(len(p.Chunk)) > m.cfg.MaxChunkBytes {
-		return protocol.AppendResult{}, nil, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
+		return protocol.AppendResult{}, queuedAppend{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
 			fmt.Sprintf("chunk of %d bytes", len(p.Chunk)))
 	}
 	e, err := m.lookup(p.SessionID)
 	if err != nil {
-		return protocol.AppendResult{}, nil, err
+		return protocol.AppendResult{}, queuedAppend{}, err
 	}
 	e.mu.lockAppend()
 	defer e.mu.Unlock()
@@ -769,23 +770,23 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 			res = appendResult(d, p.Seq)
 			res.Duplicate = true
 		}
-		return res, nil, err
+		return res, queuedAppend{}, err
 	}
 	if !r.acceptsContent() {
-		return protocol.AppendResult{}, nil, closed(r)
+		return protocol.AppendResult{}, queuedAppend{}, closed(r)
 	}
 	if p.Seq != r.LastSeq+1 {
-		return protocol.AppendResult{}, nil, seqGap(r.ID, p.Seq, r.LastSeq+1)
+		return protocol.AppendResult{}, queuedAppend{}, seqGap(r.ID, p.Seq, r.LastSeq+1)
 	}
 	if r.Scanner.Total+int64(len(p.Chunk)) > m.cfg.MaxSessionBytes {
 		err := sizeLimit(protocol.ReasonSessionTooLarge, m.cfg.MaxSessionBytes,
 			fmt.Sprintf("session %s with %d more bytes", r.ID, len(p.Chunk)))
 		err.Data.SessionID = r.ID
-		return protocol.AppendResult{}, nil, err
+		return protocol.AppendResult{}, queuedAppend{}, err
 	}
 	if err := m.roomFor(int64(len(p.Chunk))); err != nil {
 		err.(*protocol.Error).Data.SessionID = r.ID
-		return protocol.AppendResult{}, nil, err
+		return protocol.AppendResult{}, queuedAppend{}, err
 	}
 	// The chunk's bytes as they are, not a copy (a chunk is up to 1
 	// MiB): the scanner only reads them, and the store writes them from
@@ -821,12 +822,12 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 		encoded := next
 		var err error
 		if meta, err = encoded.marshal(); err != nil {
-			return protocol.AppendResult{}, nil, ioError(r.ID, "encoding the session record", err)
+			return protocol.AppendResult{}, queuedAppend{}, ioError(r.ID, "encoding the session record", err)
 		}
 	}
 	journal, err := m.cfg.Store.EnqueueAppend(r.ID, p.Seq, chunk, meta, e.mu.last(), puts...)
 	if err != nil {
-		return protocol.AppendResult{}, nil, ioError(r.ID, "journaling the chunk", err)
+		return protocol.AppendResult{}, queuedAppend{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	pending := r.sumChunk(chunk, next.Scanner, e.mu.hashing)
 	next.sum = pending.sum
@@ -836,7 +837,7 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})
 	*r = next
 	m.resetTimers(e)
-	return appendResult(r, p.Seq), q, nil
+	return appendResult(r, p.Seq), *q, nil
 }
 
 // queuedAppend is a chunk queueAppend put in the journal's queue.

@@ -31,3 +31,10 @@ func Waiting(m *Manager, id string) int {
 	defer e.mu.mu.Unlock()
 	return e.mu.waiting
 }
+
+// SetEarlyHook makes every session.write that started writing its file
+// before its check call f with whether the finalize took that file.
+func SetEarlyHook(f func(taken bool)) (restore func()) {
+	testHookEarly = f
+	return func() { testHookEarly = nil }
+}

@@ -152,6 +152,9 @@ func (e *early) take(op protocol.Operation, content []byte) bool {
 // and the file must not be named in a directory the path no longer
 // leads to.
 func (e *early) stillThere(m *Manager, r *record, path string) bool {
+	if still, known := e.d.StillAt(); known {
+		return still
+	}
 	d, _, err := m.fsOf(r).Within(m.workspaceOf(r)).OpenParent(path)
 	if err != nil {
 		return false

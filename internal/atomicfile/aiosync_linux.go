@@ -106,6 +106,15 @@ func putContext(ctx uint64) {
 	}
 }
 
+// dropContext gives a taken context back to the system (io_destroy, which
+// waits for what it still runs) rather than to the free list.
+func dropContext(ctx uint64) {
+	aioContexts.mu.Lock()
+	inFlight--
+	aioContexts.mu.Unlock()
+	unix.Syscall(unix.SYS_IO_DESTROY, uintptr(ctx), 0, 0)
+}
+
 // pendingSync is an fsync submitted and not yet reaped.
 type pendingSync struct {
 	ctx uint64
@@ -152,7 +161,9 @@ func (p *pendingSync) wait() error {
 		}
 		if e != 0 || n != 1 {
 			// The context is in a state nothing can trust: it is
-			// dropped (not reused), and the file's sync is made again.
+			// given back to the system, not kept for another sync,
+			// and the file's sync is made again.
+			dropContext(p.ctx)
 			p.done = true
 			p.err = p.f.Sync()
 			return p.err

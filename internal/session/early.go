@@ -157,6 +157,8 @@ func (e *early) take(op protocol.Operation, content []byte) bool {
 // and the file must not be named in a directory the path no longer
 // leads to.
 func (e *early) stillThere(m *Manager, r *record, path string) bool {
+	// Once the goroutine writing the file (if any) is done with e.d.
+	<-e.done
 	if still, known := e.d.StillAt(); known {
 		return still
 	}

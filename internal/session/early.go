@@ -24,6 +24,10 @@ type early struct {
 	staged  *atomicfile.Staged
 	err     error
 	done    chan struct{}
+	// fallback: a file that could not be staged or named leaves the
+	// write to the usual way (a streamed file, see streamed.go, whose
+	// staging is an optimization only).
+	fallback bool
 }
 
 // stageEarly starts writing the file of a finalize whose content is in
@@ -69,10 +73,17 @@ func (e *early) commit() (res atomicfile.Result, ok bool, err error) {
 	if errors.Is(e.err, atomicfile.ErrNoHidden) {
 		return atomicfile.Result{}, false, nil
 	}
+	if e.err != nil && e.fallback && !errors.Is(e.err, atomicfile.ErrExists) {
+		return atomicfile.Result{}, false, nil
+	}
 	if e.err != nil {
 		return atomicfile.Result{}, true, e.err
 	}
 	res, err = e.staged.Commit()
+	if err != nil && e.fallback && !errors.Is(err, atomicfile.ErrExists) && !errors.Is(err, atomicfile.ErrNotDurable) {
+		// Nothing was named: the usual write starts afresh.
+		return atomicfile.Result{}, false, nil
+	}
 	return res, true, err
 }
 

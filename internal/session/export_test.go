@@ -31,3 +31,14 @@ func Waiting(m *Manager, id string) int {
 	defer e.mu.mu.Unlock()
 	return e.mu.waiting
 }
+
+// Streamed returns how many streamed files m holds open, and how many
+// finalizes named theirs.
+func Streamed(m *Manager) (open int, named int64) {
+	m.streams.mu.Lock()
+	defer m.streams.mu.Unlock()
+	return m.streams.open, m.streamsNamed.Load()
+}
+
+// MaxStreamedFiles is how many streamed files the daemon holds at once.
+const MaxStreamedFiles = maxStreamedFiles

@@ -143,6 +143,8 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 // finalizeLocked writes the content of an entry whose lock is held.
 func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
+	// The streamed file is used by this attempt or by none.
+	defer m.dropStream(e)
 	if r.files == nil {
 		r.files = m.fs().Scoped()
 		defer func() {
@@ -211,7 +213,10 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	// The file is written while the backup is taken and the record is
 	// journaled, and named only after (see early): started here, its
 	// write and sync have the backup's and the record's time to overlap.
-	staged := m.stageEarly(r, writeOp, c.content, pending)
+	staged := m.stageStreamed(e, writeOp, c, pending)
+	if staged == nil {
+		staged = m.stageEarly(r, writeOp, c.content, pending)
+	}
 	discard := func() {
 		if staged != nil {
 			staged.discard()
@@ -462,8 +467,13 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 		done    bool
 	)
 	if staged != nil {
-		content = staged.content
 		written, done, err = staged.commit()
+		if done {
+			content = staged.content
+		}
+		if done && staged.fallback && err == nil {
+			m.streamsNamed.Add(1)
+		}
 	}
 	if !done {
 		fill := m.contentFill(r, path, op, repaired, note, content)

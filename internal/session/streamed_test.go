@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
@@ -257,4 +258,31 @@ func TestStreamedFileFollowsItsPath(t *testing.T) {
 	if _, named := session.Streamed(h.mgr); named != 1 {
 		t.Errorf("%d streamed files named, want 1", named)
 	}
+}
+
+// A session that ends truncated (its auto-finalize came without the
+// marker) or that a stopping daemon leaves open closes its streamed file.
+func TestStreamedFileDroppedWhenSessionEnds(t *testing.T) {
+	h := newHarness(t)
+	chunk := streamText(256<<10, "c")
+	cut := h.begin(protocol.BeginParams{TargetFile: "cut.txt", Operation: protocol.OpCreate})
+	h.append(cut.SessionID, chunk)
+	if open, _ := session.Streamed(h.mgr); open != 1 {
+		t.Fatalf("%d streamed files open, want 1", open)
+	}
+	h.clock.Advance(session.DefaultAutoFinalize + time.Second)
+	if info, _ := h.mgr.Get(cut.SessionID); info.Stage != protocol.StageTruncated {
+		t.Fatalf("stage %s after the auto-finalize, want truncated", info.Stage)
+	}
+	if open, _ := session.Streamed(h.mgr); open != 0 {
+		t.Fatalf("%d streamed files open after the session was truncated", open)
+	}
+	left := h.begin(protocol.BeginParams{TargetFile: "left.txt", Operation: protocol.OpCreate})
+	h.append(left.SessionID, chunk)
+	m := h.mgr
+	h.close()
+	if open, _ := session.Streamed(m); open != 0 {
+		t.Fatalf("%d streamed files open after the engine closed", open)
+	}
+	assertNoTemp(t, h.root)
 }

@@ -82,5 +82,11 @@ func TestPreparationPacedByRate(t *testing.T) {
 		if st := l.Stats(); st.Unprepared != before.Unprepared+1 || st.Prepared != before.Prepared {
 			t.Fatalf("stats %+v, before %+v: want the next segment reserved with fallocate", st, before)
 		}
+		// Small batches a while after: the spare is prepared again.
+		now.advance(2 * time.Second)
+		fill(l, now, 64<<10, 2<<20, 100*time.Millisecond)
+		if st := l.Stats(); st.SpareBytes != size {
+			t.Fatalf("stats %+v: small batches long after the large ones, want a spare prepared", st)
+		}
 	})
 }

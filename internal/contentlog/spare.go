@@ -41,9 +41,9 @@ import (
 //
 // The writer's rate changes both (see pace): a preparation starts earlier
 // when the segment, at the rate it is being filled, would be full before a
-// preparation begun at half could end; and none starts for a segment that
-// took a large batch (a file streamed in chunks of a MiB), where the few
-// syncs of the next segment would save less than its zeros cost the disk
+// preparation begun at half could end; and none starts within a second of
+// a large batch (a file streamed in chunks of a MiB), where the few syncs
+// of the next segment would save less than its zeros cost the disk
 // meanwhile: that segment is reserved with fallocate, or is a reclaimed
 // one.
 
@@ -124,13 +124,15 @@ func (l *Log) prepareSoon() {
 	}
 	p.last = l.tail
 	if batch >= largeBatch {
+		p.large = now
+	}
+	if !p.large.IsZero() && now.Sub(p.large) < largeHold {
 		// Zeros would cost more than they save where batches are this
 		// large, and they would be written while the next large
 		// batches come, or between two of their streams: the next
 		// segment is reserved with fallocate, or is a reclaimed one,
-		// and the log does not say it was outrun. The segment after
-		// it is prepared for smaller batches as any reserved one is.
-		l.prepFor = l.active.id
+		// and the log does not say it was outrun. Once large batches
+		// stop, smaller ones get a spare prepared as before.
 		return
 	}
 	after := l.prepareAfter
@@ -159,6 +161,8 @@ type pace struct {
 	seg        uint64
 	since      time.Time
 	from, last int64
+	// large is when the last batch of largeBatch or more ended.
+	large time.Time
 	// prepNanos is the time the last preparation of a new spare took per
 	// MiB, 0 before one ends.
 	prepNanos atomic.Int64
@@ -175,6 +179,8 @@ const (
 	// millisecond each) outweigh writing it whole once more; a margin of
 	// about five times keeps preparing where in doubt.
 	largeBatch = 512 << 10
+	// largeHold is how long after a large batch no preparation starts.
+	largeHold = time.Second
 	// assumedPrepNanos is the time a preparation is taken to need per
 	// MiB before one was measured (200 MB/s).
 	assumedPrepNanos = int64(time.Second) / 200

@@ -37,9 +37,9 @@ func onPreparedSegment(t *testing.T, size int64, now *fakeClock) *contentlog.Log
 
 // TestPreparationPacedByRate: a segment filled fast gets its next one
 // prepared well before it is half full, so that a preparation has the time
-// it takes; one filled slowly waits for half; and one filled in large
-// batches gets none, its next segment reserved with fallocate (or a
-// reclaimed one), as zeros would cost the disk more than they save.
+// it takes; one filled slowly waits for half; and while large batches come
+// none is prepared nor recycled, the next segment reserved with fallocate,
+// as zeros would cost the disk more than they save.
 func TestPreparationPacedByRate(t *testing.T) {
 	const size = 8 << 20
 	fill := func(l *contentlog.Log, now *fakeClock, rec int, upTo int64, every time.Duration) {
@@ -81,6 +81,15 @@ func TestPreparationPacedByRate(t *testing.T) {
 		fill(l, now, 1<<20, 3<<20, time.Millisecond)
 		if st := l.Stats(); st.Unprepared != before.Unprepared+1 || st.Prepared != before.Prepared {
 			t.Fatalf("stats %+v, before %+v: want the next segment reserved with fallocate", st, before)
+		}
+		// Nor is a reclaimed segment recycled meanwhile (the second,
+		// every block of which was written): it is deleted.
+		if err := l.Reclaim(2); err != nil {
+			t.Fatal(err)
+		}
+		contentlog.WaitPrepared(l)
+		if st := l.Stats(); st.Recycled != before.Recycled || st.SpareBytes != 0 {
+			t.Fatalf("stats %+v: a segment reclaimed between large batches was recycled", st)
 		}
 		// Small batches a while after: the spare is prepared again.
 		now.advance(2 * time.Second)

@@ -41,11 +41,11 @@ import (
 //
 // The writer's rate changes both (see pace): a preparation starts earlier
 // when the segment, at the rate it is being filled, would be full before a
-// preparation begun at half could end; and none starts within a second of
-// a large batch (a file streamed in chunks of a MiB), where the few syncs
-// of the next segment would save less than its zeros cost the disk
-// meanwhile: that segment is reserved with fallocate, or is a reclaimed
-// one.
+// preparation begun at half could end; and none starts, nor is a
+// reclaimed segment recycled, within a second of a large batch (a file
+// streamed in chunks of a MiB), where the few syncs of the next segment
+// would save less than its zeros cost the disk meanwhile: that segment is
+// reserved with fallocate.
 
 const (
 	spareName   = "spare"     // a prepared spare, ready to be the next segment
@@ -124,9 +124,9 @@ func (l *Log) prepareSoon() {
 	}
 	p.last = l.tail
 	if batch >= largeBatch {
-		p.large = now
+		p.large.Store(now.UnixNano())
 	}
-	if !p.large.IsZero() && now.Sub(p.large) < largeHold {
+	if p.holding(now) {
 		// Zeros would cost more than they save where batches are this
 		// large, and they would be written while the next large
 		// batches come, or between two of their streams: the next
@@ -161,8 +161,9 @@ type pace struct {
 	seg        uint64
 	since      time.Time
 	from, last int64
-	// large is when the last batch of largeBatch or more ended.
-	large time.Time
+	// large is when the last batch of largeBatch or more ended, in
+	// Unix nanoseconds (0: never); read by recycle too.
+	large atomic.Int64
 	// prepNanos is the time the last preparation of a new spare took per
 	// MiB, 0 before one ends.
 	prepNanos atomic.Int64
@@ -185,6 +186,13 @@ const (
 	// MiB before one was measured (200 MB/s).
 	assumedPrepNanos = int64(time.Second) / 200
 )
+
+// holding reports whether a large batch ended less than largeHold before
+// now.
+func (p *pace) holding(now time.Time) bool {
+	t := p.large.Load()
+	return t != 0 && now.Sub(time.Unix(0, t)) < largeHold
+}
 
 func (p *pace) clock() time.Time {
 	if p.now != nil {
@@ -232,7 +240,14 @@ func (l *Log) claimPreparation() bool {
 // unwritten (reserved with fallocate and rotated early, or left after a
 // failed write) would cost as many zeros as a new file, and it would cost
 // them now, in a store that may never need another segment.
+//
+// While large batches come (see pace), the segment is not recycled: its
+// zeros would be written while they stream, for a next segment that takes
+// few syncs.
 func (l *Log) recycle(s *segment) bool {
+	if l.pace.holding(l.pace.clock()) {
+		return false
+	}
 	if s.size != l.segSize || unwritten(s.f, s.size) > s.size/2 || !l.claimPreparation() {
 		return false
 	}

@@ -136,6 +136,12 @@ type conn struct {
 	// first request, whichever comes first.
 	rpc    atomic.Pointer[jsonrpc2.Conn]
 	stream *jsonrpc.ServerStream
+	// lastSession is the session id the connection's last append named,
+	// which the next one shares (requestRoom); read loop only.
+	lastSession string
+	// spare is the memory of the last request served on the read loop,
+	// for the next request; read loop only.
+	spare *served
 	// active is the last time (UnixNano) a frame started to arrive: a
 	// request. A reply or notification is no activity of the client's;
 	// replies pending are seen by its stream (Waiting).
@@ -145,12 +151,12 @@ type conn struct {
 	following atomic.Bool
 
 	// cancels are the requests being served that their client may cancel
-	// (protocol.CancelRequest), by the id jsonrpc2 knows them by.
+	// (protocol.CancelRequest), by their number on the stream (jsonrpc.Request.ID).
 	cmu     sync.Mutex
 	cancels map[uint64]context.CancelFunc
 }
 
-// cancellable returns the context of the request jsonrpc2 knows by id, a
+// cancellable returns the context of the request numbered id, a
 // child of ctx (the connection's) that its client may cancel, and the
 // function to call once the request is done.
 func (c *conn) cancellable(ctx context.Context, id uint64) (context.Context, func()) {
@@ -169,7 +175,7 @@ func (c *conn) cancellable(ctx context.Context, id uint64) (context.Context, fun
 	}
 }
 
-// cancel cancels the request jsonrpc2 knows by id, if it is cancellable
+// cancel cancels the request numbered id, if it is cancellable
 // and not done.
 func (c *conn) cancel(id uint64) {
 	c.cmu.Lock()
@@ -352,26 +358,42 @@ func (ch connHandler) Handle(ctx context.Context, rpc *jsonrpc2.Conn, req *jsonr
 	// serve had the *jsonrpc2.Conn to bind: a session begun then must
 	// still be driven by this connection.
 	ch.c.bind(rpc)
-	if ch.c.reserved && !req.Notif && !reserveMethods[req.Method] {
-		if ch.h.params != nil {
-			// Refused unread: its params leave the stash, and their
-			// buffer goes back.
-			raw, _ := ch.h.params.Take(req.ID)
-			raw.Release()
-		}
-		method := shortMethod(req.Method)
+	in, ok := ch.c.take(req)
+	if !ok {
+		// A notification: never answered, as JSON-RPC requires. The
+		// stream acts on $/cancelRequest itself (OnCancel).
+		return
+	}
+	if ch.c.reserved && !reserveMethods[in.method] {
+		// Refused unread: the buffer of its params goes back.
+		in.params.Release()
+		method := shortMethod(in.method)
 		e := protocol.Errorf(protocol.CodeTooManyConnections, protocol.ReasonTooManyConnections,
 			"oriond serves its --max-connections clients already; this connection was let in past the limit for daemon.status only, so %s is refused: close idle clients or retry later",
 			method)
 		e.Data.Method = method
-		rpc.ReplyWithError(ctx, req.ID, toRPCError(e))
+		rpc.ReplyWithError(ctx, in.id, toRPCError(e))
 		rpc.Close()
 		return
 	}
-	if req.Method == protocol.MethodTraceFollow {
+	if in.method == protocol.MethodTraceFollow {
 		ch.c.following.Store(true)
 	}
-	ch.h.handle(ctx, ch.c, rpc, req)
+	ch.h.handle(ctx, ch.c, rpc, in)
+}
+
+// take returns the request jsonrpc2 hands the handler as req: the one the
+// connection's stream read, of which jsonrpc2 was handed a placeholder
+// (jsonrpc.ServerStream.Take); false for a notification.
+func (c *conn) take(req *jsonrpc2.Request) (incoming, bool) {
+	if c.stream == nil {
+		return incomingOf(req)
+	}
+	r, ok := c.stream.Take()
+	if !ok {
+		return incoming{}, false
+	}
+	return incoming{id: r.RPCID(), method: r.Method, params: r.Params}, true
 }
 
 // refuse tells a client over the limit or its share why, in a frame its

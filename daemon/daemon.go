@@ -333,7 +333,6 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 			HeaderTimeout:    cmp.Or(cfg.HeaderTimeout, DefaultHeaderTimeout),
 		},
 		conns:       newConnSet(maxConns, clientShare(cfg.MaxClientConnections, maxConns), StatusReserve),
-		stash:       jsonrpc.NewParams(),
 		idleTimeout: cmp.Or(cfg.ConnIdleTimeout, DefaultConnIdleTimeout),
 	}
 	// A session counts as driven while it is not finished: open,
@@ -348,7 +347,6 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	appends, _ := rec.(trace.AppendRecorder)
 	h := &handler{
 		appends:  appends,
-		params:   tr.stash,
 		mgr:      mgr,
 		turns:    turns,
 		log:      log,
@@ -431,7 +429,6 @@ const DefaultMaxInflight = jsonrpc.DefaultMaxInflight
 type transport struct {
 	limits jsonrpc.Limits
 	conns  *connSet
-	stash  *jsonrpc.Params
 	// idleTimeout closes idle connections (negative: never); drives
 	// reports whether a connection drives an unfinished session.
 	idleTimeout time.Duration
@@ -493,7 +490,7 @@ func serve(ctx context.Context, ln net.Listener, h *handler, tr transport, log *
 			refuse(c, why, pid, tr.conns, log)
 			continue
 		}
-		entry.stream = jsonrpc.NewServerStream(c, tr.limits, tr.stash, log)
+		entry.stream = jsonrpc.NewServerStream(c, tr.limits, log)
 		entry.stream.OnFrame(func() { entry.touch(time.Now()) })
 		entry.stream.OnCancel(entry.cancel)
 		rpc := jsonrpc2.NewConn(ctx, entry.stream, connHandler{h: h, c: entry},

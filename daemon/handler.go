@@ -48,33 +48,32 @@ type handler struct {
 	inflight *sync.WaitGroup
 	// roots allows directories while the daemon runs.
 	roots *rootAdder
-	// params holds the params of requests read by a jsonrpc.ServerStream;
-	// nil, or a request it does not hold, means the params are in the
-	// request.
-	params *jsonrpc.Params
 	// heavy bounds the replies that may be megabytes (heavy.go).
 	heavy heavyGate
 	// follows bounds each connection's trace.follow subscriptions.
 	follows followCount
 }
 
-// handle is called from the read loop of connection c (rpc to jsonrpc2):
-// it decodes the params and fixes the request's place in its session's
-// queue, then serves it on a goroutine of its own, or right here, on the
-// read loop, when that keeps nothing waiting (direct). ctx is jsonrpc2's
-// for the connection, done when it closes: the handler's, so that work for
-// a client that is gone can stop.
-func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	if req.Notif {
-		// Notifications are never answered, as JSON-RPC requires: the
-		// stream acts on $/cancelRequest itself (OnCancel), and any other
-		// is ignored.
-		return
+// handle is called from the read loop of connection c (rpc to jsonrpc2)
+// with the request read (req): it decodes the params and fixes the
+// request's place in its session's queue, then serves it on a goroutine of
+// its own, or right here, on the read loop, when that keeps nothing waiting
+// (direct). ctx is jsonrpc2's for the connection, done when it closes: the
+// handler's, so that work for a client that is gone can stop.
+func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req incoming) {
+	// In the memory the connection's last request served on the read
+	// loop left, when it left any.
+	r := c.spare
+	if r == nil {
+		r = new(served)
 	}
+	c.spare = nil
+	*r = served{h: h, ctx: ctx, c: c, rpc: rpc, id: req.id, method: shortMethod(req.method)}
+	r.room.lastSession = &c.lastSession
 	// Params are decoded once, here: the session key that orders the
 	// request comes from them, and a 1 KiB chunk costs more to scan than
 	// anything else the read loop does.
-	m, params, raw, decodeErr := h.decode(req)
+	m, params, raw, decodeErr := h.decode(req, &r.room)
 	var t turn
 	key := ""
 	if decodeErr == nil {
@@ -87,28 +86,79 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req *
 	// its connection's end; the context is made here, on the read loop,
 	// so that a cancellation read next finds it.
 	reqCtx, finished := ctx, func() {}
-	if decodeErr == nil && m.heavy && !req.ID.IsString {
-		reqCtx, finished = c.cancellable(ctx, req.ID.Num)
+	if decodeErr == nil && m.heavy && !req.id.IsString {
+		reqCtx, finished = c.cancellable(ctx, req.id.Num)
 	}
-	r := &served{h: h, ctx: ctx, reqCtx: reqCtx, finished: finished, c: c, rpc: rpc,
-		m: m, params: params, raw: raw, err: decodeErr, key: key, turn: t, id: req.ID, method: shortMethod(req.Method)}
+	r.reqCtx, r.finished = reqCtx, finished
+	r.m, r.params, r.raw, r.err, r.key, r.turn = m, params, raw, decodeErr, key, t
 	h.inflight.Add(1)
 	if h.direct(c, m, params, decodeErr, t) {
 		r.serve()
+		// Served, and replied to: the connection's next request is
+		// served in the same memory (a direct method keeps nothing of
+		// its request past its handler's return).
+		r.release()
+		c.spare = r
 		return
 	}
 	go r.serve()
+}
+
+// release clears r once it is served, for its connection's next request.
+// Under the race detector (the tests' runs) its contexts are left poisoned
+// until then: anything that kept one of a request served on the read loop
+// panics when it uses it, instead of reading the next request's.
+func (r *served) release() {
+	*r = served{}
+	if poisonServed {
+		r.ctx, r.reqCtx, r.tctx.Context = servedContext{}, servedContext{}, servedContext{}
+	}
+}
+
+// servedContext is the context a served request's memory holds until the
+// next request: every use of it panics.
+type servedContext struct{}
+
+func (servedContext) Deadline() (time.Time, bool) { panic(errServedUsed) }
+func (servedContext) Done() <-chan struct{}       { panic(errServedUsed) }
+func (servedContext) Err() error                  { panic(errServedUsed) }
+func (servedContext) Value(any) any               { panic(errServedUsed) }
+
+var errServedUsed = errors.New("daemon: the context of a request was used after the request was served")
+
+// incoming is a request as the handler takes it: from the connection's
+// stream (jsonrpc.ServerStream.Take), which jsonrpc2 is handed only a
+// placeholder of, or from jsonrpc2's Request where there is no such
+// stream.
+type incoming struct {
+	id     jsonrpc2.ID
+	method string
+	// params is the params as sent; JSON nil when absent or null.
+	params jsonrpc.Raw
+}
+
+// incomingOf is req, read by jsonrpc2 itself: false for a notification.
+func incomingOf(req *jsonrpc2.Request) (incoming, bool) {
+	if req.Notif {
+		return incoming{}, false
+	}
+	in := incoming{id: req.ID, method: req.Method}
+	if req.Params != nil {
+		in.params.JSON = *req.Params
+	}
+	return in, true
 }
 
 // direct reports whether a request is served on its connection's read loop
 // rather than on a goroutine of its own: a quick method (an append: a
 // journal write and its sync), decoded, that waits for no earlier request
 // of its session, on a connection with nothing else read or arriving, and
-// not a large chunk (pipelined). The
-// connection's next request is not read meanwhile; the client is waiting
-// for this reply anyway. The goroutine it saves is most of the cost of an
-// append beyond its sync: its start, the thread the runtime wakes to run
-// it, its stack grown anew, and the read loop parked and woken again.
+// not a large chunk (pipelined). The connection's next request is not read
+// meanwhile; the client is waiting for this reply anyway. The goroutine it
+// saves is most of the cost of an append beyond its sync: its start, the
+// thread the runtime wakes to run it, its stack grown anew, and the read
+// loop parked and woken again. Its memory (served) is the connection's
+// next request's once it is answered.
 func (h *handler) direct(c *conn, m method, params any, decodeErr error, t turn) bool {
 	return decodeErr == nil && m.direct && t.wait == nil && c.stream != nil && c.stream.Alone() && !pipelined(params)
 }
@@ -139,6 +189,8 @@ type served struct {
 	resp       jsonrpc2.Response
 	result     json.RawMessage
 	resultRoom [192]byte
+	// room holds an append's params and result (requestRoom).
+	room requestRoom
 	// turnReleased: the session's next request was let go (releaseTurn).
 	turnReleased bool
 	// tctx is reqCtx knowing r, for the handler (pipeline.go).
@@ -170,7 +222,7 @@ func (r *served) serve() {
 	)
 	if err == nil {
 		r.tctx = turnContext{Context: reqCtx, r: r}
-		result, owned, panicked, err = h.serve(&r.tctx, r.c.peer(), m, r.params)
+		result, owned, panicked, err = h.serve(&r.tctx, r.c.peer(), m, r.params, &r.room)
 	}
 	owned.each(func(id string) { h.owners.claim(id, r.c) })
 	// The reply may wait on a client that does not read: the session's
@@ -201,7 +253,8 @@ func (r *served) serve() {
 	if err != nil {
 		rpcErr := toRPCError(err)
 		h.log.Debug("request failed", "method", method, "code", rpcErr.Code, "err", rpcErr.Message)
-		if rerr := r.rpc.ReplyWithError(ctx, r.id, rpcErr); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		r.resp = jsonrpc2.Response{ID: r.id, Error: rpcErr}
+		if rerr := r.send(); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 			h.log.Warn("replying", "method", method, "err", rerr)
 		}
 		return
@@ -219,9 +272,21 @@ func (r *served) serve() {
 		h.log.Error("encoding a reply", "method", method, "err", err)
 		r.resp.Error = toRPCError(fmt.Errorf("encoding the reply to %s: %w", method, err))
 	}
-	if rerr := r.rpc.SendResponse(ctx, &r.resp); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+	if rerr := r.send(); rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
 		h.log.Warn("replying", "method", method, "err", rerr)
 	}
+}
+
+// send writes r.resp, r's reply: through its connection's stream, which
+// encodes jsonrpc2's Response itself (jsonrpc.ServerStream.WriteResponse),
+// or through the Conn where there is no such stream. The Conn would only
+// wrap it in a message of its own, an allocation, and hand it to the same
+// stream.
+func (r *served) send() error {
+	if r.c.stream != nil {
+		return r.c.stream.WriteResponse(&r.resp)
+	}
+	return r.rpc.SendResponse(r.ctx, &r.resp)
 }
 
 // serve calls m's handler. A panic in it (a bug) is recovered: the request
@@ -229,14 +294,14 @@ func (r *served) serve() {
 // the daemon go on serving. What the handler did before it panicked stays
 // done: every write the engine acknowledges is committed first, so the
 // client asks where the session stands rather than assuming either way.
-func (h *handler) serve(ctx context.Context, peer Peer, m method, params any) (result any, owned ownedIDs, panicked bool, err error) {
+func (h *handler) serve(ctx context.Context, peer Peer, m method, params any, room *requestRoom) (result any, owned ownedIDs, panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, owned, panicked, err = nil, ownedIDs{}, true, h.recovered(m.name, r)
 		}
 	}()
 	failpoint.Hit("daemon.serve")
-	result, owned, err = m.serve(h, ctx, peer, params)
+	result, owned, err = m.serve(h, ctx, peer, params, room)
 	return result, owned, false, err
 }
 
@@ -267,6 +332,18 @@ func shortMethod(method string) string {
 	return trace.CleanString(method, protocol.MaxMethodBytes)
 }
 
+// appendResultOf returns result as an append's, whether it is one or
+// points to one (keepsIn).
+func appendResultOf(result any) (protocol.AppendResult, bool) {
+	switch r := result.(type) {
+	case protocol.AppendResult:
+		return r, true
+	case *protocol.AppendResult:
+		return *r, true
+	}
+	return protocol.AppendResult{}, false
+}
+
 // traceRequest records one handled request: which, for which session, how
 // long, and how it failed. An acknowledged append goes to h.appends, when
 // there is one, to be folded with the session's other appends. A failed
@@ -274,7 +351,7 @@ func shortMethod(method string) string {
 // fields bounded.
 func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, err error, start time.Time) {
 	took := time.Since(start)
-	if ack, ok := result.(protocol.AppendResult); ok && err == nil {
+	if ack, ok := appendResultOf(result); ok && err == nil {
 		a := trace.Append{SessionID: ack.SessionID, Start: start, Duration: took,
 			Seq: ack.Seq, Bytes: ack.Bytes, EndMarkerSeen: ack.EndMarkerSeen}
 		if h.appends != nil {
@@ -311,38 +388,29 @@ func (h *handler) traceRequest(method, key string, result any, owned ownedIDs, e
 // reported by name rather than as "no params". A panic while decoding (a
 // bug) is recovered as in serve. raw is the params as the stream read
 // them, to be released once the request is served.
-func (h *handler) decode(req *jsonrpc2.Request) (m method, params any, raw jsonrpc.Raw, err error) {
-	if h.params != nil {
-		// Taken whatever happens next, or they would stay in the stash.
-		raw, _ = h.params.Take(req.ID)
-	}
+func (h *handler) decode(req incoming, room *requestRoom) (m method, params any, raw jsonrpc.Raw, err error) {
+	raw = req.params
 	defer func() {
 		if r := recover(); r != nil {
 			// Not released: the decoder may have kept a part of them.
-			params, raw, err = nil, jsonrpc.Raw{}, h.recovered(req.Method, r)
+			params, raw, err = nil, jsonrpc.Raw{}, h.recovered(req.method, r)
 		}
 	}()
-	if err := protocol.CheckMethod(req.Method); err != nil {
+	if err := protocol.CheckMethod(req.method); err != nil {
 		return m, nil, raw, err
 	}
-	m, ok := methods[req.Method]
+	m, ok := methods[req.method]
 	if !ok {
 		e := protocol.Errorf(protocol.CodeMethodNotFound, protocol.ReasonUnknownMethod,
-			"unknown method %q; daemon.status lists the methods this daemon serves", req.Method)
-		e.Data.Method = req.Method
+			"unknown method %q; daemon.status lists the methods this daemon serves", req.method)
+		e.Data.Method = req.method
 		return m, nil, raw, e
 	}
 	in := raw
-	if in.JSON == nil {
-		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
-		if req.Params != nil {
-			in.JSON = *req.Params
-		}
-	}
-	if string(in.JSON) == "null" {
+	if in.JSON == nil || string(in.JSON) == "null" {
 		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
 	}
-	params, err = m.decode(in.JSON, in.Long)
+	params, err = m.decode(in.JSON, in.Long, room)
 	if err != nil {
 		return m, nil, raw, err
 	}

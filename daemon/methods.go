@@ -26,6 +26,10 @@ var methods = table(
 		about(func(p *protocol.AppendParams) string { return p.SessionID }).
 		ownsOne(func(r protocol.AppendResult) string { return r.SessionID }).
 		decodeWith(appendParams).
+		keepsIn(func(r protocol.AppendResult, room *requestRoom) any {
+			room.appendResult = r
+			return &room.appendResult
+		}).
 		direct(),
 	route(protocol.SessionFinalize, (*handler).finalize).
 		about(func(p *protocol.FinalizeParams) string { return p.SessionID }),
@@ -192,14 +196,16 @@ type method struct {
 	params, result reflect.Type
 	// decode turns the params as sent into a *P, checked against their
 	// limits; long is what the frame reader's pass learned of their
-	// longest string.
-	decode func(raw json.RawMessage, long jsonrpc.LongString) (any, error)
+	// longest string; room is the request's, which the decoder may
+	// decode into (decodeWith).
+	decode func(raw json.RawMessage, long jsonrpc.LongString, room *requestRoom) (any, error)
 	// session names the session the decoded params are about, "" for
 	// none.
 	session func(params any) string
 	// serve calls the handler with decoded params and names the sessions
-	// its result makes the connection the driver of.
-	serve func(h *handler, ctx context.Context, peer Peer, params any) (result any, owned ownedIDs, err error)
+	// its result makes the connection the driver of. The result may be
+	// kept in room (keepsIn).
+	serve func(h *handler, ctx context.Context, peer Peer, params any, room *requestRoom) (result any, owned ownedIDs, err error)
 	// heavy: its reply may be megabytes, built and written under the
 	// handler's heavyGate.
 	heavy bool
@@ -215,7 +221,8 @@ type routeOf[P, R any] struct {
 	sessionOf func(*P) string
 	ownedBy   func(R) []string
 	ownedOne  func(R) string
-	decoder   func(json.RawMessage, jsonrpc.LongString) (*P, error)
+	decoder   func(json.RawMessage, jsonrpc.LongString, *requestRoom) (*P, error)
+	keep      func(R, *requestRoom) any
 	isHeavy   bool
 	isDirect  bool
 }
@@ -287,7 +294,9 @@ func (r routeOf[P, R]) heavy() routeOf[P, R] {
 // direct says a request is quick: served on its connection's read loop when
 // nothing else of the connection waits, it saves a goroutine and the wakeups
 // of handing it one, and delays nothing. Only for a method whose longest
-// wait is a journal sync: the connection reads nothing else meanwhile.
+// wait is a journal sync: the connection reads nothing else meanwhile. Its
+// handler must keep nothing of its request (its context, its params, its
+// Orderer) past its return: the request's memory then serves the next.
 func (r routeOf[P, R]) direct() routeOf[P, R] {
 	r.isDirect = true
 	return r
@@ -296,9 +305,19 @@ func (r routeOf[P, R]) direct() routeOf[P, R] {
 // decodeWith replaces the standard decoding of the params (encoding/json,
 // then a check of their text and of their limits) by decode, which must do
 // all of that itself. What it decodes may share raw's bytes only until the
-// handler returns: the frame's buffer is then read into again.
-func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage, jsonrpc.LongString) (*P, error)) routeOf[P, R] {
+// handler returns: the frame's buffer is then read into again. It may
+// decode into the request's room, which lives as long as the request.
+func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage, jsonrpc.LongString, *requestRoom) (*P, error)) routeOf[P, R] {
 	r.decoder = decode
+	return r
+}
+
+// keepsIn keeps the handler's result in the request's room, by keep,
+// which returns what the handler's reply and trace are made from (a
+// pointer into room): a result held as an interface otherwise costs an
+// allocation of its own.
+func (r routeOf[P, R]) keepsIn(keep func(R, *requestRoom) any) routeOf[P, R] {
+	r.keep = keep
 	return r
 }
 
@@ -307,17 +326,23 @@ func (r routeOf[P, R]) erase() method {
 	m := method{name: spec.Name, params: spec.Params, result: spec.Result, heavy: r.isHeavy, direct: r.isDirect}
 	switch {
 	case r.decoder != nil:
-		m.decode = func(raw json.RawMessage, long jsonrpc.LongString) (any, error) { return r.decoder(raw, long) }
+		m.decode = func(raw json.RawMessage, long jsonrpc.LongString, room *requestRoom) (any, error) {
+			return r.decoder(raw, long, room)
+		}
 	case spec.Params == reflect.TypeFor[protocol.NoParams]():
-		m.decode = func(json.RawMessage, jsonrpc.LongString) (any, error) { return new(protocol.NoParams), nil }
+		m.decode = func(json.RawMessage, jsonrpc.LongString, *requestRoom) (any, error) {
+			return new(protocol.NoParams), nil
+		}
 	default:
-		m.decode = func(raw json.RawMessage, _ jsonrpc.LongString) (any, error) { return decodeParams[P](spec.Name, raw) }
+		m.decode = func(raw json.RawMessage, _ jsonrpc.LongString, _ *requestRoom) (any, error) {
+			return decodeParams[P](spec.Name, raw)
+		}
 	}
 	m.session = func(any) string { return "" }
 	if r.sessionOf != nil {
 		m.session = func(p any) string { return r.sessionOf(p.(*P)) }
 	}
-	m.serve = func(h *handler, ctx context.Context, peer Peer, p any) (any, ownedIDs, error) {
+	m.serve = func(h *handler, ctx context.Context, peer Peer, p any, room *requestRoom) (any, ownedIDs, error) {
 		res, err := r.handle(h, ctx, peer, p.(*P))
 		if err != nil {
 			return nil, ownedIDs{}, err
@@ -328,6 +353,9 @@ func (r routeOf[P, R]) erase() method {
 		}
 		if r.ownedBy != nil {
 			owned.many = r.ownedBy(res)
+		}
+		if r.keep != nil && room != nil {
+			return r.keep(res, room), owned, nil
 		}
 		return res, owned, nil
 	}

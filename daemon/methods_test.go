@@ -12,7 +12,8 @@ import (
 
 // decodeParams is decode for tests that only look at the params.
 func (h *handler) decodeParams(req *jsonrpc2.Request) (any, error) {
-	_, p, _, err := h.decode(req)
+	in, _ := incomingOf(req)
+	_, p, _, err := h.decode(in, nil)
 	return p, err
 }
 
@@ -42,7 +43,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for name, m := range methods {
-			p, err := m.decode([]byte(raw), frameLong([]byte(raw)))
+			p, err := m.decode([]byte(raw), frameLong([]byte(raw)), &requestRoom{})
 			if err != nil {
 				var pe *protocol.Error
 				if !errors.As(err, &pe) {

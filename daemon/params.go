@@ -32,8 +32,8 @@ type appendWire struct {
 
 // appendParams is session.append's decoder in the method table: decodeAppend,
 // then the limits of the params.
-func appendParams(raw json.RawMessage, long jsonrpc.LongString) (*protocol.AppendParams, error) {
-	p, err := decodeAppend(raw, long)
+func appendParams(raw json.RawMessage, long jsonrpc.LongString, room *requestRoom) (*protocol.AppendParams, error) {
+	p, err := decodeAppendInto(raw, long, room)
 	if err != nil {
 		return nil, malformedParams(protocol.MethodSessionAppend, err)
 	}
@@ -59,10 +59,32 @@ func appendParams(raw json.RawMessage, long jsonrpc.LongString) (*protocol.Appen
 // long is what the frame reader learned of raw's longest string, the chunk
 // as clients send it.
 func decodeAppend(raw []byte, long jsonrpc.LongString) (*protocol.AppendParams, error) {
-	if p, ok, err := decodeAppendFast(raw, long); ok {
+	return decodeAppendInto(raw, long, nil)
+}
+
+// decodeAppendInto is decodeAppend decoding into room's params, where room
+// is not nil, with the session id the connection named last when it is
+// the same again: an append then allocates neither.
+func decodeAppendInto(raw []byte, long jsonrpc.LongString, room *requestRoom) (*protocol.AppendParams, error) {
+	if p, ok, err := decodeAppendFastInto(raw, long, room); ok {
+		if err == nil && room != nil && room.lastSession != nil {
+			*room.lastSession = p.SessionID
+		}
 		return p, err
 	}
 	return decodeAppendGeneral(raw)
+}
+
+// requestRoom is memory of a request's own (its served) where its params
+// are decoded, when its method's decoder can (decodeWith), and its result
+// kept (keepsIn): an append's cost no allocation of their own.
+type requestRoom struct {
+	appendParams protocol.AppendParams
+	appendResult protocol.AppendResult
+	// lastSession, when set, is the session id the connection's last
+	// append named: the next one, usually of the same session, shares it.
+	// It belongs to the connection's read loop, where params are decoded.
+	lastSession *string
 }
 
 // decodeAppendGeneral is decodeAppend by the general decoder, for params
@@ -113,8 +135,19 @@ func decodeAppendGeneral(raw []byte) (*protocol.AppendParams, error) {
 // that is answered here, as the general decoder answers it
 // (errInvalidText).
 func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendParams, ok bool, err error) {
+	return decodeAppendFastInto(raw, long, nil)
+}
+
+// decodeAppendFastInto is decodeAppendFast into room (decodeAppendInto).
+func decodeAppendFastInto(raw []byte, long jsonrpc.LongString, room *requestRoom) (p *protocol.AppendParams, ok bool, err error) {
+	var params *protocol.AppendParams
+	if room != nil {
+		params = &room.appendParams
+		*params = protocol.AppendParams{}
+	} else {
+		params = new(protocol.AppendParams)
+	}
 	var (
-		params            protocol.AppendParams
 		haveID, haveSeq   bool
 		chunkAt, chunkLen = -1, 0
 		scanned           bool
@@ -151,13 +184,14 @@ func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendPa
 		switch name {
 		case "session_id":
 			// Unquoted on the stack (ids are short), then copied once
-			// into the string that outlives raw.
-			var room [64]byte
+			// into the string that outlives raw, unless the
+			// connection's last append named it already.
+			var idRoom [64]byte
 			var id []byte
-			if id, k, ok = jsonstr.Unquote(room[:0], raw[i:]); !ok {
+			if id, k, ok = jsonstr.Unquote(idRoom[:0], raw[i:]); !ok {
 				return nil, false, nil
 			}
-			params.SessionID = string(id)
+			params.SessionID = sessionIDOf(id, room)
 		case "seq":
 			if params.Seq, k, ok = readUint(raw[i:]); !ok {
 				return nil, false, nil
@@ -197,7 +231,16 @@ func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendPa
 	// The string shares raw, the request's own, which nothing writes to
 	// again.
 	params.Chunk = unsafe.String(unsafe.SliceData(chunk), len(chunk))
-	return &params, true, nil
+	return params, true, nil
+}
+
+// sessionIDOf is id as a string: the connection's last one (room's) when
+// it is the same, without a copy.
+func sessionIDOf(id []byte, room *requestRoom) string {
+	if room != nil && room.lastSession != nil && *room.lastSession == string(id) {
+		return *room.lastSession
+	}
+	return string(id)
 }
 
 // hasName reports whether b starts with the JSON string name as written.
@@ -229,8 +272,8 @@ func readUint(b []byte) (uint64, int, bool) {
 // the faster decoder, as decodeAppend reads session.append's, then their
 // limits. encoding/json took 12% of session.write's CPU at 64 KiB, and read
 // the content twice (once to decode, once to check its text).
-func fastParams[P any](method string) func(json.RawMessage, jsonrpc.LongString) (*P, error) {
-	return func(raw json.RawMessage, _ jsonrpc.LongString) (*P, error) {
+func fastParams[P any](method string) func(json.RawMessage, jsonrpc.LongString, *requestRoom) (*P, error) {
+	return func(raw json.RawMessage, _ jsonrpc.LongString, _ *requestRoom) (*P, error) {
 		v := new(P)
 		if err := jsonv2.Unmarshal(raw, v, appendOptions); err != nil {
 			// Read again, permissively, only to tell text that is not
@@ -289,7 +332,7 @@ func errInvalidChunk(method, id string, seq uint64) *protocol.Error {
 // it: an append's by hand (appendResultJSON), the one reply sent thousands
 // of times a second, into room, every other by encoding/json.
 func encodeResult(room []byte, result any) (json.RawMessage, error) {
-	if r, ok := result.(protocol.AppendResult); ok {
+	if r, ok := appendResultOf(result); ok {
 		return appendResultJSON(room[:0], r), nil
 	}
 	return json.Marshal(result)

@@ -196,7 +196,7 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(params), &want); err != nil {
 			t.Fatalf("%s: encoding/json: %v", params, err)
 		}
-		got, err := decode(json.RawMessage(params), jsonrpc.LongString{})
+		got, err := decode(json.RawMessage(params), jsonrpc.LongString{}, nil)
 		if err != nil || !reflect.DeepEqual(*got, want) {
 			t.Errorf("%s: decoded %+v, %v; encoding/json reads %+v", params, got, err, want)
 		}
@@ -207,7 +207,7 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		{`{"target_file":"/w/a","operation":"create","content":7}`, protocol.ReasonMalformedParams, "content"},
 		{`{"target_file":"/w/a","operation":"create","content":"x"`, protocol.ReasonMalformedParams, ""},
 	} {
-		_, err := decode(json.RawMessage(tc.params), jsonrpc.LongString{})
+		_, err := decode(json.RawMessage(tc.params), jsonrpc.LongString{}, nil)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
 			t.Errorf("%s: %v, want %s on %q", tc.params, err, tc.reason, tc.field)
@@ -229,7 +229,7 @@ func BenchmarkWriteParams(b *testing.B) {
 			return decodeParams[protocol.WriteParams](protocol.MethodSessionWrite, raw)
 		}},
 		{"fast", func(raw json.RawMessage) (*protocol.WriteParams, error) {
-			return fastParams[protocol.WriteParams](protocol.MethodSessionWrite)(raw, jsonrpc.LongString{})
+			return fastParams[protocol.WriteParams](protocol.MethodSessionWrite)(raw, jsonrpc.LongString{}, nil)
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -359,7 +359,10 @@ func FuzzDecodeAppend(f *testing.F) {
 		} else if i == len(raw) {
 			long = frameLong(raw)
 		}
-		p, ok, err := decodeAppendFast(raw, long)
+		// Into a request's room, the connection's last session id "s":
+		// the id read is the same whether it is that one or not.
+		last := "s"
+		p, ok, err := decodeAppendFastInto(raw, long, &requestRoom{lastSession: &last})
 		if !ok {
 			if !bytes.Equal(raw, in) {
 				t.Fatalf("%q: left to the general decoder as %q", in, raw)

@@ -28,8 +28,11 @@ func TestKilledWhilePipelining(t *testing.T) {
 		{64 << 10, []string{"contentlog.write=3", "contentlog.sync=2", "contentlog.sync=5"}},
 		{96 << 10, []string{"contentlog.sync=4", "contentlog.write=5", "contentlog.sync=8"}},
 	} {
+		// Chunks enough that each kill point lands inside the stream
+		// however many chunks share a sync: a client keeps up to 8 in
+		// flight, and a quicker daemon batches more of them per sync.
 		var data bytes.Buffer
-		for i := 0; data.Len() < 24*tc.size; i++ {
+		for i := 0; data.Len() < 64*tc.size; i++ {
 			fmt.Fprintf(&data, "line %07d of a file streamed in pipelined chunks\n", i)
 		}
 		content := data.Bytes()

@@ -86,6 +86,9 @@ type Options struct {
 	// which the caller computed as the content came in: Result.SHA256 is
 	// it, and the bytes are not hashed again on the way to the file.
 	SHA256 string
+	// Unhashed, with SHA256 empty, leaves Result.SHA256 empty: for a
+	// caller that hashes the same content itself, elsewhere.
+	Unhashed bool
 }
 
 // Result describes the file Write produced.
@@ -136,16 +139,33 @@ type Staged struct {
 	// is "" until then); tag is the Options.Tag its name gets.
 	hidden *os.File
 	tag    string
+	// syncing is the hidden file's sync while the kernel makes it
+	// (StageHiddenAsync), waited for before the file is named or let go.
+	syncing *pendingSync
 }
 
 // Stage does everything Write does up to the rename, and returns the temp
 // file for Commit or Discard. Until one of them is called the temp file
 // stays; a crash leaves it for CleanTemp. dir must stay open until then.
 func Stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
-	return stage(dir, name, opts, fill, false)
+	return stage(dir, name, opts, fill, stageNamed)
 }
 
-func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error, hidden bool) (*Staged, error) {
+// staging is how stage makes its temp file.
+type staging int
+
+const (
+	// stageNamed is a temp file with a name, synced before stage returns.
+	stageNamed staging = iota
+	// stageHidden is a temp file without a name (StageHidden).
+	stageHidden
+	// stageHiddenAsync is stageHidden whose sync stage only starts
+	// (StageHiddenAsync).
+	stageHiddenAsync
+)
+
+func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error, how staging) (*Staged, error) {
+	hidden := how != stageNamed
 	path := dir.Join(name)
 	if opts.Mode != Replace && opts.Mode != CreateNew {
 		return nil, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
@@ -192,7 +212,7 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		writers.Put(bw)
 	}()
 	hw := &hashWriter{w: bw}
-	if opts.SHA256 == "" {
+	if opts.SHA256 == "" && !opts.Unhashed {
 		hw.h = sha256.New()
 	}
 	if err := fill(hw); err != nil {
@@ -201,19 +221,31 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	if err := bw.Flush(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := seal(f, path, perm, owner); err != nil {
+	if err := ownAndPerm(f, path, perm, owner); err != nil {
 		return nil, err
+	}
+	var syncing *pendingSync
+	if how == stageHiddenAsync {
+		if syncing, err = startSync(f); err != nil {
+			syncing = nil // this file system's: synced here instead
+		}
+	}
+	if syncing == nil {
+		if err := f.Sync(); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	res := Result{Bytes: hw.n, SHA256: opts.SHA256, Mode: perm}
 	if hw.h != nil {
 		res.SHA256 = hex.EncodeToString(hw.h.Sum(nil))
 	}
 	if hidden {
-		// Crash tests die here: the content durable in a file without a
+		// Crash tests die here: the content durable (or, staged with
+		// its sync asynchronous, being synced) in a file without a
 		// name, which the kill takes with it.
 		failpoint.Hit("atomicfile.hidden-synced")
 		closed, kept = true, true
-		return &Staged{dir: dir, path: path, name: name, mode: opts.Mode, tag: opts.Tag, hidden: f, res: res}, nil
+		return &Staged{dir: dir, path: path, name: name, mode: opts.Mode, tag: opts.Tag, hidden: f, syncing: syncing, res: res}, nil
 	}
 	closed = true
 	if err := f.Close(); err != nil {
@@ -259,8 +291,8 @@ func targetOf(dir *confine.Dir, name, path string, opts Options) (fs.FileMode, *
 	return perm, owner, nil
 }
 
-// seal gives a staged temp file its owner and permission and fsyncs it.
-func seal(f *os.File, path string, perm fs.FileMode, owner *confine.Info) error {
+// ownAndPerm gives a staged temp file its owner and permission.
+func ownAndPerm(f *os.File, path string, perm fs.FileMode, owner *confine.Info) error {
 	if owner != nil {
 		// Keeps a file owned by the user who owns it when the daemon runs
 		// as root. Without privilege this fails (EPERM) unless nothing
@@ -273,9 +305,6 @@ func seal(f *os.File, path string, perm fs.FileMode, owner *confine.Info) error 
 	// After Chown, which may clear mode bits, and explicitly rather than
 	// at open, where the umask would alter it.
 	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
@@ -291,16 +320,47 @@ func (s *Staged) TempPath() string { return s.dir.Join(s.tmp) }
 // CreateNew mode) and fsyncs the directory. On an error other than
 // ErrNotDurable the temp file is removed and the target is untouched.
 func (s *Staged) Commit() (Result, error) {
+	dirSynced, err := s.commit(false)
+	if err != nil {
+		return Result{}, err
+	}
+	return dirSynced()
+}
+
+// CommitSyncing is Commit that leaves the directory's fsync to the kernel
+// while the caller goes on, where it can (see StageHiddenAsync): when it
+// returns without an error the file is in place, and dirSynced waits for
+// the directory's sync and returns what Commit would have (an error
+// wrapping ErrNotDurable when that sync failed). The caller calls
+// dirSynced once, before it tells anyone the file is durable: what it
+// only prepares (a record to journal, a reply) it may prepare meanwhile.
+func (s *Staged) CommitSyncing() (dirSynced func() (Result, error), err error) {
+	return s.commit(true)
+}
+
+func (s *Staged) commit(async bool) (func() (Result, error), error) {
 	if s.done {
-		return Result{}, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
+		return nil, fmt.Errorf("write %s: staged content already committed or discarded", s.path)
 	}
 	s.done = true
+	if s.syncing != nil {
+		err := s.syncing.wait()
+		s.syncing = nil
+		if err != nil {
+			s.hidden.Close()
+			s.hidden = nil
+			return nil, fmt.Errorf("write %s: %w", s.path, err)
+		}
+	}
 	if s.hidden != nil && s.mode == CreateNew {
-		return s.linkHidden()
+		if err := s.linkHidden(); err != nil {
+			return nil, err
+		}
+		return s.syncDir(async), nil
 	}
 	if s.hidden != nil {
 		if err := s.nameHidden(); err != nil {
-			return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+			return nil, fmt.Errorf("write %s: %w", s.path, err)
 		}
 	}
 	// Crash tests die here: the temp file written and synced, not renamed.
@@ -310,19 +370,34 @@ func (s *Staged) Commit() (Result, error) {
 		err = s.dir.RenameNoReplace(s.tmp, s.name)
 		if errors.Is(err, fs.ErrExist) {
 			s.dir.Remove(s.tmp)
-			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
+			return nil, fmt.Errorf("create %s: %w", s.path, ErrExists)
 		}
 	} else {
 		err = s.dir.Rename(s.tmp, s.name)
 	}
 	if err != nil {
 		s.dir.Remove(s.tmp)
-		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+		return nil, fmt.Errorf("write %s: %w", s.path, err)
 	}
-	if err := s.dir.Sync(); err != nil {
-		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
+	return s.syncDir(async), nil
+}
+
+// syncDir syncs the directory the file was named in, now or, with async,
+// while the caller goes on, and returns what waits for it.
+func (s *Staged) syncDir(async bool) func() (Result, error) {
+	done := func(err error) (Result, error) {
+		if err != nil {
+			return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
+		}
+		return s.res, nil
 	}
-	return s.res, nil
+	if async {
+		if p, err := startSync(s.dir.SyncFile()); err == nil {
+			return func() (Result, error) { return done(p.wait()) }
+		}
+	}
+	err := s.dir.Sync()
+	return func() (Result, error) { return done(err) }
 }
 
 // Discard removes the temp file; the target was never touched. It is a
@@ -332,6 +407,11 @@ func (s *Staged) Discard() {
 		return
 	}
 	s.done = true
+	if s.syncing != nil {
+		// Its context is reused only once the sync is reaped.
+		s.syncing.wait()
+		s.syncing = nil
+	}
 	if s.hidden != nil {
 		// Closing the last descriptor of a file without a name frees it.
 		s.hidden.Close()

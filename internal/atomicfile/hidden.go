@@ -22,8 +22,31 @@ var ErrNoHidden = confine.ErrNoUnnamed
 // dir, or the record that explains it is durable. It fails with an error
 // wrapping ErrNoHidden where such files cannot be made.
 func StageHidden(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
-	return stage(dir, name, opts, fill, true)
+	return stage(dir, name, opts, fill, stageHidden)
 }
+
+// StageHiddenAsync is StageHidden that does not wait for the file's
+// fsync: the kernel makes it while the caller goes on, and Commit waits
+// for it before the file gets its name (Discard, before letting go of
+// it). A caller with a sync of its own to make (a journal's) makes both at
+// once from one thread.
+//
+// It fails with an error wrapping ErrNoAsync, having written nothing,
+// where the kernel cannot sync a file asynchronously: StageHidden it then
+// (in a goroutine, for the same overlap). Where only the file's file
+// system cannot, the sync is made before it returns, as StageHidden's.
+func StageHiddenAsync(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error) (*Staged, error) {
+	if !asyncSyncs() {
+		return nil, fmt.Errorf("write %s: %w", dir.Join(name), ErrNoAsync)
+	}
+	return stage(dir, name, opts, fill, stageHiddenAsync)
+}
+
+// ErrNoAsync is StageHiddenAsync's error where the kernel cannot sync a
+// file while the caller goes on.
+var ErrNoAsync = errNoAsync
+
+var errNoAsync = errors.New("no asynchronous fsync here")
 
 // nameHidden gives the hidden temp file its temp name, trying new names as
 // createTemp does, and closes it.
@@ -48,22 +71,20 @@ func (s *Staged) nameHidden() error {
 
 // linkHidden commits a new file staged without a name by giving it its
 // name: the link fails if the name exists, as the rename that replaces
-// nothing would, and takes the place of a temp name and that rename.
-func (s *Staged) linkHidden() (Result, error) {
+// nothing would, and takes the place of a temp name and that rename. The
+// directory is synced by the caller (Staged.syncDir).
+func (s *Staged) linkHidden() error {
 	f := s.hidden
 	s.hidden = nil
 	defer f.Close()
 	if err := s.dir.LinkUnnamed(f, s.name); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Result{}, fmt.Errorf("create %s: %w", s.path, ErrExists)
+			return fmt.Errorf("create %s: %w", s.path, ErrExists)
 		}
-		return Result{}, fmt.Errorf("write %s: %w", s.path, err)
+		return fmt.Errorf("write %s: %w", s.path, err)
 	}
 	// Crash tests die here: the new file in place, its directory not
 	// synced (where a temp file is renamed, before that rename).
 	failpoint.Hit("atomicfile.before-rename")
-	if err := s.dir.Sync(); err != nil {
-		return s.res, fmt.Errorf("write %s: sync directory: %w: %w", s.path, ErrNotDurable, err)
-	}
-	return s.res, nil
+	return nil
 }

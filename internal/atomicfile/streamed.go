@@ -114,8 +114,11 @@ func (s *Streamed) Stage(dir *confine.Dir, name string, opts Options, size int64
 			return nil, fmt.Errorf("write %s: %w", path, err)
 		}
 	}
-	if err := seal(f, path, perm, owner); err != nil {
+	if err := ownAndPerm(f, path, perm, owner); err != nil {
 		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	// Crash tests die here: the content durable in a file without a
 	// name, which the kill takes with it.

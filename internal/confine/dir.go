@@ -259,6 +259,11 @@ func (d *Dir) Remove(name string) error {
 // Sync fsyncs the directory, making renames and removals in it durable.
 func (d *Dir) Sync() error { return d.f.Sync() }
 
+// SyncFile is the directory's descriptor, for a caller that has the
+// kernel sync it while it goes on (atomicfile's asynchronous syncs). It
+// stays d's: nothing else is done through it, and it is not closed.
+func (d *Dir) SyncFile() *os.File { return d.f }
+
 // Names lists the directory's entries.
 func (d *Dir) Names() ([]string, error) {
 	fd, err := unix.Openat(d.fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

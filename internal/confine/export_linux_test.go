@@ -11,3 +11,12 @@ func ThroughOSRoot(t testing.TB) bool {
 	t.Cleanup(func() { noOpenat2.Store(old) })
 	return true
 }
+
+// LinkThroughProc makes every unnamed file linked until the test ends go
+// through /proc, as where AT_EMPTY_PATH needs a privilege the daemon
+// lacks.
+func LinkThroughProc(t testing.TB) {
+	old := noEmptyPath.Load()
+	noEmptyPath.Store(true)
+	t.Cleanup(func() { noEmptyPath.Store(old) })
+}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,12 +22,26 @@ func (d *Dir) createUnnamed(perm fs.FileMode) (*os.File, error) {
 	return os.NewFile(uintptr(fd), d.Join("(unnamed)")), nil
 }
 
+// noEmptyPath is set once linkat with AT_EMPTY_PATH was refused: it needs
+// privilege (CAP_DAC_READ_SEARCH) on kernels before 6.10, and it will not
+// be granted later.
+var noEmptyPath atomic.Bool
+
 func (d *Dir) linkUnnamed(f *os.File, name string) error {
-	// Through /proc, which any process may do with its own descriptor;
-	// AT_EMPTY_PATH, where /proc is not mounted, needs privilege.
-	err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), d.fd(), name, unix.AT_SYMLINK_FOLLOW)
-	if errors.Is(err, unix.ENOENT) {
+	// By the descriptor itself where that is allowed: through /proc the
+	// kernel walks a path of four names first, a third of a small file's
+	// link. Through /proc, which any process may do with its own
+	// descriptor, otherwise.
+	var err error = unix.ENOENT
+	if !noEmptyPath.Load() {
 		err = unix.Linkat(int(f.Fd()), "", d.fd(), name, unix.AT_EMPTY_PATH)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) {
+			noEmptyPath.Store(true)
+			err = unix.ENOENT
+		}
+	}
+	if errors.Is(err, unix.ENOENT) {
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), d.fd(), name, unix.AT_SYMLINK_FOLLOW)
 	}
 	if errors.Is(err, unix.EEXIST) {
 		return fs.ErrExist

@@ -239,7 +239,7 @@ type segment struct {
 type Queued struct {
 	log     *Log
 	recs    [][][]byte
-	durable func([]Ref)
+	durable Durable
 	refs    []Ref
 	// one holds refs of a Queued of one record, the usual one: its
 	// refs are not an allocation of their own.
@@ -484,16 +484,41 @@ var ErrAfterFailed = errors.New("content log: not written, as the records queued
 // record that depends on the ones before it (the next chunk of a stream)
 // never lands in the log without them.
 func (l *Log) Enqueue(recs [][][]byte, durable func([]Ref), after *Queued) (*Queued, error) {
+	q := new(Queued)
+	var d Durable
+	if durable != nil {
+		d = durableFunc(durable)
+	}
+	if err := l.EnqueueInto(q, recs, d, after); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Durable is told the refs of records once they are durable, as Enqueue's
+// durable func is (EnqueueInto).
+type Durable interface{ Durable(refs []Ref) }
+
+// durableFunc is a func as a Durable.
+type durableFunc func([]Ref)
+
+func (f durableFunc) Durable(refs []Ref) { f(refs) }
+
+// EnqueueInto is Enqueue into q, a zero Queued of the caller's (a field of
+// what it holds for the records' life: an append's, for instance), with
+// durable (nil: none) told of the refs: no allocation of the log's own
+// beyond the queue's. q must not be used again for another Enqueue.
+func (l *Log) EnqueueInto(q *Queued, recs [][][]byte, durable Durable, after *Queued) error {
 	for _, r := range recs {
 		if n := partsLen(r); n > MaxRecord {
-			return nil, fmt.Errorf("content log: record of %d bytes, limit %d", n, MaxRecord)
+			return fmt.Errorf("content log: record of %d bytes, limit %d", n, MaxRecord)
 		}
 	}
-	q := &Queued{log: l, recs: recs, durable: durable, after: after, done: doneChans.Get().(chan bool)}
+	*q = Queued{log: l, recs: recs, durable: durable, after: after, done: doneChans.Get().(chan bool)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	l.queue = append(l.queue, q)
 	if !l.leading {
@@ -502,7 +527,7 @@ func (l *Log) Enqueue(recs [][][]byte, durable func([]Ref), after *Queued) (*Que
 		l.leading = true
 		q.done <- true
 	}
-	return q, nil
+	return nil
 }
 
 // Wait waits until q's records are durable and returns their refs, or the
@@ -631,7 +656,7 @@ func (l *Log) commit(batch []*Queued) {
 			}
 			l.records.Add(uint64(len(p.recs)))
 			if p.durable != nil {
-				p.durable(p.refs)
+				p.durable.Durable(p.refs)
 			}
 		}
 		l.prepareSoon()

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // A body's buffer fits it, wastes at most a quarter, and goes back to the
@@ -39,15 +37,14 @@ func TestFramesInRecycledBuffers(t *testing.T) {
 		want = append(want, params)
 		in.WriteString(frame(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"session.append","params":` + params + `}`))
 	}
-	stash := NewParams()
-	s := NewServerStream(&pipeConn{in: strings.NewReader(in.String())}, Limits{MaxMessage: 1 << 20}, stash, nil)
+	s := NewServerStream(&pipeConn{in: strings.NewReader(in.String())}, Limits{MaxMessage: 1 << 20}, nil)
 	for i, params := range want {
-		var req jsonrpc2.Request
-		if err := s.ReadObject(&req); err != nil {
+		req, err := readRequest(s)
+		if err != nil {
 			t.Fatal(err)
 		}
-		raw, ok := stash.Take(req.ID)
-		if !ok || string(raw.JSON) != params {
+		raw := req.Params
+		if string(raw.JSON) != params {
 			t.Fatalf("request %d: params %.40q..., want %.40q...", i, raw.JSON, params)
 		}
 		chunk := params[strings.Index(params, `"chunk":`)+len(`"chunk":`) : len(params)-1]
@@ -60,6 +57,6 @@ func TestFramesInRecycledBuffers(t *testing.T) {
 			raw.JSON[j] = 'X'
 		}
 		raw.Release()
-		s.forget(req.ID.Num)
+		s.forget(req.ID)
 	}
 }

@@ -19,11 +19,11 @@ func TestTotalBudgetAcrossConnections(t *testing.T) {
 		t.Run(free, func(t *testing.T) {
 			total := NewBudget(size + size/2)
 			limits := Limits{MaxMessage: 1 << 20, MaxInflight: 10, MaxInflightBytes: 1 << 20, Total: total}
-			a := NewServerStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, NewParams(), nil)
-			b := NewServerStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, NewParams(), nil)
+			a := NewServerStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, nil)
+			b := NewServerStream(&pipeConn{in: strings.NewReader(frame(body))}, limits, nil)
 			defer b.Close()
-			var first jsonrpc2.Request
-			if err := a.ReadObject(&first); err != nil {
+			first, err := readRequest(a)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if got := total.inUse(); got != size {
@@ -40,7 +40,7 @@ func TestTotalBudgetAcrossConnections(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 			if free == "Reply" {
-				resp := &jsonrpc2.Response{ID: first.ID}
+				resp := &jsonrpc2.Response{ID: first.RPCID()}
 				resp.SetResult(true)
 				if err := a.WriteObject(resp); err != nil {
 					t.Fatal(err)
@@ -58,7 +58,7 @@ func TestTotalBudgetAcrossConnections(t *testing.T) {
 			}
 			if free == "Close" {
 				// A reply written after the close gives nothing back twice.
-				resp := &jsonrpc2.Response{ID: first.ID}
+				resp := &jsonrpc2.Response{ID: first.RPCID()}
 				resp.SetResult(true)
 				a.WriteObject(resp)
 				if got := total.inUse(); got != size {

@@ -10,9 +10,13 @@
 // generic values and marshals them back (a 1 MiB chunk read three times
 // over), holds ids as int64 (so -1, 1.5 or 2^64 broke the connection) and
 // reads frames without bounds. So ServerStream parses each frame itself, in
-// one pass, and hands jsonrpc2 a minimal request with a synthetic numeric id;
-// the params wait in Params for the handler, and the reply gets the
-// client's id back. That pass checks the params' longest string (an
+// one pass, and hands jsonrpc2 only a placeholder ({"method":""}, the least
+// it decodes as a request, and still 20 allocations of encoding/json's),
+// decoded by jsonrpc2 once per connection and copied for every later
+// request; the handler, called on the read loop right after, takes the
+// request itself from the stream (Take), and replies with the stream's
+// number for it, which the stream swaps for the client's id as it writes
+// the reply. That pass checks the params' longest string (an
 // append's chunk) on its way and says what it found (LongString), so that
 // the handler's decoder does not read it again; and the frame is read into
 // a buffer the handler hands back once it is done with the params
@@ -37,11 +41,16 @@
 // What this relies on in jsonrpc2, each pinned by a test of
 // jsonrpc2_test.go, so an upgrade that changes one fails there:
 //
-//   - the value ReadObject is given decodes {"id","method"} JSON
-//     as a Request with that numeric id (an int64) and method and no
-//     params, and without an id as a notification;
+//   - the value ReadObject is given decodes the placeholder as a Request
+//     (a notification, with no params), and a response with an id
+//     jsonrpc2 never saw is written all the same;
+//   - that value is a pointer to a struct, the same type each time, and a
+//     copy of the first one decoded reaches the Handler as a Request
+//     (TestServerStreamHandsJSONRPC2OneMessage; another type is decoded
+//     each time);
 //   - Handle is called on the read loop, one request at a time in the order
-//     read, and ReadObject is not called again until it returns;
+//     read, and ReadObject is not called again until it returns (so the
+//     request Take returns is the one jsonrpc2 handed the Handler);
 //   - Reply and ReplyWithError write an object whose JSON is a response:
 //     the request's numeric id, and a result or an error (code, message,
 //     data); Notify writes one with a method and params and no id;

@@ -14,10 +14,10 @@ import (
 )
 
 // FuzzFrameReader feeds arbitrary bytes to a connection's frame reader, and
-// takes each request's params as the handler would, and checks that nothing panics, that the connection ends
+// takes each request as the handler would, and checks that nothing panics, that the connection ends
 // only with EOF or a frame error, that every frame written back is a
 // well-formed JSON-RPC 2.0 response, and that nothing is left behind in the
-// stash, the id map or the in-flight counts.
+// stream, the id map or the in-flight counts.
 func FuzzFrameReader(f *testing.F) {
 	for _, seed := range []string{
 		frame(`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`),
@@ -43,12 +43,10 @@ func FuzzFrameReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &pipeConn{in: bytes.NewReader(in)}
-		stash := NewParams()
-		s := NewServerStream(c, Limits{MaxMessage: 4096, MaxInflight: 4, MaxInflightBytes: 8192}, stash, nil)
+		s := NewServerStream(c, Limits{MaxMessage: 4096, MaxInflight: 4, MaxInflightBytes: 8192}, nil)
 		var requests int
 		for {
-			var req jsonrpc2.Request
-			err := s.ReadObject(&req)
+			req, err := readRequest(s)
 			if err != nil {
 				var fe *frameError
 				if err != io.EOF && err != io.ErrUnexpectedEOF && !errors.As(err, &fe) {
@@ -56,17 +54,14 @@ func FuzzFrameReader(f *testing.F) {
 				}
 				break
 			}
-			if raw, ok := stash.Take(req.ID); ok {
+			if raw := req.Params; raw.JSON != nil {
 				checkLong(t, raw.JSON, raw.Long)
 				// Its buffer goes back, for later frames of this input to
 				// be read into.
 				raw.Release()
 			}
-			if req.Notif {
-				continue
-			}
 			requests++
-			resp := &jsonrpc2.Response{ID: req.ID}
+			resp := &jsonrpc2.Response{ID: req.RPCID()}
 			resp.SetResult(req.Method)
 			if err := s.WriteObject(resp); err != nil {
 				t.Fatal(err)
@@ -87,9 +82,9 @@ func FuzzFrameReader(f *testing.F) {
 		if answered != requests {
 			t.Fatalf("%d requests, %d answered", requests, answered)
 		}
-		if len(stash.m) != 0 || len(s.ids) != 0 || s.inflight != 0 || s.inflightBytes != 0 {
-			t.Fatalf("left behind: %d params, %d ids, %d requests of %d bytes in flight",
-				len(stash.m), len(s.ids), s.inflight, s.inflightBytes)
+		if s.hasCurrent || len(s.ids) != 0 || s.inflight != 0 || s.inflightBytes != 0 {
+			t.Fatalf("left behind: a request not taken (%v), %d ids, %d requests of %d bytes in flight",
+				s.hasCurrent, len(s.ids), s.inflight, s.inflightBytes)
 		}
 	})
 }

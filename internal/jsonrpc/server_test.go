@@ -101,23 +101,41 @@ func readReplies(t testing.TB, out []byte) []reply {
 	}
 }
 
+// readRequest reads the next request as jsonrpc2 and the daemon's handler
+// do: jsonrpc2 decodes what ReadObject hands it, and the handler takes the
+// request from the stream.
+func readRequest(s *ServerStream) (Request, error) {
+	var req jsonrpc2.Request
+	if err := s.ReadObject(&req); err != nil {
+		return Request{}, err
+	}
+	if !req.Notif || req.Method != "" || req.Params != nil {
+		return Request{}, fmt.Errorf("jsonrpc2 was handed more than the placeholder: %+v", req)
+	}
+	r, ok := s.Take()
+	if !ok {
+		return Request{}, errors.New("ReadObject handed jsonrpc2 a placeholder for no request")
+	}
+	if _, again := s.Take(); again {
+		return Request{}, errors.New("a request was taken twice")
+	}
+	return r, nil
+}
+
 // drive reads every request from input as jsonrpc2 would, answers each
 // through the stream as the handler would, and returns the replies and the
 // error that ended reading.
 func drive(t testing.TB, input string, maxMessage int64) (replies []reply, methods []string, c *pipeConn, err error) {
 	t.Helper()
 	c = &pipeConn{in: strings.NewReader(input)}
-	s := NewServerStream(c, Limits{MaxMessage: maxMessage, MaxInflight: 4}, NewParams(), nil)
+	s := NewServerStream(c, Limits{MaxMessage: maxMessage, MaxInflight: 4}, nil)
 	for {
-		var req jsonrpc2.Request
-		if err = s.ReadObject(&req); err != nil {
+		var req Request
+		if req, err = readRequest(s); err != nil {
 			break
 		}
 		methods = append(methods, req.Method)
-		if req.Notif {
-			continue
-		}
-		resp := &jsonrpc2.Response{ID: req.ID}
+		resp := &jsonrpc2.Response{ID: req.RPCID()}
 		resp.SetResult("ok")
 		if werr := s.WriteObject(resp); werr != nil {
 			t.Fatal(werr)
@@ -207,7 +225,7 @@ func TestFrameStreamRefusesBeforeReading(t *testing.T) {
 	header := "Content-Length: 4294967296\r\n\r\n"
 	body := &countingReader{}
 	c := &pipeConn{in: io.MultiReader(strings.NewReader(header), body)}
-	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, NewParams(), nil)
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, nil)
 	var req jsonrpc2.Request
 	err := s.ReadObject(&req)
 	var fe *frameError
@@ -232,25 +250,17 @@ func (r *countingReader) Read(p []byte) (int, error) {
 }
 
 // TestFrameStreamParams: a request's params reach the handler byte for
-// byte, through the stash, and jsonrpc2 never holds them.
+// byte, through the stream, and jsonrpc2 never holds them.
 func TestFrameStreamParams(t *testing.T) {
 	params := `{"session_id":"s","seq":1,"chunk":"<a> & \u0000 é"}`
 	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"session.append","params":` + params + `}`))}
-	stash := NewParams()
-	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, stash, nil)
-	var req jsonrpc2.Request
-	if err := s.ReadObject(&req); err != nil {
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, nil)
+	req, err := readRequest(s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Params != nil {
-		t.Fatalf("jsonrpc2 got params %s", *req.Params)
-	}
-	p, ok := stash.Take(req.ID)
-	if !ok || string(p.JSON) != params {
-		t.Fatalf("params %s, %v; want %s as sent", p.JSON, ok, params)
-	}
-	if _, left := stash.Take(req.ID); left {
-		t.Fatal("params left in the stash")
+	if string(req.Params.JSON) != params || req.Method != "session.append" || req.ID == 0 {
+		t.Fatalf("request %d %s with params %s; want session.append with %s as sent", req.ID, req.Method, req.Params.JSON, params)
 	}
 }
 
@@ -265,18 +275,22 @@ func TestFrameStreamCancel(t *testing.T) {
 		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2.0}}`) +
 		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"a"}}`) +
 		frame(`{"jsonrpc":"2.0","method":"$/cancelRequest"}`)
-	s := NewServerStream(&pipeConn{in: strings.NewReader(in)}, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, NewParams(), nil)
+	s := NewServerStream(&pipeConn{in: strings.NewReader(in)}, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, nil)
 	var cancelled []uint64
 	s.OnCancel(func(id uint64) { cancelled = append(cancelled, id) })
 	var ids []uint64
-	for range 6 {
-		var req jsonrpc2.Request
-		if err := s.ReadObject(&req); err != nil {
+	for range 2 {
+		req, err := readRequest(s)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !req.Notif {
-			ids = append(ids, req.ID.Num)
-		}
+		ids = append(ids, req.ID)
+	}
+	// The cancellations are acted on as they are read, and never handed
+	// to jsonrpc2.
+	var req jsonrpc2.Request
+	if err := s.ReadObject(&req); err != io.EOF {
+		t.Fatalf("after the cancellations: %v, %+v; want EOF", err, req)
 	}
 	if len(ids) != 2 || len(cancelled) != 1 || cancelled[0] != ids[0] {
 		t.Fatalf("requests %v, cancelled %v; want only the first cancelled", ids, cancelled)
@@ -306,12 +320,12 @@ func TestFrameStreamInflight(t *testing.T) {
 				in.WriteString(req(i))
 			}
 			c := &pipeConn{in: strings.NewReader(in.String())}
-			s := NewServerStream(c, tt.limits, NewParams(), nil)
+			s := NewServerStream(c, tt.limits, nil)
 			defer s.Close()
-			var first jsonrpc2.Request
+			var first Request
 			for i := range tt.admitted {
-				var req jsonrpc2.Request
-				if err := s.ReadObject(&req); err != nil {
+				req, err := readRequest(s)
+				if err != nil {
 					t.Fatal(err)
 				}
 				if i == 0 {
@@ -328,7 +342,7 @@ func TestFrameStreamInflight(t *testing.T) {
 				t.Fatalf("read request %d with %d unanswered (err %v)", tt.admitted+1, tt.admitted, err)
 			case <-time.After(50 * time.Millisecond):
 			}
-			resp := &jsonrpc2.Response{ID: first.ID}
+			resp := &jsonrpc2.Response{ID: first.RPCID()}
 			resp.SetResult(true)
 			if err := s.WriteObject(resp); err != nil {
 				t.Fatal(err)
@@ -352,7 +366,7 @@ func TestFrameStreamInflight(t *testing.T) {
 // loop that waits for a free slot.
 func TestFrameStreamCloseWakesReader(t *testing.T) {
 	c := &pipeConn{in: strings.NewReader(frame(`{"jsonrpc":"2.0","id":1,"method":"m"}`))}
-	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 1}, NewParams(), nil)
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 1}, nil)
 	var req jsonrpc2.Request
 	if err := s.ReadObject(&req); err != nil {
 		t.Fatal(err)
@@ -403,7 +417,7 @@ func TestAlone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &pipeConn{in: strings.NewReader(tt.in)}
-			s := NewServerStream(c, Limits{MaxMessage: 1 << 10}, NewParams(), nil)
+			s := NewServerStream(c, Limits{MaxMessage: 1 << 10}, nil)
 			var got []bool
 			for i := range tt.want {
 				var req jsonrpc2.Request
@@ -411,8 +425,9 @@ func TestAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 				got = append(got, s.Alone())
+				in, _ := s.Take()
 				if tt.answer[i] {
-					resp := &jsonrpc2.Response{ID: req.ID}
+					resp := &jsonrpc2.Response{ID: in.RPCID()}
 					resp.SetResult("ok")
 					if err := s.WriteObject(resp); err != nil {
 						t.Fatal(err)
@@ -475,14 +490,15 @@ func TestReadDeadlines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &piecesConn{pieces: tt.pieces}
-			s := NewServerStream(c, Limits{MaxMessage: 1 << 10, HeaderTimeout: time.Minute}, NewParams(), nil)
-			var r jsonrpc2.Request
-			if err := s.ReadObject(&r); err != nil {
+			s := NewServerStream(c, Limits{MaxMessage: 1 << 10, HeaderTimeout: time.Minute}, nil)
+			in, err := readRequest(s)
+			if err != nil {
 				t.Fatal(err)
 			}
-			resp := &jsonrpc2.Response{ID: r.ID}
+			resp := &jsonrpc2.Response{ID: in.RPCID()}
 			resp.SetResult("ok")
 			s.WriteObject(resp)
+			var r jsonrpc2.Request
 			if err := s.ReadObject(&r); err != io.EOF {
 				t.Fatalf("second read: %v, want EOF", err)
 			}
@@ -490,5 +506,43 @@ func TestReadDeadlines(t *testing.T) {
 				t.Errorf("deadline set at each read: %v, want %v", c.armed, tt.armed)
 			}
 		})
+	}
+}
+
+// TestWriteResponse: a reply written by the stream itself, without the
+// Conn, goes out with the id the client sent and frees its request's room;
+// once the stream is closed it fails as the Conn's replies do, and still
+// frees the room.
+func TestWriteResponse(t *testing.T) {
+	in := frame(`{"jsonrpc":"2.0","id":"a-1","method":"m"}`) + frame(`{"jsonrpc":"2.0","id":-7,"method":"m"}`)
+	c := &pipeConn{in: strings.NewReader(in)}
+	s := NewServerStream(c, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, nil)
+	first, err := readRequest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := readRequest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &jsonrpc2.Response{ID: first.RPCID()}
+	resp.SetResult(map[string]int{"seq": 1})
+	if err := s.WriteResponse(resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := readReplies(t, c.written()); len(got) != 1 || got[0].String() != `"a-1":ok` || string(got[0].Result) != `{"seq":1}` {
+		t.Fatalf("replies %v, want the result to \"a-1\"", got)
+	}
+	if s.inflight != 1 {
+		t.Fatalf("%d requests hold room after the first reply, want 1", s.inflight)
+	}
+	s.Close()
+	resp = &jsonrpc2.Response{ID: second.RPCID()}
+	resp.SetResult(true)
+	if err := s.WriteResponse(resp); !errors.Is(err, jsonrpc2.ErrClosed) {
+		t.Fatalf("a reply after Close: %v, want jsonrpc2.ErrClosed", err)
+	}
+	if s.inflight != 0 || len(s.ids) != 0 {
+		t.Fatalf("after Close: %d requests, %d ids hold room", s.inflight, len(s.ids))
 	}
 }

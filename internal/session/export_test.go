@@ -42,3 +42,10 @@ func Streamed(m *Manager) (open int, named int64) {
 
 // MaxStreamedFiles is how many streamed files the daemon holds at once.
 const MaxStreamedFiles = maxStreamedFiles
+
+// SetEarlyHook makes every session.write that started writing its file
+// before its check call f with whether the finalize took that file.
+func SetEarlyHook(f func(taken bool)) (restore func()) {
+	testHookEarly = f
+	return func() { testHookEarly = nil }
+}

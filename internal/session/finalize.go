@@ -213,8 +213,21 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	// The file is written while the backup is taken and the record is
 	// journaled, and named only after (see early): started here, its
 	// write and sync have the backup's and the record's time to overlap.
-	staged := m.stageStreamed(e, writeOp, c, pending)
-	if staged == nil {
+	staged := r.early
+	r.early = nil
+	taken := staged.take(writeOp, c.content)
+	if staged != nil && testHookEarly != nil {
+		testHookEarly(taken)
+	}
+	if taken {
+		staged.sum = pending
+	} else {
+		if staged != nil {
+			staged.drop()
+		}
+		staged = m.stageStreamed(e, writeOp, c, pending)
+	}
+	if !taken && staged == nil {
 		staged = m.stageEarly(r, writeOp, c.content, pending)
 	}
 	discard := func() {
@@ -266,6 +279,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	m.traceStage(r, trace.Bool("force", force))
 	// Our own rename must not read as an external change.
 	m.unwatch(e)
+	// Whatever way this ends, the directory's sync is waited for before
+	// the request's view of the files closes.
+	defer staged.dirSynced()
 	res, err := m.writeContentStaged(r, r.Target, writeOp, c.content, "", staged)
 	if err != nil {
 		// Nothing was written, and the content is still journaled: the
@@ -288,7 +304,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if change != nil {
 		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
-	return m.completeWritten(e, res), nil
+	return m.completeWrittenSyncing(e, res, staged.dirSynced), nil
 }
 
 // pendingSum is the SHA-256 of the file a finalize of r with the checked
@@ -363,7 +379,7 @@ const (
 
 // complete records a successful write and releases what the session held.
 func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
-	return m.completeAs(e, res, journalNow)
+	return m.completeAs(e, res, journalNow, nil)
 }
 
 // completeWritten is complete for a session whose journaled stage is
@@ -375,20 +391,40 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 // hash journaled with finalizing, or the journal itself for content too
 // large to check).
 func (m *Manager) completeWritten(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
-	return m.completeAs(e, res, journalWithNextCommit)
+	return m.completeAs(e, res, journalWithNextCommit, nil)
 }
 
-func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journaling) protocol.FinalizeResult {
+// completeWrittenSyncing is completeWritten for a file whose directory
+// may still be syncing: the finished record is encoded meanwhile, and
+// journaled and published, and the summary returned, only once
+// dirSynced has returned. A failed directory sync is reported as the
+// write's warning, as a synchronous one is.
+func (m *Manager) completeWrittenSyncing(e *entry, res protocol.FinalizeResult, dirSynced func() error) protocol.FinalizeResult {
+	return m.completeAs(e, res, journalWithNextCommit, dirSynced)
+}
+
+func (m *Manager) completeAs(e *entry, res protocol.FinalizeResult, when journaling, dirSynced func() error) protocol.FinalizeResult {
 	r := &e.rec
 	res.Warnings = append(res.Warnings, expectationWarnings(r, res)...)
 	r.Stage = protocol.StageCompleted
 	r.Result = &res
 	r.UpdatedAt = m.cfg.Clock.Now()
+	var meta []byte
+	if dirSynced != nil {
+		r.forgetPendingBase()
+		meta, _ = r.marshal() // an error is met again below
+		if err := dirSynced(); err != nil {
+			// The rename happened; only the directory sync failed.
+			res.Warnings = append([]protocol.Warning{{Code: "not_durable", Message: err.Error()}}, res.Warnings...)
+			r.Result = &res
+			meta = nil
+		}
+	}
 	// The summary is what a finished session keeps; its content is on
 	// disk, so the chunks go in the same commit.
 	var err error
 	if when == journalWithNextCommit {
-		err = m.putFinishedLater(e)
+		err = m.putFinishedLater(e, meta)
 	} else {
 		err = m.putFinished(r)
 	}

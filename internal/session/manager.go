@@ -334,7 +334,13 @@ func (m *Manager) begin(p protocol.BeginParams, newID func() string, createdAt t
 
 // beginAs is begin for a session of owner.
 func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (protocol.BeginResult, error) {
-	r, err := m.prepare(nil, p, newID, createdAt, txID)
+	// One view of the files for the request, as a session.write has: the
+	// target is resolved, checked and read with one look for
+	// repositories above it and one open of its directory, where each
+	// step looked again.
+	files := m.fs().Scoped()
+	defer files.Close()
+	r, err := m.prepare(files, false, p, newID, createdAt, txID)
 	if err != nil {
 		return protocol.BeginResult{}, err
 	}
@@ -346,8 +352,10 @@ func (m *Manager) beginAs(owner string, p protocol.BeginParams, newID func() str
 }
 
 // prepare checks the params and the target of a new session and returns
-// its record, not yet journaled.
-func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
+// its record, not yet journaled. files is the request's view of the files
+// (confine.FS.Scoped), nil for none; whole is set for a session.write,
+// whose request reads its target once for every later step.
+func (m *Manager) prepare(files *confine.FS, whole bool, p protocol.BeginParams, newID func() string, createdAt time.Time, txID string) (record, error) {
 	// The daemon checked the request already; a spooled session's
 	// metadata.json was never checked, and the record keeps every field.
 	if err := p.Check(); err != nil {
@@ -398,12 +406,11 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 			return record{}, err
 		}
 	}
-	// A session.write (the one caller with a request's view) keeps what it
-	// read for its later steps (see baseRead).
-	// A begin whose session may merge keeps it for keepBase.
+	// A session.write keeps what it read for its later steps (see
+	// baseRead). A begin whose session may merge keeps it for keepBase.
 	keep := int64(-1)
 	switch {
-	case files != nil:
+	case whole:
 		keep = m.cfg.ValidateMaxBytes
 	case mergeable(p.Operation):
 		keep = mergeMaxBytes
@@ -456,9 +463,9 @@ func (m *Manager) prepare(files *confine.FS, p protocol.BeginParams, newID func(
 		CreatedAt:        createdAt,
 		UpdatedAt:        now,
 	}
-	if files != nil && (!base.exists || data != nil) {
+	if whole && (!base.exists || data != nil) {
 		r.base = &baseRead{data: data}
-	} else if files == nil {
+	} else if !whole {
 		r.atBegin = data
 	}
 	return r, nil
@@ -649,12 +656,17 @@ func (m *Manager) putFinished(r *record) error {
 // fail, the session is journaled again, by itself, as it then stands: a
 // completion left unjournaled would be recovered only at the next start,
 // and by then the target may have changed.
-func (m *Manager) putFinishedLater(e *entry) error {
+//
+// meta, when not nil, is the record as marshal encodes it now, encoded
+// by the caller while it waited for something else.
+func (m *Manager) putFinishedLater(e *entry, meta []byte) error {
 	r := &e.rec
 	r.forgetPendingBase()
-	meta, err := r.marshal()
-	if err != nil {
-		return ioError(r.ID, "encoding the session record", err)
+	if meta == nil {
+		var err error
+		if meta, err = r.marshal(); err != nil {
+			return ioError(r.ID, "encoding the session record", err)
+		}
 	}
 	id := r.ID
 	// Journaled by the commit it rides, or again by itself should that
@@ -730,7 +742,7 @@ func (m *Manager) AppendOrdered(p protocol.AppendParams, ordered Orderer) (proto
 	if ordered != nil {
 		ordered.Ordered()
 	}
-	if err != nil || queued == nil {
+	if err != nil || queued.journal == nil {
 		return res, err
 	}
 	return queued.wait(m, res)
@@ -739,20 +751,21 @@ func (m *Manager) AppendOrdered(p protocol.AppendParams, ordered Orderer) (proto
 // queueAppend checks chunk p and puts it in the journal's queue, its
 // session's record updated as though it were journaled (pipeline.go). It
 // returns the reply the chunk gets once durable, with what to wait for; or
-// the reply of a duplicate (nil queuedAppend), or an error.
-func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *queuedAppend, error) {
+// the reply of a duplicate (a zero queuedAppend), or an error. The
+// queuedAppend is a value: the caller's, on its stack.
+func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, queuedAppend, error) {
 	if p.Seq == 0 {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonSeqZero, "seq starts at 1 for a session's first chunk")
 		e.Data.Field = "seq"
-		return protocol.AppendResult{}, nil, e
+		return protocol.AppendResult{}, queuedAppend{}, e
 	}
 	if int64(len(p.Chunk)) > m.cfg.MaxChunkBytes {
-		return protocol.AppendResult{}, nil, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
+		return protocol.AppendResult{}, queuedAppend{}, sizeLimit(protocol.ReasonChunkTooLarge, m.cfg.MaxChunkBytes,
 			fmt.Sprintf("chunk of %d bytes", len(p.Chunk)))
 	}
 	e, err := m.lookup(p.SessionID)
 	if err != nil {
-		return protocol.AppendResult{}, nil, err
+		return protocol.AppendResult{}, queuedAppend{}, err
 	}
 	e.mu.lockAppend()
 	defer e.mu.Unlock()
@@ -773,23 +786,23 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 			res = appendResult(d, p.Seq)
 			res.Duplicate = true
 		}
-		return res, nil, err
+		return res, queuedAppend{}, err
 	}
 	if !r.acceptsContent() {
-		return protocol.AppendResult{}, nil, closed(r)
+		return protocol.AppendResult{}, queuedAppend{}, closed(r)
 	}
 	if p.Seq != r.LastSeq+1 {
-		return protocol.AppendResult{}, nil, seqGap(r.ID, p.Seq, r.LastSeq+1)
+		return protocol.AppendResult{}, queuedAppend{}, seqGap(r.ID, p.Seq, r.LastSeq+1)
 	}
 	if r.Scanner.Total+int64(len(p.Chunk)) > m.cfg.MaxSessionBytes {
 		err := sizeLimit(protocol.ReasonSessionTooLarge, m.cfg.MaxSessionBytes,
 			fmt.Sprintf("session %s with %d more bytes", r.ID, len(p.Chunk)))
 		err.Data.SessionID = r.ID
-		return protocol.AppendResult{}, nil, err
+		return protocol.AppendResult{}, queuedAppend{}, err
 	}
 	if err := m.roomFor(int64(len(p.Chunk))); err != nil {
 		err.(*protocol.Error).Data.SessionID = r.ID
-		return protocol.AppendResult{}, nil, err
+		return protocol.AppendResult{}, queuedAppend{}, err
 	}
 	// The chunk's bytes as they are, not a copy (a chunk is up to 1
 	// MiB): the scanner only reads them, and the store writes them from
@@ -825,12 +838,12 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 		encoded := next
 		var err error
 		if meta, err = encoded.marshal(); err != nil {
-			return protocol.AppendResult{}, nil, ioError(r.ID, "encoding the session record", err)
+			return protocol.AppendResult{}, queuedAppend{}, ioError(r.ID, "encoding the session record", err)
 		}
 	}
 	journal, err := m.cfg.Store.EnqueueAppend(r.ID, p.Seq, chunk, meta, e.mu.last(), puts...)
 	if err != nil {
-		return protocol.AppendResult{}, nil, ioError(r.ID, "journaling the chunk", err)
+		return protocol.AppendResult{}, queuedAppend{}, ioError(r.ID, "journaling the chunk", err)
 	}
 	stream, backfill := m.streamFor(e, r, chunk)
 	pending := r.sumChunk(chunk, next.Scanner, e.mu.hashing, stream != nil)
@@ -844,7 +857,7 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, *
 	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})
 	*r = next
 	m.resetTimers(e)
-	return appendResult(r, p.Seq), q, nil
+	return appendResult(r, p.Seq), *q, nil
 }
 
 // queuedAppend is a chunk queueAppend put in the journal's queue.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/orion-agent/orion/internal/confine"
 	"github.com/orion-agent/orion/internal/newfile"
 )
 
@@ -31,19 +32,35 @@ func (m *Manager) styleOf(r *record, target string) newfile.Style {
 			}
 		}
 	}
+	// The directories looked in, each opened (and, kept by a request's
+	// view, checked again) once for the files read in it: .editorconfig
+	// and .gitattributes side by side, read a moment apart.
+	var opened map[string]*confine.Dir
+	defer func() {
+		for _, d := range opened {
+			d.Close()
+		}
+	}()
 	read := func(p string) ([]byte, bool) {
 		// Through the directory's descriptor, confined as every open is,
 		// but with no protection check: that guards what is written, and
 		// these files are only read, to shape the new file.
 		p = filepath.FromSlash(p)
-		if !fsys.InRoots(filepath.Dir(p)) {
-			return nil, false // OpenDir would refuse it
+		dir := filepath.Dir(p)
+		d := opened[dir]
+		if d == nil {
+			if !fsys.InRoots(dir) {
+				return nil, false // OpenDir would refuse it
+			}
+			var err error
+			if d, err = fsys.OpenDir(dir); err != nil {
+				return nil, false
+			}
+			if opened == nil {
+				opened = map[string]*confine.Dir{}
+			}
+			opened[dir] = d
 		}
-		d, err := fsys.OpenDir(filepath.Dir(p))
-		if err != nil {
-			return nil, false
-		}
-		defer d.Close()
 		f, err := d.OpenRegular(filepath.Base(p))
 		if err != nil {
 			return nil, false

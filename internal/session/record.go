@@ -46,6 +46,10 @@ type record struct {
 	// base is the target as a session.write's begin read it, for the rest
 	// of that request (see baseRead); nil otherwise.
 	base *baseRead
+	// early is a session.write's file, being written from its content as
+	// sent while the request checks it (see stageSpeculative); nil
+	// otherwise, and once a finalize took it or let it go.
+	early *early
 	// atBegin is the target's content as begin read and hashed it, for
 	// keepBase, which takes it; nil when begin did not keep it.
 	atBegin []byte

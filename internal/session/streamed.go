@@ -236,12 +236,20 @@ func (m *Manager) stageStreamed(e *entry, writeOp protocol.Operation, c checked,
 	if own.Unterminated {
 		content.last = 0
 	}
-	st := &early{d: d, content: content, done: make(chan struct{}), fallback: true}
+	st := &early{d: d, op: writeOp, content: content, sum: sum, done: make(chan struct{}), fallback: true}
 	opts := atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID, SHA256: sum}
 	go func() {
-		defer close(st.done)
-		defer m.streams.give(s.owner)
-		st.staged, st.err = s.file.Stage(d, name, opts, own.Bytes)
+		staged, err := s.file.Stage(d, name, opts, own.Bytes)
+		m.streams.give(s.owner)
+		st.mu.Lock()
+		st.staged, st.err = staged, err
+		st.finished = true
+		drop := st.dropped
+		st.mu.Unlock()
+		if drop {
+			st.release()
+		}
+		close(st.done)
 	}()
 	return st
 }

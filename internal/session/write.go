@@ -62,7 +62,7 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	// above it and one open of its directory.
 	files := m.fs().Scoped()
 	defer files.Close()
-	r, err := m.prepare(files, p.BeginParams, m.cfg.NewID, time.Time{}, "")
+	r, err := m.prepare(files, true, p.BeginParams, m.cfg.NewID, time.Time{}, "")
 	if err != nil {
 		return protocol.FinalizeResult{}, err
 	}
@@ -81,6 +81,12 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	if p.Content != "" {
 		content = unsafe.Slice(unsafe.StringData(p.Content), len(p.Content))
 	}
+	// The file is written while the rest of the request runs, from the
+	// content as sent; the finalize takes it if its check leaves the
+	// content so (see stageSpeculative). Settled before the view of the
+	// files closes, which the defers' order makes so.
+	r.early = m.stageSpeculative(&r, r.Operation, content)
+	defer r.early.settle()
 	r.Scanner.Feed(content)
 	r.LastSeq = 1
 	r.Stage = protocol.StageStreaming
@@ -110,6 +116,15 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 	res, err := m.finalizeLocked(e, false)
 	m.checks.release(held)
 	e.rec.files, e.rec.base = nil, nil // the view ends with this request
+	if e.rec.early != nil {
+		// Refused before its file was taken: let go of it (settle
+		// waits for it before the view closes).
+		e.rec.early.drop()
+		e.rec.early = nil
+		if testHookEarly != nil {
+			testHookEarly(false)
+		}
+	}
 	journaled := e.rec.inline == nil
 	if err != nil && !journaled {
 		m.unwatch(e)

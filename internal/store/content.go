@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -82,7 +83,11 @@ func encodeChunkRecord(id string, seq uint64, meta, chunk []byte, flags byte) ([
 // encodeChunkHead returns the record of an Append up to its chunk, with
 // room for capChunk more bytes: the record is the head, then the chunk.
 func encodeChunkHead(id string, seq uint64, meta []byte, flags byte, capChunk int) []byte {
-	rec := make([]byte, 0, recFixed+len(id)+len(meta)+capChunk)
+	return appendChunkHead(make([]byte, 0, recFixed+len(id)+len(meta)+capChunk), id, seq, meta, flags)
+}
+
+// appendChunkHead appends the record of an Append up to its chunk to rec.
+func appendChunkHead(rec []byte, id string, seq uint64, meta []byte, flags byte) []byte {
 	rec = append(rec, recChunk, flags)
 	rec = binary.BigEndian.AppendUint16(rec, uint16(len(id)))
 	rec = append(rec, id...)
@@ -137,7 +142,11 @@ type chunkRef struct {
 }
 
 func (c chunkRef) encode() []byte {
-	b := make([]byte, 0, indexLen)
+	return c.appendTo(make([]byte, 0, indexLen))
+}
+
+// appendTo appends c's encoding to b.
+func (c chunkRef) appendTo(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, c.rec.Seg)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.rec.Off))
 	b = binary.BigEndian.AppendUint32(b, c.rec.Len)
@@ -193,23 +202,39 @@ func decodePos(v []byte) contentlog.Pos {
 // Append does, in tx. The record of a chunk it replaces stops counting as
 // live once tx commits.
 func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []byte) error {
-	chunks, err := tx.Bucket(bucketChunks).CreateBucketIfNotExists(id)
-	if err != nil {
-		return fmt.Errorf("store: session %q: %w", id, err)
+	return s.putIndexIn(tx, nil, id, seq, c, meta)
+}
+
+// putIndexIn is putIndex sharing it with the other entries of tx (nil:
+// none).
+func (s *Store) putIndexIn(tx *bolt.Tx, it *indexTx, id []byte, seq uint64, c chunkRef, meta []byte) error {
+	root := tx.Bucket(bucketChunks)
+	// Bucket first: CreateBucketIfNotExists copies the name each time,
+	// and the session's bucket is there for every chunk but its first.
+	chunks := root.Bucket(id)
+	if chunks == nil {
+		var err error
+		if chunks, err = root.CreateBucket(id); err != nil {
+			return fmt.Errorf("store: session %q: %w", id, err)
+		}
 	}
 	chunks.FillPercent = appendFillPercent
-	key := encodeSeq(seq)
-	if old, ok := decodeChunkRef(chunks.Get(key)); ok {
+	key := it.seqKey(seq)
+	if old, ok := decodeChunkRef(it.get(chunks, key)); ok {
 		s.liveOnCommit(tx, old.rec.Seg, -old.rec.Size())
 	}
-	if err := chunks.Put(key, c.encode()); err != nil {
+	if err := chunks.Put(key, it.value(c)); err != nil {
 		return fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
 	}
 	sessions := tx.Bucket(bucketSessions)
 	if len(meta) == 0 {
 		// The metadata stays as it was (see Append); a session that had
 		// none is listed all the same.
+		if it.listed(id) {
+			return nil
+		}
 		if _, ok := lookup(sessions, id); ok {
+			it.list(id)
 			return nil
 		}
 		return sessions.Put(id, []byte{})
@@ -224,6 +249,120 @@ func (s *Store) putIndex(tx *bolt.Tx, id []byte, seq uint64, c chunkRef, meta []
 		return nil
 	}
 	return sessions.Put(id, meta)
+}
+
+// indexTx is what the index entries written in one transaction share, so
+// that each costs no allocation of its own beyond bbolt's Put: where
+// meta/logpos goes at the end (one write per commit, not a read and a
+// write per entry), the values' memory, a cursor on the session's chunks
+// and the last session found listed. A nil *indexTx shares nothing.
+type indexTx struct {
+	logPos contentlog.Pos
+	arena  []byte
+	// cursors are on the chunks of the sessions written so far, by
+	// bucket; listedIDs the sessions found in the sessions bucket. Both
+	// are kept, emptied, from one transaction to the next (reset).
+	cursors   map[*bolt.Bucket]*bolt.Cursor
+	listedIDs map[string]bool
+}
+
+// reset readies it for a new transaction: what it found and wrote in the
+// last one is dropped, the room of its maps kept.
+func (it *indexTx) reset() {
+	it.logPos, it.arena = contentlog.Pos{}, nil
+	it.forget()
+}
+
+// indexedTo notes that the records before p are indexed in this
+// transaction: finish records it.
+func (it *indexTx) indexedTo(p contentlog.Pos) {
+	if it.logPos.Less(p) {
+		it.logPos = p
+	}
+}
+
+// forget drops what the entries found in the transaction so far (the
+// cursor, the session found listed), but not what they wrote: a write
+// other than an entry may have changed it.
+func (it *indexTx) forget() {
+	clear(it.cursors)
+	clear(it.listedIDs)
+}
+
+// finish records meta/logpos in tx, where the entries moved it.
+func (it *indexTx) finish(tx *bolt.Tx) error {
+	if it.logPos == (contentlog.Pos{}) {
+		return nil
+	}
+	return setLogPos(tx, it.logPos)
+}
+
+// get is chunks.Get(key), by a cursor kept for the bucket's next get.
+func (it *indexTx) get(chunks *bolt.Bucket, key []byte) []byte {
+	if it == nil {
+		return chunks.Get(key)
+	}
+	c := it.cursors[chunks]
+	if c == nil {
+		c = chunks.Cursor()
+		if it.cursors == nil {
+			it.cursors = make(map[*bolt.Bucket]*bolt.Cursor)
+		}
+		it.cursors[chunks] = c
+	}
+	// A cursor's Seek sets it anew, whatever was written since.
+	k, v := c.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
+// value is c's encoding, in memory that lasts as long as the transaction
+// (bbolt keeps a Put's value until then): a slice of a block shared by the
+// transaction's entries.
+func (it *indexTx) value(c chunkRef) []byte {
+	if it == nil {
+		return c.encode()
+	}
+	it.room(indexLen)
+	n := len(it.arena)
+	it.arena = c.appendTo(it.arena)
+	return it.arena[n:len(it.arena):len(it.arena)]
+}
+
+// seqKey is encodeSeq(seq), in the transaction's block (value).
+func (it *indexTx) seqKey(seq uint64) []byte {
+	if it == nil {
+		return encodeSeq(seq)
+	}
+	it.room(8)
+	n := len(it.arena)
+	it.arena = binary.BigEndian.AppendUint64(it.arena, seq)
+	return it.arena[n:len(it.arena):len(it.arena)]
+}
+
+// room makes room for n more bytes in the transaction's block.
+func (it *indexTx) room(n int) {
+	if cap(it.arena)-len(it.arena) < n {
+		it.arena = make([]byte, 0, 64*(indexLen+8))
+	}
+}
+
+// listed reports whether session id was found listed in this transaction.
+func (it *indexTx) listed(id []byte) bool {
+	return it != nil && it.listedIDs[string(id)]
+}
+
+// list notes that session id is listed.
+func (it *indexTx) list(id []byte) {
+	if it == nil {
+		return
+	}
+	if it.listedIDs == nil {
+		it.listedIDs = make(map[string]bool)
+	}
+	it.listedIDs[string(id)] = true
 }
 
 // setLogPos records in tx that every record before p is indexed, unless a

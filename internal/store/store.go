@@ -208,6 +208,10 @@ type Store struct {
 	// commitMu is held by whoever is committing: the committer, or a lone
 	// writer committing inline (see write).
 	commitMu sync.Mutex
+	// itx is what the index entries of the write transaction under way
+	// share (indexTx): used only inside update's transactions, which
+	// bbolt runs one at a time.
+	itx indexTx
 
 	// deferred are writes waiting to ride the next commit (writeLater);
 	// deferTimer commits them if none comes in time. Both under deferMu.

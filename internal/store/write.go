@@ -210,14 +210,24 @@ func (s *Store) EnqueueAppend(id string, seq uint64, chunk, meta []byte, after *
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	return s.enqueueAppend(id, seq, encodeChunkHead(id, seq, meta, 0, 0), chunk, meta, after, puts)
+	return s.enqueueAppend(id, seq, nil, chunk, meta, after, puts)
 }
 
-// enqueueAppend queues the record of a chunk whose head is encoded, and of
-// the content buckets' values of puts.
+// enqueueAppend queues the record of a chunk, whose head is encoded
+// (nil: encoded here), and of the content buckets' values of puts.
 func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, after *Appending, puts []Put) (*Appending, error) {
 	if err := s.fenceFirst(); err != nil {
 		return nil, fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
+	}
+	a := &Appending{s: s, id: id, seq: seq}
+	if head == nil {
+		// In the Appending's own room when it fits: appends without
+		// metadata, nearly all.
+		room := a.headRoom[:0:0]
+		if n := recFixed + len(id) + len(meta); n <= len(a.headRoom) {
+			room = a.headRoom[:0:n]
+		}
+		head = appendChunkHead(room, id, seq, meta, 0)
 	}
 	// The entry's meta is the tail of the record's head, a copy already:
 	// the caller's buffer is not held, and the chunk, a part of its own,
@@ -225,22 +235,22 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 	if len(meta) > 0 {
 		meta = head[len(head)-len(meta) : len(head) : len(head)]
 	}
-	a := &Appending{s: s, id: id, seq: seq, meta: meta, ref: chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}}
+	a.meta, a.ref = meta, chunkRef{at: uint32(len(head)), len: uint32(len(chunk))}
 	var prev *contentlog.Queued
 	if after != nil {
-		prev = after.q
+		prev = &after.q
 	}
 	var err error
 	if len(puts) == 0 {
 		a.parts = [2][]byte{head, chunk}
 		a.rec[0] = a.parts[:]
-		a.q, err = s.log.Enqueue(a.rec[:], a.durable, prev)
+		err = s.log.EnqueueInto(&a.q, a.rec[:], (*logDurable)(a), prev)
 	} else {
 		// The values follow the chunk in the same batch, as records
 		// that recovery replays (no flagIndexed), so they are durable
 		// with it.
 		rec, vals := appendValueRecords([][][]byte{{head, chunk}}, puts)
-		a.q, err = s.log.Enqueue(rec, func(refs []contentlog.Ref) {
+		err = s.log.EnqueueInto(&a.q, rec, durableFunc(func(refs []contentlog.Ref) {
 			a.ref.rec = refs[0]
 			s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
 			for i := range vals {
@@ -248,8 +258,10 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 				s.addLive(refs[1+i].Seg, refs[1+i].Size())
 			}
 			last := refs[len(refs)-1]
-			s.deferIndex(id, seq, a.ref, meta, vals, contentlog.Pos{Seg: last.Seg, Off: last.End()})
-		}, prev)
+			a.entry = indexEntry{pi: pendingIndex{key: a.key(head), seq: seq, ref: a.ref}, id: id, meta: meta, vals: vals,
+				end: contentlog.Pos{Seg: last.Seg, Off: last.End()}}
+			s.deferIndex(&a.entry)
+		}), prev)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: session %q chunk %d: %w", id, seq, err)
@@ -258,8 +270,9 @@ func (s *Store) enqueueAppend(id string, seq uint64, head, chunk, meta []byte, a
 }
 
 // Appending is a chunk EnqueueAppend queued, and what the log calls back
-// with once it is durable: one allocation where the record's parts, its
-// ref and the callback took four.
+// with once it is durable (contentlog.Durable): one allocation where the
+// record's parts, its head, its ref, its place in the log's queue, the
+// callback and its index entry took ten.
 type Appending struct {
 	s     *Store
 	id    string
@@ -268,15 +281,44 @@ type Appending struct {
 	ref   chunkRef
 	parts [2][]byte
 	rec   [1][][]byte
-	q     *contentlog.Queued
+	q     contentlog.Queued
+	// entry is the chunk's index entry, queued once the record is
+	// durable: it lives as long as the Appending, until its commit.
+	entry indexEntry
+	// headRoom holds the record's head, when it fits.
+	headRoom [headRoomLen]byte
 }
+
+// headRoomLen is room for the head of a record without metadata whose
+// session id is a UUID, or a little longer.
+const headRoomLen = recFixed + 48
+
+// key is the session's id as the index's key: a slice of head, the
+// record's head, which holds it.
+func (a *Appending) key(head []byte) []byte {
+	return head[4 : 4+len(a.id) : 4+len(a.id)]
+}
+
+// durableFunc is a func as a contentlog.Durable.
+type durableFunc func([]contentlog.Ref)
+
+func (f durableFunc) Durable(refs []contentlog.Ref) { f(refs) }
+
+// logDurable is an Appending as what the log tells once its record is
+// durable (contentlog.Durable): a pointer, where a method value was an
+// allocation.
+type logDurable Appending
+
+func (d *logDurable) Durable(refs []contentlog.Ref) { (*Appending)(d).durable(refs) }
 
 // durable queues the record's index entry; the log calls it once the
 // record is synced, in log order.
 func (a *Appending) durable(refs []contentlog.Ref) {
 	a.ref.rec = refs[0]
 	a.s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
-	a.s.deferIndex(a.id, a.seq, a.ref, a.meta, nil, contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()})
+	a.entry = indexEntry{pi: pendingIndex{key: a.key(a.parts[0]), seq: a.seq, ref: a.ref}, id: a.id, meta: a.meta,
+		end: contentlog.Pos{Seg: a.ref.rec.Seg, Off: a.ref.rec.End()}}
+	a.s.deferIndex(&a.entry)
 }
 
 // Wait waits until the chunk is durable and returns nil, or returns why it

@@ -227,6 +227,17 @@ func isCommentLine(line string, s commentStyle) bool {
 		s.block && (strings.HasPrefix(l, "*") || strings.HasPrefix(l, "/*"))
 }
 
+// mayBeCandidate is candidate's own first test, on a line it need not
+// keep: whether the line is a comment in style s, or a bare ellipsis where
+// s takes one.
+func mayBeCandidate(line string, s commentStyle) bool {
+	if _, _, ok := commentText(line, s); ok {
+		return true
+	}
+	t := strings.TrimSpace(line)
+	return s.bareEllipsis && (t == "..." || t == "…")
+}
+
 // candidate builds the candidate for line n, or ok=false.
 func candidate(ls *lines, n int, s commentStyle) (placeholderCandidate, bool) {
 	line := ls.text(n)
@@ -284,7 +295,9 @@ func findPlaceholders(t FileType, src []byte) []placeholderLine {
 	fenceLen := 0
 	inBlock := false
 	for n := 1; n <= len(ls.starts); n++ {
-		line := ls.text(n)
+		// Looked at in place: a line is copied (candidate) only when it
+		// may be a placeholder, not every line of the file.
+		line := ls.view(n)
 		if t == TypeMarkdown {
 			if fenceChar != 0 {
 				if isFenceClose([]byte(line), fenceChar, fenceLen) {
@@ -313,6 +326,9 @@ func findPlaceholders(t FileType, src []byte) []placeholderLine {
 				inBlock = true
 				continue
 			}
+		}
+		if !mayBeCandidate(line, s) {
+			continue
 		}
 		c, ok := candidate(ls, n, s)
 		if !ok {

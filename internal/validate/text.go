@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // bom is the UTF-8 byte order mark.
@@ -77,6 +78,25 @@ func (l *lines) text(n int) string {
 		l.str = string(l.src)
 	}
 	return strings.TrimSuffix(l.str[l.starts[n-1]:end], "\r")
+}
+
+// view is line n as text reads it, without a copy: a string over src
+// that the caller looks at and lets go of, never keeps (nothing derived
+// from it may outlive the look, as src may be written to afterwards by
+// its owner). It does not count as a read of text.
+func (l *lines) view(n int) string {
+	if n < 1 || n > len(l.starts) {
+		return ""
+	}
+	end := len(l.src)
+	if n < len(l.starts) {
+		end = l.starts[n] - 1
+	}
+	line := l.src[l.starts[n-1]:end]
+	if len(line) == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(unsafe.String(unsafe.SliceData(line), len(line)), "\r")
 }
 
 // lastNonBlank returns the number of the last line that has a non-blank

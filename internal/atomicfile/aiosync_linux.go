@@ -1,0 +1,195 @@
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le || mips64le || mipsle || 386 || arm)
+
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// An fsync the kernel runs while the caller goes on (Linux AIO's
+// IOCB_CMD_FSYNC, run by a kernel worker): a caller with a second sync to
+// make (a journal's) makes both at once without waking a thread of its
+// own for one of them, which on a machine of two cores cost more than
+// the sync it overlapped.
+
+// iocb is struct iocb of linux/aio_abi.h, little-endian layout (aio_key
+// before aio_rw_flags; the build constraint keeps to such machines).
+type iocb struct {
+	data     uint64
+	key      uint32
+	rwFlags  uint32
+	opcode   uint16
+	reqprio  int16
+	fildes   uint32
+	buf      uint64
+	nbytes   uint64
+	offset   int64
+	reserved uint64
+	flags    uint32
+	resfd    uint32
+}
+
+// ioEvent is struct io_event.
+type ioEvent struct {
+	data, obj uint64
+	res, res2 int64
+}
+
+const iocbCmdFsync = 2
+
+// aioContexts are the kernel's AIO contexts of one event each, kept for
+// the next sync once theirs is reaped (up to maxFreeContexts).
+var aioContexts struct {
+	mu   sync.Mutex
+	free []uint64
+	// off is set once the kernel refused a context (no AIO, or a
+	// sandbox forbidding it): every sync is then made by the caller.
+	off bool
+}
+
+// asyncSyncs says whether the kernel takes asynchronous fsyncs: a context
+// for one can be had.
+func asyncSyncs() bool {
+	ctx, err := takeContext()
+	if err != nil {
+		return false
+	}
+	putContext(ctx)
+	return true
+}
+
+func takeContext() (uint64, error) {
+	aioContexts.mu.Lock()
+	defer aioContexts.mu.Unlock()
+	if aioContexts.off {
+		return 0, errNoAsync
+	}
+	if n := len(aioContexts.free); n > 0 {
+		ctx := aioContexts.free[n-1]
+		aioContexts.free = aioContexts.free[:n-1]
+		inFlight++
+		return ctx, nil
+	}
+	var ctx uint64
+	if _, _, e := unix.Syscall(unix.SYS_IO_SETUP, 1, uintptr(unsafe.Pointer(&ctx)), 0); e != 0 {
+		if e != unix.EAGAIN {
+			// EAGAIN is the system's limit on contexts, reached for
+			// now; anything else will not change.
+			aioContexts.off = true
+		}
+		return 0, fmt.Errorf("%w: io_setup: %w", errNoAsync, e)
+	}
+	inFlight++
+	return ctx, nil
+}
+
+// maxFreeContexts bounds the contexts kept for later syncs: each holds a
+// share of the system's AIO events (fs.aio-max-nr), which other programs
+// (databases) need too, so a burst's extra contexts are given back.
+const maxFreeContexts = 16
+
+func putContext(ctx uint64) {
+	aioContexts.mu.Lock()
+	inFlight--
+	keep := len(aioContexts.free) < maxFreeContexts
+	if keep {
+		aioContexts.free = append(aioContexts.free, ctx)
+	}
+	aioContexts.mu.Unlock()
+	if !keep {
+		unix.Syscall(unix.SYS_IO_DESTROY, uintptr(ctx), 0, 0)
+	}
+}
+
+// pendingSync is an fsync submitted and not yet reaped.
+type pendingSync struct {
+	ctx uint64
+	err error
+	// f is kept reachable, and so open, until the sync is reaped.
+	f    *os.File
+	done bool
+}
+
+// startSync submits an fsync of f and returns at once. It fails with
+// errNoAsync, having submitted nothing, where the kernel (or the file's
+// file system) cannot sync a file so: the caller then syncs it itself.
+func startSync(f *os.File) (*pendingSync, error) {
+	ctx, err := takeContext()
+	if err != nil {
+		return nil, err
+	}
+	cb := iocb{opcode: iocbCmdFsync, fildes: uint32(f.Fd())}
+	p := &cb
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, uintptr(ctx), 1, uintptr(unsafe.Pointer(&p)))
+		if e == unix.EINTR || e == unix.EAGAIN {
+			continue
+		}
+		if e != 0 {
+			// EINVAL: this file system has no asynchronous fsync.
+			putContext(ctx)
+			return nil, fmt.Errorf("%w: io_submit: %w", errNoAsync, e)
+		}
+		return &pendingSync{ctx: ctx, f: f}, nil
+	}
+}
+
+// wait waits for the sync and returns its error, the fsync's own.
+func (p *pendingSync) wait() error {
+	if p.done {
+		return p.err
+	}
+	var ev ioEvent
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_IO_GETEVENTS, uintptr(p.ctx), 1, 1, uintptr(unsafe.Pointer(&ev)), 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 || n != 1 {
+			// The context is in a state nothing can trust: it is
+			// dropped (not reused), and the file's sync is made again.
+			p.done = true
+			p.err = p.f.Sync()
+			return p.err
+		}
+		break
+	}
+	p.done = true
+	putContext(p.ctx)
+	if ev.res < 0 {
+		p.err = &os.PathError{Op: "fsync", Path: p.f.Name(), Err: unix.Errno(-ev.res)}
+	}
+	return p.err
+}
+
+// inFlight counts the contexts taken and not given back, for tests.
+var inFlight int
+
+func asyncInFlight() int {
+	aioContexts.mu.Lock()
+	defer aioContexts.mu.Unlock()
+	return inFlight
+}
+
+func setAsyncOff() (restore func()) {
+	aioContexts.mu.Lock()
+	was := aioContexts.off
+	aioContexts.off = true
+	aioContexts.mu.Unlock()
+	return func() {
+		aioContexts.mu.Lock()
+		aioContexts.off = was
+		aioContexts.mu.Unlock()
+	}
+}
+
+func asyncFree() int {
+	aioContexts.mu.Lock()
+	defer aioContexts.mu.Unlock()
+	return len(aioContexts.free)
+}

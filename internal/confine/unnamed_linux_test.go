@@ -1,0 +1,59 @@
+package confine_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/orion-agent/orion/internal/confine"
+	"github.com/orion-agent/orion/internal/pathguard"
+)
+
+// A file made without a name gets one in its directory, by its
+// descriptor where the kernel allows it and through /proc otherwise; a
+// name already taken is refused either way and keeps what it holds.
+func TestLinkUnnamed(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		throughProc bool
+	}{{"ByDescriptor", false}, {"ThroughProc", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.throughProc {
+				confine.LinkThroughProc(t)
+			}
+			fsys, root, _ := setup(t, pathguard.Protection{})
+			d, err := fsys.OpenDir(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if err := os.WriteFile(filepath.Join(root, "taken"), []byte("theirs\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := d.CreateUnnamed(0o600)
+			if errors.Is(err, confine.ErrNoUnnamed) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString("mine\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.LinkUnnamed(f, "taken"); !errors.Is(err, fs.ErrExist) {
+				t.Errorf("link over a taken name: %v, want ErrExist", err)
+			}
+			if err := d.LinkUnnamed(f, "new"); err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range map[string]string{"new": "mine\n", "taken": "theirs\n"} {
+				if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(got) != want {
+					t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+				}
+			}
+		})
+	}
+}

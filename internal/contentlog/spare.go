@@ -177,9 +177,12 @@ const (
 	paceSample = 1 << 20
 	// largeBatch is the batch from which zeros do not pay: in batches
 	// smaller than it, the syncs saved on a segment (a tenth of a
-	// millisecond each) outweigh writing it whole once more; a margin of
-	// about five times keeps preparing where in doubt.
-	largeBatch = 512 << 10
+	// millisecond each) outweigh writing it whole once more. A margin of
+	// about ten times keeps preparing where in doubt, and keeps one
+	// session's pipelined chunks of 64 KiB (eight in flight) under it:
+	// batches this large come from chunks of a MiB, or from many
+	// sessions at once.
+	largeBatch = 1 << 20
 	// largeHold is how long after a large batch no preparation starts.
 	largeHold = time.Second
 	// assumedPrepNanos is the time a preparation is taken to need per

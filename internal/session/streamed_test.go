@@ -286,3 +286,32 @@ func TestStreamedFileDroppedWhenSessionEnds(t *testing.T) {
 	}
 	assertNoTemp(t, h.root)
 }
+
+// The target's directory gone by the finalize: the streamed file is
+// dropped, and the finalize does what it does without one.
+func TestStreamedFileDirectoryGone(t *testing.T) {
+	run := func(t *testing.T, streamFrom int64) (*harness, error) {
+		h := newHarnessTweaked(t, store.Options{}, func(c *session.Config) { c.StreamFileBytes = streamFrom })
+		if err := os.Mkdir(h.abs("d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b := h.begin(protocol.BeginParams{TargetFile: "d/big.txt", Operation: protocol.OpCreate})
+		h.append(b.SessionID, chunked(streamText(1<<20, "gone"), 256<<10)...)
+		if err := os.Remove(h.abs("d")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID, EndOfInput: true})
+		return h, err
+	}
+	ref, werr := run(t, -1)
+	h, err := run(t, 0)
+	if (err == nil) != (werr == nil) {
+		t.Fatalf("finalize: %v; written at the finalize: %v", err, werr)
+	}
+	if err == nil && h.read("d/big.txt") != ref.read("d/big.txt") {
+		t.Fatal("d/big.txt differs from the file written at the finalize")
+	}
+	if open, named := session.Streamed(h.mgr); open != 0 || named != 0 {
+		t.Fatalf("%d streamed files open, %d named; want none", open, named)
+	}
+}

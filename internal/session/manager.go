@@ -884,12 +884,22 @@ type streamChunk struct {
 // wait waits for the chunk to be durable and returns res, its reply, or
 // the error that failed it, the session taken back to before it.
 func (q *queuedAppend) wait(m *Manager, res protocol.AppendResult) (protocol.AppendResult, error) {
+	var written chan struct{}
 	if c := q.stream; c != nil {
-		// While the journal writes and syncs the chunk, from the same
-		// bytes, which are the caller's again once this returns.
-		m.streamWrite(c.s, res.SessionID, c.chunk, c.at, c.backfill)
+		// Beside the journal's write and sync of the chunk, from the
+		// same bytes, which are the caller's again once this returns;
+		// not before them, as this goroutine may be the one to lead
+		// the journal's next batch.
+		written = make(chan struct{})
+		go func() {
+			defer close(written)
+			m.streamWrite(c.s, res.SessionID, c.chunk, c.at, c.backfill)
+		}()
 	}
 	err := q.journal.Wait()
+	if written != nil {
+		<-written
+	}
 	// The chunk's bytes are the caller's again once the hash is done
 	// with them too.
 	sum := q.sum.wait()

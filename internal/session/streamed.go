@@ -14,10 +14,12 @@ import (
 // large size) is written twice if its finalize writes it from the journal:
 // once into the journal as its chunks arrive, then again, read back, into
 // the target's temp file, a long tail after the last chunk. So such a
-// session also writes its chunks, in order, into a file without a name next
-// to its target (atomicfile.Streamed), each by the goroutine that appends
-// it, from the chunk's own bytes, while its journal record syncs: the reply
-// still waits only for the journal. Its finalize, when its checks leave the
+// session also writes its chunks into a file without a name next to its
+// target (atomicfile.Streamed), each at its place, from the chunk's own
+// bytes, while the journal writes and syncs it (on a goroutine of its own:
+// the appending one may lead the journal's next batch, which must not wait
+// for this write); the reply waits for both. Its finalize, when its checks
+// leave the
 // content as it was sent, truncates that file to the content (the marker
 // and the text after it are not content), fsyncs it and names it, as it
 // names a file written early (early.go): no second copy.

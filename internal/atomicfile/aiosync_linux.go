@@ -20,24 +20,22 @@ import (
 // iocb is struct iocb of linux/aio_abi.h, little-endian layout (aio_key
 // before aio_rw_flags; the build constraint keeps to such machines).
 type iocb struct {
-	data     uint64
-	key      uint32
-	rwFlags  uint32
-	opcode   uint16
-	reqprio  int16
-	fildes   uint32
-	buf      uint64
-	nbytes   uint64
-	offset   int64
-	reserved uint64
-	flags    uint32
-	resfd    uint32
+	_      uint64 // aio_data
+	_      uint32 // aio_key
+	_      uint32 // aio_rw_flags
+	opcode uint16
+	_      int16 // aio_reqprio
+	fildes uint32
+	_      [4]uint64 // aio_buf, aio_nbytes, aio_offset, aio_reserved2
+	_      uint32    // aio_flags
+	_      uint32    // aio_resfd
 }
 
 // ioEvent is struct io_event.
 type ioEvent struct {
-	data, obj uint64
-	res, res2 int64
+	_   [2]uint64 // data, obj
+	res int64
+	_   int64 // res2
 }
 
 const iocbCmdFsync = 2

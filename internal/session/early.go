@@ -121,7 +121,12 @@ func (m *Manager) startEarly(r *record, op protocol.Operation, content []byte) *
 	opts := atomicfile.Options{Mode: mode, Perm: 0o644, Tag: r.ID, Unhashed: true}
 	// Written here, its sync made by the kernel while the request goes
 	// on: no thread to wake for it. Where the kernel cannot, a goroutine
-	// writes and syncs it.
+	// writes and syncs it. (Making a file without a name takes a handle
+	// on the file system's journal, which waits out a commit of it in
+	// progress: on a file system others keep busy, that wait is the
+	// request's. Written by a goroutine instead, the file's sync more
+	// often ended after the record's, the goroutine's start on the other
+	// core coming that much later.)
 	staged, err := atomicfile.StageHiddenAsync(d, name, opts, fill)
 	if !errors.Is(err, atomicfile.ErrNoAsync) {
 		e.staged, e.err, e.finished, e.async = staged, err, true, true

@@ -304,7 +304,7 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 	if change != nil {
 		res.Merged, res.MergedHunks = true, hunksOf(merged)
 	}
-	return m.completeWrittenSyncing(e, res, staged.dirSynced), nil
+	return m.completeWritten(e, res, staged.dirSynced), nil
 }
 
 // pendingSum is the SHA-256 of the file a finalize of r with the checked
@@ -383,23 +383,18 @@ func (m *Manager) complete(e *entry, res protocol.FinalizeResult) protocol.Final
 }
 
 // completeWritten is complete for a session whose journaled stage is
-// finalizing and whose file is now durable (written, synced, renamed, its
-// directory synced): its record and the drop of its chunks ride the next
-// commit instead of holding the reply for a commit of their own. A crash
-// before that commit leaves the session finalizing with its chunks, which
-// recovery completes when the target holds what the session wrote (the
-// hash journaled with finalizing, or the journal itself for content too
-// large to check).
-func (m *Manager) completeWritten(e *entry, res protocol.FinalizeResult) protocol.FinalizeResult {
-	return m.completeAs(e, res, journalWithNextCommit, nil)
-}
-
-// completeWrittenSyncing is completeWritten for a file whose directory
-// may still be syncing: the finished record is encoded meanwhile, and
-// journaled and published, and the summary returned, only once
-// dirSynced has returned. A failed directory sync is reported as the
-// write's warning, as a synchronous one is.
-func (m *Manager) completeWrittenSyncing(e *entry, res protocol.FinalizeResult, dirSynced func() error) protocol.FinalizeResult {
+// finalizing and whose file is now in place (written, synced, named):
+// its record and the drop of its chunks ride the next commit instead of
+// holding the reply for a commit of their own. A crash before that commit
+// leaves the session finalizing with its chunks, which recovery completes
+// when the target holds what the session wrote (the hash journaled with
+// finalizing, or the journal itself for content too large to check).
+//
+// The file's directory may still be syncing: the finished record is
+// encoded meanwhile, and journaled and published, and the summary
+// returned, only once dirSynced has returned. A failed directory sync is
+// reported as the write's warning, as a synchronous one is.
+func (m *Manager) completeWritten(e *entry, res protocol.FinalizeResult, dirSynced func() error) protocol.FinalizeResult {
 	return m.completeAs(e, res, journalWithNextCommit, dirSynced)
 }
 

@@ -89,9 +89,10 @@ type Config struct {
 	// StoreMaxBytes caps the store's used bytes (0: no cap); see
 	// storecap.go for what goes first.
 	StoreMaxBytes int64
-	// StreamFileBytes is the size from which a whole file's session also
-	// writes its chunks into its new file as they arrive (streamed.go); 0:
-	// DefaultStreamFileBytes, negative: never.
+	// StreamFileBytes is the size, announced at begin, from which a whole
+	// file's session also writes its chunks into its new file as they
+	// arrive, however small (streamed.go; chunks of 256 KiB always do);
+	// 0: DefaultStreamFileBytes, negative: never.
 	StreamFileBytes int64
 	// Clock and NewID are injected so tests control time and ids.
 	Clock clock.Clock
@@ -885,16 +886,12 @@ type streamChunk struct {
 // the error that failed it, the session taken back to before it.
 func (q *queuedAppend) wait(m *Manager, res protocol.AppendResult) (protocol.AppendResult, error) {
 	var written chan struct{}
-	if c := q.stream; c != nil {
+	if q.stream != nil {
 		// Beside the journal's write and sync of the chunk, from the
 		// same bytes, which are the caller's again once this returns;
 		// not before them, as this goroutine may be the one to lead
 		// the journal's next batch.
-		written = make(chan struct{})
-		go func() {
-			defer close(written)
-			m.streamWrite(c.s, res.SessionID, c.chunk, c.at, c.backfill)
-		}()
+		written = m.startStreamWrite(q.stream, res.SessionID)
 	}
 	err := q.journal.Wait()
 	if written != nil {

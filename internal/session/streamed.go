@@ -37,12 +37,12 @@ import (
 // Only whole-file creates and overwrites stream: an append's or a patch's
 // file is not its content.
 
-// DefaultStreamFileBytes is Config.StreamFileBytes's default.
+// DefaultStreamFileBytes is Config.StreamFileBytes's default: the size a
+// begin announces from which its session streams whatever its chunks.
 const DefaultStreamFileBytes = 4 << 20
 
-// streamFirstChunk is the size of a first chunk from which a session
-// streams at once: a client sending chunks this large is sending a file
-// whole.
+// streamFirstChunk is the size of a chunk from which a session streams: a
+// client sending chunks this large is sending a file whole.
 const streamFirstChunk = 256 << 10
 
 // Bounds on the streamed files the daemon holds open, each one descriptor
@@ -111,16 +111,23 @@ func (m *Manager) streamFor(e *entry, r *record, chunk []byte) (s *streamed, bac
 	if e.streamTried || m.cfg.StreamFileBytes < 0 || !streams(r) {
 		return nil, false
 	}
+	// Small chunks (a model's stream, or a client's of 64 KiB) are not
+	// worth a write each on their append's path, unless begin announced
+	// a large file: such content is mostly checked in memory, and its file
+	// written while the finalize's record is journaled (early.go).
+	if len(chunk) < streamFirstChunk && r.ExpectedBytes < m.cfg.StreamFileBytes {
+		return nil, false
+	}
 	switch {
-	case at == 0 && (len(chunk) >= streamFirstChunk || r.ExpectedBytes >= m.cfg.StreamFileBytes):
-	case at+int64(len(chunk)) >= m.cfg.StreamFileBytes && len(e.mu.flight) == 0 &&
-		(r.sum != nil || at+int64(len(chunk)) <= m.cfg.ValidateMaxBytes):
-		// Everything before the chunk is durable in the journal, where
-		// the file's start is copied from. The finalize needs the
-		// content's hash: a running sum, or the content checked (and
-		// hashed) in memory, which it still is unless it grows past the
-		// limit.
-		backfill = at > 0
+	case at == 0:
+	case len(e.mu.flight) == 0 && (r.sum != nil || at+int64(len(chunk)) <= m.cfg.ValidateMaxBytes):
+		// A stream that starts here (resumed after a restart, or whose
+		// first chunks were small): everything before the chunk is
+		// durable in the journal, where the file's start is copied
+		// from. The finalize needs the content's hash: a running sum,
+		// or the content checked (and hashed) in memory, which it
+		// still is unless it grows past the limit.
+		backfill = true
 	default:
 		return nil, false
 	}
@@ -176,6 +183,24 @@ func (m *Manager) streamWrite(s *streamed, id string, chunk []byte, at int64, ba
 	// Crash tests die here: a chunk in the streamed file, its journal
 	// record perhaps not yet durable.
 	failpoint.Hit("session.streamed-chunk")
+}
+
+// startStreamWrite writes c into its streamed file on a goroutine of its
+// own, and returns what is closed once it is written; a small chunk is
+// written here, at once, its write cheaper than a goroutine, and nil
+// returned. (A function of its own, so that what an append's wait holds
+// does not escape for the goroutine on every append.)
+func (m *Manager) startStreamWrite(c *streamChunk, id string) chan struct{} {
+	if len(c.chunk) < parallelSum && !c.backfill {
+		m.streamWrite(c.s, id, c.chunk, c.at, false)
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.streamWrite(c.s, id, c.chunk, c.at, c.backfill)
+	}()
+	return done
 }
 
 // offsetWriter writes to a streamed file from its start on.

@@ -46,8 +46,6 @@ type streamCase struct {
 	endOfInput bool
 	// named says whether the streamed file becomes the target.
 	named bool
-	// streamFrom is Config.StreamFileBytes (0: 2 MiB).
-	streamFrom int64
 }
 
 func (tc streamCase) run(t *testing.T, streamFrom int64) (*harness, protocol.FinalizeResult, error) {
@@ -89,22 +87,18 @@ func TestStreamedFileBecomesTheTarget(t *testing.T) {
 			existing: "#!/bin/sh\necho old\n", chunks: chunked(big, 1<<20), named: true},
 		{name: "AnnouncedLargeSmallChunks", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate, ExpectedBytes: int64(len(big))},
 			chunks: chunked(big, 16<<10), named: true},
-		{name: "ThresholdPassedMidStream", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},
-			chunks: chunked(small, 16<<10), named: true, streamFrom: 200 << 10},
-		{name: "ThresholdPassedMidStreamUncheckedNoSum", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
-			chunks: chunked(big, 16<<10), named: false},
+		{name: "LargeChunksAfterSmall", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},
+			chunks: append([]string{small[:16<<10]}, chunked(small[16<<10:], 300<<10)...), named: true},
+		{name: "LargeChunksAfterSmallNoSum", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
+			chunks: append([]string{big[:16<<10]}, chunked(big[16<<10:], 1<<20)...), named: false},
+		{name: "SmallChunksPastThreshold", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
+			chunks: chunked(big, 64<<10), named: false},
 		{name: "Repaired", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},
 			chunks: chunked(small[:len(small)-1]+"\xff\xfe\n", 300<<10), named: false},
-		{name: "SmallChunksUnderThreshold", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},
-			chunks: chunked(small, 16<<10), named: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ref, want, werr := tc.run(t, -1)
-			from := tc.streamFrom
-			if from == 0 {
-				from = 2 << 20
-			}
-			h, got, err := tc.run(t, from)
+			h, got, err := tc.run(t, 2<<20)
 			if (err == nil) != (werr == nil) {
 				t.Fatalf("finalize: %v; written at the finalize: %v", err, werr)
 			}

@@ -49,6 +49,10 @@ type early struct {
 	// made by the kernel (atomicfile.StageHiddenAsync): letting go of it
 	// waits for that sync, and no longer uses the directory.
 	async bool
+	// fallback: a file that could not be staged or named leaves the
+	// write to the usual way (a streamed file, see streamed.go, whose
+	// staging is an optimization only).
+	fallback bool
 }
 
 // testHookEarly, set by tests, is told whether a finalize took the file a
@@ -150,6 +154,26 @@ func (e *early) take(op protocol.Operation, content []byte) bool {
 	return e != nil && e.op == op && content != nil && bytes.Equal(e.bytes, content)
 }
 
+// stillThere reports whether the directory e's file was started in is
+// still the one path's parent leads to. It may have moved since (out of
+// the workspace, even) or been replaced: every other step of a request
+// checks its directory again at the moment of use (confine.FS.Scoped),
+// and the file must not be named in a directory the path no longer
+// leads to.
+func (e *early) stillThere(m *Manager, r *record, path string) bool {
+	// Once the goroutine writing the file (if any) is done with e.d.
+	<-e.done
+	if still, known := e.d.StillAt(); known {
+		return still
+	}
+	d, _, err := m.fsOf(r).Within(m.workspaceOf(r)).OpenParent(path)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	return d.SameAs(e.d)
+}
+
 // commit names and renames the staged file once the record is durable. ok
 // is false when the file could not be staged without a name (the file
 // system cannot): nothing was written, and the caller writes it the usual
@@ -163,7 +187,7 @@ func (e *early) commit() (res atomicfile.Result, ok bool, err error) {
 	e.mu.Lock()
 	e.released = true
 	e.mu.Unlock()
-	if errors.Is(e.err, atomicfile.ErrNoHidden) {
+	if errors.Is(e.err, atomicfile.ErrNoHidden) || e.err != nil && e.fallback && !errors.Is(e.err, atomicfile.ErrExists) {
 		e.d.Close()
 		return atomicfile.Result{}, false, nil
 	}
@@ -172,6 +196,11 @@ func (e *early) commit() (res atomicfile.Result, ok bool, err error) {
 		return atomicfile.Result{}, true, e.err
 	}
 	synced, err := e.staged.CommitSyncing()
+	if err != nil && e.fallback && !errors.Is(err, atomicfile.ErrExists) && !errors.Is(err, atomicfile.ErrNotDurable) {
+		// Nothing was named: the usual write starts afresh.
+		e.d.Close()
+		return atomicfile.Result{}, false, nil
+	}
 	if err != nil {
 		e.d.Close()
 		return atomicfile.Result{}, true, err

@@ -19,15 +19,20 @@ import (
 // result) carries nothing of one request into another's. In turn, the
 // sessions' appends go one at a time, each served on the connection's
 // read loop; at once, they overlap, served on goroutines of their own and
-// on the read loop by turns.
+// on the read loop by turns. With chunks of up to 96 KiB, those from
+// 64 KiB on are served on goroutines of their own even alone (pipelined),
+// their frames released while the read loop reads the next ones.
 func TestAppendsOfSessionsSharingAConnection(t *testing.T) {
-	for _, concurrent := range []bool{false, true} {
-		name := map[bool]string{false: "InTurn", true: "AtOnce"}[concurrent]
-		t.Run(name, func(t *testing.T) { appendsSharingAConnection(t, concurrent) })
+	for _, c := range []struct {
+		name       string
+		concurrent bool
+		maxChunk   int
+	}{{"InTurn", false, 9 << 10}, {"AtOnce", true, 9 << 10}, {"AtOnceLarge", true, 96 << 10}} {
+		t.Run(c.name, func(t *testing.T) { appendsSharingAConnection(t, c.concurrent, c.maxChunk) })
 	}
 }
 
-func appendsSharingAConnection(t *testing.T, concurrent bool) {
+func appendsSharingAConnection(t *testing.T, concurrent bool, maxChunk int) {
 	d := testdaemon.Start(t)
 	c, ctx := dialWrite(t, d)
 	const sessions, appends = 4, 40
@@ -44,10 +49,10 @@ func appendsSharingAConnection(t *testing.T, concurrent bool) {
 	totals := make([]int64, sessions)
 	// appendOne sends session i's chunk seq and checks its reply.
 	appendOne := func(i, seq int) error {
-		// Sizes from 1 byte to 9 KiB, the escapes of a newline and a
-		// quote in each, so that frames land in buffers of other sizes
+		// Sizes from 1 byte to maxChunk, the escapes of a newline and
+		// a quote in each, so that frames land in buffers of other sizes
 		// and other sessions' chunks before.
-		n := (seq*977 + i*331) % (9 << 10)
+		n := (seq*977*(maxChunk>>13) + i*331) % maxChunk
 		chunk := fmt.Sprintf("%d/%d \"", i, seq) + strings.Repeat(string(rune('a'+i)), n) + "\n"
 		res, err := c.Append(ctx, protocol.AppendParams{SessionID: ids[i], Seq: uint64(seq), Chunk: chunk})
 		totals[i] += int64(len(chunk))

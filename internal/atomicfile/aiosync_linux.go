@@ -100,8 +100,21 @@ func putContext(ctx uint64) {
 	}
 	aioContexts.mu.Unlock()
 	if !keep {
-		unix.Syscall(unix.SYS_IO_DESTROY, uintptr(ctx), 0, 0)
+		// Not on the caller's path: io_destroy waits out an RCU grace
+		// period, 30-50 ms here, which each sync of a burst past the
+		// kept contexts paid before its reply.
+		go unix.Syscall(unix.SYS_IO_DESTROY, uintptr(ctx), 0, 0)
 	}
+}
+
+// dropContext gives a taken context back to the system (io_destroy, which
+// waits for what it still runs, aside as putContext does) rather than to
+// the free list.
+func dropContext(ctx uint64) {
+	aioContexts.mu.Lock()
+	inFlight--
+	aioContexts.mu.Unlock()
+	go unix.Syscall(unix.SYS_IO_DESTROY, uintptr(ctx), 0, 0)
 }
 
 // pendingSync is an fsync submitted and not yet reaped.
@@ -150,7 +163,9 @@ func (p *pendingSync) wait() error {
 		}
 		if e != 0 || n != 1 {
 			// The context is in a state nothing can trust: it is
-			// dropped (not reused), and the file's sync is made again.
+			// given back to the system, not kept for another sync,
+			// and the file's sync is made again.
+			dropContext(p.ctx)
 			p.done = true
 			p.err = p.f.Sync()
 			return p.err

@@ -259,6 +259,34 @@ func (d *Dir) Remove(name string) error {
 // Sync fsyncs the directory, making renames and removals in it durable.
 func (d *Dir) Sync() error { return d.f.Sync() }
 
+// StillAt reports whether the kernel still names d by the path it was
+// opened for, as a request's view checks a kept directory before each
+// use: false once it moved, or a directory on its path was swapped for
+// a symlink. known is false where the kernel names no open directory: a
+// caller then opens the path again to tell (SameAs).
+func (d *Dir) StillAt() (still, known bool) {
+	if !d.named {
+		return false, false
+	}
+	real, ok := kernelPath(d.f)
+	return ok && real == d.Path, true
+}
+
+// SameAs reports whether d and o are one directory (the same file of the
+// same file system), however each was reached: a caller holding d since
+// an earlier step tells whether its path still leads to it.
+func (d *Dir) SameAs(o *Dir) bool {
+	if d == o {
+		return true
+	}
+	a, err := d.f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := o.f.Stat()
+	return err == nil && os.SameFile(a, b)
+}
+
 // SyncFile is the directory's descriptor, for a caller that has the
 // kernel sync it while it goes on (atomicfile's asynchronous syncs). It
 // stays d's: nothing else is done through it, and it is not closed.

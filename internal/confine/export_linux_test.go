@@ -20,3 +20,14 @@ func LinkThroughProc(t testing.TB) {
 	noEmptyPath.Store(true)
 	t.Cleanup(func() { noEmptyPath.Store(old) })
 }
+
+// KeepLinkWay puts back, when the test ends, the way unnamed files are
+// linked (LinksByDescriptor), which a test may change.
+func KeepLinkWay(t testing.TB) {
+	old := noEmptyPath.Load()
+	t.Cleanup(func() { noEmptyPath.Store(old) })
+}
+
+// LinksByDescriptor says whether unnamed files are still linked by their
+// descriptor (AT_EMPTY_PATH) rather than through /proc.
+func LinksByDescriptor() bool { return !noEmptyPath.Load() }

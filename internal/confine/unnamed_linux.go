@@ -22,9 +22,10 @@ func (d *Dir) createUnnamed(perm fs.FileMode) (*os.File, error) {
 	return os.NewFile(uintptr(fd), d.Join("(unnamed)")), nil
 }
 
-// noEmptyPath is set once linkat with AT_EMPTY_PATH was refused: it needs
-// privilege (CAP_DAC_READ_SEARCH) on kernels before 6.10, and it will not
-// be granted later.
+// noEmptyPath is set once linkat with AT_EMPTY_PATH was refused where the
+// link through /proc then succeeded: it needs privilege
+// (CAP_DAC_READ_SEARCH) on kernels before 6.10, and it will not be granted
+// later.
 var noEmptyPath atomic.Bool
 
 func (d *Dir) linkUnnamed(f *os.File, name string) error {
@@ -33,15 +34,22 @@ func (d *Dir) linkUnnamed(f *os.File, name string) error {
 	// link. Through /proc, which any process may do with its own
 	// descriptor, otherwise.
 	var err error = unix.ENOENT
+	refused := false
 	if !noEmptyPath.Load() {
 		err = unix.Linkat(int(f.Fd()), "", d.fd(), name, unix.AT_EMPTY_PATH)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) {
-			noEmptyPath.Store(true)
+			refused = true
 			err = unix.ENOENT
 		}
 	}
 	if errors.Is(err, unix.ENOENT) {
 		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), d.fd(), name, unix.AT_SYMLINK_FOLLOW)
+		// ENOENT is also a target's: a directory removed meanwhile.
+		// Only a link that /proc then made tells that the descriptor's
+		// was refused for want of privilege.
+		if refused && err == nil {
+			noEmptyPath.Store(true)
+		}
 	}
 	if errors.Is(err, unix.EEXIST) {
 		return fs.ErrExist

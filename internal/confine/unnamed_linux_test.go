@@ -57,3 +57,47 @@ func TestLinkUnnamed(t *testing.T) {
 		})
 	}
 }
+
+// A link that fails for its target's sake (its directory was removed
+// meanwhile) says so, and does not stop later files from being linked by
+// their descriptor, which a kernel that allows it allows them all.
+func TestLinkUnnamedIntoRemovedDirectory(t *testing.T) {
+	confine.KeepLinkWay(t)
+	fsys, root, _ := setup(t, pathguard.Protection{})
+	link := func(dir string) error {
+		t.Helper()
+		d, err := fsys.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		f, err := d.CreateUnnamed(0o600)
+		if errors.Is(err, confine.ErrNoUnnamed) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if dir != root {
+			// Gone, while the file made in it waits for its name.
+			if err := os.Remove(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d.LinkUnnamed(f, "f")
+	}
+	if err := link(root); err != nil {
+		t.Fatal(err)
+	}
+	if !confine.LinksByDescriptor() {
+		t.Skip("this kernel links unnamed files by their descriptor only with a privilege the test lacks")
+	}
+	gone := filepath.Join(root, "sub")
+	if err := link(gone); err == nil {
+		t.Fatal("a file was linked into a removed directory")
+	}
+	if !confine.LinksByDescriptor() {
+		t.Error("after a link into a removed directory failed, files are no longer linked by their descriptor")
+	}
+}

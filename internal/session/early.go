@@ -150,6 +150,26 @@ func (e *early) take(op protocol.Operation, content []byte) bool {
 	return e != nil && e.op == op && content != nil && bytes.Equal(e.bytes, content)
 }
 
+// stillThere reports whether the directory e's file was started in is
+// still the one path's parent leads to. It may have moved since (out of
+// the workspace, even) or been replaced: every other step of a request
+// checks its directory again at the moment of use (confine.FS.Scoped),
+// and the file must not be named in a directory the path no longer
+// leads to.
+func (e *early) stillThere(m *Manager, r *record, path string) bool {
+	// Once the goroutine writing the file (if any) is done with e.d.
+	<-e.done
+	if still, known := e.d.StillAt(); known {
+		return still
+	}
+	d, _, err := m.fsOf(r).Within(m.workspaceOf(r)).OpenParent(path)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	return d.SameAs(e.d)
+}
+
 // commit names and renames the staged file once the record is durable. ok
 // is false when the file could not be staged without a name (the file
 // system cannot): nothing was written, and the caller writes it the usual

@@ -77,3 +77,48 @@ func TestWriteStagesBeforeTheCheck(t *testing.T) {
 		})
 	}
 }
+
+// The directory a session.write's file was started in may move before the
+// file is named (here: out of the workspace, another directory made in its
+// place). The file is then written where the target's path leads at that
+// moment, as every other step of the request checks its directory again,
+// and nothing lands in the directory that moved away.
+func TestWriteStagedEarlyDirectoryMoved(t *testing.T) {
+	for _, op := range []protocol.Operation{protocol.OpCreate, protocol.OpOverwrite} {
+		t.Run(string(op), func(t *testing.T) {
+			h := newHarness(t)
+			sub := filepath.Join(h.root, "sub")
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if op == protocol.OpOverwrite {
+				if err := os.WriteFile(filepath.Join(sub, "a.txt"), []byte("old\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			away := filepath.Join(t.TempDir(), "away")
+			var taken []bool
+			defer session.SetEarlyHook(func(ok bool) {
+				taken = append(taken, ok)
+				if err := os.Rename(sub, away); err != nil {
+					t.Error(err)
+				}
+				if err := os.Mkdir(sub, 0o755); err != nil {
+					t.Error(err)
+				}
+			})()
+			_, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "sub/a.txt", Operation: op}, Content: "new\n"})
+			if len(taken) != 1 {
+				t.Skipf("no file written before the check here (%v)", taken)
+			}
+			if got, _ := os.ReadFile(filepath.Join(away, "a.txt")); string(got) == "new\n" {
+				t.Errorf("the directory that moved out of the workspace holds a.txt %q", got)
+			}
+			if err == nil {
+				if got, rerr := os.ReadFile(filepath.Join(sub, "a.txt")); rerr != nil || string(got) != "new\n" {
+					t.Errorf("sub/a.txt after the write: %q, %v; want the content written", got, rerr)
+				}
+			}
+		})
+	}
+}

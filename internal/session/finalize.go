@@ -492,6 +492,12 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 		err     error
 		done    bool
 	)
+	if staged != nil && !staged.stillThere(m, r, path) {
+		// Its directory moved or went since the file was started:
+		// written the usual way, where the path leads now.
+		staged.discard()
+		staged = nil
+	}
 	if staged != nil {
 		content = staged.content
 		written, done, err = staged.commit()

@@ -314,6 +314,10 @@ func (d *logDurable) Durable(refs []contentlog.Ref) { (*Appending)(d).durable(re
 // durable queues the record's index entry; the log calls it once the
 // record is synced, in log order.
 func (a *Appending) durable(refs []contentlog.Ref) {
+	// Written: the chunk is its caller's again. The entry below keeps a
+	// alive until its commit, a second or more and thousands of entries
+	// later, which must not keep the chunks too.
+	a.parts[1] = nil
 	a.ref.rec = refs[0]
 	a.s.addLive(a.ref.rec.Seg, a.ref.rec.Size())
 	a.entry = indexEntry{pi: pendingIndex{key: a.key(a.parts[0]), seq: a.seq, ref: a.ref}, id: a.id, meta: a.meta,

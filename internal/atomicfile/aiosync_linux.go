@@ -138,11 +138,14 @@ func startSync(f *os.File) (*pendingSync, error) {
 	p := &cb
 	for {
 		_, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, uintptr(ctx), 1, uintptr(unsafe.Pointer(&p)))
-		if e == unix.EINTR || e == unix.EAGAIN {
+		if e == unix.EINTR {
 			continue
 		}
 		if e != 0 {
 			// EINVAL: this file system has no asynchronous fsync.
+			// EAGAIN: the kernel is out of room for the request, on a
+			// context that holds nothing else; retrying could spin, so
+			// this sync is made by the caller.
 			putContext(ctx)
 			return nil, fmt.Errorf("%w: io_submit: %w", errNoAsync, e)
 		}

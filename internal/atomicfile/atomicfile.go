@@ -177,34 +177,9 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 		return nil, fmt.Errorf("write %s: not a file name", path)
 	}
 
-	perm := opts.Perm & fs.ModePerm
-	if perm == 0 {
-		perm = 0o644
-	}
-	var owner *confine.Info // the existing target's, to carry over
-	fi, err := dir.Lstat(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("write %s: %w", path, err)
-	case opts.Mode == CreateNew:
-		// Fail before streaming anything; the no-replace rename in Commit
-		// still catches a target created in the meantime.
-		return nil, fmt.Errorf("create %s: %w", path, ErrExists)
-	case fi.Mode.IsDir():
-		return nil, fmt.Errorf("write %s: %w", path, syscall.EISDIR)
-	case fi.Mode.IsRegular():
-		perm = fi.Mode.Perm()
-		owner = &fi
-	case fi.Mode&fs.ModeSymlink != 0:
-		// The rename replaces the link itself, never what it points to.
-	default:
-		// A FIFO, socket or device: renaming over it would be harmless,
-		// but it is no file a model may mean to write. (Checked again: it
-		// may have been replaced by a file meanwhile.)
-		if err := dir.CheckWritable(name); err != nil {
-			return nil, err
-		}
+	perm, owner, err := targetOf(dir, name, path, opts)
+	if err != nil {
+		return nil, err
 	}
 
 	var (
@@ -246,19 +221,8 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	if err := bw.Flush(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if owner != nil {
-		// Keeps a file owned by the user who owns it when the daemon runs
-		// as root. Without privilege this fails (EPERM) unless nothing
-		// changes; the file then belongs to the daemon's user, as with any
-		// editor's save.
-		if err := f.Chown(int(owner.Uid), int(owner.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	// After Chown, which may clear mode bits, and explicitly rather than
-	// at open, where the umask would alter it.
-	if err := f.Chmod(perm); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+	if err := ownAndPerm(f, path, perm, owner); err != nil {
+		return nil, err
 	}
 	var syncing *pendingSync
 	if how == stageHiddenAsync {
@@ -289,6 +253,61 @@ func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) e
 	}
 	kept = true
 	return &Staged{dir: dir, path: path, name: name, tmp: tmp, mode: opts.Mode, res: res}, nil
+}
+
+// targetOf checks what is at name in dir before content is staged for it,
+// and returns the permission the new file gets and the existing target's
+// owner to carry over (nil: none).
+func targetOf(dir *confine.Dir, name, path string, opts Options) (fs.FileMode, *confine.Info, error) {
+	perm := opts.Perm & fs.ModePerm
+	if perm == 0 {
+		perm = 0o644
+	}
+	var owner *confine.Info // the existing target's, to carry over
+	fi, err := dir.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return 0, nil, fmt.Errorf("write %s: %w", path, err)
+	case opts.Mode == CreateNew:
+		// Fail before streaming anything; the no-replace rename in Commit
+		// still catches a target created in the meantime.
+		return 0, nil, fmt.Errorf("create %s: %w", path, ErrExists)
+	case fi.Mode.IsDir():
+		return 0, nil, fmt.Errorf("write %s: %w", path, syscall.EISDIR)
+	case fi.Mode.IsRegular():
+		perm = fi.Mode.Perm()
+		owner = &fi
+	case fi.Mode&fs.ModeSymlink != 0:
+		// The rename replaces the link itself, never what it points to.
+	default:
+		// A FIFO, socket or device: renaming over it would be harmless,
+		// but it is no file a model may mean to write. (Checked again: it
+		// may have been replaced by a file meanwhile.)
+		if err := dir.CheckWritable(name); err != nil {
+			return 0, nil, err
+		}
+	}
+	return perm, owner, nil
+}
+
+// ownAndPerm gives a staged temp file its owner and permission.
+func ownAndPerm(f *os.File, path string, perm fs.FileMode, owner *confine.Info) error {
+	if owner != nil {
+		// Keeps a file owned by the user who owns it when the daemon runs
+		// as root. Without privilege this fails (EPERM) unless nothing
+		// changes; the file then belongs to the daemon's user, as with any
+		// editor's save.
+		if err := f.Chown(int(owner.Uid), int(owner.Gid)); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	// After Chown, which may clear mode bits, and explicitly rather than
+	// at open, where the umask would alter it.
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // Result describes the staged content.

@@ -204,6 +204,9 @@ type Log struct {
 	prepFor      uint64
 	prepareAfter int64
 	noSpares     bool
+	// pace is the active segment's appends and the preparations' speed,
+	// by which a preparation starts (spare.go).
+	pace pace
 
 	bytes      atomic.Int64
 	records    atomic.Uint64

@@ -1,5 +1,7 @@
 package contentlog
 
+import "time"
+
 // WithFaults makes Open's segment files fail as fault says (Options.Fault).
 func WithFaults(opts Options, fault func(op string) error) Options {
 	opts.Fault = fault
@@ -19,3 +21,6 @@ const (
 	SpareName   = spareName
 	PrepareName = prepareName
 )
+
+// SetClock makes l's pacing of preparations (spare.go) read now.
+func SetClock(l *Log, now func() time.Time) { l.pace.now = now }

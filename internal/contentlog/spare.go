@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"time"
 
 	"github.com/orion-agent/orion/internal/failpoint"
 )
@@ -36,6 +38,14 @@ import (
 // eighth of a smaller segment). Either
 // way a log that stays small (a test's, a daemon that writes little) never
 // writes a segment's worth of zeros.
+//
+// The writer's rate changes both (see pace): a preparation starts earlier
+// when the segment, at the rate it is being filled, would be full before a
+// preparation begun at half could end; and none starts, nor is a
+// reclaimed segment recycled, within a second of a large batch (a file
+// streamed in chunks of a MiB), where the few syncs of the next segment
+// would save less than its zeros cost the disk meanwhile: that segment is
+// reserved with fallocate.
 
 const (
 	spareName   = "spare"     // a prepared spare, ready to be the next segment
@@ -104,17 +114,112 @@ func (l *Log) prepareSoon() {
 	if l.active == nil || l.prepFor == l.active.id {
 		return
 	}
+	p := &l.pace
+	now := p.clock()
+	batch := l.tail - p.last
+	if p.seg != l.active.id {
+		// Seen first after its first batch, which has no start time:
+		// the rate is counted from its end.
+		p.seg, p.since, p.from, batch = l.active.id, now, l.tail, l.tail
+	}
+	p.last = l.tail
+	if batch >= largeBatch {
+		p.large.Store(now.UnixNano())
+	}
+	if p.holding(now) {
+		// Zeros would cost more than they save where batches are this
+		// large, and they would be written while the next large
+		// batches come, or between two of their streams: the next
+		// segment is reserved with fallocate, or is a reclaimed one,
+		// and the log does not say it was outrun. Once large batches
+		// stop, smaller ones get a spare prepared as before.
+		return
+	}
 	after := l.prepareAfter
 	if l.active.prepared {
 		after = l.active.size / 2
 	}
-	if l.tail < after {
+	switch {
+	case l.tail >= after:
+	case p.fillsBefore(now, l.tail, l.active.size, l.segSize):
+	default:
 		return
 	}
 	l.prepFor = l.active.id
 	if l.claimPreparation() {
 		go l.prepare(nil)
 	}
+}
+
+// pace is what prepareSoon knows of the writer's rate: the active
+// segment's appends since it was first seen, and how fast a new spare was
+// last prepared. The leader alone reads and writes it, but for prepNanos,
+// which prepare writes.
+type pace struct {
+	// seg is the segment the figures are of, since when it was first
+	// seen, from its tail then, and last its tail at the last batch.
+	seg        uint64
+	since      time.Time
+	from, last int64
+	// large is when the last batch of largeBatch or more ended, in
+	// Unix nanoseconds (0: never); read by recycle too.
+	large atomic.Int64
+	// prepNanos is the time the last preparation of a new spare took per
+	// MiB, 0 before one ends.
+	prepNanos atomic.Int64
+	// now is the clock, replaced by tests (nil: time.Now).
+	now func() time.Time
+}
+
+const (
+	// paceSample is how much a segment takes before its rate is
+	// trusted.
+	paceSample = 1 << 20
+	// largeBatch is the batch from which zeros do not pay: in batches
+	// smaller than it, the syncs saved on a segment (a tenth of a
+	// millisecond each) outweigh writing it whole once more. A margin of
+	// about ten times keeps preparing where in doubt, and keeps one
+	// session's pipelined chunks of 64 KiB (eight in flight) under it:
+	// batches this large come from chunks of a MiB, or from many
+	// sessions at once.
+	largeBatch = 1 << 20
+	// largeHold is how long after a large batch no preparation starts.
+	largeHold = time.Second
+	// assumedPrepNanos is the time a preparation is taken to need per
+	// MiB before one was measured (200 MB/s).
+	assumedPrepNanos = int64(time.Second) / 200
+)
+
+// holding reports whether a large batch ended less than largeHold before
+// now.
+func (p *pace) holding(now time.Time) bool {
+	t := p.large.Load()
+	return t != 0 && now.Sub(time.Unix(0, t)) < largeHold
+}
+
+func (p *pace) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+// fillsBefore reports whether the active segment, of size bytes and
+// holding tail, fills at its rate so far before twice the time a spare of
+// segSize bytes takes to prepare: a preparation must start now to be
+// ready.
+func (p *pace) fillsBefore(now time.Time, tail, size, segSize int64) bool {
+	appended, took := tail-p.from, now.Sub(p.since)
+	if appended < paceSample || took <= 0 {
+		return false
+	}
+	perMiB := p.prepNanos.Load()
+	if perMiB == 0 {
+		perMiB = assumedPrepNanos
+	}
+	prep := time.Duration(perMiB * (segSize >> 20))
+	full := time.Duration(float64(took) * float64(size-tail) / float64(appended))
+	return full <= 2*prep
 }
 
 // claimPreparation reports whether the caller may start a preparation: no
@@ -138,7 +243,14 @@ func (l *Log) claimPreparation() bool {
 // unwritten (reserved with fallocate and rotated early, or left after a
 // failed write) would cost as many zeros as a new file, and it would cost
 // them now, in a store that may never need another segment.
+//
+// While large batches come (see pace), the segment is not recycled: its
+// zeros would be written while they stream, for a next segment that takes
+// few syncs.
 func (l *Log) recycle(s *segment) bool {
+	if l.pace.holding(l.pace.clock()) {
+		return false
+	}
 	if s.size != l.segSize || unwritten(s.f, s.size) > s.size/2 || !l.claimPreparation() {
 		return false
 	}
@@ -161,11 +273,16 @@ func (l *Log) prepare(f segFile) {
 	defer l.prepDone.Done()
 	tmp := l.preparePath()
 	var err error
-	if f == nil {
+	fresh := f == nil
+	if fresh {
 		f, err = l.open(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 	}
+	start := l.pace.clock()
 	if err == nil {
 		err = l.fill(f, l.segSize)
+	}
+	if took := l.pace.clock().Sub(start); err == nil && fresh && l.segSize >= 1<<20 && took > 0 {
+		l.pace.prepNanos.Store(int64(took) / (l.segSize >> 20))
 	}
 	if err == nil {
 		failpoint.Hit("contentlog.spare")

@@ -111,10 +111,12 @@ func (c *contentSum) sum(n, total int64) string {
 // finalize, which hashes it there, and its appends are not made to hash it
 // too. A large chunk is hashed beside the caller's journaling of it, after
 // prev, the session's chunk before it (nil: none is being hashed): wait for
-// the result before using the sum, and before returning.
-func (r *record) sumChunk(chunk []byte, after Scanner, prev *sumJob) pendingSum {
+// the result before using the sum, and before returning. streamed says the
+// session's file is written as it streams (streamed.go), whose finalize
+// needs the sum however small its chunks.
+func (r *record) sumChunk(chunk []byte, after Scanner, prev *sumJob, streamed bool) pendingSum {
 	sum := r.sum
-	if sum == nil && r.Scanner.Total == 0 && len(chunk) >= parallelSum {
+	if sum == nil && r.Scanner.Total == 0 && (len(chunk) >= parallelSum || streamed) {
 		sum = newContentSum()
 	}
 	if sum == nil {

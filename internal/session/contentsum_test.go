@@ -53,7 +53,7 @@ func TestContentSum(t *testing.T) {
 					r := &record{Scanner: s, sum: sum}
 					after := s
 					after.Feed(chunk)
-					got := r.sumChunk(chunk, after, nil).wait()
+					got := r.sumChunk(chunk, after, nil, false).wait()
 					if got == nil {
 						ok = false
 					}
@@ -116,7 +116,7 @@ func TestContentSumStartsWithLargeChunk(t *testing.T) {
 		r := &record{Scanner: NewScanner("END")}
 		after := r.Scanner
 		after.Feed(chunk)
-		if got := r.sumChunk(chunk, after, nil).wait() != nil; got != tc.want {
+		if got := r.sumChunk(chunk, after, nil, false).wait() != nil; got != tc.want {
 			t.Errorf("first chunk of %d bytes: running sum %v, want %v", tc.size, got, tc.want)
 		}
 	}

@@ -49,6 +49,10 @@ type early struct {
 	// made by the kernel (atomicfile.StageHiddenAsync): letting go of it
 	// waits for that sync, and no longer uses the directory.
 	async bool
+	// fallback: a file that could not be staged or named leaves the
+	// write to the usual way (a streamed file, see streamed.go, whose
+	// staging is an optimization only).
+	fallback bool
 }
 
 // testHookEarly, set by tests, is told whether a finalize took the file a
@@ -183,7 +187,7 @@ func (e *early) commit() (res atomicfile.Result, ok bool, err error) {
 	e.mu.Lock()
 	e.released = true
 	e.mu.Unlock()
-	if errors.Is(e.err, atomicfile.ErrNoHidden) {
+	if errors.Is(e.err, atomicfile.ErrNoHidden) || e.err != nil && e.fallback && !errors.Is(e.err, atomicfile.ErrExists) {
 		e.d.Close()
 		return atomicfile.Result{}, false, nil
 	}
@@ -192,6 +196,11 @@ func (e *early) commit() (res atomicfile.Result, ok bool, err error) {
 		return atomicfile.Result{}, true, e.err
 	}
 	synced, err := e.staged.CommitSyncing()
+	if err != nil && e.fallback && !errors.Is(err, atomicfile.ErrExists) && !errors.Is(err, atomicfile.ErrNotDurable) {
+		// Nothing was named: the usual write starts afresh.
+		e.d.Close()
+		return atomicfile.Result{}, false, nil
+	}
 	if err != nil {
 		e.d.Close()
 		return atomicfile.Result{}, true, err

@@ -32,6 +32,17 @@ func Waiting(m *Manager, id string) int {
 	return e.mu.waiting
 }
 
+// Streamed returns how many streamed files m holds open, and how many
+// finalizes named theirs.
+func Streamed(m *Manager) (open int, named int64) {
+	m.streams.mu.Lock()
+	defer m.streams.mu.Unlock()
+	return m.streams.open, m.streamsNamed.Load()
+}
+
+// MaxStreamedFiles is how many streamed files the daemon holds at once.
+const MaxStreamedFiles = maxStreamedFiles
+
 // SetEarlyHook makes every session.write that started writing its file
 // before its check call f with whether the finalize took that file.
 func SetEarlyHook(f func(taken bool)) (restore func()) {

@@ -143,6 +143,8 @@ func (m *Manager) dryRun(r *record) (protocol.FinalizeResult, error) {
 // finalizeLocked writes the content of an entry whose lock is held.
 func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult, error) {
 	r := &e.rec
+	// The streamed file is used by this attempt or by none.
+	defer m.dropStream(e)
 	if r.files == nil {
 		r.files = m.fs().Scoped()
 		defer func() {
@@ -223,6 +225,9 @@ func (m *Manager) finalizeLocked(e *entry, force bool) (protocol.FinalizeResult,
 		if staged != nil {
 			staged.drop()
 		}
+		staged = m.stageStreamed(e, writeOp, c, pending)
+	}
+	if !taken && staged == nil {
 		staged = m.stageEarly(r, writeOp, c.content, pending)
 	}
 	discard := func() {
@@ -499,8 +504,13 @@ func (m *Manager) writeContentStaged(r *record, path string, op protocol.Operati
 		staged = nil
 	}
 	if staged != nil {
-		content = staged.content
 		written, done, err = staged.commit()
+		if done {
+			content = staged.content
+		}
+		if done && staged.fallback && err == nil {
+			m.streamsNamed.Add(1)
+		}
 	}
 	if !done {
 		fill := m.contentFill(r, path, op, repaired, note, content)

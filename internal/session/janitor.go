@@ -119,6 +119,7 @@ func (m *Manager) expireLocked(e *entry) {
 	m.unwatch(e)
 	r.Stage = protocol.StageExpired
 	r.UpdatedAt = m.cfg.Clock.Now()
+	m.dropStream(e)
 	base := m.releaseBase(r)
 	if err := m.putFinished(r); err != nil {
 		m.cfg.Logger.Warn("expiring a session", "session", r.ID, "err", err)

@@ -89,6 +89,11 @@ type Config struct {
 	// StoreMaxBytes caps the store's used bytes (0: no cap); see
 	// storecap.go for what goes first.
 	StoreMaxBytes int64
+	// StreamFileBytes is the size, announced at begin, from which a whole
+	// file's session also writes its chunks into its new file as they
+	// arrive, however small (streamed.go; chunks of 256 KiB always do);
+	// 0: DefaultStreamFileBytes, negative: never.
+	StreamFileBytes int64
 	// Clock and NewID are injected so tests control time and ids.
 	Clock clock.Clock
 	NewID func() string
@@ -115,6 +120,10 @@ type Manager struct {
 	heldBases atomic.Int64
 	// checks bounds the content finalizes check in memory at once.
 	checks checkBudget
+	// streams counts the streamed files open, and streamsNamed the
+	// finalizes that named theirs (for tests).
+	streams      streamBudget
+	streamsNamed atomic.Int64
 }
 
 type entry struct {
@@ -133,6 +142,10 @@ type entry struct {
 	// owner is the client that opened the session ("" for one begun
 	// without one, or loaded from the store), for the per-client cap.
 	owner string
+	// stream is the session's streamed file, if any, and streamTried is
+	// set once one was started or refused (streamed.go); guarded by mu.
+	stream      *streamed
+	streamTried bool
 }
 
 // New loads every journaled session from the store, finishes or rolls back
@@ -176,6 +189,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.StreamFileBytes == 0 {
+		cfg.StreamFileBytes = DefaultStreamFileBytes
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
@@ -247,6 +263,7 @@ func (m *Manager) Close() {
 		e.mu.Lock()
 		m.stopTimers(e)
 		m.unwatch(e)
+		m.dropStream(e)
 		if e.rec.unjournaled {
 			// A graceful stop keeps what a restart is expected to keep:
 			// begun sessions too, though nothing was appended to them.
@@ -829,11 +846,15 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, q
 	if err != nil {
 		return protocol.AppendResult{}, queuedAppend{}, ioError(r.ID, "journaling the chunk", err)
 	}
-	pending := r.sumChunk(chunk, next.Scanner, e.mu.hashing)
+	stream, backfill := m.streamFor(e, r, chunk)
+	pending := r.sumChunk(chunk, next.Scanner, e.mu.hashing, stream != nil)
 	next.sum = pending.sum
 	e.mu.hashing = pending.job
 	e.mu.nextID++
 	q := &queuedAppend{e: e, id: e.mu.nextID, journal: journal, sum: pending, first: r.Stage != protocol.StageStreaming}
+	if stream != nil {
+		q.stream = &streamChunk{s: stream, chunk: chunk, at: r.Scanner.Total, backfill: backfill}
+	}
 	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})
 	*r = next
 	m.resetTimers(e)
@@ -848,12 +869,34 @@ type queuedAppend struct {
 	sum     pendingSum
 	// first: the chunk moved the session to streaming.
 	first bool
+	// stream, if not nil, is the chunk's write into its session's
+	// streamed file.
+	stream *streamChunk
+}
+
+// streamChunk is a chunk to write into a streamed file.
+type streamChunk struct {
+	s        *streamed
+	chunk    []byte
+	at       int64
+	backfill bool
 }
 
 // wait waits for the chunk to be durable and returns res, its reply, or
 // the error that failed it, the session taken back to before it.
 func (q *queuedAppend) wait(m *Manager, res protocol.AppendResult) (protocol.AppendResult, error) {
+	var written chan struct{}
+	if q.stream != nil {
+		// Beside the journal's write and sync of the chunk, from the
+		// same bytes, which are the caller's again once this returns;
+		// not before them, as this goroutine may be the one to lead
+		// the journal's next batch.
+		written = m.startStreamWrite(q.stream, res.SessionID)
+	}
 	err := q.journal.Wait()
+	if written != nil {
+		<-written
+	}
 	// The chunk's bytes are the caller's again once the hash is done
 	// with them too.
 	sum := q.sum.wait()
@@ -862,6 +905,10 @@ func (q *queuedAppend) wait(m *Manager, res protocol.AppendResult) (protocol.App
 	defer e.mu.mu.Unlock()
 	stands := e.settle(q.id, err)
 	if err != nil {
+		if q.stream != nil {
+			// Rolled back: the file holds a chunk the journal does not.
+			q.stream.s.broken.Store(true)
+		}
 		return protocol.AppendResult{}, ioError(res.SessionID, "journaling the chunk", err)
 	}
 	if !stands {
@@ -935,6 +982,7 @@ func (m *Manager) abortLocked(e *entry) error {
 	}
 	r.Stage = protocol.StageAborted
 	r.UpdatedAt = m.cfg.Clock.Now()
+	m.dropStream(e)
 	base := m.releaseBase(r)
 	if err := m.putFinished(r); err != nil {
 		return err

@@ -153,6 +153,7 @@ func (m *Manager) truncateLocked(e *entry) (protocol.TruncationContext, error) {
 	}
 	r.Stage = protocol.StageTruncated
 	r.Truncation = &tc
+	m.dropStream(e)
 	r.UpdatedAt = m.cfg.Clock.Now()
 	m.stopTimers(e)
 	m.traceStage(r, trace.Any("policy", policy), trace.Any("incomplete_file", tc.IncompleteFile), trace.Any("continue_prompt", tc.ContinuePrompt))

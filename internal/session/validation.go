@@ -47,8 +47,9 @@ type checked struct {
 	// merge that applies it again to another content.
 	input []byte
 	// asSent is set when content is the session's content byte for byte
-	// (nothing repaired, merged, styled or encoded) and a running sum of
-	// its appends could stand for its hash (see pendingSum).
+	// (nothing repaired, merged, styled or encoded): a running sum of its
+	// appends, if any, stands for its hash (see pendingSum), and a file
+	// written as it streamed is the file (see stageStreamed).
 	asSent bool
 	// merged is set when content is a merge with a change made to the
 	// target since begin; mergedHunks are that change's hunks.
@@ -226,7 +227,7 @@ func (m *Manager) check(r *record) (checked, error) {
 			c.repairs = append(c.repairs, protocol.Repair{Kind: ch.Kind, Message: ch.Message})
 		}
 	}
-	c.asSent = r.sum != nil && bytes.Equal(c.content, content)
+	c.asSent = bytes.Equal(c.content, content)
 	verr := m.validateText(&c, r, whole, original, hasOriginal)
 	if elideErr != nil && c.validation != nil {
 		for i := range c.validation.Findings {
@@ -455,6 +456,7 @@ func (m *Manager) markSuperseded(id, by string) {
 	defer e.mu.Unlock()
 	e.rec.Stage = protocol.StageSuperseded
 	e.rec.SupersededBy = by
+	m.dropStream(e)
 	e.rec.UpdatedAt = m.cfg.Clock.Now()
 	if err := m.putFinished(&e.rec); err != nil {
 		m.cfg.Logger.Warn("recording a superseded session", "session", id, "err", err)

@@ -34,14 +34,16 @@ func wholeFile(ctx context.Context, c *client.Client, path, content string) erro
 // writeLarge is `orionctl write` of the file at src: begin, the content
 // streamed in chunks as large as the daemon takes (at most 1 MiB, as
 // `orionctl write` sends them), each journaled before it is
-// acknowledged, and finalize, which makes the target durable.
-func writeLarge(ctx context.Context, c *client.Client, src, target string) error {
+// acknowledged, and finalize, which makes the target durable. It returns
+// how long the finalize took.
+func writeLarge(ctx context.Context, c *client.Client, src, target string) (time.Duration, error) {
 	id, err := streamLarge(ctx, c, src, target)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	start := time.Now()
 	_, err = c.Finalize(ctx, protocol.FinalizeParams{SessionID: id, EndOfInput: true})
-	return err
+	return time.Since(start), err
 }
 
 // streamLarge is writeLarge up to the finalize: it returns the session,
@@ -114,6 +116,9 @@ type sideBySide struct {
 	// operation (--append-rounds).
 	ClientCPUms  *spread `json:"client_cpu_ms_per_op,omitempty"`
 	ClientAllocs *spread `json:"client_allocs_per_op,omitempty"`
+	// FinalizeMs is how long the finalize of each operation took, in
+	// milliseconds, where it is a request of its own (--file-mb).
+	FinalizeMs *spread `json:"finalize_ms_per_op,omitempty"`
 	// ServerCPUms is the CPU time per operation, in milliseconds, of the
 	// server in front of the daemon (orionctl mcp, for --mcp), and
 	// OtherCPUms the other side's process's (the filesystem server).
@@ -233,15 +238,17 @@ func largeFileCase(ctx context.Context, cfg config, d *daemonProc) (sideBySide, 
 	}
 	defer c.Close()
 	mbps := func(start time.Time) float64 { return float64(size) / 1e6 / time.Since(start).Seconds() }
-	var clientCPU []float64
+	var clientCPU, finalize []float64
 	o, b, ratio, cpu, err := interleave(cfg.rounds, d, func(r int) (float64, error) {
 		target := filepath.Join(d.root, fmt.Sprintf("large-%d.txt", r))
 		before := selfCPU()
 		start := time.Now()
-		if err := writeLarge(ctx, c, src, target); err != nil {
+		fin, err := writeLarge(ctx, c, src, target)
+		if err != nil {
 			return 0, err
 		}
 		v := mbps(start)
+		finalize = append(finalize, float64(fin)/float64(time.Millisecond))
 		clientCPU = append(clientCPU, float64(selfCPU()-before)/float64(time.Millisecond))
 		return v, os.Remove(target)
 	}, func(r int) (float64, error) {
@@ -260,8 +267,8 @@ func largeFileCase(ctx context.Context, cfg config, d *daemonProc) (sideBySide, 
 		return res, fmt.Errorf("%s: %w", res.Name, err)
 	}
 	res.Oriond, res.Other, res.Ratio, res.CPUms = spreadOf(o), spreadOf(b), spreadOf(ratio), spreadOf(cpu)
-	cs := spreadOf(clientCPU)
-	res.ClientCPUms = &cs
+	cs, fs := spreadOf(clientCPU), spreadOf(finalize)
+	res.ClientCPUms, res.FinalizeMs = &cs, &fs
 	res.PeakRSSMiB = float64(sampleProc(d.pid).peakKiB) / 1024
 	return res, nil
 }
@@ -313,12 +320,16 @@ func reportSideBySide(out io.Writer, r sideBySide) {
 		name = r.OriondName
 	}
 	fmt.Fprintf(out, "  %s: %s %s, daemon CPU %s ms per op, daemon peak RSS %.1f MiB\n", name, r.Oriond, r.Unit, r.CPUms, r.PeakRSSMiB)
+	if r.FinalizeMs != nil {
+		fmt.Fprintf(out, "  the finalize's request alone: %s per op\n", durationSpread(*r.FinalizeMs))
+	}
 	if r.ClientCPUms != nil {
 		fmt.Fprintf(out, "  client CPU (orionbench's Go client): %s per op\n", durationSpread(*r.ClientCPUms))
 	}
 	if r.ClientAllocs != nil {
 		fmt.Fprintf(out, "  client allocations: %s per op\n", r.ClientAllocs)
 	}
+
 	if r.ServerCPUms != nil {
 		fmt.Fprintf(out, "  %s's own CPU: %s ms per op\n", name, r.ServerCPUms)
 	}

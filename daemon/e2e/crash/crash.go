@@ -439,7 +439,13 @@ func (r *runner) client(ctx context.Context, id int, rng *rand.Rand) {
 	finishCtx := context.WithoutCancel(ctx)
 	for n := 0; ctx.Err() == nil; n++ {
 		target := filepath.Join(r.root, fmt.Sprintf("c%d-%d.txt", id, n))
-		content := randomContent(rng, 1+rng.IntN(40_000))
+		size := 1 + rng.IntN(40_000)
+		if rng.IntN(8) == 0 {
+			// A file streamed whole, which the daemon also writes
+			// into its new file as the chunks arrive.
+			size = wholeMin + rng.IntN(1<<20)
+		}
+		content := randomContent(rng, size)
 		if err := r.writeOne(finishCtx, k, rng, target, content); err != nil {
 			r.fail("client %d file %d: %v", id, n, err)
 			return
@@ -472,9 +478,13 @@ func (r *runner) writeOne(ctx context.Context, k *conn, rng *rand.Rand, target, 
 	// Half the sessions keep several chunks in flight, as orionctl write
 	// does: a kill then lands while some are queued for the journal and
 	// none of them acknowledged yet.
-	pipelined := rng.IntN(2) == 0
+	whole := len(content) >= wholeMin
+	pipelined := rng.IntN(2) == 0 || whole
 	var chunks []string
 	size := 1 + rng.IntN(8192)
+	if whole {
+		size = wholeChunk
+	}
 	if pipelined {
 		r.pipelined.Add(1)
 		chunks = splitFixed(content+begun.EndMarker+"\n", size)
@@ -603,6 +613,14 @@ func (r *runner) resume(ctx context.Context, k *conn, id string) (uint64, error)
 		}
 	}
 }
+
+// A file of wholeMin bytes or more is streamed whole, in chunks of
+// wholeChunk as orionctl write sends them: large enough, even cut back to a
+// character's start, that the daemon writes the file as it streams.
+const (
+	wholeMin   = 300 << 10
+	wholeChunk = 384 << 10
+)
 
 // split cuts s into chunks of 1 byte to 8 KiB on character boundaries.
 func split(rng *rand.Rand, s string) []string {

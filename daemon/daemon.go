@@ -356,6 +356,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 		rejected: rejected,
 		traces:   tracer,
 		inflight: &inflight,
+		workers:  newWorkers(),
 		roots: &rootAdder{stateDir: cfg.StateDir, protect: cfg.Protection(), mgr: mgr, log: log,
 			given: roots, added: added},
 		status: func() protocol.StatusResult {
@@ -409,6 +410,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 	}
 	err = serve(ctx, ln, h, tr, log)
 	inflight.Wait()
+	h.workers.close()
 	log.Info("oriond stopped")
 	return err
 }

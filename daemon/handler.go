@@ -52,6 +52,8 @@ type handler struct {
 	heavy heavyGate
 	// follows bounds each connection's trace.follow subscriptions.
 	follows followCount
+	// workers serve the requests not served on their read loop.
+	workers *workers
 }
 
 // handle is called from the read loop of connection c (rpc to jsonrpc2)
@@ -101,7 +103,7 @@ func (h *handler) handle(ctx context.Context, c *conn, rpc *jsonrpc2.Conn, req i
 		c.spare = r
 		return
 	}
-	go r.serve()
+	h.workers.run(r)
 }
 
 // release clears r once it is served, for its connection's next request.

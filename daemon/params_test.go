@@ -191,6 +191,9 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		`{"target_file":"/w/a.go","operation":"create","content":"x","validation":{"all":"warn","categories":{"syntax":"off"}}}`,
 		`{"target_file":"/w/a.go","operation":"create","content":"x","backup_required":false,"extra":[1,{"a":2}]}`,
 		`{"target_file":"/w/a.go","operation":"create","content":"x","truncation_policy":"keep"}`,
+		`{"target_file":"/w/a.go","operation":"create","content":"x","content":null,"intent":"","workspace_root":"/w"}`,
+		`{"target_file":"/w/\u00e9.go","operation":"create","content":"\"q\" \\ \/ \b\f\n\r\t \u00e9\u20ac \ud83d\ude00 café end","intent":"fix \u0007"}`,
+		`{"target_file":"/w/a.go","operation":"create","content":""}`,
 	} {
 		var want protocol.WriteParams
 		if err := json.Unmarshal([]byte(params), &want); err != nil {
@@ -205,12 +208,38 @@ func TestWriteParamsReadAsEncodingJSON(t *testing.T) {
 		{"{\"target_file\":\"/w/a\",\"operation\":\"create\",\"content\":\"caf\xe9\"}", protocol.ReasonInvalidUTF8, "params"},
 		{`{"target_file":"/w/a","operation":"create","content":"\ud800"}`, protocol.ReasonInvalidUTF8, "params"},
 		{`{"target_file":"/w/a","operation":"create","content":7}`, protocol.ReasonMalformedParams, "content"},
+		{`{"target_file":"/w/a","operation":"create","content":"\udc00x"}`, protocol.ReasonInvalidUTF8, "params"},
+		{`{"target_file":"/w/a","operation":"create","content":"\ud83d\u0041"}`, protocol.ReasonInvalidUTF8, "params"},
+		{"{\"target_file\":\"/w/a\",\"operation\":\"create\",\"content\":\"a\tb\"}", protocol.ReasonMalformedParams, ""},
+		{`{"target_file":"/w/a","operation":"create","content":"\x"}`, protocol.ReasonMalformedParams, ""},
+		{`{"target_file":["/w/a"],"operation":"create","content":"x"}`, protocol.ReasonMalformedParams, "target_file"},
 		{`{"target_file":"/w/a","operation":"create","content":"x"`, protocol.ReasonMalformedParams, ""},
 	} {
 		_, err := decode(json.RawMessage(tc.params), jsonrpc.LongString{}, nil)
 		var pe *protocol.Error
 		if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
 			t.Errorf("%s: %v, want %s on %q", tc.params, err, tc.reason, tc.field)
+		}
+	}
+}
+
+// The content decoded is a string of its own, not a view of the frame's
+// buffer: the frame is read into again once the handler returns, while the
+// engine may still hold the content.
+func TestWriteParamsOwnTheirContent(t *testing.T) {
+	decode := fastParams[protocol.WriteParams](protocol.MethodSessionWrite)
+	for _, content := range []string{`plain text`, `escaped\n text`} {
+		raw := []byte(`{"target_file":"/w/a","operation":"create","content":"` + content + `"}`)
+		p, err := decode(raw, jsonrpc.LongString{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Clone(p.Content)
+		for i := range raw {
+			raw[i] = '#'
+		}
+		if p.Content != want {
+			t.Errorf("content %q became %q when the frame's buffer was read into again", want, p.Content)
 		}
 	}
 }

@@ -112,9 +112,10 @@ func (m *Manager) check(r *record) (checked, error) {
 	}
 	// A session.write not journaled yet has its content at hand, and only
 	// a whole file's (a patch or an edit is journaled before it is
-	// checked): Repair reads it and writes what it returns to a buffer of
-	// its own, so the content, still to be journaled as sent, is read
-	// where it is instead of copied.
+	// checked): Repair reads it where it is, and returns it as it is when
+	// it changes nothing, so the content, still to be journaled as sent,
+	// is not copied. Nothing from here on writes to what the check
+	// returns, which may be that very view of the request.
 	content := r.inline
 	if content == nil {
 		var buf bytes.Buffer

@@ -102,9 +102,11 @@ func (e *UTF8Error) Unwrap() error { return ErrInvalidUTF8 }
 // for a new file, whose conventions are LF line endings, a final newline and
 // no BOM added).
 //
-// Repair only reads content and original, and returns a slice of its own:
-// a caller may pass bytes it must keep as they are (a view of a request's
-// string, content still to be journaled as sent).
+// Repair only reads content and original. Where it changes nothing it
+// returns content itself, else a slice of its own: a caller may pass bytes
+// it must keep as they are (a view of a request's string, content still to
+// be journaled as sent), as long as it never writes to the result either.
+// Empty content comes back as a new empty slice, never nil.
 //
 // Repair changes only what it reports: content that already follows the
 // original's conventions comes out byte for byte, and lines the new content
@@ -199,6 +201,13 @@ func Repair(path string, content, original []byte, hasOriginal bool, opts Repair
 		fixes = append(fixes, Fix{Kind: FixBOMAdded, Message: "added the UTF-8 byte order mark the existing file starts with"})
 	case !wantBOM && hadBOM:
 		fixes = append(fixes, Fix{Kind: FixBOMRemoved, Message: "removed a UTF-8 byte order mark: the existing file has none"})
+	}
+	if wantBOM == hadBOM && len(body) > 0 && len(body) == len(bytes.TrimPrefix(content, bom)) &&
+		&body[0] == &content[len(content)-len(body)] {
+		// Nothing changed: body is still content's own bytes, all of
+		// them after the byte order mark it keeps. Content of 64 KiB
+		// would otherwise be copied for nothing.
+		return content, fixes, nil
 	}
 	out := make([]byte, 0, len(body)+len(bom))
 	if wantBOM {

@@ -91,11 +91,23 @@ func TestRepair(t *testing.T) {
 			if string(got) != tt.want {
 				t.Fatalf("Repair = %q, want %q", got, tt.want)
 			}
+			if string(in) != tt.content+"spare room" {
+				t.Fatalf("Repair changed the bytes it was given: %q", in)
+			}
+			// Content it leaves as it is comes back as it is, not
+			// copied; anything else in a slice of Repair's own.
+			same := len(got) > 0 && &got[0] == &content[0] && len(got) == len(content)
+			if unchanged := len(fixes) == 0 && tt.want == tt.content && tt.content != ""; same != unchanged {
+				t.Fatalf("Repair returned the content itself: %v, want %v", same, unchanged)
+			}
+			if same {
+				return
+			}
 			for i := range got {
 				got[i] = '!'
 			}
 			if string(in) != tt.content+"spare room" {
-				t.Fatalf("Repair changed the bytes it was given: %q", in)
+				t.Fatalf("Repair returned bytes of the content's array: %q", in)
 			}
 			if g, w := kinds(fixes), tt.kinds; len(g) != len(w) || len(g) > 0 && !equalKinds(g, w) {
 				t.Fatalf("fixes = %v, want %v", g, w)
@@ -116,6 +128,17 @@ func equalKinds(a, b []validate.FixKind) bool {
 		}
 	}
 	return true
+}
+
+// Empty content comes back empty and not nil: the session tells content
+// that was checked from content that was not by nil.
+func TestRepairEmptyIsNotNil(t *testing.T) {
+	for _, content := range [][]byte{nil, {}} {
+		got, _, err := validate.Repair("a.txt", content, nil, false, validate.RepairOptions{})
+		if err != nil || got == nil || len(got) != 0 {
+			t.Fatalf("Repair(%#v) = %#v, %v; want an empty slice", content, got, err)
+		}
+	}
 }
 
 func TestRepairRefusesInvalidUTF8(t *testing.T) {

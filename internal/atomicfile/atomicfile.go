@@ -167,14 +167,8 @@ const (
 func stage(dir *confine.Dir, name string, opts Options, fill func(w io.Writer) error, how staging) (*Staged, error) {
 	hidden := how != stageNamed
 	path := dir.Join(name)
-	if opts.Mode != Replace && opts.Mode != CreateNew {
-		return nil, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
-	}
-	if err := checkTag(opts.Tag); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
-	}
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return nil, fmt.Errorf("write %s: not a file name", path)
+	if err := checkArgs(path, name, opts); err != nil {
+		return nil, err
 	}
 
 	perm, owner, err := targetOf(dir, name, path, opts)
@@ -562,4 +556,20 @@ func Remove(dir *confine.Dir, name string) error {
 		return err
 	}
 	return dir.Sync()
+}
+
+// checkArgs refuses a write the caller got wrong before anything is
+// opened: an unknown mode, a tag that would not make a recognisable temp
+// name, or a name that is not one file's.
+func checkArgs(path, name string, opts Options) error {
+	if opts.Mode != Replace && opts.Mode != CreateNew {
+		return fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
+	}
+	if err := checkTag(opts.Tag); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("write %s: not a file name", path)
+	}
+	return nil
 }

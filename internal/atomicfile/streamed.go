@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/orion-agent/orion/internal/confine"
@@ -84,14 +83,8 @@ func (s *Streamed) Stage(dir *confine.Dir, name string, opts Options, size int64
 		}
 	}()
 	path := dir.Join(name)
-	if opts.Mode != Replace && opts.Mode != CreateNew {
-		return nil, fmt.Errorf("write %s: unknown mode %d", path, opts.Mode)
-	}
-	if err := checkTag(opts.Tag); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
-	}
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return nil, fmt.Errorf("write %s: not a file name", path)
+	if err := checkArgs(path, name, opts); err != nil {
+		return nil, err
 	}
 	if opts.SHA256 == "" {
 		return nil, fmt.Errorf("write %s: %w", path, errNoSum)

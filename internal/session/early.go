@@ -134,18 +134,23 @@ func (m *Manager) startEarly(r *record, op protocol.Operation, content []byte) *
 		return e
 	}
 	go func() {
-		staged, err := atomicfile.StageHidden(d, name, opts, fill)
-		e.mu.Lock()
-		e.staged, e.err = staged, err
-		e.finished = true
-		drop := e.dropped
-		e.mu.Unlock()
-		if drop {
-			e.release()
-		}
-		close(e.done)
+		e.finish(atomicfile.StageHidden(d, name, opts, fill))
 	}()
 	return e
+}
+
+// finish records how a staging run on its own goroutine ended, lets go of
+// the file at once if it was dropped meanwhile, and wakes the waiters.
+func (e *early) finish(staged *atomicfile.Staged, err error) {
+	e.mu.Lock()
+	e.staged, e.err = staged, err
+	e.finished = true
+	drop := e.dropped
+	e.mu.Unlock()
+	if drop {
+		e.release()
+	}
+	close(e.done)
 }
 
 // take says whether e is the file a finalize writing content with op

@@ -268,15 +268,7 @@ func (m *Manager) stageStreamed(e *entry, writeOp protocol.Operation, c checked,
 	go func() {
 		staged, err := s.file.Stage(d, name, opts, own.Bytes)
 		m.streams.give(s.owner)
-		st.mu.Lock()
-		st.staged, st.err = staged, err
-		st.finished = true
-		drop := st.dropped
-		st.mu.Unlock()
-		if drop {
-			st.release()
-		}
-		close(st.done)
+		st.finish(staged, err)
 	}()
 	return st
 }

@@ -32,6 +32,9 @@ type request struct {
 	// notify, when set instead of done, receives the outcome of a
 	// deferred write (see writeLater).
 	notify func(error)
+	// metaBytes, on a deferred index entry, is what it counts in
+	// deferredBytes: a requeued entry must count again as much.
+	metaBytes int
 }
 
 // pendingIndex names the chunk a deferred index entry is for, or, when
@@ -261,6 +264,9 @@ func (s *Store) requeue(index []*request, err error) {
 	defer s.deferMu.Unlock()
 	s.deferred = append(index, s.deferred...)
 	s.deferredN += len(index)
+	for _, r := range index {
+		s.deferredBytes += r.metaBytes
+	}
 	if s.deferTimer == nil && !s.closing {
 		s.deferTimer = time.AfterFunc(s.deferDelay, s.flushDeferred)
 	}
@@ -433,6 +439,7 @@ func (s *Store) deferEntry(id string, r *request, metaBytes int) {
 	if s.closed {
 		return // replayed at the next Open
 	}
+	r.metaBytes = metaBytes
 	s.deferMu.Lock()
 	s.deferred = append(s.deferred, r)
 	if s.pending == nil {

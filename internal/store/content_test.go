@@ -710,3 +710,46 @@ func TestUsedCountsCommitJustMade(t *testing.T) {
 		t.Fatalf("used %d before a commit of a MiB, %d once it took effect, %d after: want the MiB counted as soon as it took effect", before, during, after)
 	}
 }
+
+// Index entries whose commit failed still hold their metadata in memory
+// while they wait again: they count towards the size at which the deferred
+// entries commit without waiting, as they did the first time.
+func TestFailedIndexEntriesCountTowardsFlush(t *testing.T) {
+	var failing atomic.Bool
+	s, err := store.Open(filepath.Join(t.TempDir(), "orion.db"), store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
+		if failing.Load() {
+			return errors.New("injected commit failure")
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	meta := bytes.Repeat([]byte("m"), store.MaxDeferredBytes/4)
+	failing.Store(true)
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Append(id, 1, []byte(id+" content"), meta); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Flush() // fails: the three entries wait again
+	store.WaitKickedFlushes(s)
+	failing.Store(false)
+	before, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three quarters and this one make the limit.
+	if err := s.Append("d", 1, []byte("d content"), meta); err != nil {
+		t.Fatal(err)
+	}
+	store.WaitKickedFlushes(s)
+	after, err := s.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Commits == before.Commits {
+		t.Fatalf("deferred index entries holding %d bytes of metadata, three of them after a failed commit, were not committed: want a commit once they reach %d", 4*len(meta), store.MaxDeferredBytes)
+	}
+}

@@ -59,3 +59,11 @@ func UsedOnCommit(s *Store, fn func(tx *bolt.Tx) error) (used int64, err error) 
 	}
 	return used, err
 }
+
+// WaitKickedFlushes waits for the commits that deferred index entries over
+// their count or size limit have started.
+func WaitKickedFlushes(s *Store) { s.bg.Wait() }
+
+// MaxDeferredBytes is the metadata of deferred index entries at which they
+// commit without waiting.
+const MaxDeferredBytes = maxDeferredBytes

@@ -518,6 +518,9 @@ func (l *Log) EnqueueInto(q *Queued, recs [][][]byte, durable Durable, after *Qu
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
+		// No Wait will give the channel back.
+		doneChans.Put(q.done)
+		q.done = nil
 		return ErrClosed
 	}
 	l.queue = append(l.queue, q)

@@ -127,6 +127,11 @@ func (m *Manager) startEarly(r *record, op protocol.Operation, content []byte) *
 	// request's. Written by a goroutine instead, the file's sync more
 	// often ended after the record's, the goroutine's start on the other
 	// core coming that much later.)
+	if testHookNoHidden.Load() {
+		e.err, e.finished = atomicfile.ErrNoHidden, true
+		close(e.done)
+		return e
+	}
 	staged, err := atomicfile.StageHiddenAsync(d, name, opts, fill)
 	if !errors.Is(err, atomicfile.ErrNoAsync) {
 		e.staged, e.err, e.finished, e.async = staged, err, true, true

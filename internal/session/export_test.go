@@ -49,3 +49,10 @@ func SetEarlyHook(f func(taken bool)) (restore func()) {
 	testHookEarly = f
 	return func() { testHookEarly = nil }
 }
+
+// SetNoHiddenFiles makes files without a name look unavailable, as on a
+// file system without O_TMPFILE, until the returned function runs.
+func SetNoHiddenFiles() (restore func()) {
+	testHookNoHidden.Store(true)
+	return func() { testHookNoHidden.Store(false) }
+}

@@ -142,7 +142,12 @@ func (m *Manager) streamFor(e *entry, r *record, chunk []byte) (s *streamed, bac
 		m.streams.give(e.owner)
 		return nil, false
 	}
-	f, err := atomicfile.StreamHidden(d)
+	var f *atomicfile.Streamed
+	if testHookNoHidden.Load() {
+		err = atomicfile.ErrNoHidden
+	} else {
+		f, err = atomicfile.StreamHidden(d)
+	}
 	d.Close()
 	if err != nil {
 		if !errors.Is(err, atomicfile.ErrNoHidden) {
@@ -154,6 +159,11 @@ func (m *Manager) streamFor(e *entry, r *record, chunk []byte) (s *streamed, bac
 	e.stream = &streamed{file: f, owner: e.owner}
 	return e.stream, backfill
 }
+
+// testHookNoHidden, set by tests, makes files without a name look
+// unavailable, as on a file system without O_TMPFILE: streamed files and
+// files written early are not made.
+var testHookNoHidden atomic.Bool
 
 // streams reports whether r's file may be streamed: a whole-file create
 // or overwrite of its own content.

@@ -309,3 +309,53 @@ func TestStreamedFileDirectoryGone(t *testing.T) {
 		t.Fatalf("%d streamed files open, %d named; want none", open, named)
 	}
 }
+
+// Where the file system cannot make a file without a name (no O_TMPFILE),
+// nothing is streamed and the finalize writes the file from the journal as
+// it always did: the same file and reply, and no temp file left behind.
+func TestStreamedFileWithoutHiddenFiles(t *testing.T) {
+	big := streamText(3<<20+123, "big")
+	small := streamText(700<<10, "small")
+	for _, tc := range []streamCase{
+		{name: "LargeUncheckedCreate", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
+			chunks: chunked(big, 1<<20)},
+		{name: "CheckedAsSent", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},
+			chunks: chunked(small, 300<<10)},
+		{name: "OverwriteKeepsMode", begin: protocol.BeginParams{TargetFile: "run.sh", Operation: protocol.OpOverwrite},
+			existing: "#!/bin/sh\necho old\n", chunks: chunked(big, 1<<20)},
+		{name: "AnnouncedLargeSmallChunks", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate, ExpectedBytes: int64(len(big))},
+			chunks: chunked(big, 16<<10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, want, err := tc.run(t, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			restore := session.SetNoHiddenFiles()
+			defer restore()
+			h, got, err := tc.run(t, 2<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Bytes != want.Bytes || got.Lines != want.Lines || got.SHA256 != want.SHA256 ||
+				got.FileBytes != want.FileBytes || got.FileSHA256 != want.FileSHA256 || got.Mode != want.Mode {
+				t.Fatalf("reply %+v\nwritten at the finalize, nothing streamed: %+v", got, want)
+			}
+			name := tc.begin.TargetFile
+			if content := h.read(name); content != strings.Join(tc.chunks, "") {
+				t.Fatalf("%s holds %d bytes, want the %d sent", name, len(content), len(strings.Join(tc.chunks, "")))
+			}
+			fi, err := os.Stat(h.abs(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantPerm := map[bool]os.FileMode{true: 0o755, false: 0o644}[tc.existing != ""]; fi.Mode().Perm() != wantPerm {
+				t.Errorf("%s has mode %v, want %v", name, fi.Mode().Perm(), wantPerm)
+			}
+			if open, named := session.Streamed(h.mgr); open != 0 || named != 0 {
+				t.Errorf("%d streamed files open, %d named, where none can be made", open, named)
+			}
+			assertNoTemp(t, h.root)
+		})
+	}
+}

@@ -218,7 +218,7 @@ func (s *Store) commit(batch []*request) {
 			// write of their sessions would land before them.
 			s.requeue(index, err)
 			for _, r := range rest {
-				r.finish(commitError(err))
+				r.finish(err) // a commit error already
 			}
 			return
 		}

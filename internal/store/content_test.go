@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -751,5 +752,32 @@ func TestFailedIndexEntriesCountTowardsFlush(t *testing.T) {
 	}
 	if after.Commits == before.Commits {
 		t.Fatalf("deferred index entries holding %d bytes of metadata, three of them after a failed commit, were not committed: want a commit once they reach %d", 4*len(meta), store.MaxDeferredBytes)
+	}
+}
+
+// A write refused because the index entries before it cannot commit says
+// so once: "store: commit: store: commit: ..." reads as two failures.
+func TestWriteBehindFailedIndexEntriesError(t *testing.T) {
+	var failing atomic.Bool
+	s, err := store.Open(filepath.Join(t.TempDir(), "orion.db"), store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
+		if failing.Load() {
+			return errors.New("injected commit failure")
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	failing.Store(true)
+	if err := s.Append("a", 1, []byte("a content"), []byte("a meta")); err != nil {
+		t.Fatal(err)
+	}
+	err = s.PutMeta("b", []byte("b meta"))
+	if err == nil {
+		t.Fatal("a write committed before the index entries it must follow")
+	}
+	if n := strings.Count(err.Error(), "store: commit:"); n != 1 || !strings.Contains(err.Error(), "injected commit failure") {
+		t.Fatalf("error %q: want the commit failure, said once", err)
 	}
 }

@@ -716,17 +716,7 @@ func TestUsedCountsCommitJustMade(t *testing.T) {
 // while they wait again: they count towards the size at which the deferred
 // entries commit without waiting, as they did the first time.
 func TestFailedIndexEntriesCountTowardsFlush(t *testing.T) {
-	var failing atomic.Bool
-	s, err := store.Open(filepath.Join(t.TempDir(), "orion.db"), store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
-		if failing.Load() {
-			return errors.New("injected commit failure")
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, failing := openWithFailingCommits(t)
 	meta := bytes.Repeat([]byte("m"), store.MaxDeferredBytes/4)
 	failing.Store(true)
 	for _, id := range []string{"a", "b", "c"} {
@@ -758,7 +748,25 @@ func TestFailedIndexEntriesCountTowardsFlush(t *testing.T) {
 // A write refused because the index entries before it cannot commit says
 // so once: "store: commit: store: commit: ..." reads as two failures.
 func TestWriteBehindFailedIndexEntriesError(t *testing.T) {
-	var failing atomic.Bool
+	s, failing := openWithFailingCommits(t)
+	failing.Store(true)
+	if err := s.Append("a", 1, []byte("a content"), []byte("a meta")); err != nil {
+		t.Fatal(err)
+	}
+	err := s.PutMeta("b", []byte("b meta"))
+	if err == nil {
+		t.Fatal("a write committed before the index entries it must follow")
+	}
+	if n := strings.Count(err.Error(), "store: commit:"); n != 1 || !strings.Contains(err.Error(), "injected commit failure") {
+		t.Fatalf("error %q: want the commit failure, said once", err)
+	}
+}
+
+// openWithFailingCommits opens a store whose deferred entries wait for an
+// explicit flush, and whose commits fail while the returned flag is set.
+func openWithFailingCommits(t *testing.T) (*store.Store, *atomic.Bool) {
+	t.Helper()
+	failing := new(atomic.Bool)
 	s, err := store.Open(filepath.Join(t.TempDir(), "orion.db"), store.WithCommitFaults(store.Options{DeferDelay: time.Hour}, func() error {
 		if failing.Load() {
 			return errors.New("injected commit failure")
@@ -768,16 +776,6 @@ func TestWriteBehindFailedIndexEntriesError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	failing.Store(true)
-	if err := s.Append("a", 1, []byte("a content"), []byte("a meta")); err != nil {
-		t.Fatal(err)
-	}
-	err = s.PutMeta("b", []byte("b meta"))
-	if err == nil {
-		t.Fatal("a write committed before the index entries it must follow")
-	}
-	if n := strings.Count(err.Error(), "store: commit:"); n != 1 || !strings.Contains(err.Error(), "injected commit failure") {
-		t.Fatalf("error %q: want the commit failure, said once", err)
-	}
+	t.Cleanup(func() { s.Close() })
+	return s, failing
 }

@@ -62,22 +62,32 @@ func (l *lines) offset(line, byteCol int) int {
 
 // text returns line n (1-based) without its line ending.
 func (l *lines) text(n int) string {
-	if n < 1 || n > len(l.starts) {
+	start, end, ok := l.span(n)
+	if !ok {
 		return ""
 	}
-	end := len(l.src)
-	if n < len(l.starts) {
-		end = l.starts[n] - 1
-	}
 	if len(l.str) != len(l.src) {
-		line := l.src[l.starts[n-1]:end]
+		line := l.src[start:end]
 		l.reads, l.copied = l.reads+1, l.copied+len(line)
 		if l.reads <= 16 && l.copied <= len(l.src)/4 {
 			return strings.TrimSuffix(string(line), "\r")
 		}
 		l.str = string(l.src)
 	}
-	return strings.TrimSuffix(l.str[l.starts[n-1]:end], "\r")
+	return strings.TrimSuffix(l.str[start:end], "\r")
+}
+
+// span is where line n (1-based) lies in src, its line ending left out
+// but for a CR; ok is false for a line src does not have.
+func (l *lines) span(n int) (start, end int, ok bool) {
+	if n < 1 || n > len(l.starts) {
+		return 0, 0, false
+	}
+	end = len(l.src)
+	if n < len(l.starts) {
+		end = l.starts[n] - 1
+	}
+	return l.starts[n-1], end, true
 }
 
 // view is line n as text reads it, without a copy: a string over src
@@ -85,14 +95,11 @@ func (l *lines) text(n int) string {
 // from it may outlive the look, as src may be written to afterwards by
 // its owner). It does not count as a read of text.
 func (l *lines) view(n int) string {
-	if n < 1 || n > len(l.starts) {
+	start, end, ok := l.span(n)
+	if !ok {
 		return ""
 	}
-	end := len(l.src)
-	if n < len(l.starts) {
-		end = l.starts[n] - 1
-	}
-	line := l.src[l.starts[n-1]:end]
+	line := l.src[start:end]
 	if len(line) == 0 {
 		return ""
 	}

@@ -32,14 +32,7 @@ func TestLinkUnnamed(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(root, "taken"), []byte("theirs\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			f, err := d.CreateUnnamed(0o600)
-			if errors.Is(err, confine.ErrNoUnnamed) {
-				t.Skip(err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := createUnnamed(t, d)
 			if _, err := f.WriteString("mine\n"); err != nil {
 				t.Fatal(err)
 			}
@@ -71,14 +64,7 @@ func TestLinkUnnamedIntoRemovedDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
-		f, err := d.CreateUnnamed(0o600)
-		if errors.Is(err, confine.ErrNoUnnamed) {
-			t.Skip(err)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		f := createUnnamed(t, d)
 		if dir != root {
 			// Gone, while the file made in it waits for its name.
 			if err := os.Remove(dir); err != nil {
@@ -100,4 +86,19 @@ func TestLinkUnnamedIntoRemovedDirectory(t *testing.T) {
 	if !confine.LinksByDescriptor() {
 		t.Error("after a link into a removed directory failed, files are no longer linked by their descriptor")
 	}
+}
+
+// createUnnamed makes a file without a name in d, closed when the test
+// ends, and skips the test where the file system cannot.
+func createUnnamed(t *testing.T, d *confine.Dir) *os.File {
+	t.Helper()
+	f, err := d.CreateUnnamed(0o600)
+	if errors.Is(err, confine.ErrNoUnnamed) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

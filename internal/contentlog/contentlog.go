@@ -14,7 +14,10 @@
 // whatever its size, and one pwrite, or one per large part written from where
 // it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable;
 // Enqueue and Wait split it in two, for a caller that orders its records under
-// a lock of its own and waits without it.
+// a lock of its own and waits without it. A large batch (a chunk of a file
+// streamed whole) lets the next batch be written while it is synced: the
+// copy into the page cache then overlaps the disk's write rather than
+// waiting for it, while the syncs stay one at a time, in log order.
 // Segments are preallocated so that fdatasync has no file size to update,
 // and prepared ahead so that it has no block to convert either (spare.go).
 //
@@ -171,12 +174,25 @@ type Log struct {
 	open    func(path string, flag int) (segFile, error)
 	fault   func(op string) error
 
-	// mu guards the queue and the leader flag (see Append).
+	// mu guards the queue, the leader flag (see Append) and the batch
+	// tickets.
 	mu      sync.Mutex
-	idle    *sync.Cond // signalled when no one leads
+	idle    *sync.Cond // signalled when no one leads and no batch is being synced
 	queue   []*Queued
 	leading bool
 	closed  bool
+	// Batches are numbered as they are written (written, the next
+	// ticket) and finished in that order (finished, the next to finish):
+	// a large batch hands the lead on before its sync (commit), so the
+	// next one may be written meanwhile, but syncs, the durable calls
+	// and the replies still follow the log's order. turn is signalled
+	// when finished moves.
+	written, finished uint64
+	turn              *sync.Cond
+	// broken is the segment whose sync failed (0: none): a batch written
+	// into it after the failed one fails too, and the next batch starts a
+	// new segment.
+	broken atomic.Uint64
 	// spareQueue is the array of the last batch, emptied, for the queue
 	// to go on in when the next leader takes it: the two arrays take
 	// turns rather than a new one being grown for every batch.
@@ -284,6 +300,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{dir: dir, segSize: opts.SegmentSize, open: opts.file, fault: opts.Fault, segs: map[uint64]*segment{},
 		prepareAfter: min(maxPrepareAfter, opts.SegmentSize/8), noSpares: !prepares(dir)}
 	l.idle = sync.NewCond(&l.mu)
+	l.turn = sync.NewCond(&l.mu)
 	l.prepEnded = sync.NewCond(&l.spareMu)
 	ids, err := listSegments(dir)
 	if err != nil {
@@ -554,11 +571,15 @@ func (q *Queued) Wait() ([]Ref, error) {
 	l.queue = l.spareQueue
 	l.spareQueue = nil
 	l.mu.Unlock()
-	l.commit(batch)
+	passed := l.commit(batch)
 	clear(batch)
 	l.mu.Lock()
-	l.spareQueue = batch[:0]
-	l.passLeadLocked()
+	if l.spareQueue == nil {
+		l.spareQueue = batch[:0]
+	}
+	if !passed {
+		l.passLeadLocked()
+	}
 	l.mu.Unlock()
 	return q.refs, q.err
 }
@@ -574,38 +595,99 @@ func (l *Log) passLeadLocked() {
 	}
 }
 
-// commit writes batch with one pwrite and one fdatasync and finishes every
-// Queued in it but the leader's own, which it fills in. A Queued whose
-// after failed is finished unwritten.
-func (l *Log) commit(batch []*Queued) {
+// quietLocked reports whether no one leads and every batch written is
+// finished: nothing is being written or synced.
+func (l *Log) quietLocked() bool { return !l.leading && l.finished == l.written }
+
+// drain waits until every batch written is finished. The leader calls it
+// before it starts a new segment, so that no sync of the segment before is
+// still running: a batch of the old segment that fails must fail every
+// batch after it, which it can only do in its own segment (broken), and
+// the old segment's records must be counted as live (its durable calls)
+// before it can be reclaimed.
+func (l *Log) drain() {
+	l.mu.Lock()
+	for l.finished != l.written {
+		l.turn.Wait()
+	}
+	l.mu.Unlock()
+}
+
+// pipelineBatch is the size from which a batch hands the lead on before it
+// is synced: the next batch's write, a copy of as many bytes into the page
+// cache, then runs while the disk writes this one. Smaller batches keep the
+// lead until they are durable, so that the appends that come meanwhile
+// gather into one write (many small writes would each cost a system call),
+// as they did before.
+const pipelineBatch = 256 << 10
+
+// refuse fails, unwritten, each Queued of batch whose after failed, and
+// returns the bytes the others take, or -1 when none is left to write: it
+// then finishes them all but the leader's own. after was finished by an
+// earlier batch, or is earlier in this one: either its error is set, or it
+// is written with p. Or after's batch is written but still being synced:
+// then it is in the same segment as p (a new segment waits for every sync,
+// drain), and should its sync fail, every batch after it there fails too
+// (broken).
+func refuse(batch []*Queued) int64 {
 	var need int64
 	refused := 0
 	for _, p := range batch {
-		if a := p.after; a != nil {
-			// a was finished by an earlier batch, or is earlier in this
-			// one: either its error is set, or it is written with p.
-			p.after = nil // the chain of a stream is not kept alive
-			if a.err != nil {
-				p.err = fmt.Errorf("%w: %v", ErrAfterFailed, a.err)
-				refused++
-				continue
-			}
+		if p.err == nil && p.after != nil && p.after.err != nil {
+			p.err = fmt.Errorf("%w: %v", ErrAfterFailed, p.after.err)
+		}
+		if p.err != nil {
+			refused++
+			continue
 		}
 		for _, r := range p.recs {
 			need += headerSize + int64(partsLen(r))
 		}
 	}
-	if refused == len(batch) {
-		// Nothing to write or sync.
-		for _, p := range batch[1:] {
-			p.done <- false
-		}
-		return
+	if refused < len(batch) {
+		return need
 	}
-	err := l.reserve(need)
-	var start int64
+	// Nothing to write or sync.
+	for _, p := range batch {
+		p.after = nil
+	}
+	for _, p := range batch[1:] {
+		p.done <- false
+	}
+	return -1
+}
+
+// commit writes batch with one pwrite and one fdatasync and finishes every
+// Queued in it but the leader's own, which it fills in. A Queued whose
+// after failed is finished unwritten. It reports whether it passed the lead
+// on itself: a large batch does so once it is written, before its sync
+// (pipelineBatch), and then waits for its turn to sync, after the batches
+// written before it.
+func (l *Log) commit(batch []*Queued) (passed bool) {
+	need := refuse(batch)
+	if need < 0 {
+		return false
+	}
+	drained, err := l.reserve(need)
+	if err != nil {
+		l.active = nil
+	}
+	if drained {
+		// The batches before were finished meanwhile, and one of them
+		// may have failed.
+		if need = refuse(batch); need < 0 {
+			return false
+		}
+	}
+	for _, p := range batch {
+		p.after = nil // the chain of a stream is not kept alive
+	}
+	var (
+		start int64
+		seg   *segment
+	)
 	if err == nil {
-		start = l.tail
+		start, seg = l.tail, l.active
 		// The batch is written as a list of pieces: runs gathered in buf,
 		// and large parts as they are. Each gathered run ends where
 		// buf stood when the next large part came.
@@ -623,8 +705,8 @@ func (l *Log) commit(batch []*Queued) {
 			}
 			for i, r := range p.recs {
 				n := partsLen(r)
-				p.refs[i] = Ref{Seg: l.active.id, Off: off, Len: uint32(n)}
-				buf = appendHeader(buf, l.active.id, off, r)
+				p.refs[i] = Ref{Seg: seg.id, Off: off, Len: uint32(n)}
+				buf = appendHeader(buf, seg.id, off, r)
 				for _, part := range r {
 					if len(part) < directPart {
 						buf = append(buf, part...)
@@ -637,8 +719,14 @@ func (l *Log) commit(batch []*Queued) {
 		}
 		l.buf = buf
 		l.writes = writes(l.writes[:0], buf, pieces)
-		if err = l.writeSync(l.writes, start); err != nil {
-			err = &WriteError{Seg: l.active.id, Err: err}
+		if err = l.write(seg, l.writes, start); err != nil {
+			err = &WriteError{Seg: seg.id, Err: err}
+			// Nothing is written after bytes of unknown state: the
+			// next batch starts a new segment.
+			l.active = nil
+		} else {
+			l.tail = start + need
+			l.prepareSoon()
 		}
 		if cap(l.buf) > 4<<20 {
 			l.buf = nil // a huge record's buffer is not kept
@@ -648,9 +736,24 @@ func (l *Log) commit(batch []*Queued) {
 		l.pieces = pieces[:0]
 		clear(l.writes)
 	}
+	l.mu.Lock()
+	ticket := l.written
+	l.written++
+	if err == nil && need >= pipelineBatch {
+		// The records' bytes are in the page cache: the next batch
+		// may be written while the disk writes these.
+		l.passLeadLocked()
+		passed = true
+	}
+	for l.finished != ticket {
+		l.turn.Wait()
+	}
+	l.mu.Unlock()
 	if err == nil {
-		l.tail = start + need
-		l.active.end.Store(l.tail)
+		err = l.sync(seg)
+	}
+	if err == nil {
+		seg.end.Store(start + need)
 		l.bytes.Add(need)
 		l.batches.Add(1)
 		for _, p := range batch {
@@ -662,12 +765,6 @@ func (l *Log) commit(batch []*Queued) {
 				p.durable.Durable(p.refs)
 			}
 		}
-		l.prepareSoon()
-	} else {
-		// What was written may be on disk or not: nothing in this batch
-		// is acknowledged, and the next batch starts a new segment so
-		// that nothing is written after bytes of unknown state.
-		l.active = nil
 	}
 	// The leader is batch[0]: it queued itself before taking the queue,
 	// and a handed-off lead goes to the head of the queue.
@@ -681,6 +778,14 @@ func (l *Log) commit(batch []*Queued) {
 			p.done <- false
 		}
 	}
+	l.mu.Lock()
+	l.finished++
+	l.turn.Broadcast()
+	if l.quietLocked() {
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+	return passed
 }
 
 // directPart is the size from which a part is written from where it is
@@ -712,30 +817,44 @@ func writes(out [][]byte, buf []byte, pieces []piece) [][]byte {
 	return out
 }
 
-// writeSync writes bufs one after another from off in the active segment,
-// and syncs it.
-func (l *Log) writeSync(bufs [][]byte, off int64) error {
+// write writes bufs one after another from off in segment s.
+func (l *Log) write(s *segment, bufs [][]byte, off int64) error {
 	failpoint.Hit("contentlog.write")
-	if f, ok := l.active.f.(osFile); ok && len(bufs) > 1 {
+	if f, ok := s.f.(osFile); ok && len(bufs) > 1 {
 		// A large part and the gathered bytes around it in one call.
 		if err := f.writeVecAt(bufs, off); err != nil {
-			return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
+			return fmt.Errorf("content log: write segment %d: %w", s.id, err)
 		}
-	} else {
-		for _, b := range bufs {
-			if _, err := l.active.f.WriteAt(b, off); err != nil {
-				return fmt.Errorf("content log: write segment %d: %w", l.active.id, err)
-			}
-			off += int64(len(b))
+		return nil
+	}
+	for _, b := range bufs {
+		if _, err := s.f.WriteAt(b, off); err != nil {
+			return fmt.Errorf("content log: write segment %d: %w", s.id, err)
 		}
+		off += int64(len(b))
+	}
+	return nil
+}
+
+// sync syncs segment s, written up to a batch whose turn it is, unless a
+// sync of s failed before: a batch written after bytes of unknown state
+// is not acknowledged either.
+func (l *Log) sync(s *segment) error {
+	if l.broken.Load() == s.id {
+		return &WriteError{Seg: s.id, Err: fmt.Errorf("content log: segment %d: %w", s.id, errBrokenBefore)}
 	}
 	failpoint.Hit("contentlog.sync")
-	if err := l.active.f.Sync(); err != nil {
-		return fmt.Errorf("content log: sync segment %d: %w", l.active.id, err)
+	if err := s.f.Sync(); err != nil {
+		l.broken.Store(s.id)
+		return &WriteError{Seg: s.id, Err: fmt.Errorf("content log: sync segment %d: %w", s.id, err)}
 	}
 	l.syncs.Add(1)
 	return nil
 }
+
+// errBrokenBefore fails a batch written while the sync of the batch before
+// it, in the same segment, was failing.
+var errBrokenBefore = errors.New("a sync of the records before these failed")
 
 // appendHeader appends the header of the record whose payload is the
 // concatenation of parts, at off in segment seg. It is written in buf
@@ -764,12 +883,20 @@ func partsLen(parts [][]byte) int {
 // the active one is full (or failed), or when it was reserved with fallocate,
 // is still mostly unwritten and a prepared spare is ready: its remaining
 // syncs would each cost more than the spare's. Only the leader calls it.
-func (l *Log) reserve(need int64) error {
+//
+// Before a new segment it waits for the batches still being synced
+// (drain), and then reports drained.
+func (l *Log) reserve(need int64) (drained bool, err error) {
 	size := max(l.segSize, need)
+	if l.active != nil && l.active.id == l.broken.Load() {
+		// Its sync failed: nothing more is written after it.
+		l.active = nil
+	}
 	if l.active != nil && l.tail+need <= l.active.size &&
 		(l.active.prepared || l.tail >= l.active.size/4 || !l.spareFits(size)) {
-		return nil
+		return false, nil
 	}
+	l.drain()
 	var id uint64 = 1
 	l.segMu.RLock()
 	for sid := range l.segs {
@@ -778,7 +905,7 @@ func (l *Log) reserve(need int64) error {
 	l.segMu.RUnlock()
 	s, preparing, err := l.takeSpare(id, size)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if s == nil {
 		s, err = l.allocate(id, size)
@@ -793,7 +920,7 @@ func (l *Log) reserve(need int64) error {
 			}
 		}
 		if err != nil {
-			return err
+			return true, err
 		}
 		if preparing && !s.prepared {
 			slog.Info("content log: appends outran the preparation of the next segment; it is reserved with fallocate, whose syncs cost more until the next one",
@@ -805,7 +932,7 @@ func (l *Log) reserve(need int64) error {
 	l.segs[id] = s
 	l.segMu.Unlock()
 	l.active, l.tail = s, 0
-	return nil
+	return true, nil
 }
 
 // allocate creates segment id of size bytes reserved with fallocate (or its
@@ -836,7 +963,7 @@ func (l *Log) allocate(id uint64, size int64) (*segment, error) {
 // whose records are mostly dead rather than wait for appends to fill it.
 func (l *Log) Rotate() error {
 	l.mu.Lock()
-	for l.leading {
+	for !l.quietLocked() {
 		l.idle.Wait()
 	}
 	if l.closed {
@@ -849,7 +976,7 @@ func (l *Log) Rotate() error {
 	var err error
 	if l.active == nil || l.tail > 0 {
 		l.active = nil
-		err = l.reserve(0)
+		_, err = l.reserve(0)
 	}
 	l.mu.Lock()
 	l.passLeadLocked()
@@ -864,7 +991,7 @@ func (l *Log) Rotate() error {
 func (l *Log) StartNewSegment() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.leading {
+	for !l.quietLocked() {
 		l.idle.Wait()
 	}
 	l.active = nil
@@ -1057,7 +1184,7 @@ func (l *Log) Stats() Stats {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	l.closed = true
-	for l.leading {
+	for !l.quietLocked() {
 		l.idle.Wait()
 	}
 	l.mu.Unlock()

@@ -629,12 +629,19 @@ const pipelineBatch = 256 << 10
 // then it is in the same segment as p (a new segment waits for every sync,
 // drain), and should its sync fail, every batch after it there fails too
 // (broken).
-func refuse(batch []*Queued) int64 {
+func (l *Log) refuse(batch []*Queued) int64 {
 	var need int64
 	refused := 0
 	for _, p := range batch {
-		if p.err == nil && p.after != nil && p.after.err != nil {
-			p.err = fmt.Errorf("%w: %v", ErrAfterFailed, p.after.err)
+		if p.err == nil && p.after != nil {
+			// after's batch may be finishing now (l.mu guards the
+			// error it sets).
+			l.mu.Lock()
+			err := p.after.err
+			l.mu.Unlock()
+			if err != nil {
+				p.err = fmt.Errorf("%w: %v", ErrAfterFailed, err)
+			}
 		}
 		if p.err != nil {
 			refused++
@@ -664,7 +671,7 @@ func refuse(batch []*Queued) int64 {
 // (pipelineBatch), and then waits for its turn to sync, after the batches
 // written before it.
 func (l *Log) commit(batch []*Queued) (passed bool) {
-	need := refuse(batch)
+	need := l.refuse(batch)
 	if need < 0 {
 		return false
 	}
@@ -675,7 +682,7 @@ func (l *Log) commit(batch []*Queued) (passed bool) {
 	if drained {
 		// The batches before were finished meanwhile, and one of them
 		// may have failed.
-		if need = refuse(batch); need < 0 {
+		if need = l.refuse(batch); need < 0 {
 			return false
 		}
 	}
@@ -766,12 +773,20 @@ func (l *Log) commit(batch []*Queued) (passed bool) {
 			}
 		}
 	}
+	if err != nil {
+		// Under l.mu: the next batch, written meanwhile, may be
+		// reading these errors (refuse).
+		l.mu.Lock()
+		for _, p := range batch {
+			if p.err == nil {
+				p.refs, p.err = nil, err
+			}
+		}
+		l.mu.Unlock()
+	}
 	// The leader is batch[0]: it queued itself before taking the queue,
 	// and a handed-off lead goes to the head of the queue.
 	for i, p := range batch {
-		if err != nil && p.err == nil {
-			p.refs, p.err = nil, err
-		}
 		// The refs returned keep p: not the records' bytes with it.
 		p.recs, p.durable = nil, nil
 		if i > 0 {

@@ -43,6 +43,13 @@ func (s *Scanner) Feed(chunk []byte) {
 		return
 	}
 	for i := 0; i < len(chunk); i++ {
+		if s.Match == 0 && !s.LinePending {
+			// At a line's start: whole lines without the marker
+			// are counted, not stepped through.
+			if i += s.skipLines(chunk[i:], s.Total+int64(i)); i == len(chunk) {
+				break
+			}
+		}
 		if s.Match < 0 {
 			// This line is content whatever follows: skip to its end
 			// (most bytes of a chunk are here, and IndexByte is
@@ -74,6 +81,28 @@ func (s *Scanner) Feed(chunk []byte) {
 	}
 	s.Total += int64(len(chunk))
 }
+
+// skipLines counts the whole lines at the start of rest, which starts a
+// line at offset at of the stream, up to the first that holds the marker
+// anywhere (a line without it cannot be the marker line), and returns how
+// many bytes they take. Most chunks hold no marker: their lines are then
+// counted by two vectorised passes (the search and the count) instead of
+// one call per line.
+func (s *Scanner) skipLines(rest []byte, at int64) int {
+	limit := len(rest)
+	if k := bytes.Index(rest, []byte(s.Marker)); k >= 0 {
+		limit = k
+	}
+	end := bytes.LastIndexByte(rest[:limit], '\n') + 1
+	if end == 0 {
+		return 0
+	}
+	s.Newlines += int64(bytes.Count(rest[:end], newline))
+	s.LineStart = at + int64(end)
+	return end
+}
+
+var newline = []byte{'\n'}
 
 // step advances the line match by one non-newline byte.
 func (s *Scanner) step(b byte) int {

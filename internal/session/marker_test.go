@@ -104,6 +104,8 @@ func FuzzScannerMatchesByteLoop(f *testing.F) {
 	f.Add("a\n"+testMarker+"\nb", 3)
 	f.Add("  "+testMarker+" \r\nafter", 0)
 	f.Add("x"+testMarker+"\n"+testMarker, 7)
+	f.Add("one\ntwo\n\n  three\n"+testMarker+" x\n four "+testMarker+"\n \t"+testMarker+" \r\nafter\n", 9)
+	f.Add("a\nb\n"+testMarker[:5]+"\n"+testMarker[:9], 12)
 	f.Fuzz(func(t *testing.T, stream string, cut int) {
 		if cut < 0 || cut > len(stream) {
 			cut = len(stream) / 2
@@ -116,6 +118,24 @@ func FuzzScannerMatchesByteLoop(f *testing.F) {
 			t.Fatalf("Feed differs from the byte loop:\n%+v\n%+v", got, want)
 		}
 	})
+}
+
+// BenchmarkScannerFeed feeds a MiB of text lines, as a chunk of a file
+// streamed whole: the end marker's scan on every large append's path.
+func BenchmarkScannerFeed(b *testing.B) {
+	var text strings.Builder
+	for i := 0; text.Len() < 1<<20; i++ {
+		text.WriteString("line: the quick brown fox jumps over the lazy dog, ")
+		text.WriteString(strings.Repeat("x", i%40))
+		text.WriteString("\n")
+	}
+	chunk := []byte(text.String())
+	s := NewScanner(EndMarker("00000000-0000-4000-8000-000000000001"))
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Feed(chunk)
+	}
 }
 
 // byteLoopFeed is the scanner's reference: every byte through step.

@@ -105,18 +105,19 @@ func (c *contentSum) sum(n, total int64) string {
 
 // sumChunk adds chunk, the next of r's stream, which after scanned the
 // scanner stands as after (r.Scanner is before it), to r's running sum. A
-// sum starts with a session's first chunk when that is large: a file
-// streamed whole (orionctl write), whose finalize streams it from the
-// journal; a model's stream, in small chunks, is checked in memory at its
-// finalize, which hashes it there, and its appends are not made to hash it
-// too. A large chunk is hashed beside the caller's journaling of it, after
+// sum starts with a session's first chunk when that is as large as the
+// chunks of a file streamed whole (orionctl write, streamFirstChunk), whose
+// finalize streams it from the journal; a model's stream, in small chunks,
+// or a client's of 64 KiB, is checked in memory at its finalize, which
+// hashes it there, and its appends are not made to hash it too (nor to
+// start a goroutine each to do so). A large chunk is hashed beside the caller's journaling of it, after
 // prev, the session's chunk before it (nil: none is being hashed): wait for
 // the result before using the sum, and before returning. streamed says the
 // session's file is written as it streams (streamed.go), whose finalize
 // needs the sum however small its chunks.
 func (r *record) sumChunk(chunk []byte, after Scanner, prev *sumJob, streamed bool) pendingSum {
 	sum := r.sum
-	if sum == nil && r.Scanner.Total == 0 && (len(chunk) >= parallelSum || streamed) {
+	if sum == nil && r.Scanner.Total == 0 && (len(chunk) >= streamFirstChunk || streamed) {
 		sum = newContentSum()
 	}
 	if sum == nil {

@@ -105,13 +105,15 @@ func TestContentSumGaps(t *testing.T) {
 	}
 }
 
-// A session that starts with a small chunk (a model's stream) keeps no
-// running sum: its appends do not hash what its finalize hashes anyway.
+// A session that starts with a small chunk (a model's stream, or a
+// client's of 64 KiB) keeps no running sum: its appends do not hash what
+// its finalize hashes anyway. One that starts as a file streamed whole
+// does.
 func TestContentSumStartsWithLargeChunk(t *testing.T) {
 	for _, tc := range []struct {
 		size int
 		want bool
-	}{{parallelSum - 1, false}, {parallelSum, true}} {
+	}{{64 << 10, false}, {streamFirstChunk - 1, false}, {streamFirstChunk, true}} {
 		chunk := []byte(strings.Repeat("x", tc.size))
 		r := &record{Scanner: NewScanner("END")}
 		after := r.Scanner

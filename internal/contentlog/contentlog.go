@@ -189,6 +189,12 @@ type Log struct {
 	// when finished moves.
 	written, finished uint64
 	turn              *sync.Cond
+	// covered is the ticket up to which (not included) every batch was
+	// written into segment coveredSeg before its last sync started: a
+	// batch written while the one before it waited for its turn needs
+	// no sync of its own. Set, and read, by the batch whose turn it is.
+	covered    uint64
+	coveredSeg *segment
 	// broken is the segment whose sync failed (0: none): a batch written
 	// into it after the failed one fails too, and the next batch starts a
 	// new segment.
@@ -755,9 +761,17 @@ func (l *Log) commit(batch []*Queued) (passed bool) {
 	for l.finished != ticket {
 		l.turn.Wait()
 	}
+	covered := ticket < l.covered && seg == l.coveredSeg
+	upTo := l.written
 	l.mu.Unlock()
 	if err == nil {
-		err = l.sync(seg)
+		if covered {
+			// Synced by the batch before, whose sync started once
+			// this one was written; unless that sync failed.
+			err = l.checkBroken(seg)
+		} else if err = l.sync(seg); err == nil {
+			l.covered, l.coveredSeg = upTo, seg
+		}
 	}
 	if err == nil {
 		seg.end.Store(start + need)
@@ -855,8 +869,8 @@ func (l *Log) write(s *segment, bufs [][]byte, off int64) error {
 // sync of s failed before: a batch written after bytes of unknown state
 // is not acknowledged either.
 func (l *Log) sync(s *segment) error {
-	if l.broken.Load() == s.id {
-		return &WriteError{Seg: s.id, Err: fmt.Errorf("content log: segment %d: %w", s.id, errBrokenBefore)}
+	if err := l.checkBroken(s); err != nil {
+		return err
 	}
 	failpoint.Hit("contentlog.sync")
 	if err := s.f.Sync(); err != nil {
@@ -864,6 +878,14 @@ func (l *Log) sync(s *segment) error {
 		return &WriteError{Seg: s.id, Err: fmt.Errorf("content log: sync segment %d: %w", s.id, err)}
 	}
 	l.syncs.Add(1)
+	return nil
+}
+
+// checkBroken fails a batch written into s after a sync of s failed.
+func (l *Log) checkBroken(s *segment) error {
+	if l.broken.Load() == s.id {
+		return &WriteError{Seg: s.id, Err: fmt.Errorf("content log: segment %d: %w", s.id, errBrokenBefore)}
+	}
 	return nil
 }
 

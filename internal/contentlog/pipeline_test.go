@@ -239,3 +239,44 @@ func TestFailedSyncFailsTheBatchWrittenDuringIt(t *testing.T) {
 		}
 	}
 }
+
+// Batches written while the one before them waits for the disk share one
+// sync: the next batch's sync covers every batch written before it started.
+func TestBatchesWrittenDuringASyncShareTheNext(t *testing.T) {
+	h := newHeldSyncs()
+	l := open(t, t.TempDir(), contentlog.WithFaults(contentlog.Options{}, h.fault))
+	t.Cleanup(h.letGo)
+	var order []string
+	var mu sync.Mutex
+	var waits []<-chan error
+	for i := range 3 {
+		name := fmt.Sprint("big-", i)
+		q, err := l.Enqueue([][][]byte{{bytes.Repeat([]byte{'b'}, 1<<20)}}, func([]contentlog.Ref) {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, _ := waitInBackground(q)
+		waits = append(waits, ch)
+		if i == 0 {
+			<-h.held
+		}
+		// Each is written, as a batch of its own, before the next comes.
+		waitFor(t, "the write of "+name, func() bool { return h.count("write") >= 2*(i+1) })
+	}
+	h.release <- nil
+	for _, ch := range waits {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.count("sync"); got != 2 {
+		t.Fatalf("%d syncs for a held batch and two written during its sync, want 2", got)
+	}
+	if fmt.Sprint(order) != "[big-0 big-1 big-2]" {
+		t.Fatalf("durable calls in order %v", order)
+	}
+}

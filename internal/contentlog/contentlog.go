@@ -465,7 +465,8 @@ func placeCRC(seg uint64, off int64) uint32 {
 // Append writes recs as consecutive records and returns their refs once they
 // are durable. Concurrent calls share a write and a sync. If durable is not
 // nil it is called with the refs after the sync and before any later batch
-// is written: callers that index records see them in log order. It must be
+// is synced or told durable (a later batch may already be written, beside
+// this one's sync): callers that index records see them in log order. It must be
 // quick and must not call the Log. On an error none of recs is acknowledged;
 // they may or may not be found in the log after a crash.
 func (l *Log) Append(recs [][]byte, durable func([]Ref)) ([]Ref, error) {

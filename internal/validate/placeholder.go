@@ -287,9 +287,8 @@ type placeholderLine struct {
 // findPlaceholders lists the placeholder lines of src. In Markdown only
 // HTML comments outside code blocks count; code blocks show code, and a
 // "// ..." in an example is not a placeholder for the document.
-func findPlaceholders(t FileType, src []byte) []placeholderLine {
+func findPlaceholders(t FileType, ls *lines) []placeholderLine {
 	s := styleOf(t)
-	ls := newLines(src)
 	var out []placeholderLine
 	var fenceChar byte
 	fenceLen := 0
@@ -341,18 +340,20 @@ func findPlaceholders(t FileType, src []byte) []placeholderLine {
 	return out
 }
 
-// placeholders reports the placeholders of src that orig does not have:
-// one occurrence in the original excuses one in the new content.
-func placeholders(t FileType, src, orig []byte) []issue {
-	found := findPlaceholders(t, src)
+// placeholders reports the placeholders of the text of ls that the text
+// of orig (nil for none) does not have: one occurrence in the original
+// excuses one in the new content.
+func placeholders(t FileType, ls, orig *lines) []issue {
+	found := findPlaceholders(t, ls)
 	if len(found) == 0 {
 		return nil
 	}
 	had := make(map[string]int)
-	for _, p := range findPlaceholders(t, orig) {
-		had[p.key]++
+	if orig != nil {
+		for _, p := range findPlaceholders(t, orig) {
+			had[p.key]++
+		}
 	}
-	ls := newLines(src)
 	var out []issue
 	for _, p := range found {
 		text := ls.text(p.line)
@@ -377,7 +378,7 @@ func placeholders(t FileType, src, orig []byte) []issue {
 // elided text into the original must fill.
 func NewPlaceholderLines(target string, src, orig []byte) []int {
 	var out []int
-	for _, is := range placeholders(Detect(target, src), src, orig) {
+	for _, is := range placeholders(Detect(target, src), newLines(src), newLines(orig)) {
 		if !is.Finding.Preexisting {
 			out = append(out, is.Finding.Line)
 		}

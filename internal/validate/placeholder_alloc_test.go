@@ -49,3 +49,19 @@ func TestCheckIndexesLinesOnce(t *testing.T) {
 		t.Errorf("allocated %d bytes checking %d lines, want about one line index (%d), at most %d", got, n, index, limit)
 	}
 }
+
+// The last line of a file is looked at where it is: a file of one long
+// line (minified, or without newlines) is not copied by every check.
+func TestCheckDoesNotCopyTheLastLine(t *testing.T) {
+	src := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 64<<10/26) + "\n")
+	allocated := func() uint64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.TotalAlloc
+	}
+	before := allocated()
+	Check("notes.txt", src, nil, false, CheckOptions{EndMarkerSeen: true})
+	if got, limit := allocated()-before, uint64(len(src)/8); got > limit {
+		t.Errorf("allocated %d bytes checking a file of one %d-byte line, want at most %d", got, len(src), limit)
+	}
+}

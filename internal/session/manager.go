@@ -504,11 +504,13 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	e := &entry{rec: *r, owner: owner}
 	e.rec.published = &e.info
 	e.publish()
+	// Locked before it can be found, so that an abort by its id comes
+	// after its watch and timers, and stops them.
+	e.mu.Lock()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
 	adm.settleLocked(e)
 	m.mu.Unlock()
-	e.mu.Lock()
 	m.watch(e)
 	m.resetTimers(e)
 	e.mu.Unlock()

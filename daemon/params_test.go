@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -449,4 +450,51 @@ func FuzzAppendResultJSON(f *testing.F) {
 			t.Errorf("appendResultJSON = %s\nencoding/json = %s", got, want)
 		}
 	})
+}
+
+// TestAppendRawParams: an append whose chunk came raw decodes its session
+// and seq from the JSON, by the fast decoder or the general one alike, and
+// its chunk is the raw bytes themselves, not a copy; a chunk in the JSON
+// too, raw bytes that are not UTF-8 and malformed JSON are refused with
+// their reasons.
+func TestAppendRawParams(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, content string
+		reason                string
+	}{
+		{"Fast", `{"session_id":"a","seq":3}`, "x\x00\"\\ é\r\n", ""},
+		{"FastEmpty", `{"session_id":"a","seq":3}`, "", ""},
+		{"General", ` { "seq" : 3 , "Session_ID" : "a", "extra": [1] } `, "text", ""},
+		{"GeneralNullChunk", `{"session_id":"a","seq":3,"chunk":null}`, "text", ""},
+		{"ChunkToo", `{"session_id":"a","seq":3,"chunk":"x"}`, "text", protocol.ReasonContentSentTwice},
+		{"ChunkTooFirst", `{"chunk":"","session_id":"a","seq":3}`, "text", protocol.ReasonContentSentTwice},
+		{"ChunkTooGeneral", `{"session_id":"a","seq":3,"chunk":"x","more":true}`, "text", protocol.ReasonContentSentTwice},
+		{"InvalidUTF8", `{"session_id":"a","seq":3}`, "caf\xe9", protocol.ReasonInvalidUTF8},
+		{"InvalidUTF8General", `{"seq":3,"session_id":"a","x":1}`, "\xed\xa0\x80", protocol.ReasonInvalidUTF8},
+		{"Malformed", `{"session_id":"a","seq":"3"}`, "text", protocol.ReasonMalformedParams},
+		{"SessionNotText", `{"session_id":"\ud800","seq":3}`, "text", protocol.ReasonInvalidUTF8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			content := []byte(tc.content)
+			var last string
+			p, err := methods[protocol.MethodSessionAppend].decodeRaw([]byte(tc.params), content, &requestRoom{lastSession: &last})
+			if tc.reason != "" {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Data.Reason != tc.reason {
+					t.Fatalf("decoded %+v, %v; want refused %s", p, err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.(*protocol.AppendParams)
+			if got.SessionID != "a" || got.Seq != 3 || got.Chunk != tc.content {
+				t.Fatalf("decoded %+v, want session a, seq 3, chunk %q", got, tc.content)
+			}
+			if len(content) > 0 && unsafe.StringData(got.Chunk) != &content[0] {
+				t.Fatal("the chunk is a copy of the raw content, not the content itself")
+			}
+		})
+	}
 }

@@ -232,6 +232,8 @@ export const Reasons = {
   batchNotSupported: "batch_not_supported",
   tooManyConnections: "too_many_connections",
   requestCancelled: "request_cancelled",
+  rawContentNotTaken: "raw_content_not_taken",
+  contentSentTwice: "content_sent_twice",
   tooManySessions: "too_many_sessions",
   storeFull: "store_full",
   backupDropped: "backup_dropped",
@@ -261,6 +263,8 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32600, reason: "batch_not_supported", doc: "a batch (a JSON array): send requests one by one", advice: "" },
   { code: -32601, reason: "unknown_method", doc: "no such method (`data.method`)", advice: "" },
   { code: -32602, reason: "malformed_params", doc: "the params are not the JSON the method takes", advice: "" },
+  { code: -32602, reason: "raw_content_not_taken", doc: "raw content (an `Orion-Raw-Length` header) sent to a method that takes none (`data.method`); the connection stays usable", advice: "" },
+  { code: -32602, reason: "content_sent_twice", doc: "raw content sent, and the field it stands for (`data.field`) present in the params' JSON too", advice: "" },
   { code: -32602, reason: "missing_field", doc: "a required field is missing (`data.field`), also `chunk: null`", advice: "" },
   { code: -32602, reason: "invalid_duration", doc: "a duration below 0 or above its maximum (`data.field`, `data.limit` in ms)", advice: "" },
   { code: -32602, reason: "seq_zero", doc: "a chunk's seq is 0; seqs start at 1", advice: "" },
@@ -1053,6 +1057,11 @@ export interface StatusResult {
   store_max_bytes?: number;
   store?: StoreStats;
   methods: string[];
+  /**
+   * Features are what the daemon does beyond its methods:
+   * FeatureRawContent when it reads a request's content raw.
+   */
+  features?: string[];
   /**
    * ProtectedPaths are refused whatever the allowed roots say: the
    * daemon's own files always, the rest unless lifted with

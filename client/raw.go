@@ -1,0 +1,92 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/orion-agent/orion/internal/jsonrpc"
+	"github.com/orion-agent/orion/internal/jsonstr"
+	"github.com/orion-agent/orion/protocol"
+)
+
+// A chunk goes raw, after the JSON of its params (protocol.HeaderRawLength),
+// to a daemon that takes it: neither quoted here nor scanned and unquoted
+// there. Whether the daemon does is asked once per connection
+// (daemon.status's features), the first time a chunk of at least
+// rawDiscoverBytes is sent, or learned from any Status call before; a
+// daemon that does not list protocol.FeatureRawContent (an older one, which
+// would take the raw bytes for the next frame's) is sent JSON as before.
+const rawDiscoverBytes = 16 << 10
+
+// rawMinBytes is the smallest chunk sent raw to a daemon known to take it.
+const rawMinBytes = 0
+
+// rawState is what a Client knows of its daemon's raw content.
+type rawState struct {
+	mu sync.Mutex
+	// known: a daemon.status answered on this connection; ok: it listed
+	// protocol.FeatureRawContent.
+	known, ok bool
+}
+
+// learn notes what a daemon.status answer says of raw content.
+func (s *rawState) learn(st protocol.StatusResult) {
+	s.mu.Lock()
+	s.known, s.ok = true, slices.Contains(st.Features, protocol.FeatureRawContent)
+	s.mu.Unlock()
+}
+
+// rawFor reports whether content of size bytes goes raw, asking the daemon
+// once when it pays to know and is not known yet. A daemon that cannot
+// answer daemon.status (it refuses it, or the call fails) is sent JSON.
+func (c *Client) rawFor(ctx context.Context, size int) bool {
+	s := &c.raw
+	s.mu.Lock()
+	known, ok := s.known, s.ok
+	s.mu.Unlock()
+	if !known && size >= rawDiscoverBytes {
+		var st protocol.StatusResult
+		err := c.Call(ctx, protocol.MethodDaemonStatus, nil, &st)
+		var pe *protocol.Error
+		switch {
+		case err == nil:
+			s.learn(st)
+			ok = slices.Contains(st.Features, protocol.FeatureRawContent)
+		case errors.As(err, &pe):
+			// It answered, and not with a status: it reads no raw
+			// content either.
+			s.mu.Lock()
+			s.known, s.ok = true, false
+			s.mu.Unlock()
+		}
+	}
+	return ok && size >= rawMinBytes
+}
+
+// sendChunk sends chunk seq of session id through k: raw where rawFor says
+// so and the chunk is valid UTF-8, else as a JSON string (where invalid
+// UTF-8 becomes U+FFFD, as encoding/json makes it). The params' JSON is
+// encoded into *enc, which must not be touched until the request is
+// written (Send returned); chunk is not held after either.
+func (c *Client) sendChunk(ctx context.Context, k *jsonrpc.Call, enc *[]byte, id string, seq uint64, chunk []byte) error {
+	if c.rawFor(ctx, len(chunk)) && utf8.Valid(chunk) {
+		*enc = appendRawChunkParams((*enc)[:0], id, seq)
+		return k.SendRaw(ctx, c.conn, protocol.MethodSessionAppend, *enc, chunk)
+	}
+	*enc = appendChunkParams(slices.Grow((*enc)[:0], len(chunk)+len(chunk)/8+len(id)+64), id, seq, chunk)
+	return k.Send(ctx, c.conn, protocol.MethodSessionAppend, *enc)
+}
+
+// appendRawChunkParams appends session.append's params without the chunk,
+// which goes raw, to dst.
+func appendRawChunkParams(dst []byte, id string, seq uint64) []byte {
+	dst = append(dst, `{"session_id":`...)
+	dst = jsonstr.Quote(dst, id)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	return append(dst, '}')
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -267,6 +268,9 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 // most the daemon's max_chunk_bytes (daemon.status).
 func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	var r protocol.FinalizeResult
+	if c.rawFor(ctx, len(p.Content)) && utf8.ValidString(p.Content) {
+		return r, c.writeRaw(ctx, p, &r)
+	}
 	bp, _ := writeBuffers.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)

@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/orion-agent/orion/internal/jsonrpc"
 	"github.com/orion-agent/orion/internal/jsonstr"
@@ -89,4 +91,30 @@ func appendRawChunkParams(dst []byte, id string, seq uint64) []byte {
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
 	return append(dst, '}')
+}
+
+// writeRaw is Write with the content sent raw: the params' JSON is
+// begin's, and the content follows it from where it is.
+func (c *Client) writeRaw(ctx context.Context, p protocol.WriteParams, r *protocol.FinalizeResult) error {
+	// A field added to WriteParams must be sent too: this conversion stops
+	// compiling when the struct changes.
+	_ = struct {
+		protocol.BeginParams
+		Content string `json:"content"`
+	}(p)
+	begin, err := json.Marshal(p.BeginParams)
+	if err != nil {
+		return err
+	}
+	k := c.codec.NewCall()
+	defer k.Release()
+	content := unsafe.Slice(unsafe.StringData(p.Content), len(p.Content))
+	if err := k.SendRaw(ctx, c.conn, protocol.MethodSessionWrite, begin, content); err != nil {
+		return protocolError(err)
+	}
+	b, err := k.Wait(ctx)
+	if err != nil {
+		return protocolError(err)
+	}
+	return json.Unmarshal(b, r)
 }

@@ -235,3 +235,38 @@ func TestStreamSendsRaw(t *testing.T) {
 		t.Fatalf("Stream = %+v; %d bytes arrived raw, sent %d", out, got.Len(), len(input))
 	}
 }
+
+// TestWriteSendsContentRaw: session.write's content of a large file goes
+// raw after begin's params once the daemon said it takes raw content, and
+// a content that is not valid UTF-8 goes as JSON.
+func TestWriteSendsContentRaw(t *testing.T) {
+	server, conn := net.Pipe()
+	defer server.Close()
+	c := newTestClient(t, conn)
+	r := bufio.NewReader(server)
+	big := strings.Repeat("x\"\\ é\n", rawDiscoverBytes/5)
+	for i, content := range []string{big, big + "\xff"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Write(context.Background(), protocol.WriteParams{
+				BeginParams: protocol.BeginParams{TargetFile: "/w/a.txt", Operation: protocol.OpCreate}, Content: content})
+			done <- err
+		}()
+		if i == 0 {
+			expectStatus(t, server, r, []string{protocol.FeatureRawContent})
+		}
+		f := readWireFrame(t, server, r)
+		var p map[string]any
+		if f.req.Method != protocol.MethodSessionWrite || json.Unmarshal(*f.req.Params, &p) != nil || p["target_file"] != "/w/a.txt" {
+			t.Fatalf("write %d: %s with params %s", i, f.req.Method, *f.req.Params)
+		}
+		_, inJSON := p["content"]
+		if valid := i == 0; valid && (inJSON || string(f.raw) != content) || !valid && (f.raw != nil || !inJSON) {
+			t.Fatalf("write %d: %d bytes raw, content in the JSON %v", i, len(f.raw), inJSON)
+		}
+		reply(t, server, f.req.ID, protocol.FinalizeResult{SessionID: "s"})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

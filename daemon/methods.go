@@ -47,6 +47,7 @@ var methods = table(
 	route(protocol.SessionContent, (*handler).content).heavy(),
 	route(protocol.SessionWrite, (*handler).write).
 		decodeWith(fastParams[protocol.WriteParams](protocol.MethodSessionWrite)).
+		takesRaw(writeRawParams).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
 	route(protocol.TxCommit, (*handler).txCommit),

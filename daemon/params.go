@@ -370,6 +370,47 @@ func fastParams[P any](method string) func(json.RawMessage, jsonrpc.LongString, 
 	}
 }
 
+// writeWire is session.write's params with the content as a pointer, to
+// tell a content present in the JSON (even "") from one left out.
+type writeWire struct {
+	protocol.WriteParams
+	Content *string `json:"content"`
+}
+
+// writeRawParams is session.write's decoder in the method table for a
+// frame that carried the content raw (protocol.HeaderRawLength): the
+// params' JSON without it, read as fastParams reads them, then the content,
+// checked as valid UTF-8 and copied once into a string of its own: the
+// engine may hold a file's content past the handler's return (its file is
+// written while the journal syncs), and the frame's buffer is read into
+// again then. The copy is a pass that the JSON form's unquoting made too,
+// without its scan and its escapes.
+func writeRawParams(raw json.RawMessage, content []byte, _ *requestRoom) (*protocol.WriteParams, error) {
+	const method = protocol.MethodSessionWrite
+	var w writeWire
+	if err := jsonv2.Unmarshal(raw, &w, fastOptions); err != nil {
+		if jsonv2.Unmarshal(raw, new(writeWire), appendOptions, jsontext.AllowInvalidUTF8(true)) == nil {
+			return nil, errInvalidText(method, &w.WriteParams)
+		}
+		return nil, malformedParams(method, err)
+	}
+	if w.Content != nil {
+		return nil, errContentTwice(method, "content", "")
+	}
+	if !utf8.Valid(content) {
+		e := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8,
+			"the content of %s is not valid UTF-8; nothing was done: send text", method)
+		e.Data.Method, e.Data.Field = method, "content"
+		return nil, e
+	}
+	p := &w.WriteParams
+	p.Content = string(content)
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // appendOptions read as encoding/json does: v2's case-insensitive matching
 // would also ignore '_' and '-' (so "sessionId" would name session_id), and
 // a later null would clear a field where encoding/json keeps it.

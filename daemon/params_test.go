@@ -498,3 +498,40 @@ func TestAppendRawParams(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteRawParams: session.write's content sent raw comes out as the
+// content, with begin's fields read from the JSON as the faster decoder
+// reads them; content in the JSON too, or raw bytes that are not UTF-8,
+// are refused with their reasons.
+func TestWriteRawParams(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, content string
+		reason, field         string
+	}{
+		{"OK", `{"target_file":"/w/a.go","operation":"create","intent":"x"}`, "package a\n\"q\" \\ é\x00", "", ""},
+		{"Empty", `{"TARGET_FILE":"/w/a.go","operation":"create"}`, "", "", ""},
+		{"NullContent", `{"target_file":"/w/a.go","operation":"create","content":null}`, "x", "", ""},
+		{"ContentToo", `{"target_file":"/w/a.go","operation":"create","content":""}`, "x", protocol.ReasonContentSentTwice, "content"},
+		{"InvalidUTF8", `{"target_file":"/w/a.go","operation":"create"}`, "caf\xe9", protocol.ReasonInvalidUTF8, "content"},
+		{"ParamsNotText", "{\"target_file\":\"/w/\xff.go\",\"operation\":\"create\"}", "x", protocol.ReasonInvalidUTF8, "params"},
+		{"Malformed", `{"target_file":1}`, "x", protocol.ReasonMalformedParams, "target_file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := methods[protocol.MethodSessionWrite].decodeRaw([]byte(tc.params), []byte(tc.content), &requestRoom{})
+			if tc.reason != "" {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
+					t.Fatalf("decoded %+v, %v; want refused %s naming %q", p, err, tc.reason, tc.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.(*protocol.WriteParams)
+			if got.TargetFile != "/w/a.go" || got.Operation != protocol.OpCreate || got.Content != tc.content {
+				t.Fatalf("decoded %+v, want /w/a.go created with %q", got, tc.content)
+			}
+		})
+	}
+}

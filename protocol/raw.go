@@ -20,10 +20,11 @@ const (
 
 // RawContentFields names, for each method that takes raw content, the
 // field of its params the raw bytes stand for. The field must then be
-// absent from the params' JSON, and the bytes obey its rules: a chunk is
-// valid UTF-8, at most --max-chunk-bytes.
+// absent from the params' JSON, and the bytes obey its rules: a chunk or a
+// file's content is valid UTF-8, at most --max-chunk-bytes.
 var RawContentFields = map[string]string{
 	MethodSessionAppend: "chunk",
+	MethodSessionWrite:  "content",
 }
 
 // Features are what this version of the daemon can do beyond the methods it

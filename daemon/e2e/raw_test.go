@@ -262,3 +262,71 @@ func errField(r frameReply) string {
 	}
 	return r.Error.Data.Field
 }
+
+// TestRawWrite writes whole files with session.write, their content sent
+// raw by hand and by the Go client, and reads them back byte for byte; a
+// refused content gets the same reason raw as in JSON.
+func TestRawWrite(t *testing.T) {
+	d := testdaemon.Start(t, "--max-chunk-bytes", "65536")
+	fc := dialFrames(t, d)
+	write := func(rid int, name, content string, raw bool) frameReply {
+		t.Helper()
+		begin := `"target_file":` + strconv.Quote(filepath.Join(d.Root, name)) + `,"operation":"create"`
+		if raw {
+			fc.sendRaw(`{"jsonrpc":"2.0","id":`+strconv.Itoa(rid)+`,"method":"session.write","params":{`+begin+`}}`, content)
+		} else {
+			q, _ := json.Marshal(content)
+			fc.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(rid) + `,"method":"session.write","params":{` + begin + `,"content":` + string(q) + `}}`)
+		}
+		return fc.reply()
+	}
+	content := "package main\n\n// \"quoted\" \\ <tag> & é 日本 🚀\x00\nfunc main() {}\n"
+	if r := write(1, "main.go", content, true); r.Error != nil {
+		t.Fatal(r)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.Root, "main.go")); err != nil || string(got) != content {
+		t.Fatalf("the file holds %q (%v), sent %q", got, err, content)
+	}
+	if r := write(2, "empty.txt", "", true); r.Error != nil {
+		t.Fatal(r)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.Root, "empty.txt")); err != nil || len(got) != 0 {
+		t.Fatalf("the empty file holds %q (%v)", got, err)
+	}
+
+	// Refusals: the same reason whichever way the content came.
+	for _, tc := range []struct{ name, content string }{
+		{"OverTheLimit", strings.Repeat("x", 65537)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asJSON, asRaw := write(3, "json-"+tc.name, tc.content, false), write(4, "raw-"+tc.name, tc.content, true)
+			if asJSON.Error == nil || asRaw.Error == nil || asJSON.Error.Data.Reason != asRaw.Error.Data.Reason || asJSON.Error.Code != asRaw.Error.Code {
+				t.Fatalf("in JSON: %s; raw: %s; want one refusal", asJSON, asRaw)
+			}
+		})
+	}
+	fc.sendRaw(`{"jsonrpc":"2.0","id":5,"method":"session.write","params":{"target_file":`+strconv.Quote(filepath.Join(d.Root, "twice.txt"))+`,"operation":"create","content":"a"}}`, "b")
+	if r := fc.reply(); r.Error == nil || r.Error.Data.Reason != protocol.ReasonContentSentTwice || r.Error.Data.Field != "content" {
+		t.Fatalf("content in the JSON and raw: %s, want %s", r, protocol.ReasonContentSentTwice)
+	}
+	fc.sendRaw(`{"jsonrpc":"2.0","id":6,"method":"session.write","params":{"target_file":`+strconv.Quote(filepath.Join(d.Root, "latin1.txt"))+`,"operation":"create"}}`, "caf\xe9\n")
+	if r := fc.reply(); r.Error == nil || r.Error.Data.Reason != protocol.ReasonInvalidUTF8 {
+		t.Fatalf("content not UTF-8: %s, want %s", r, protocol.ReasonInvalidUTF8)
+	}
+	for _, name := range []string{"twice.txt", "latin1.txt", "raw-OverTheLimit"} {
+		if _, err := os.Stat(filepath.Join(d.Root, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s was written after a refusal (%v)", name, err)
+		}
+	}
+
+	// The Go client, which sends a large file's content raw.
+	c := dial(t, d)
+	big := sampleFile(rand.New(rand.NewPCG(3, 4)), 3000)
+	big = big[:strings.LastIndexByte(big[:min(len(big), 60000)], '\n')+1]
+	if _, err := c.Write(testCtx(t), protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "big.txt", WorkspaceRoot: d.Root, Operation: protocol.OpCreate}, Content: big}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(d.Root, "big.txt")); err != nil || string(got) != big {
+		t.Fatalf("big.txt holds %d bytes (%v), sent %d", len(got), err, len(big))
+	}
+}

@@ -243,14 +243,28 @@ func TestWriteParamsOwnTheirContent(t *testing.T) {
 			t.Errorf("content %q became %q when the frame's buffer was read into again", want, p.Content)
 		}
 	}
+	// Sent raw, the content is copied out of the frame's buffer too.
+	frame := []byte(`{"target_file":"/w/a","operation":"create"}raw text`)
+	p, err := writeRawParams(frame[:43], frame[43:], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range frame {
+		frame[i] = '#'
+	}
+	if p.Content != "raw text" {
+		t.Errorf("raw content became %q when the frame's buffer was read into again", p.Content)
+	}
 }
 
 // BenchmarkWriteParams: session.write's params of a 64 KiB file, read as
 // every other method's are (encoding/json, then a pass to check the text)
 // and by the faster decoder it uses.
 func BenchmarkWriteParams(b *testing.B) {
-	content, _ := json.Marshal(strings.Repeat("func f() { return \"x\" }\n", 64<<10/25))
+	text := []byte(strings.Repeat("func f() { return \"x\" }\n", 64<<10/25))
+	content, _ := json.Marshal(string(text))
 	raw := json.RawMessage(`{"target_file":"/w/a.go","operation":"create","content":` + string(content) + `}`)
+	begin := json.RawMessage(`{"target_file":"/w/a.go","operation":"create"}`)
 	for _, tc := range []struct {
 		name   string
 		decode func(json.RawMessage) (*protocol.WriteParams, error)
@@ -260,6 +274,10 @@ func BenchmarkWriteParams(b *testing.B) {
 		}},
 		{"fast", func(raw json.RawMessage) (*protocol.WriteParams, error) {
 			return fastParams[protocol.WriteParams](protocol.MethodSessionWrite)(raw, jsonrpc.LongString{}, nil)
+		}},
+		{"raw", func(json.RawMessage) (*protocol.WriteParams, error) {
+			// The same params, the content sent raw (Orion-Raw-Length).
+			return writeRawParams(begin, text, nil)
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

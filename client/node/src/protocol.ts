@@ -42,7 +42,7 @@ export const Methods = {
 export interface MethodTypes {
   /** `intent`, `target_file` (absolute, or relative to `workspace_root`), `operation` (`create`, `overwrite`, `append`, `patch` with `patch_spec`, `edit`) → `session_id`, `stage`, `end_marker`, `instructions`, resolved `target_file` */
   "session.begin": { params: BeginParams; result: BeginResult };
-  /** `session_id`, `seq` (1, 2, 3, …), `chunk` → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed */
+  /** `session_id`, `seq` (1, 2, 3, …), `chunk` (or sent raw after the JSON: Content sent raw) → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed */
   "session.append": { params: AppendParams; result: AppendResult };
   /** `session_id`, `end_of_input` (the input ended without a marker: a file, not a model) → `bytes`, `lines`, `sha256`, `file_bytes`, `file_sha256`, `mode`, `trailing_bytes`, `trailing_preview`; never the content */
   "session.finalize": { params: FinalizeParams; result: FinalizeResult };
@@ -62,7 +62,7 @@ export interface MethodTypes {
   "session.undo": { params: SessionIDParams; result: UndoResult };
   /** `session_id`, `source` (`streamed` or `backup`), `max_bytes` → `available`, `content` (bounded, valid UTF-8), `bytes`, `total`, `truncated`; read-only */
   "session.content": { params: ContentParams; result: ContentResult };
-  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
+  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`; or sent raw after the JSON) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
   "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };

@@ -22,10 +22,12 @@ import (
 // rawDiscoverBytes is sent, or learned from any Status call before; a
 // daemon that does not list protocol.FeatureRawContent (an older one, which
 // would take the raw bytes for the next frame's) is sent JSON as before.
+// Once known, content of any size goes raw: it pays at every size measured
+// (the daemon's request path for a 4 KiB chunk took 1.5-2 us raw, 3.5 us
+// in JSON; 64 KiB 5 against 42-49), but below rawDiscoverBytes it would not
+// pay for the daemon.status round trip of a client that sends a few small
+// chunks and goes.
 const rawDiscoverBytes = 16 << 10
-
-// rawMinBytes is the smallest chunk sent raw to a daemon known to take it.
-const rawMinBytes = 0
 
 // rawState is what a Client knows of its daemon's raw content.
 type rawState struct {
@@ -66,7 +68,7 @@ func (c *Client) rawFor(ctx context.Context, size int) bool {
 			s.mu.Unlock()
 		}
 	}
-	return ok && size >= rawMinBytes
+	return ok
 }
 
 // sendChunk sends chunk seq of session id through k: raw where rawFor says

@@ -271,8 +271,11 @@ func (s *ServerStream) ReadObject(v any) error {
 		body, content := *frame, []byte(nil)
 		if hdr.raw >= 0 {
 			// Never nil, even when empty: zero bytes sent raw are an
-			// empty content, not none.
-			body, content = (*frame)[:length-hdr.raw], (*frame)[length-hdr.raw:]
+			// empty content, not none. The JSON ends where the content
+			// starts, its capacity too, so that nothing written to it
+			// reaches the content.
+			n := length - hdr.raw
+			body, content = (*frame)[:n:n], (*frame)[n:]
 		}
 		msg, perr := parseMessage(body)
 		if perr != nil {

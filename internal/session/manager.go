@@ -853,6 +853,7 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, q
 	e.mu.nextID++
 	q := &queuedAppend{e: e, id: e.mu.nextID, journal: journal, sum: pending, first: r.Stage != protocol.StageStreaming}
 	if stream != nil {
+		stream.writes.Add(1) // done by wait, which every queued chunk gets
 		q.stream = &streamChunk{s: stream, chunk: chunk, at: r.Scanner.Total, backfill: backfill}
 	}
 	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})

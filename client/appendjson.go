@@ -9,25 +9,11 @@ import (
 	"github.com/orion-agent/orion/protocol"
 )
 
-// appendParams appends session.append's params to dst, encoded as
+// appendChunkParams appends session.append's params to dst, encoded as
 // encoding/json would, but without escaping <, > and & (the daemon reads
 // either) and in one pass. Invalid UTF-8 becomes U+FFFD, as encoding/json
-// makes it.
-func appendParams(dst []byte, p protocol.AppendParams) []byte {
-	// A field added to AppendParams must be added here too: this
-	// conversion stops compiling when the struct changes.
-	_ = struct {
-		SessionID string `json:"session_id"`
-		Seq       uint64 `json:"seq"`
-		Chunk     string `json:"chunk"`
-	}(p)
-	dst = slices.Grow(dst, len(p.Chunk)+len(p.Chunk)/8+len(p.SessionID)+64)
-	return appendChunkParams(dst, p.SessionID, p.Seq, p.Chunk)
-}
-
-// appendChunkParams appends session.append's params, encoded as
-// appendParams encodes them, to dst: a streamer reuses one buffer for
-// every chunk, and a chunk read as bytes is not copied into a string first.
+// makes it. A streamer reuses one buffer for every chunk, and a chunk read
+// as bytes is not copied into a string first.
 func appendChunkParams[S ~[]byte | ~string](dst []byte, id string, seq uint64, chunk S) []byte {
 	dst = append(dst, `{"session_id":`...)
 	dst = jsonstr.Quote(dst, id)

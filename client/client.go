@@ -15,6 +15,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -73,6 +75,8 @@ type Options struct {
 type Client struct {
 	conn  *jsonrpc2.Conn
 	codec *jsonrpc.ClientCodec
+	// raw is what the client knows of its daemon's raw content (raw.go).
+	raw rawState
 }
 
 // ErrDaemonUnreachable wraps a failure to connect, so callers can tell "no
@@ -236,8 +240,16 @@ func (c *Client) Append(ctx context.Context, p protocol.AppendParams) (protocol.
 	var r protocol.AppendResult
 	k := c.codec.NewCall()
 	defer k.Release()
-	k.Buf = appendParams(k.Buf[:0], p)
-	if err := k.Send(ctx, c.conn, protocol.MethodSessionAppend, k.Buf); err != nil {
+	// A field added to AppendParams must be sent too: this conversion
+	// stops compiling when the struct changes.
+	_ = struct {
+		SessionID string `json:"session_id"`
+		Seq       uint64 `json:"seq"`
+		Chunk     string `json:"chunk"`
+	}(p)
+	// Only read: the chunk is written from where it is, or quoted.
+	chunk := unsafe.Slice(unsafe.StringData(p.Chunk), len(p.Chunk))
+	if err := c.sendChunk(ctx, k, &k.Buf, p.SessionID, p.Seq, chunk); err != nil {
 		return r, protocolError(err)
 	}
 	b, err := k.Wait(ctx)
@@ -256,6 +268,9 @@ func (c *Client) Finalize(ctx context.Context, p protocol.FinalizeParams) (proto
 // most the daemon's max_chunk_bytes (daemon.status).
 func (c *Client) Write(ctx context.Context, p protocol.WriteParams) (protocol.FinalizeResult, error) {
 	var r protocol.FinalizeResult
+	if c.rawFor(ctx, len(p.Content)) && utf8.ValidString(p.Content) {
+		return r, c.writeRaw(ctx, p, &r)
+	}
 	bp, _ := writeBuffers.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -368,7 +383,11 @@ func (c *Client) Clean(ctx context.Context, p protocol.CleanParams) (protocol.Cl
 
 // Status calls daemon.status.
 func (c *Client) Status(ctx context.Context) (protocol.StatusResult, error) {
-	return call(ctx, c, protocol.DaemonStatus, protocol.NoParams{})
+	st, err := call(ctx, c, protocol.DaemonStatus, protocol.NoParams{})
+	if err == nil {
+		c.raw.learn(st)
+	}
+	return st, err
 }
 
 // AllowRoot calls daemon.allow_root.

@@ -65,7 +65,7 @@ func TestAppendFrameDecodesAsSent(t *testing.T) {
 // TestInvalidUTF8ChunkSentAsReplacement keeps encoding/json's behaviour for
 // bytes that are not UTF-8: each becomes U+FFFD.
 func TestInvalidUTF8ChunkSentAsReplacement(t *testing.T) {
-	got := appendParams(nil, protocol.AppendParams{SessionID: "s", Seq: 1, Chunk: "a\xffb"})
+	got := appendChunkParams(nil, "s", 1, "a\xffb")
 	want, _ := json.Marshal(protocol.AppendParams{SessionID: "s", Seq: 1, Chunk: "a\xffb"})
 	var g, w protocol.AppendParams
 	if err := json.Unmarshal(got, &g); err != nil {

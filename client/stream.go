@@ -113,11 +113,10 @@ func (c *Client) Stream(ctx context.Context, id string, r io.Reader, opts Stream
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		enc = appendChunkParams(enc[:0], id, seq, chunk)
-		// Send returns once the request is written: the encoded chunk
-		// need not be held while its reply is awaited.
+		// Send returns once the request is written: neither the chunk
+		// nor its params need be held while its reply is awaited.
 		k := c.codec.NewCall()
-		if err := k.Send(ctx, c.conn, protocol.MethodSessionAppend, enc); err != nil {
+		if err := c.sendChunk(ctx, k, &enc, id, seq, chunk); err != nil {
 			k.Release()
 			return err
 		}

@@ -391,6 +391,7 @@ func Run(ctx context.Context, cfg Config, ready func()) error {
 				Connections:          tr.conns.count(),
 				FDLimit:              nofile,
 				Methods:              protocol.Methods,
+				Features:             protocol.Features,
 				ProtectedPaths:       protected,
 				AllowedProtected:     cfg.AllowProtected,
 				ProtectedRules:       rules,

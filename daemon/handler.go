@@ -410,13 +410,28 @@ func (h *handler) decode(req incoming, room *requestRoom) (m method, params any,
 	}
 	in := raw
 	if in.JSON == nil || string(in.JSON) == "null" {
-		in = jsonrpc.Raw{JSON: json.RawMessage("{}")}
+		in.JSON, in.Long = json.RawMessage("{}"), jsonrpc.LongString{}
 	}
-	params, err = m.decode(in.JSON, in.Long, room)
+	if in.Content != nil {
+		if m.decodeRaw == nil {
+			return m, nil, raw, errRawNotTaken(req.method)
+		}
+		params, err = m.decodeRaw(in.JSON, in.Content, room)
+	} else {
+		params, err = m.decode(in.JSON, in.Long, room)
+	}
 	if err != nil {
 		return m, nil, raw, err
 	}
 	return m, params, raw, nil
+}
+
+// errRawNotTaken refuses content sent raw to a method that takes none.
+func errRawNotTaken(method string) *protocol.Error {
+	e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonRawContentNotTaken,
+		"%s takes no raw content, but the frame carried some (%s); send its params as JSON only", method, protocol.HeaderRawLength)
+	e.Data.Method = method
+	return e
 }
 
 // decodeParams decodes the params of method into a *P with encoding/json,

@@ -26,6 +26,7 @@ var methods = table(
 		about(func(p *protocol.AppendParams) string { return p.SessionID }).
 		ownsOne(func(r protocol.AppendResult) string { return r.SessionID }).
 		decodeWith(appendParams).
+		takesRaw(appendRawParams).
 		keepsIn(func(r protocol.AppendResult, room *requestRoom) any {
 			room.appendResult = r
 			return &room.appendResult
@@ -46,6 +47,7 @@ var methods = table(
 	route(protocol.SessionContent, (*handler).content).heavy(),
 	route(protocol.SessionWrite, (*handler).write).
 		decodeWith(fastParams[protocol.WriteParams](protocol.MethodSessionWrite)).
+		takesRaw(writeRawParams).
 		owns(func(r protocol.FinalizeResult) []string { return []string{r.SessionID} }),
 	route(protocol.TxBegin, (*handler).txBegin).owns(txOwner),
 	route(protocol.TxCommit, (*handler).txCommit),
@@ -199,6 +201,9 @@ type method struct {
 	// longest string; room is the request's, which the decoder may
 	// decode into (decodeWith).
 	decode func(raw json.RawMessage, long jsonrpc.LongString, room *requestRoom) (any, error)
+	// decodeRaw is decode for a frame that carried content raw
+	// (protocol.HeaderRawLength); nil for a method that takes none.
+	decodeRaw func(raw json.RawMessage, content []byte, room *requestRoom) (any, error)
 	// session names the session the decoded params are about, "" for
 	// none.
 	session func(params any) string
@@ -216,15 +221,16 @@ type method struct {
 
 // routeOf is a method of the table with its types, as written in it.
 type routeOf[P, R any] struct {
-	m         protocol.Method[P, R]
-	handle    func(*handler, context.Context, Peer, *P) (R, error)
-	sessionOf func(*P) string
-	ownedBy   func(R) []string
-	ownedOne  func(R) string
-	decoder   func(json.RawMessage, jsonrpc.LongString, *requestRoom) (*P, error)
-	keep      func(R, *requestRoom) any
-	isHeavy   bool
-	isDirect  bool
+	m          protocol.Method[P, R]
+	handle     func(*handler, context.Context, Peer, *P) (R, error)
+	sessionOf  func(*P) string
+	ownedBy    func(R) []string
+	ownedOne   func(R) string
+	decoder    func(json.RawMessage, jsonrpc.LongString, *requestRoom) (*P, error)
+	rawDecoder func(json.RawMessage, []byte, *requestRoom) (*P, error)
+	keep       func(R, *requestRoom) any
+	isHeavy    bool
+	isDirect   bool
 }
 
 // route serves m with handle, whose params and result are m's types.
@@ -312,6 +318,17 @@ func (r routeOf[P, R]) decodeWith(decode func(json.RawMessage, jsonrpc.LongStrin
 	return r
 }
 
+// takesRaw says the method takes its content raw, after the JSON of its
+// params (protocol.HeaderRawLength), for the field
+// protocol.RawContentFields names, and decodes such params by decode, which
+// must do all decodeWith's decoder does, the raw content standing for that
+// field. What it decodes may share content's bytes as decodeWith's may
+// share raw's.
+func (r routeOf[P, R]) takesRaw(decode func(json.RawMessage, []byte, *requestRoom) (*P, error)) routeOf[P, R] {
+	r.rawDecoder = decode
+	return r
+}
+
 // keepsIn keeps the handler's result in the request's room, by keep,
 // which returns what the handler's reply and trace are made from (a
 // pointer into room): a result held as an interface otherwise costs an
@@ -336,6 +353,11 @@ func (r routeOf[P, R]) erase() method {
 	default:
 		m.decode = func(raw json.RawMessage, _ jsonrpc.LongString, _ *requestRoom) (any, error) {
 			return decodeParams[P](spec.Name, raw)
+		}
+	}
+	if r.rawDecoder != nil {
+		m.decodeRaw = func(raw json.RawMessage, content []byte, room *requestRoom) (any, error) {
+			return r.rawDecoder(raw, content, room)
 		}
 	}
 	m.session = func(any) string { return "" }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -32,6 +33,22 @@ func TestMethodTableIsTheProtocol(t *testing.T) {
 	}
 }
 
+// TestRawContentMethodsAreTheProtocol: the methods whose params the daemon
+// decodes with their content sent raw are exactly those
+// protocol.RawContentFields names.
+func TestRawContentMethodsAreTheProtocol(t *testing.T) {
+	var raw []string
+	for name, m := range methods {
+		if m.decodeRaw != nil {
+			raw = append(raw, name)
+		}
+	}
+	slices.Sort(raw)
+	if declared := slices.Sorted(maps.Keys(protocol.RawContentFields)); !slices.Equal(raw, declared) {
+		t.Fatalf("the daemon takes raw content for %v, protocol.RawContentFields names %v", raw, declared)
+	}
+}
+
 // FuzzDecode gives every method of the table arbitrary params: each is
 // decoded or refused with a protocol error, never a panic, and a request
 // that decodes names its session (when the method is about one) without a
@@ -48,6 +65,22 @@ func FuzzDecode(f *testing.F) {
 				var pe *protocol.Error
 				if !errors.As(err, &pe) {
 					t.Fatalf("%s: %q refused with %T %v, want a *protocol.Error", name, raw, err, err)
+				}
+				continue
+			}
+			m.session(p)
+		}
+		for name, m := range methods {
+			if m.decodeRaw == nil {
+				continue
+			}
+			// The same bytes as the JSON without a chunk and as the
+			// chunk sent raw.
+			p, err := m.decodeRaw([]byte(raw), []byte(raw), &requestRoom{})
+			if err != nil {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) {
+					t.Fatalf("%s raw: %q refused with %T %v, want a *protocol.Error", name, raw, err, err)
 				}
 				continue
 			}

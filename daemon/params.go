@@ -67,13 +67,35 @@ func decodeAppend(raw []byte, long jsonrpc.LongString) (*protocol.AppendParams, 
 // is not nil, with the session id the connection named last when it is
 // the same again: an append then allocates neither.
 func decodeAppendInto(raw []byte, long jsonrpc.LongString, room *requestRoom) (*protocol.AppendParams, error) {
-	if p, ok, err := decodeAppendFastInto(raw, long, room); ok {
+	return decodeAppendContent(raw, long, nil, room)
+}
+
+// decodeAppendContent is decodeAppendInto of params whose chunk was sent
+// raw, as content, when content is not nil (appendRawParams).
+func decodeAppendContent(raw []byte, long jsonrpc.LongString, content []byte, room *requestRoom) (*protocol.AppendParams, error) {
+	if p, ok, err := decodeAppendFastContent(raw, long, content, room); ok {
 		if err == nil && room != nil && room.lastSession != nil {
 			*room.lastSession = p.SessionID
 		}
 		return p, err
 	}
-	return decodeAppendGeneral(raw)
+	return decodeAppendGeneralContent(raw, content)
+}
+
+// appendRawParams is session.append's decoder in the method table for a
+// frame that carried the chunk raw (protocol.HeaderRawLength): the params'
+// JSON without a chunk, then the chunk itself, which is used where it was
+// read, in the frame's buffer, with no pass over it but the check that it
+// is valid UTF-8, the rule a chunk sent as a JSON string obeys too.
+func appendRawParams(raw json.RawMessage, content []byte, room *requestRoom) (*protocol.AppendParams, error) {
+	p, err := decodeAppendContent(raw, jsonrpc.LongString{}, content, room)
+	if err != nil {
+		return nil, malformedParams(protocol.MethodSessionAppend, err)
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // requestRoom is memory of a request's own (its served) where its params
@@ -91,6 +113,12 @@ type requestRoom struct {
 // decodeAppendGeneral is decodeAppend by the general decoder, for params
 // decodeAppendFast leaves to it.
 func decodeAppendGeneral(raw []byte) (*protocol.AppendParams, error) {
+	return decodeAppendGeneralContent(raw, nil)
+}
+
+// decodeAppendGeneralContent is decodeAppendGeneral of params whose chunk
+// was sent raw, as content, when content is not nil.
+func decodeAppendGeneralContent(raw, content []byte) (*protocol.AppendParams, error) {
 	var w appendWire
 	if err := jsonv2.Unmarshal(raw, &w, appendOptions); err != nil {
 		w = appendWire{}
@@ -103,6 +131,12 @@ func decodeAppendGeneral(raw []byte) (*protocol.AppendParams, error) {
 		return nil, errInvalidText(protocol.MethodSessionAppend, &w.AppendParams)
 	}
 	p := &w.AppendParams
+	if content != nil {
+		if w.Chunk != nil {
+			return nil, errContentTwice(protocol.MethodSessionAppend, "chunk", p.SessionID)
+		}
+		return withRawChunk(p, content)
+	}
 	if w.Chunk == nil {
 		e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonMissingField,
 			"chunk is required: send the next piece of content as a string (\"\" for none)")
@@ -141,6 +175,13 @@ func decodeAppendFast(raw []byte, long jsonrpc.LongString) (p *protocol.AppendPa
 
 // decodeAppendFastInto is decodeAppendFast into room (decodeAppendInto).
 func decodeAppendFastInto(raw []byte, long jsonrpc.LongString, room *requestRoom) (p *protocol.AppendParams, ok bool, err error) {
+	return decodeAppendFastContent(raw, long, nil, room)
+}
+
+// decodeAppendFastContent is decodeAppendFastInto of params whose chunk was
+// sent raw, as content, when content is not nil: their JSON then holds no
+// chunk (a chunk there is refused, content_sent_twice).
+func decodeAppendFastContent(raw []byte, long jsonrpc.LongString, content []byte, room *requestRoom) (p *protocol.AppendParams, ok bool, err error) {
 	var params *protocol.AppendParams
 	if room != nil {
 		params = &room.appendParams
@@ -158,6 +199,10 @@ func decodeAppendFastInto(raw []byte, long jsonrpc.LongString, room *requestRoom
 		return nil, false, nil
 	}
 	i = jsonstr.SkipSpace(raw, i+1)
+	if content != nil && i < len(raw) && raw[i] == '}' {
+		// No member at all: the general decoder says which is missing.
+		return nil, false, nil
+	}
 	for n := 0; ; n++ {
 		if n > 0 {
 			if i >= len(raw) || raw[i] != ',' {
@@ -207,7 +252,17 @@ func decodeAppendFastInto(raw []byte, long jsonrpc.LongString, room *requestRoom
 		}
 		i = jsonstr.SkipSpace(raw, i+k)
 	}
-	if i >= len(raw) || raw[i] != '}' || jsonstr.SkipSpace(raw, i+1) != len(raw) || !haveID || !haveSeq || chunkAt < 0 {
+	if i >= len(raw) || raw[i] != '}' || jsonstr.SkipSpace(raw, i+1) != len(raw) || !haveID || !haveSeq {
+		return nil, false, nil
+	}
+	if content != nil {
+		if chunkAt >= 0 {
+			return nil, true, errContentTwice(protocol.MethodSessionAppend, "chunk", params.SessionID)
+		}
+		p, err := withRawChunk(params, content)
+		return p, true, err
+	}
+	if chunkAt < 0 {
 		return nil, false, nil
 	}
 	// From here on raw is overwritten: the chunk's text is written over
@@ -233,6 +288,28 @@ func decodeAppendFastInto(raw []byte, long jsonrpc.LongString, room *requestRoom
 	// again.
 	params.Chunk = unsafe.String(unsafe.SliceData(chunk), len(chunk))
 	return params, true, nil
+}
+
+// withRawChunk gives p the chunk sent raw, content, which it shares: the
+// frame's buffer, which nothing writes to until the request is served. It
+// refuses content that is not valid UTF-8, as a chunk sent as a JSON string
+// is refused (errInvalidChunk).
+func withRawChunk(p *protocol.AppendParams, content []byte) (*protocol.AppendParams, error) {
+	if !utf8.Valid(content) {
+		return nil, errInvalidChunk(protocol.MethodSessionAppend, p.SessionID, p.Seq)
+	}
+	p.Chunk = unsafe.String(unsafe.SliceData(content), len(content))
+	return p, nil
+}
+
+// errContentTwice refuses params whose field was sent raw and in their
+// JSON as well.
+func errContentTwice(method, field, sessionID string) *protocol.Error {
+	e := protocol.Errorf(protocol.CodeInvalidParams, protocol.ReasonContentSentTwice,
+		"%s was sent raw after the JSON (%s) and in the params too; send it one way: leave it out of the params when it is sent raw",
+		field, protocol.HeaderRawLength)
+	e.Data.Method, e.Data.Field, e.Data.SessionID = method, field, sessionID
+	return e
 }
 
 // sessionIDOf is id as a string: the connection's last one (room's) when
@@ -291,6 +368,47 @@ func fastParams[P any](method string) func(json.RawMessage, jsonrpc.LongString, 
 		}
 		return v, nil
 	}
+}
+
+// writeWire is session.write's params with the content as a pointer, to
+// tell a content present in the JSON (even "") from one left out.
+type writeWire struct {
+	protocol.WriteParams
+	Content *string `json:"content"`
+}
+
+// writeRawParams is session.write's decoder in the method table for a
+// frame that carried the content raw (protocol.HeaderRawLength): the
+// params' JSON without it, read as fastParams reads them, then the content,
+// checked as valid UTF-8 and copied once into a string of its own: the
+// engine may hold a file's content past the handler's return (its file is
+// written while the journal syncs), and the frame's buffer is read into
+// again then. The copy is a pass that the JSON form's unquoting made too,
+// without its scan and its escapes.
+func writeRawParams(raw json.RawMessage, content []byte, _ *requestRoom) (*protocol.WriteParams, error) {
+	const method = protocol.MethodSessionWrite
+	var w writeWire
+	if err := jsonv2.Unmarshal(raw, &w, fastOptions); err != nil {
+		if jsonv2.Unmarshal(raw, new(writeWire), appendOptions, jsontext.AllowInvalidUTF8(true)) == nil {
+			return nil, errInvalidText(method, &w.WriteParams)
+		}
+		return nil, malformedParams(method, err)
+	}
+	if w.Content != nil {
+		return nil, errContentTwice(method, "content", "")
+	}
+	if !utf8.Valid(content) {
+		e := protocol.Errorf(protocol.CodeValidationFailed, protocol.ReasonInvalidUTF8,
+			"the content of %s is not valid UTF-8; nothing was done: send text", method)
+		e.Data.Method, e.Data.Field = method, "content"
+		return nil, e
+	}
+	p := &w.WriteParams
+	p.Content = string(content)
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // appendOptions read as encoding/json does: v2's case-insensitive matching

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -242,14 +243,28 @@ func TestWriteParamsOwnTheirContent(t *testing.T) {
 			t.Errorf("content %q became %q when the frame's buffer was read into again", want, p.Content)
 		}
 	}
+	// Sent raw, the content is copied out of the frame's buffer too.
+	frame := []byte(`{"target_file":"/w/a","operation":"create"}raw text`)
+	p, err := writeRawParams(frame[:43], frame[43:], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range frame {
+		frame[i] = '#'
+	}
+	if p.Content != "raw text" {
+		t.Errorf("raw content became %q when the frame's buffer was read into again", p.Content)
+	}
 }
 
 // BenchmarkWriteParams: session.write's params of a 64 KiB file, read as
 // every other method's are (encoding/json, then a pass to check the text)
 // and by the faster decoder it uses.
 func BenchmarkWriteParams(b *testing.B) {
-	content, _ := json.Marshal(strings.Repeat("func f() { return \"x\" }\n", 64<<10/25))
+	text := []byte(strings.Repeat("func f() { return \"x\" }\n", 64<<10/25))
+	content, _ := json.Marshal(string(text))
 	raw := json.RawMessage(`{"target_file":"/w/a.go","operation":"create","content":` + string(content) + `}`)
+	begin := json.RawMessage(`{"target_file":"/w/a.go","operation":"create"}`)
 	for _, tc := range []struct {
 		name   string
 		decode func(json.RawMessage) (*protocol.WriteParams, error)
@@ -259,6 +274,10 @@ func BenchmarkWriteParams(b *testing.B) {
 		}},
 		{"fast", func(raw json.RawMessage) (*protocol.WriteParams, error) {
 			return fastParams[protocol.WriteParams](protocol.MethodSessionWrite)(raw, jsonrpc.LongString{}, nil)
+		}},
+		{"raw", func(json.RawMessage) (*protocol.WriteParams, error) {
+			// The same params, the content sent raw (Orion-Raw-Length).
+			return writeRawParams(begin, text, nil)
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -449,4 +468,88 @@ func FuzzAppendResultJSON(f *testing.F) {
 			t.Errorf("appendResultJSON = %s\nencoding/json = %s", got, want)
 		}
 	})
+}
+
+// TestAppendRawParams: an append whose chunk came raw decodes its session
+// and seq from the JSON, by the fast decoder or the general one alike, and
+// its chunk is the raw bytes themselves, not a copy; a chunk in the JSON
+// too, raw bytes that are not UTF-8 and malformed JSON are refused with
+// their reasons.
+func TestAppendRawParams(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, content string
+		reason                string
+	}{
+		{"Fast", `{"session_id":"a","seq":3}`, "x\x00\"\\ é\r\n", ""},
+		{"FastEmpty", `{"session_id":"a","seq":3}`, "", ""},
+		{"General", ` { "seq" : 3 , "Session_ID" : "a", "extra": [1] } `, "text", ""},
+		{"GeneralNullChunk", `{"session_id":"a","seq":3,"chunk":null}`, "text", ""},
+		{"ChunkToo", `{"session_id":"a","seq":3,"chunk":"x"}`, "text", protocol.ReasonContentSentTwice},
+		{"ChunkTooFirst", `{"chunk":"","session_id":"a","seq":3}`, "text", protocol.ReasonContentSentTwice},
+		{"ChunkTooGeneral", `{"session_id":"a","seq":3,"chunk":"x","more":true}`, "text", protocol.ReasonContentSentTwice},
+		{"InvalidUTF8", `{"session_id":"a","seq":3}`, "caf\xe9", protocol.ReasonInvalidUTF8},
+		{"InvalidUTF8General", `{"seq":3,"session_id":"a","x":1}`, "\xed\xa0\x80", protocol.ReasonInvalidUTF8},
+		{"Malformed", `{"session_id":"a","seq":"3"}`, "text", protocol.ReasonMalformedParams},
+		{"SessionNotText", `{"session_id":"\ud800","seq":3}`, "text", protocol.ReasonInvalidUTF8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			content := []byte(tc.content)
+			var last string
+			p, err := methods[protocol.MethodSessionAppend].decodeRaw([]byte(tc.params), content, &requestRoom{lastSession: &last})
+			if tc.reason != "" {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Data.Reason != tc.reason {
+					t.Fatalf("decoded %+v, %v; want refused %s", p, err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.(*protocol.AppendParams)
+			if got.SessionID != "a" || got.Seq != 3 || got.Chunk != tc.content {
+				t.Fatalf("decoded %+v, want session a, seq 3, chunk %q", got, tc.content)
+			}
+			if len(content) > 0 && unsafe.StringData(got.Chunk) != &content[0] {
+				t.Fatal("the chunk is a copy of the raw content, not the content itself")
+			}
+		})
+	}
+}
+
+// TestWriteRawParams: session.write's content sent raw comes out as the
+// content, with begin's fields read from the JSON as the faster decoder
+// reads them; content in the JSON too, or raw bytes that are not UTF-8,
+// are refused with their reasons.
+func TestWriteRawParams(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, content string
+		reason, field         string
+	}{
+		{"OK", `{"target_file":"/w/a.go","operation":"create","intent":"x"}`, "package a\n\"q\" \\ é\x00", "", ""},
+		{"Empty", `{"TARGET_FILE":"/w/a.go","operation":"create"}`, "", "", ""},
+		{"NullContent", `{"target_file":"/w/a.go","operation":"create","content":null}`, "x", "", ""},
+		{"ContentToo", `{"target_file":"/w/a.go","operation":"create","content":""}`, "x", protocol.ReasonContentSentTwice, "content"},
+		{"InvalidUTF8", `{"target_file":"/w/a.go","operation":"create"}`, "caf\xe9", protocol.ReasonInvalidUTF8, "content"},
+		{"ParamsNotText", "{\"target_file\":\"/w/\xff.go\",\"operation\":\"create\"}", "x", protocol.ReasonInvalidUTF8, "params"},
+		{"Malformed", `{"target_file":1}`, "x", protocol.ReasonMalformedParams, "target_file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := methods[protocol.MethodSessionWrite].decodeRaw([]byte(tc.params), []byte(tc.content), &requestRoom{})
+			if tc.reason != "" {
+				var pe *protocol.Error
+				if !errors.As(err, &pe) || pe.Data.Reason != tc.reason || pe.Data.Field != tc.field {
+					t.Fatalf("decoded %+v, %v; want refused %s naming %q", p, err, tc.reason, tc.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.(*protocol.WriteParams)
+			if got.TargetFile != "/w/a.go" || got.Operation != protocol.OpCreate || got.Content != tc.content {
+				t.Fatalf("decoded %+v, want /w/a.go created with %q", got, tc.content)
+			}
+		})
+	}
 }

@@ -215,6 +215,12 @@ const (
 	ReasonTooManyConnections = "too_many_connections"
 	// ReasonRequestCancelled goes with CodeRequestCancelled.
 	ReasonRequestCancelled = "request_cancelled"
+	// ReasonRawContentNotTaken: a frame carried raw content
+	// (HeaderRawLength) for a method that takes none (code -32602).
+	ReasonRawContentNotTaken = "raw_content_not_taken"
+	// ReasonContentSentTwice: a frame carried raw content and its params'
+	// JSON holds the field it stands for too (data.field, code -32602).
+	ReasonContentSentTwice = "content_sent_twice"
 )
 
 // Reasons of the daemon's resource limits.

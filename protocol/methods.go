@@ -93,9 +93,9 @@ var (
 // (docs/protocol.md, generated): its params, an arrow, what it answers.
 var MethodDocs = map[string]string{
 	MethodSessionBegin:     "`intent`, `target_file` (absolute, or relative to `workspace_root`), `operation` (`create`, `overwrite`, `append`, `patch` with `patch_spec`, `edit`) → `session_id`, `stage`, `end_marker`, `instructions`, resolved `target_file`",
-	MethodSessionAppend:    "`session_id`, `seq` (1, 2, 3, …), `chunk` → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed",
+	MethodSessionAppend:    "`session_id`, `seq` (1, 2, 3, …), `chunk` (or sent raw after the JSON: Content sent raw) → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed",
 	MethodSessionFinalize:  "`session_id`, `end_of_input` (the input ended without a marker: a file, not a model) → `bytes`, `lines`, `sha256`, `file_bytes`, `file_sha256`, `mode`, `trailing_bytes`, `trailing_preview`; never the content",
-	MethodSessionWrite:     "`session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that",
+	MethodSessionWrite:     "`session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`; or sent raw after the JSON) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that",
 	MethodSessionAbort:     "`session_id` → `stage: aborted`",
 	MethodSessionGet:       "`session_id` → session info (stage, bytes, lines, last seq, result)",
 	MethodSessionList:      "`all` → session info of each session (open ones only without `all`)",

@@ -22,6 +22,8 @@ var ErrorReasons = []ReasonDoc{
 	{CodeInvalidRequest, ReasonBatchNotSupported, "a batch (a JSON array): send requests one by one"},
 	{CodeMethodNotFound, ReasonUnknownMethod, "no such method (`data.method`)"},
 	{CodeInvalidParams, ReasonMalformedParams, "the params are not the JSON the method takes"},
+	{CodeInvalidParams, ReasonRawContentNotTaken, "raw content (an `Orion-Raw-Length` header) sent to a method that takes none (`data.method`); the connection stays usable"},
+	{CodeInvalidParams, ReasonContentSentTwice, "raw content sent, and the field it stands for (`data.field`) present in the params' JSON too"},
 	{CodeInvalidParams, ReasonMissingField, "a required field is missing (`data.field`), also `chunk: null`"},
 	{CodeInvalidParams, ReasonInvalidDuration, "a duration below 0 or above its maximum (`data.field`, `data.limit` in ms)"},
 	{CodeInvalidParams, ReasonSeqZero, "a chunk's seq is 0; seqs start at 1"},

@@ -383,6 +383,9 @@ type StatusResult struct {
 	StoreMaxBytes int64       `json:"store_max_bytes,omitempty"`
 	Store         *StoreStats `json:"store,omitempty"`
 	Methods       []string    `json:"methods"`
+	// Features are what the daemon does beyond its methods:
+	// FeatureRawContent when it reads a request's content raw.
+	Features []string `json:"features,omitempty"`
 	// ProtectedPaths are refused whatever the allowed roots say: the
 	// daemon's own files always, the rest unless lifted with
 	// --allow-protected (AllowedProtected). An entry without a slash is a

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/orion-agent/orion/internal/blobstore"
 	"github.com/orion-agent/orion/internal/failpoint"
 	"github.com/orion-agent/orion/internal/store"
@@ -192,7 +194,15 @@ func TestMigrationFromReleaseKilledThenDone(t *testing.T) {
 			t.Fatalf("oriond at the kill point %s: %v, want killed\n%s", point, err, out.String())
 		}
 	}
+	// Killed before its rewrite, the migrated file is rewritten by the
+	// next start, and the copy the kill left behind is gone.
+	if _, err := os.Stat(db + ".compact"); err != nil {
+		t.Fatalf("the kill during the rewrite left no copy: %v", err)
+	}
 	d.Restart()
+	if _, err := os.Stat(db + ".compact"); !os.IsNotExist(err) {
+		t.Fatalf("the rewrite's temporary copy is left: %v", err)
+	}
 	c := dial(t, d)
 
 	var want struct {
@@ -252,6 +262,25 @@ func TestMigrationFromReleaseKilledThenDone(t *testing.T) {
 			t.Fatalf("session %s: backup %q", id, got.Content)
 		}
 	}
+
+	// The pages the moved contents took are gone from the file (bbolt
+	// grows the file ahead of its pages: its size says nothing).
+	d.Stop()
+	release, err := os.Stat(filepath.Join(data, "v4.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	bdb.View(func(tx *bolt.Tx) error {
+		if tx.Size() > release.Size()/2 {
+			t.Errorf("the store file's pages reach %d bytes after the migration, the release's file %d: it was not rewritten", tx.Size(), release.Size())
+		}
+		return nil
+	})
 }
 
 func copyTo(t *testing.T, from, to string) {

@@ -264,8 +264,11 @@ func (f *FS) openDir(dir string) (*Dir, error) {
 				Msg: fmt.Sprintf("%s is not a directory, so nothing can be written below it; write into an existing directory", dir)}
 		}
 	}
-	real, named := kernelPath(file)
-	if named && real != dir {
+	same, named := kernelPathIs(file, dir)
+	if named && !same {
+		// Named again for the refusal: only the rare case pays for
+		// the name on the heap.
+		real, _ := kernelPath(file)
 		file.Close()
 		return nil, moved(dir, real, f.guard.Inside(real))
 	}

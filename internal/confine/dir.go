@@ -268,8 +268,8 @@ func (d *Dir) StillAt() (still, known bool) {
 	if !d.named {
 		return false, false
 	}
-	real, ok := kernelPath(d.f)
-	return ok && real == d.Path, true
+	same, _ := kernelPathIs(d.f, d.Path)
+	return same, true
 }
 
 // SameAs reports whether d and o are one directory (the same file of the

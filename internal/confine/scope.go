@@ -61,7 +61,7 @@ func (s *scope) openDir(f *FS, dir string) (*Dir, error) {
 	d := s.dirs[key]
 	s.mu.Unlock()
 	if d != nil {
-		if real, ok := kernelPath(d.f); ok && real == dir {
+		if same, _ := kernelPathIs(d.f, dir); same {
 			return d, nil
 		}
 		// Moved, removed or replaced since: opened again, the path

@@ -14,3 +14,6 @@ func renameExclusive(int, string, string) error { return unix.ENOSYS }
 // kernelPath is not available without /proc; os.Root's confinement to the
 // root still holds, but a redirection inside the root is not detected.
 func kernelPath(*os.File) (string, bool) { return "", false }
+
+// kernelPathIs is kernelPath(f) == want; named is false, as kernelPath's.
+func kernelPathIs(*os.File, string) (same, named bool) { return false, false }

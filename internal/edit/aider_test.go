@@ -149,6 +149,12 @@ func TestAiderEditBlock(t *testing.T) {
 			err:  edit.ErrSyntax, msg: []string{">>>>>>> REPLACE", "may be cut"}},
 		{name: "ErrCutBeforeDivider", files: map[string]string{"app.py": "a\n"},
 			edit: "app.py\n<<<<<<< SEARCH\na\n", err: edit.ErrSyntax, msg: []string{"may be cut"}},
+		{name: "IndentedSearchMarkerIsTheFilesText", files: map[string]string{"fixture.py": "EDIT = \"\"\"\n    <<<<<<< SEARCH\n    old\n\"\"\"\n"}, dialect: aider,
+			edit:  block("fixture.py", "    <<<<<<< SEARCH\n    old\n", "    <<<<<<< SEARCH\n    new\n"),
+			after: map[string]string{"fixture.py": "EDIT = \"\"\"\n    <<<<<<< SEARCH\n    new\n\"\"\"\n"}},
+		{name: "ErrUnindentedSearchMarkerInsideBlock", files: map[string]string{"app.py": "a\nb\n"},
+			edit: "<<<<<<< SEARCH\na\n<<<<<<< SEARCH\nb\n=======\nB\n>>>>>>> REPLACE\n",
+			err:  edit.ErrSyntax, msg: []string{"new SEARCH marker inside the block"}},
 		{name: "ErrStrayDivider", files: map[string]string{"app.py": "a\n"},
 			edit: "=======\nA\n>>>>>>> REPLACE\n", err: edit.ErrSyntax, msg: []string{"outside a block"}},
 	})

@@ -78,6 +78,8 @@ func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 			switch {
 			case dividerRE.MatchString(l):
 				state = inReplace
+			case nestedSearchIsText(dialect, l):
+				cur.search = append(cur.search, l)
 			case searchRE.MatchString(l):
 				return nil, dialect, serr(n, "new SEARCH marker inside the block that starts at line %d; close that block with \"=======\" and its REPLACE marker", cur.line)
 			case replaceRE.MatchString(l):
@@ -89,6 +91,8 @@ func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 			switch {
 			case replaceRE.MatchString(l):
 				blocks, state = append(blocks, cur), outside
+			case nestedSearchIsText(dialect, l):
+				cur.replace = append(cur.replace, l)
 			case searchRE.MatchString(l):
 				return nil, dialect, serr(n, "new SEARCH marker inside the block that starts at line %d; end that block with its REPLACE marker", cur.line)
 			default:
@@ -107,6 +111,17 @@ func parseBlocks(content []byte) ([]srBlock, Dialect, error) {
 		return nil, dialect, serr(0, "no SEARCH block found")
 	}
 	return blocks, dialect, nil
+}
+
+// nestedSearchIsText reports a SEARCH marker inside a block that is the
+// file's own text: Aider ends a SEARCH part only at its divider and a
+// REPLACE part only at its marker, so a SEARCH marker there is a line of
+// the file (a test fixture, a document about the format). An unindented
+// one is still refused: far more often it is the next block, after a
+// block that lost its divider or its REPLACE marker, and saying so beats
+// a SEARCH text that matches nothing.
+func nestedSearchIsText(d Dialect, l string) bool {
+	return (d == DialectAider || d == DialectAiderFenced) && l != "" && (l[0] == ' ' || l[0] == '\t') && searchRE.MatchString(l)
 }
 
 // isMarker reports a line any dialect would take as a block marker.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/orion-agent/orion/internal/jsonstr"
+	"github.com/orion-agent/orion/protocol"
 )
 
 // ClientCodec writes requests as jsonrpc2.VSCodeObjectCodec does, and a
@@ -47,6 +49,10 @@ type ClientCodec struct {
 	sending *jsonrpc2.Request
 	frame   []byte
 	head    []byte
+	// iovs are the parts of a frame with raw content, bufs the list of
+	// them written (writeRaw).
+	iovs [2][]byte
+	bufs net.Buffers
 	// body is the buffer frames are read into, used by whoever reads
 	// (reading).
 	body []byte
@@ -151,9 +157,12 @@ func (c *ClientCodec) WriteObject(stream io.Writer, obj any) error {
 		c.unyieldLocked()
 		c.mu.Unlock()
 	}
-	params, err := c.encode(req)
+	params, content, err := c.encode(req)
 	if err != nil {
 		return err
+	}
+	if content != nil {
+		return c.writeRaw(stream, params, content)
 	}
 	if params == nil {
 		return c.writeParts(stream, [][]byte{c.head})
@@ -199,8 +208,7 @@ const directPart = 256 << 10
 // params in c.head, and returns the params, a Call's own for its request,
 // nil when there are none (c.head is then the whole message). A
 // notification with the id of a Call is that Call's request.
-func (c *ClientCodec) encode(req *jsonrpc2.Request) ([]byte, error) {
-	var params []byte
+func (c *ClientCodec) encode(req *jsonrpc2.Request) (params, content []byte, err error) {
 	if req.Params != nil {
 		params = []byte(*req.Params)
 	}
@@ -209,13 +217,13 @@ func (c *ClientCodec) encode(req *jsonrpc2.Request) ([]byte, error) {
 		c.mu.Lock()
 		k := c.calls[req.ID.Num]
 		if k != nil {
-			params = k.params
+			params, content = k.params, k.content
 		}
 		c.mu.Unlock()
 		if k == nil {
 			// Ended with the connection while jsonrpc2 was about to
 			// write it.
-			return nil, jsonrpc2.ErrClosed
+			return nil, nil, jsonrpc2.ErrClosed
 		}
 		withID = true
 	}
@@ -233,7 +241,50 @@ func (c *ClientCodec) encode(req *jsonrpc2.Request) ([]byte, error) {
 		head = append(head, `,"params":`...)
 	}
 	c.head = head
-	return params, nil
+	return params, content, nil
+}
+
+// writeRaw writes the frame of a Call whose content goes raw after its
+// params (Call.SendRaw): the header, c.head and params gathered in the
+// codec's frame buffer, then content from where it is, the two in one
+// writev on the connection, so that the content is never copied into a
+// frame. jsonrpc2's buffered writer, empty between frames (it is flushed
+// after each), is passed by; where it is not empty, or there is no
+// connection (Conn), the frame goes through it.
+func (c *ClientCodec) writeRaw(stream io.Writer, params, content []byte) error {
+	n := len(c.head) + len(params) + len(closingBrace)
+	frame := c.frame[:0]
+	frame = append(frame, "Content-Length: "...)
+	frame = strconv.AppendInt(frame, int64(n+len(content)), 10)
+	frame = append(frame, "\r\n"+protocol.HeaderRawLength+": "...)
+	frame = strconv.AppendInt(frame, int64(len(content)), 10)
+	frame = append(frame, "\r\n\r\n"...)
+	frame = append(frame, c.head...)
+	frame = append(frame, params...)
+	frame = append(frame, closingBrace...)
+	defer func() { c.frame = keep(frame) }()
+	bw, buffered := stream.(*bufio.Writer)
+	c.mu.Lock()
+	conn := c.rd.conn
+	c.mu.Unlock()
+	if len(content) == 0 {
+		_, err := stream.Write(frame)
+		return err
+	}
+	if conn != nil && buffered && bw.Buffered() == 0 {
+		// In the codec's own array: a net.Buffers of the stack's
+		// escapes to the heap with every frame.
+		c.iovs = [2][]byte{frame, content}
+		c.bufs = c.iovs[:]
+		_, err := c.bufs.WriteTo(conn)
+		c.iovs, c.bufs = [2][]byte{}, nil
+		return err
+	}
+	if _, err := stream.Write(frame); err != nil {
+		return err
+	}
+	_, err := stream.Write(content)
+	return err
 }
 
 // Waiting is how many Calls await their reply: none once every call

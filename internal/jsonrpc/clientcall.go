@@ -22,8 +22,9 @@ type Call struct {
 	// pick gives the request this call's id; made once per Call.
 	pick jsonrpc2.CallOption
 	// params is what WriteObject writes as the request's params while
-	// Send runs.
-	params []byte
+	// Send runs, and content what it writes raw after them (SendRaw).
+	params  []byte
+	content []byte
 	// done receives one value when the reply was read (or the
 	// connection ended), result or err set before.
 	done   chan struct{}
@@ -75,6 +76,24 @@ func (c *ClientCodec) NewCall() *Call {
 // none) through conn, the jsonrpc2.Conn of the codec, and returns once it
 // is written: params may be reused then. The reply is Wait's.
 func (k *Call) Send(ctx context.Context, conn *jsonrpc2.Conn, method string, params []byte) error {
+	return k.send(ctx, conn, method, params, nil)
+}
+
+// SendRaw is Send of a request whose content goes raw after the JSON of
+// its params, in the same frame (protocol.HeaderRawLength): params, one
+// JSON object, leave out the field content stands for. content is written
+// from where it is, never copied into a frame, and may be reused once
+// SendRaw returns. Send it only to a daemon that takes it
+// (protocol.FeatureRawContent).
+func (k *Call) SendRaw(ctx context.Context, conn *jsonrpc2.Conn, method string, params, content []byte) error {
+	if content == nil {
+		content = []byte{}
+	}
+	return k.send(ctx, conn, method, params, content)
+}
+
+// send is Send, with content sent raw when it is not nil.
+func (k *Call) send(ctx context.Context, conn *jsonrpc2.Conn, method string, params, content []byte) error {
 	c := k.codec
 	c.mu.Lock()
 	if !c.hooked {
@@ -85,12 +104,12 @@ func (k *Call) Send(ctx context.Context, conn *jsonrpc2.Conn, method string, par
 		c.mu.Unlock()
 		return jsonrpc2.ErrClosed
 	}
-	k.params = params
+	k.params, k.content = params, content
 	c.calls[k.id] = k
 	c.mu.Unlock()
 	err := conn.Notify(ctx, method, nil, k.pick)
 	c.mu.Lock()
-	k.params = nil
+	k.params, k.content = nil, nil
 	if err != nil {
 		// Not sent, or not whole: a reply it may still get is dropped,
 		// as the connection's end would drop it.

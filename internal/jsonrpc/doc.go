@@ -20,11 +20,16 @@
 // append's chunk) on its way and says what it found (LongString), so that
 // the handler's decoder does not read it again; and the frame is read into
 // a buffer the handler hands back once it is done with the params
-// (Raw.Release), for a later frame. The reply is encoded once, from the typed response
+// (Raw.Release), for a later frame. A frame may also carry a request's
+// content raw after its JSON (protocol.HeaderRawLength, counted by its
+// Content-Length): the stream hands those bytes over as they were read,
+// in the same buffer (Raw.Content), with no pass over them, and the
+// handler decides what they stand for. The reply is encoded once, from the typed response
 // jsonrpc2 shows the stream through its OnSend option just before it asks
 // the stream to write it, not read back from what jsonrpc2 would marshal.
 // ClientCodec writes each request from the typed value jsonrpc2 shows it
-// through OnSend. A call of the Go client (a Call) goes through jsonrpc2
+// through OnSend, and a Call's raw content (Call.SendRaw) after its JSON
+// in one writev, never copied into the frame. A call of the Go client (a Call) goes through jsonrpc2
 // as a notification with the id the codec picked (jsonrpc2.PickID) and no
 // params; the codec writes it with that id and the params encoded once,
 // and reads its reply itself, never handing it to jsonrpc2, whose reading

@@ -64,27 +64,44 @@ type frameError struct {
 func (e *frameError) Error() string { return "reading a frame: " + e.err.Error() }
 
 // readHeader reads one frame's header from r and returns its
-// Content-Length, at most limit. A frameError is a frame that cannot be
-// read; other errors come from the connection. It returns -1 with every
-// error.
+// Content-Length, at most limit (readFrameHeader).
 func readHeader(r *bufio.Reader, limit int64) (int64, error) {
-	length := int64(-1)
+	h, err := readFrameHeader(r, limit)
+	return h.length, err
+}
+
+// frameHeader is what a frame's header says of its body.
+type frameHeader struct {
+	// length is the body's length (Content-Length), raw included.
+	length int64
+	// raw is how many of the body's last bytes are a request's content
+	// sent raw (protocol.HeaderRawLength), -1 when the header is absent.
+	raw int64
+}
+
+// readFrameHeader reads one frame's header from r: its Content-Length, at
+// most limit, and its Orion-Raw-Length, at most the Content-Length. A
+// frameError is a frame that cannot be read; other errors come from the
+// connection. Its lengths are -1 with every error.
+func readFrameHeader(r *bufio.Reader, limit int64) (frameHeader, error) {
+	h := frameHeader{length: -1, raw: -1}
+	fail := func(err error) (frameHeader, error) { return frameHeader{length: -1, raw: -1}, err }
 	for n := 0; ; n++ {
 		if n == maxHeaderLines {
-			return -1, malformedFrame("more than %d header lines", maxHeaderLines)
+			return fail(malformedFrame("more than %d header lines", maxHeaderLines))
 		}
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxHeaderLine {
-			return -1, malformedFrame("a header line is longer than %d bytes", maxHeaderLine)
+			return fail(malformedFrame("a header line is longer than %d bytes", maxHeaderLine))
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && (n > 0 || len(line) > 0) {
-				return -1, io.ErrUnexpectedEOF
+				return fail(io.ErrUnexpectedEOF)
 			}
-			return -1, err
+			return fail(err)
 		}
 		if len(line) < 2 || line[len(line)-2] != '\r' {
-			return -1, malformedFrame(`a header line ends in \n without \r`)
+			return fail(malformedFrame(`a header line ends in \n without \r`))
 		}
 		line = line[:len(line)-2]
 		if len(line) == 0 {
@@ -92,25 +109,44 @@ func readHeader(r *bufio.Reader, limit int64) (int64, error) {
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
-			return -1, malformedFrame("header line %q has no colon", truncate(line, 64))
+			return fail(malformedFrame("header line %q has no colon", truncate(line, 64)))
 		}
-		if !strings.EqualFold(string(bytes.TrimSpace(name)), "Content-Length") {
-			// Content-Type and any other header are allowed and ignored.
-			continue
+		value = bytes.TrimSpace(value)
+		switch name = bytes.TrimSpace(name); {
+		case strings.EqualFold(string(name), "Content-Length"):
+			l, err := parseLength(value, limit)
+			if err != nil {
+				return fail(err)
+			}
+			if h.length >= 0 && l != h.length {
+				return fail(malformedFrame("two Content-Length headers disagree (%d and %d)", h.length, l))
+			}
+			h.length = l
+		case strings.EqualFold(string(name), protocol.HeaderRawLength):
+			// Bounded by the Content-Length, itself bounded: a value
+			// past the limit is no raw length any body can have.
+			l, err := parseLengthOf(protocol.HeaderRawLength, value, limit)
+			if err != nil {
+				var fe *frameError
+				if errors.As(err, &fe) && fe.err.Data.Reason == protocol.ReasonMessageTooLarge {
+					err = malformedRaw("%s %q is longer than any message this daemon reads", protocol.HeaderRawLength, truncate(value, 32))
+				}
+				return fail(err)
+			}
+			if h.raw >= 0 && l != h.raw {
+				return fail(malformedRaw("two %s headers disagree (%d and %d)", protocol.HeaderRawLength, h.raw, l))
+			}
+			h.raw = l
 		}
-		l, err := parseLength(bytes.TrimSpace(value), limit)
-		if err != nil {
-			return -1, err
-		}
-		if length >= 0 && l != length {
-			return -1, malformedFrame("two Content-Length headers disagree (%d and %d)", length, l)
-		}
-		length = l
+		// Content-Type and any other header are allowed and ignored.
 	}
-	if length < 0 {
-		return -1, malformedFrame("no Content-Length header")
+	if h.length < 0 {
+		return fail(malformedFrame("no Content-Length header"))
 	}
-	return length, nil
+	if h.raw > h.length {
+		return fail(malformedRaw("%s %d is more than the Content-Length %d, which counts the raw bytes too", protocol.HeaderRawLength, h.raw, h.length))
+	}
+	return h, nil
 }
 
 // readBody reads a frame's body of length bytes from r.
@@ -128,12 +164,17 @@ func readBody(r io.Reader, length int64) ([]byte, error) {
 // parseLength reads a Content-Length value, refusing one over limit
 // before anything of the body is read.
 func parseLength(v []byte, limit int64) (int64, error) {
+	return parseLengthOf("Content-Length", v, limit)
+}
+
+// parseLengthOf is parseLength of the header called name.
+func parseLengthOf(name string, v []byte, limit int64) (int64, error) {
 	if len(v) == 0 {
-		return 0, malformedFrame("Content-Length is empty")
+		return 0, malformedFrame("%s is empty", name)
 	}
 	for _, c := range v {
 		if c < '0' || c > '9' {
-			return 0, malformedFrame("Content-Length %q is not a decimal number of bytes", truncate(v, 32))
+			return 0, malformedFrame("%s %q is not a decimal number of bytes", name, truncate(v, 32))
 		}
 	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
@@ -150,6 +191,12 @@ func parseLength(v []byte, limit int64) (int64, error) {
 func malformedFrame(format string, args ...any) error {
 	return &frameError{protocol.Errorf(protocol.CodeParseError, protocol.ReasonMalformedFrame,
 		"malformed frame: "+format+`; each message is "Content-Length: N\r\n\r\n" and N bytes of JSON`, args...)}
+}
+
+// malformedRaw is malformedFrame of an Orion-Raw-Length header.
+func malformedRaw(format string, args ...any) error {
+	return &frameError{protocol.Errorf(protocol.CodeParseError, protocol.ReasonMalformedFrame,
+		"malformed frame: "+format+"; with \""+protocol.HeaderRawLength+": M\" the last M of the Content-Length's N bytes are the content, raw, after N-M bytes of JSON", args...)}
 }
 
 func truncate(b []byte, n int) string {

@@ -38,6 +38,13 @@ func FuzzFrameReader(f *testing.F) {
 		"Content-Length: 2\n\n{}",
 		strings.Repeat("Content-Length: 2\r\n", 9),
 		strings.Repeat("a", 5000),
+		rawFrame(`{"jsonrpc":"2.0","id":4,"method":"session.append","params":{"session_id":"s","seq":1}}`, "raw \x00\xff\r\n\r\n"),
+		rawFrame(`{"jsonrpc":"2.0","id":5,"method":"daemon.status"}`, ""),
+		rawFrame(``, `{"jsonrpc":"2.0","id":6,"method":"m"}`),
+		"Content-Length: 2\r\nOrion-Raw-Length: 3\r\n\r\n{}",
+		"Content-Length: 40\r\nOrion-Raw-Length: 1\r\nOrion-Raw-Length: 2\r\n\r\n",
+		"Content-Length: 5000\r\nOrion-Raw-Length: 4990\r\n\r\n{}",
+		"orion-raw-length:  7 \r\nContent-Length: 9\r\n\r\n{}1234567",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -54,7 +61,7 @@ func FuzzFrameReader(f *testing.F) {
 				}
 				break
 			}
-			if raw := req.Params; raw.JSON != nil {
+			if raw := req.Params; raw.JSON != nil || raw.Content != nil {
 				checkLong(t, raw.JSON, raw.Long)
 				// Its buffer goes back, for later frames of this input to
 				// be read into.

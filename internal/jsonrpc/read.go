@@ -95,8 +95,10 @@ type codecConn struct {
 	c *ClientCodec
 }
 
-// Close closes the connection, and tells a read loop waiting for a Call to
-// read that none will.
+// Close closes the connection, tells a read loop waiting for a Call to
+// read that none will, and fails the Calls waiting: jsonrpc2 closes it
+// when its read loop has ended (a frame it cannot read), and then no one
+// is left to read their replies or to end them.
 func (cc *codecConn) Close() error {
 	err := cc.Conn.Close()
 	c := cc.c
@@ -106,6 +108,7 @@ func (cc *codecConn) Close() error {
 	}
 	c.wakeLoop()
 	c.mu.Unlock()
+	c.endCalls()
 	return err
 }
 

@@ -49,6 +49,14 @@ type Raw struct {
 	// Long is what the stream's pass over the frame learned of the
 	// params' longest string (zero: nothing).
 	Long LongString
+	// Content is the content the frame carried raw after the JSON
+	// (protocol.HeaderRawLength), a slice of the frame's buffer; nil when
+	// it carried none, empty (not nil) when it carried zero bytes. It
+	// stands for a field of the params that JSON then leaves out
+	// (protocol.RawContentFields); the stream knows nothing of methods and
+	// hands it over whatever the method: the handler refuses what the
+	// method does not take.
+	Content []byte
 	// frame is the buffer the request's frame was read into, which JSON
 	// and Long are slices of.
 	frame *[]byte
@@ -226,7 +234,8 @@ func (s *ServerStream) ReadObject(v any) error {
 		if err := s.admit(func() bool { return s.inflight < s.limits.MaxInflight }, 1, 0); err != nil {
 			return err
 		}
-		length, err := s.nextHeader()
+		hdr, err := s.nextHeader()
+		length := hdr.length
 		if err == nil {
 			// The slot taken above already counts this request; only its
 			// bytes are left to fit.
@@ -259,7 +268,16 @@ func (s *ServerStream) ReadObject(v any) error {
 			s.logFrameTimeout(err)
 			return err
 		}
-		msg, perr := parseMessage(*frame)
+		body, content := *frame, []byte(nil)
+		if hdr.raw >= 0 {
+			// Never nil, even when empty: zero bytes sent raw are an
+			// empty content, not none. The JSON ends where the content
+			// starts, its capacity too, so that nothing written to it
+			// reaches the content.
+			n := length - hdr.raw
+			body, content = (*frame)[:n:n], (*frame)[n:]
+		}
+		msg, perr := parseMessage(body)
 		if perr != nil {
 			s.release(length)
 			s.log.Debug("answering a malformed message", "reason", perr.Data.Reason, "err", perr.Message)
@@ -289,8 +307,8 @@ func (s *ServerStream) ReadObject(v any) error {
 		s.ids[id] = newPending(msg.id, length)
 		s.mu.Unlock()
 		req := Request{ID: id, Method: msg.method}
-		if msg.params != nil {
-			req.Params = Raw{JSON: msg.params, Long: msg.long, frame: frame}
+		if msg.params != nil || content != nil {
+			req.Params = Raw{JSON: msg.params, Long: msg.long, Content: content, frame: frame}
 		} else {
 			// Nothing of the frame is kept: the id and method are
 			// copies.
@@ -760,11 +778,11 @@ const (
 )
 
 // nextHeader waits for the next frame (awaitFrame), then reads its header.
-func (s *ServerStream) nextHeader() (int64, error) {
+func (s *ServerStream) nextHeader() (frameHeader, error) {
 	if err := s.awaitFrame(); err != nil {
-		return -1, err
+		return frameHeader{length: -1, raw: -1}, err
 	}
-	return readHeader(s.r, s.limits.MaxMessage)
+	return readFrameHeader(s.r, s.limits.MaxMessage)
 }
 
 // awaitFrame waits, with no deadline, for the first byte of the next

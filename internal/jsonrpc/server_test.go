@@ -51,6 +51,12 @@ func frame(body string) string {
 	return "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
+// rawFrame is a frame of body with content raw after it.
+func rawFrame(body, content string) string {
+	return "Content-Length: " + strconv.Itoa(len(body)+len(content)) + "\r\n" + protocol.HeaderRawLength + ": " +
+		strconv.Itoa(len(content)) + "\r\n\r\n" + body + content
+}
+
 // reply is one frame the stream wrote, decoded.
 type reply struct {
 	ID     json.RawMessage `json:"id"`
@@ -193,6 +199,21 @@ func TestFrameStream(t *testing.T) {
 		{"NoColon", "Content-Length 2\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
 		{"BlankLineFirst", "\r\n" + ok, "null:-32700/malformed_frame", "malformed_frame"},
 
+		{"Raw", rawFrame(`{"jsonrpc":"2.0","id":7,"method":"m","params":{}}`, "Content-Length: 2\r\n\r\n{}") + ok, "7:ok 7:ok", ""},
+		{"RawEmpty", rawFrame(`{"jsonrpc":"2.0","id":7,"method":"m"}`, ""), "7:ok", ""},
+		{"RawHeaderCase", "orion-raw-length: 1\r\nContent-Length: 3\r\n\r\n{}x" + ok, "null:-32600/invalid_request 7:ok", ""},
+		{"RawTwiceAgreeing", "Orion-Raw-Length: 1\r\nOrion-Raw-Length: 1\r\nContent-Length: 3\r\n\r\n{}x", "null:-32600/invalid_request", ""},
+		{"RawIsTheWholeBody", rawFrame(``, `{"jsonrpc":"2.0","id":5,"method":"m"}`) + ok, "null:-32700/invalid_json 7:ok", ""},
+		{"RawLongerThanBody", "Content-Length: 2\r\nOrion-Raw-Length: 3\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"RawNotNumber", "Content-Length: 2\r\nOrion-Raw-Length: 0x1\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"RawNegative", "Content-Length: 2\r\nOrion-Raw-Length: -1\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"RawEmptyValue", "Content-Length: 2\r\nOrion-Raw-Length: \r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"RawOverflow", "Content-Length: 2\r\nOrion-Raw-Length: 99999999999999999999999\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"RawsDisagree", "Content-Length: 2\r\nOrion-Raw-Length: 1\r\nOrion-Raw-Length: 2\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"RawTooLarge", "Content-Length: 1025\r\nOrion-Raw-Length: 1000\r\n\r\n", "null:-32008/message_too_large", "message_too_large"},
+		{"RawWithoutContentLength", "Orion-Raw-Length: 0\r\n\r\n{}", "null:-32700/malformed_frame", "malformed_frame"},
+		{"EOFInRaw", "Content-Length: 100\r\nOrion-Raw-Length: 60\r\n\r\n" + `{"jsonrpc":"2.0","id":7,"method":"m"}` + "abc", "", "unexpected EOF"},
+
 		{"EOFInHeader", "Content-Len", "", "unexpected EOF"},
 		{"EOFInBody", "Content-Length: 10\r\n\r\n{}", "", "unexpected EOF"},
 	}
@@ -261,6 +282,39 @@ func TestFrameStreamParams(t *testing.T) {
 	}
 	if string(req.Params.JSON) != params || req.Method != "session.append" || req.ID == 0 {
 		t.Fatalf("request %d %s with params %s; want session.append with %s as sent", req.ID, req.Method, req.Params.JSON, params)
+	}
+}
+
+// TestFrameStreamRawContent: content sent raw after the JSON reaches the
+// handler byte for byte as the params' Content, the JSON before it as
+// their JSON; zero bytes sent raw are an empty content, not none, and a
+// frame without raw content has none.
+func TestFrameStreamRawContent(t *testing.T) {
+	const params = `{"session_id":"s","seq":1}`
+	request := `{"jsonrpc":"2.0","id":1,"method":"session.append","params":` + params + `}`
+	content := "\"quoted\"\r\n\x00 é \xff Content-Length: 2\r\n\r\n{}"
+	for _, tc := range []struct {
+		name, in, json string
+		content        []byte
+	}{
+		{"Raw", rawFrame(request, content), params, []byte(content)},
+		{"RawEmpty", rawFrame(request, ""), params, []byte{}},
+		{"RawWithoutParams", rawFrame(`{"jsonrpc":"2.0","id":1,"method":"daemon.status"}`, "x"), "", []byte("x")},
+		{"NoRaw", frame(request), params, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewServerStream(&pipeConn{in: strings.NewReader(tc.in)}, Limits{MaxMessage: 1 << 20, MaxInflight: 4}, nil)
+			req, err := readRequest(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := req.Params
+			if string(got.JSON) != tc.json || !bytes.Equal(got.Content, tc.content) || (got.Content == nil) != (tc.content == nil) {
+				t.Fatalf("params %q, content %q (nil %v); want %q, %q (nil %v)",
+					got.JSON, got.Content, got.Content == nil, tc.json, tc.content, tc.content == nil)
+			}
+			got.Release()
+		})
 	}
 }
 

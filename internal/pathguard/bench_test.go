@@ -59,3 +59,34 @@ func BenchmarkResolveConfigDir(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckScopedAgain is a request's later check of its target (read,
+// then written, after it was resolved): the scope answers the rules read by
+// path from the first check, and only the git-partial rule looks again.
+func BenchmarkCheckScopedAgain(b *testing.B) {
+	home, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(home, "src", "proj")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	g, err := pathguard.NewProtected([]string{home}, pathguard.Protection{Default: pathguard.DefaultProtected(home), Home: home,
+		PathDirs: pathguard.PathDirs(os.Getenv("PATH"), home)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := filepath.Join(dir, "file.go")
+	open := func(string) (pathguard.DirReader, error) { return nil, nil }
+	s := pathguard.NewScope()
+	if _, err := g.ResolveIn(s, target, ""); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := g.CheckProtectedScoped(s, target, open); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

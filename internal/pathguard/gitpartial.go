@@ -55,14 +55,22 @@ type OpenDirFunc func(dir string) (DirReader, error)
 // returned, for the caller to fail closed.
 func (g *Guard) gitPartial(path string, open OpenDirFunc) (Match, bool, error) {
 	sep := string(filepath.Separator)
-	comps := strings.Split(strings.Trim(path, sep), sep)
-	for i, c := range comps {
-		piece := pieceName(c)
+	// The components are looked at where they are in path, not split
+	// out: a request checks its target three or four times, and most
+	// paths name no piece.
+	for i, j := 0, 0; i < len(path); i = j {
+		for i < len(path) && path[i] == filepath.Separator {
+			i++
+		}
+		for j = i; j < len(path) && path[j] != filepath.Separator; j++ {
+		}
+		piece := pieceName(path[i:j])
 		if piece == "" {
 			continue
 		}
-		// Joined only for a piece: most paths have none.
-		dir := filepath.Join(sep, filepath.Join(comps[:i]...))
+		// Joined only for a piece: the directory holding it, cleaned
+		// as a join of the components before it.
+		dir := filepath.Join(sep, path[:i])
 		if !g.inside(dir) {
 			continue
 		}
@@ -84,9 +92,15 @@ func (g *Guard) gitPartial(path string, open OpenDirFunc) (Match, bool, error) {
 }
 
 // pieceName returns the git piece that the path component c names, or "".
+// It is sameName against each piece, with c folded once: a piece's name
+// is its own fold.
 func pieceName(c string) string {
+	if c == "" {
+		return ""
+	}
+	c = foldName(c)
 	for _, p := range gitPieces {
-		if sameName(p, c) {
+		if strings.EqualFold(p, c) {
 			return p
 		}
 	}

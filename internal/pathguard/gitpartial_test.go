@@ -2,6 +2,7 @@ package pathguard_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,3 +173,74 @@ func TestGitPartialFIFONeverBlocks(t *testing.T) {
 		t.Fatal("the check of a path through a FIFO blocked")
 	}
 }
+
+// In one request's scope the rules read by path answer each later check of
+// a path as they did the first, but the git-partial rule reads its
+// directory through the caller at every check: a marker put there between
+// two checks of the same request refuses the second.
+func TestScopedCheckReadsGitPartialEachTime(t *testing.T) {
+	root, g := partialRoot(t, pathguard.Protection{Default: []string{".git"}})
+	dir := filepath.Join(root, "tool")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	open := func(d string) (pathguard.DirReader, error) {
+		reads++
+		return osDir(d), nil
+	}
+	scope := pathguard.NewScope()
+	target := filepath.Join(dir, "HEAD")
+	for i := range 2 {
+		if err := g.CheckProtectedScoped(scope, target, open); err != nil {
+			t.Fatalf("check %d of %s before any marker: %v", i+1, target, err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := g.CheckProtectedScoped(scope, target, open)
+	var pe *pathguard.Error
+	if !errors.As(err, &pe) || pe.Rule != pathguard.RuleGitPartial {
+		t.Fatalf("check of %s once its directory holds objects/, refs/ and a config: %v, want rule %s", target, err, pathguard.RuleGitPartial)
+	}
+	if reads != 3 {
+		t.Errorf("the directory was read %d times for three checks, want 3", reads)
+	}
+	// A path refused by a rule read by path is refused again, by the same
+	// rule, when the scope answers from what it kept.
+	git := filepath.Join(root, "repo", ".git", "config")
+	for i := range 2 {
+		err := g.CheckProtectedScoped(scope, git, open)
+		if !errors.As(err, &pe) || pe.Rule != pathguard.RuleGitName {
+			t.Fatalf("check %d of %s: %v, want rule %s", i+1, git, err, pathguard.RuleGitName)
+		}
+	}
+}
+
+// osDir reads a directory by path, for the rules that take a DirReader.
+type osDir string
+
+func (d osDir) Lstat(name string) (fs.FileMode, error) {
+	fi, err := os.Lstat(filepath.Join(string(d), name))
+	if err != nil {
+		return 0, err
+	}
+	return fi.Mode(), nil
+}
+
+func (d osDir) ReadHead(name string, n int) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(string(d), name))
+	if len(b) > n {
+		b = b[:n]
+	}
+	return b, err
+}
+
+func (osDir) Close() error { return nil }

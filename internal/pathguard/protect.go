@@ -407,17 +407,55 @@ func (g *Guard) Protected(path string) (Match, bool) {
 // through open, and what the git rules read by path kept in s (nil: read
 // every time).
 func (g *Guard) protected(path string, open OpenDirFunc, s *Scope) (Match, bool, error) {
+	v := s.verdict(g, path)
+	if v.before.Rule != "" {
+		return v.before, true, nil
+	}
+	// A directory that cannot be read does not stop the rules below: one
+	// of them may refuse the path anyway.
+	m, ok, readErr := g.gitPartial(path, open)
+	if ok {
+		return m, true, nil
+	}
+	if v.after.Rule != "" {
+		return v.after, true, nil
+	}
+	return Match{}, false, readErr
+}
+
+// byPath is what the rules that read no directory through an OpenDirFunc
+// say of a path: the first match not lifted among the rules checked before
+// the git-partial rule (before) and among those after it (after); a zero
+// Match where none is. It depends on the path, the guard and, for the git
+// rules, what the directories above the path hold as a Scope keeps it.
+type byPath struct {
+	before, after Match
+}
+
+// byPath applies the rules that read nothing through an OpenDirFunc to
+// path, in Protected's order, reading the git rules' directories by path
+// (kept in s).
+func (g *Guard) byPath(path string, s *Scope) (v byPath) {
+	v.before = g.beforeGitPartial(path, s)
+	if v.before.Rule != "" {
+		return v
+	}
+	v.after = g.afterGitPartial(path)
+	return v
+}
+
+func (g *Guard) beforeGitPartial(path string, s *Scope) Match {
 	if e := matchPaths(g.protect.always, path); len(e) > 0 {
-		return Match{Rule: RuleOriond, At: e[0]}, true, nil
+		return Match{Rule: RuleOriond, At: e[0]}
 	}
 	for _, e := range matchPaths(g.protect.listed, path) {
 		if !g.lifted(path, e, "") {
-			return Match{Rule: RuleListed, At: e}, true, nil
+			return Match{Rule: RuleListed, At: e}
 		}
 	}
 	for _, m := range g.protect.matchNames(path) {
 		if !g.lifted(path, m.At, m.Name) {
-			return m, true, nil
+			return m
 		}
 	}
 	for _, m := range gitDirs(path, s) {
@@ -427,18 +465,16 @@ func (g *Guard) protected(path string, open OpenDirFunc, s *Scope) (Match, bool,
 			name = ".git"
 		}
 		if !g.lifted(path, m.At, name) {
-			return m, true, nil
+			return m
 		}
 	}
-	// A directory that cannot be read does not stop the rules below: one
-	// of them may refuse the path anyway.
-	m, ok, readErr := g.gitPartial(path, open)
-	if ok {
-		return m, true, nil
-	}
+	return Match{}
+}
+
+func (g *Guard) afterGitPartial(path string) Match {
 	for _, e := range matchPaths(g.protect.pathDirs, path) {
 		if !g.lifted(path, e, "") {
-			return Match{Rule: RulePathDir, At: e}, true, nil
+			return Match{Rule: RulePathDir, At: e}
 		}
 	}
 	sep := string(filepath.Separator)
@@ -449,11 +485,11 @@ func (g *Guard) protected(path string, open OpenDirFunc, s *Scope) (Match, bool,
 		first, _, _ := strings.Cut(strings.TrimPrefix(path[len(h):], sep), sep)
 		if strings.HasPrefix(first, ".") {
 			if at := filepath.Join(h, first); !g.lifted(path, at, "") {
-				return Match{Rule: RuleHomeHidden, At: at}, true, nil
+				return Match{Rule: RuleHomeHidden, At: at}
 			}
 		}
 	}
-	return Match{}, false, readErr
+	return Match{}
 }
 
 // lifted reports whether an allowed path or name lifts a rule that matched

@@ -24,6 +24,14 @@ type Scope struct {
 	mu       sync.Mutex
 	dirs     map[string]dirFacts
 	resolved map[[2]string]resolution
+	// verdicts are what the rules reading no directory through an
+	// OpenDirFunc said of each path checked (see verdict).
+	verdicts map[verdictKey]byPath
+}
+
+type verdictKey struct {
+	g    *Guard
+	path string
 }
 
 // dirFacts is what the protection rules read of one directory.
@@ -123,4 +131,32 @@ func (g *Guard) CheckProtectedScoped(s *Scope, path string, open OpenDirFunc) er
 		return g.ProtectedError(path, m)
 	}
 	return err
+}
+
+// verdict is g.byPath(path, s), remembered in s: a request checks its
+// target three or four times (resolved, read, written), and the rules it
+// answers from depend on nothing else than what s keeps already (the
+// directories above the path, looked at once per Scope), so each later
+// check gives the first answer without matching the rules again. The
+// git-partial rule, which reads through descriptors at each check, is left
+// out of it (see Guard.protected). A nil Scope works it out every time.
+func (s *Scope) verdict(g *Guard, path string) byPath {
+	if s == nil {
+		return g.byPath(path, nil)
+	}
+	key := verdictKey{g, path}
+	s.mu.Lock()
+	v, ok := s.verdicts[key]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = g.byPath(path, s)
+	s.mu.Lock()
+	if s.verdicts == nil {
+		s.verdicts = map[verdictKey]byPath{}
+	}
+	s.verdicts[key] = v
+	s.mu.Unlock()
+	return v
 }

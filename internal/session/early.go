@@ -59,6 +59,10 @@ type early struct {
 // session.write started writing before its check (see stageSpeculative).
 var testHookEarly func(taken bool)
 
+// testHookListed, set by tests, is called with a session.write's id once
+// other requests can find the session by it.
+var testHookListed func(id string)
+
 // stageEarly starts writing the file of a finalize whose content is in
 // memory (content, not an append, nothing to add after it) into a hidden
 // temp file next to the target. It returns nil, having started nothing,

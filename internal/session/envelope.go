@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/orion-agent/orion/internal/edit"
+	"github.com/orion-agent/orion/internal/newfile"
 	"github.com/orion-agent/orion/internal/pathguard"
 	"github.com/orion-agent/orion/internal/trace"
 	"github.com/orion-agent/orion/internal/validate"
@@ -208,7 +209,9 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 		if path == r.Target && op.Kind != edit.OpAdd {
 			plan.targetOld = old
 		}
-		fc := protocol.FileChange{Kind: string(op.Kind), TargetFile: path, Bytes: int64(len(op.Content))}
+		// written is what the file will hold; op.Content is the text the
+		// edit made, which validation and the diff read.
+		written := op.Content
 		dest := path
 		switch op.Kind {
 		case edit.OpAdd:
@@ -218,16 +221,25 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 				add(fileChange{Path: path, Kind: changeWrite, OldExists: true, OldSHA256: sha(op.ReplacedOld)}, op.Content)
 				old = op.ReplacedOld
 			} else {
-				add(fileChange{Path: path, Kind: changeCreate}, op.Content)
+				// A new file takes the form the project names for it, as
+				// a session's new file does: a UTF-16 working-tree-encoding
+				// written as UTF-8 reads as garbage to git.
+				styled, _, serr := newfile.Apply(op.Content, m.styleOf(r, path))
+				if serr != nil {
+					pe := encodingError(r, serr)
+					pe.Data.Path = path
+					return nil, pe
+				}
+				written = styled
+				add(fileChange{Path: path, Kind: changeCreate}, written)
 			}
 		case edit.OpUpdate:
 			add(fileChange{Path: path, Kind: changeWrite, OldExists: true, OldSHA256: sha(old)}, op.Content)
 		case edit.OpDelete:
 			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
-			fc.Bytes = 0
+			written = nil
 		case edit.OpMove:
 			dest = resolved[op.MoveTo]
-			fc.MovedTo = dest
 			if op.Replaced {
 				// Codex's Move to onto an existing file replaces it,
 				// backed up like any replaced file.
@@ -237,8 +249,12 @@ func (m *Manager) planEnvelope(r *record, content, base []byte) (*envelopePlan, 
 			}
 			add(fileChange{Path: path, Kind: changeDelete, OldExists: true, OldSHA256: sha(old)}, nil)
 		}
+		fc := protocol.FileChange{Kind: string(op.Kind), TargetFile: path, Bytes: int64(len(written))}
+		if op.Kind == edit.OpMove {
+			fc.MovedTo = dest
+		}
 		if op.Kind != edit.OpDelete {
-			fc.SHA256 = sha(op.Content)
+			fc.SHA256 = sha(written)
 			text, oldText := m.textOf(r, dest, op.Content, old)
 			v, err := m.validateFile(r, dest, text, oldText, op.Kind != edit.OpAdd || op.Replaced)
 			if err != nil {
@@ -531,7 +547,7 @@ func (m *Manager) undoChanges(r *record) (protocol.UndoResult, error) {
 				targetUnchanged = targetUnchanged || c.Path == r.Target
 				continue
 			default:
-				return res, m.createdChanged(r.ID, c.Path, c.NewSHA256, afterKey(c.BackupID), c.AfterPieces, now)
+				return res, m.createdChanged(r, c.Path, c.NewSHA256, afterKey(c.BackupID), c.AfterPieces, now)
 			}
 		default:
 			if c.isNew(now) {

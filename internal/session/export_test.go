@@ -50,6 +50,13 @@ func SetEarlyHook(f func(taken bool)) (restore func()) {
 	return func() { testHookEarly = nil }
 }
 
+// SetListedHook makes every session.write call f with its session's id
+// once other requests can find the session by it.
+func SetListedHook(f func(id string)) (restore func()) {
+	testHookListed = f
+	return func() { testHookListed = nil }
+}
+
 // SetNoHiddenFiles makes files without a name look unavailable, as on a
 // file system without O_TMPFILE, until the returned function runs.
 func SetNoHiddenFiles() (restore func()) {

@@ -504,11 +504,13 @@ func (m *Manager) open(r *record, owner, shownTarget string) (protocol.BeginResu
 	e := &entry{rec: *r, owner: owner}
 	e.rec.published = &e.info
 	e.publish()
+	// Locked before it can be found, so that an abort by its id comes
+	// after its watch and timers, and stops them.
+	e.mu.Lock()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
 	adm.settleLocked(e)
 	m.mu.Unlock()
-	e.mu.Lock()
 	m.watch(e)
 	m.resetTimers(e)
 	e.mu.Unlock()
@@ -853,6 +855,7 @@ func (m *Manager) queueAppend(p protocol.AppendParams) (protocol.AppendResult, q
 	e.mu.nextID++
 	q := &queuedAppend{e: e, id: e.mu.nextID, journal: journal, sum: pending, first: r.Stage != protocol.StageStreaming}
 	if stream != nil {
+		stream.writes.Add(1) // done by wait, which every queued chunk gets
 		q.stream = &streamChunk{s: stream, chunk: chunk, at: r.Scanner.Total, backfill: backfill}
 	}
 	e.mu.flight = append(e.mu.flight, inflight{id: q.id, seq: p.Seq, rollback: *r, journal: journal, base: base})

@@ -61,6 +61,12 @@ type streamed struct {
 	broken atomic.Bool
 	// owner is the session's client, counted in streamBudget.
 	owner string
+	// writes counts the chunks queued for the file and not yet written
+	// into it (added under e.mu by queueAppend): the file is closed only
+	// once they are done. A chunk that fails takes the session back to
+	// before it, chunks queued after it with it, while theirs may still
+	// be writing.
+	writes sync.WaitGroup
 }
 
 // streamBudget counts the streamed files open, in all and per client (a
@@ -203,11 +209,13 @@ func (m *Manager) streamWrite(s *streamed, id string, chunk []byte, at int64, ba
 func (m *Manager) startStreamWrite(c *streamChunk, id string) chan struct{} {
 	if len(c.chunk) < parallelSum && !c.backfill {
 		m.streamWrite(c.s, id, c.chunk, c.at, false)
+		c.s.writes.Done()
 		return nil
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer c.s.writes.Done()
 		m.streamWrite(c.s, id, c.chunk, c.at, c.backfill)
 	}()
 	return done
@@ -227,11 +235,12 @@ func (w *offsetWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// dropStream closes e's streamed file, if any. e.mu held, no chunk in
-// flight.
+// dropStream closes e's streamed file, if any, once the writes into it
+// of chunks that failed in flight are done. e.mu held, no chunk in flight.
 func (m *Manager) dropStream(e *entry) {
 	if s := e.stream; s != nil {
 		e.stream = nil
+		s.writes.Wait()
 		s.file.Close()
 		m.streams.give(s.owner)
 	}

@@ -76,7 +76,7 @@ func (m *Manager) planUndo(r *record, now targetState, backupID string) (undoSte
 	case created && !now.exists:
 		return undoStep{}, nil
 	case created:
-		return undoStep{}, m.createdChanged(r.ID, r.Target, r.Result.FileSHA256, afterKey(r.ID), r.AfterPieces, now)
+		return undoStep{}, m.createdChanged(r, r.Target, r.Result.FileSHA256, afterKey(r.ID), r.AfterPieces, now)
 	default:
 		content, kept, err := m.revertMerged(r, now)
 		if err != nil {
@@ -97,7 +97,8 @@ func fillWith(content []byte) func(io.Writer) error {
 // that change, region by region (Base what the session wrote, File what
 // the file holds now, Session empty: what the undo would leave), where
 // what the session wrote was kept (afterPieces).
-func (m *Manager) createdChanged(id, path, wrote, afterID string, afterPieces uint64, now targetState) *protocol.Error {
+func (m *Manager) createdChanged(r *record, path, wrote, afterID string, afterPieces uint64, now targetState) *protocol.Error {
+	id := r.ID
 	pe := protocol.Errorf(protocol.CodeTargetChanged, protocol.ReasonTargetChanged,
 		"%s was created by session %s and changed since; undoing the session would delete the file and that change with it, "+
 			"so it is refused and the file is left as it is. Delete the file yourself if neither is wanted", path, id)
@@ -114,7 +115,14 @@ func (m *Manager) createdChanged(id, path, wrote, afterID string, afterPieces ui
 	if err != nil || !ok {
 		return pe
 	}
-	hunks := merge.Merge3(after, cur, after).OursHunks
+	// The regions are reported as the file's text: a UTF-16 file's bytes
+	// would show as NULs between the letters.
+	hunks := m.merge3(r, path, after, cur, after).OursHunks
+	if len(hunks) == 0 {
+		// Changed in its line endings alone, which the text merge takes
+		// for no change: the bytes say where.
+		hunks = merge.Merge3(after, cur, after).OursHunks
+	}
 	for _, h := range hunks[:min(len(hunks), protocol.MaxMergeReports)] {
 		b, t1 := cut(h.Old)
 		f, t2 := cut(h.New)

@@ -256,3 +256,32 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestUndoOfACreatedUTF16FileShowsText: a file in UTF-16 that an edit
+// added and someone changed since is not deleted, and the refusal shows the
+// person's change as the text it is, not as UTF-16 bytes.
+func TestUndoOfACreatedUTF16FileShowsText(t *testing.T) {
+	h := newHarness(t)
+	h.put(".gitattributes", "*.w16 working-tree-encoding=UTF-16LE\n")
+	utf16le := func(s string) string {
+		var b []byte
+		for _, r := range s {
+			b = append(b, byte(r), byte(r>>8))
+		}
+		return string(b)
+	}
+	h.put("keep.txt", "k\n")
+	res := h.envelope("keep.txt", "*** Begin Patch\n*** Add File: made.w16\n"+plus(lines(8, nil))+"*** Update File: keep.txt\n@@\n-k\n+K\n*** End Patch\n")
+	if got := h.read("made.w16"); got != utf16le(lines(8, nil)) {
+		t.Fatalf("created file %q, want it in UTF-16LE", got)
+	}
+	edited := utf16le(lines(8, map[int]string{6: "person's six"}))
+	h.put("made.w16", edited)
+	pe := h.undoErr(res.SessionID, protocol.ReasonTargetChanged)
+	if len(pe.Data.Conflicts) != 1 || pe.Data.Conflicts[0].StartLine != 6 || pe.Data.Conflicts[0].File != "person's six\n" || pe.Data.Conflicts[0].Base != "line ii6\n" {
+		t.Fatalf("conflicts %+v", pe.Data.Conflicts)
+	}
+	if h.read("made.w16") != edited {
+		t.Fatal("a refused undo changed the file")
+	}
+}

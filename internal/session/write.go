@@ -100,16 +100,22 @@ func (m *Manager) writeAs(owner string, p protocol.WriteParams) (protocol.Finali
 		}
 	}
 	e.publish()
+	// Locked before it can be found: an abort or a finalize by its id
+	// (from session.list, a trace) waits for this request's finalize,
+	// which would not look at a stage changed under it.
+	e.mu.Lock()
 	m.mu.Lock()
 	m.sessions[r.ID] = e
 	adm.settleLocked(e)
 	m.mu.Unlock()
+	if testHookListed != nil {
+		testHookListed(r.ID)
+	}
 	if m.logsInfo() {
 		m.cfg.Logger.Info("session written in one request", "session", r.ID, "target", r.Target, "operation", r.Operation)
 	}
 	m.traceStage(&e.rec, trace.String("target", r.Target), trace.String("operation", string(r.Operation)), trace.Bool("write", true))
 
-	e.mu.Lock()
 	// The request holds its content already; its check and the target it
 	// read take their turn with the finalizes' (see checkBudget).
 	held, _ := m.checks.acquire(context.Background(), m.checkWeight(&e.rec))

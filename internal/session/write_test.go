@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orion-agent/orion/internal/session"
 	"github.com/orion-agent/orion/internal/store"
 	"github.com/orion-agent/orion/protocol"
 )
@@ -246,5 +247,36 @@ func TestWriteOverAnEmptyFileUndone(t *testing.T) {
 	}
 	if got, err := os.ReadFile(target); err != nil || len(got) != 0 {
 		t.Fatalf("after undo: %q, %v; want the empty file back", got, err)
+	}
+}
+
+// TestWriteAbortedAsItIsListed: a session.write's session can be found by
+// its id (session.list, a trace) before its finalize runs. An abort sent
+// then either wins, and nothing is written, or finds the write finished;
+// it never reports an abort of a file written anyway.
+func TestWriteAbortedAsItIsListed(t *testing.T) {
+	h := newHarness(t)
+	type outcome struct {
+		res protocol.AbortResult
+		err error
+	}
+	aborted := make(chan outcome, 1)
+	defer session.SetListedHook(func(id string) {
+		go func() {
+			res, err := h.mgr.Abort(id)
+			aborted <- outcome{res, err}
+		}()
+		// Give the abort the time to take the session first, if it can.
+		time.Sleep(20 * time.Millisecond)
+	})()
+	res, err := h.write(protocol.WriteParams{BeginParams: protocol.BeginParams{TargetFile: "raced.txt", Operation: protocol.OpCreate}, Content: "written\n"})
+	a := <-aborted
+	switch {
+	case a.err == nil && h.exists("raced.txt"):
+		t.Fatalf("abort reported %+v, and the file was written anyway (write: %+v, %v)", a.res, res, err)
+	case a.err == nil && err == nil:
+		t.Fatalf("abort reported %+v, and the write succeeded too: %+v", a.res, res)
+	case a.err != nil && (err != nil || h.read("raced.txt") != "written\n"):
+		t.Fatalf("abort refused (%v), and the write failed: %v", a.err, err)
 	}
 }

@@ -227,7 +227,8 @@ func createBuckets(tx *bolt.Tx) error {
 // most of it: a migration moves the contents out of the file, and bbolt
 // never shrinks it, so a store that kept hundreds of MiB of checkpoint
 // contents would otherwise keep taking that much disk next to the log
-// that now holds them. The copy (bbolt's Compact) is written and synced
+// that now holds them. Every start checks, so a start killed before the
+// rewrite (or during it) is followed by one that makes it. The copy (bbolt's Compact) is written and synced
 // under a temporary name, renamed over the file and the directory synced:
 // a crash leaves the migrated file or its copy, both whole. The old file
 // stays open, holding the lock, until the copy is open.
@@ -239,13 +240,14 @@ func (s *Store) compactFile(opts *bolt.Options) error {
 	}); err != nil {
 		return err
 	}
+	// A copy left by a start killed while writing it is never used.
+	tmp := compactPath(s.path)
+	os.Remove(tmp)
 	st := s.db.Stats()
 	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
 	if free < compactFileMin || free < high/2 {
 		return nil
 	}
-	tmp := compactPath(s.path)
-	os.Remove(tmp)
 	dst, err := bolt.Open(tmp, 0o600, opts)
 	if err != nil {
 		return fmt.Errorf("compact store file: %w", err)

@@ -395,7 +395,11 @@ func Open(path string, opts Options) (*Store, error) {
 			err = s.migrate(version)
 		}
 	default:
-		err = s.replay()
+		// A start killed before a migration's rewrite of the file left
+		// it mostly free pages; this start rewrites it.
+		if err = s.replay(); err == nil {
+			err = s.compactFile(boltOpts)
+		}
 	}
 	if err == nil {
 		err = s.countLive()

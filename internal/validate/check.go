@@ -51,16 +51,21 @@ func Check(path string, content, original []byte, hasOriginal bool, opts CheckOp
 		r.Checker = c.name
 	}
 
-	issues, syntaxOK := analyze(typ, path, src)
+	// Each text's line index is built once, for every check that reads
+	// its lines: a 64 KiB file's is a pass over it and 8 KB.
+	ls := newLines(src)
+	issues, syntaxOK := analyze(typ, path, ls)
 	r.SyntaxOK = syntaxOK
 	var old []issue
 	var origSrc []byte
+	var origLines *lines
 	if hasOriginal {
 		origSrc = bytes.TrimPrefix(original, bom)
-		old, _ = analyze(typ, path, origSrc)
+		origLines = newLines(origSrc)
+		old, _ = analyze(typ, path, origLines)
 	}
 	markPreexisting(issues, old)
-	issues = append(issues, placeholders(typ, src, origSrc)...)
+	issues = append(issues, placeholders(typ, ls, origLines)...)
 
 	if len(bytes.TrimSpace(src)) == 0 && (len(bytes.TrimSpace(origSrc)) > 0 || opts.OriginalUnread) {
 		issues = append(issues, issue{Finding: Finding{
@@ -69,7 +74,6 @@ func Check(path string, content, original []byte, hasOriginal bool, opts CheckOp
 		}})
 	}
 	if !opts.EndMarkerSeen {
-		ls := newLines(src)
 		n := ls.lastNonBlank()
 		msg := "the stream ended without the end marker, so the content may be incomplete"
 		if n > 0 {
@@ -100,11 +104,11 @@ func Check(path string, content, original []byte, hasOriginal bool, opts CheckOp
 	return r
 }
 
-// analyze runs the checks that depend on the content alone: syntax and the
-// structural signs of a cut.
-func analyze(typ FileType, path string, src []byte) (issues []issue, syntaxOK bool) {
+// analyze runs the checks that depend on the content alone (ls's text):
+// syntax and the structural signs of a cut.
+func analyze(typ FileType, path string, ls *lines) (issues []issue, syntaxOK bool) {
 	syntaxOK = true
-	ls := newLines(src)
+	src := ls.src
 	var tree parsed
 	if c, ok := checkers[typ]; ok {
 		var ps []problem

@@ -103,7 +103,11 @@ func trailingComment(typ FileType, ls *lines) (issue, bool) {
 	if n == 0 {
 		return issue{}, false
 	}
-	raw := strings.TrimSpace(ls.text(n))
+	// Looked at in place: nothing derived from the line outlives this
+	// look but the messages, which are copies. The last line may be the
+	// whole file (a minified one, a file of no newline), copied on every
+	// check for nothing.
+	raw := strings.TrimSpace(ls.view(n))
 	text, ok := lineComment(typ, raw)
 	if ok && strings.HasPrefix(raw, "/// <") && !strings.HasSuffix(raw, "/>") {
 		// A TypeScript triple-slash directive is an XML tag: it ends with "/>".

@@ -45,6 +45,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "trace:          %d bytes stored (%s), kept %s; %d evicted, %d rejected requests only counted\n",
 					tr.Bytes, capped, time.Duration(tr.RetentionMS)*time.Millisecond, tr.Evicted, tr.Suppressed)
 			}
+			if len(st.Features) > 0 {
+				fmt.Fprintf(out, "features:       %s\n", strings.Join(termsafe.Strings(st.Features), ", "))
+			}
 			if st.MaxConnections > 0 {
 				fmt.Fprintf(out, "connections:    %d of %d (fd limit %d); %d requests awaiting replies and %d-byte messages per connection\n",
 					st.Connections, st.MaxConnections, st.FDLimit, st.MaxInflight, st.MaxMessageBytes)

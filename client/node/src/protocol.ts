@@ -42,7 +42,7 @@ export const Methods = {
 export interface MethodTypes {
   /** `intent`, `target_file` (absolute, or relative to `workspace_root`), `operation` (`create`, `overwrite`, `append`, `patch` with `patch_spec`, `edit`) → `session_id`, `stage`, `end_marker`, `instructions`, resolved `target_file` */
   "session.begin": { params: BeginParams; result: BeginResult };
-  /** `session_id`, `seq` (1, 2, 3, …), `chunk` → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed */
+  /** `session_id`, `seq` (1, 2, 3, …), `chunk` (or sent raw after the JSON: Content sent raw) → `bytes`, `lines`, `end_marker_seen`, `trailing_bytes`, `duplicate`, `stage`; sent only after the chunk is committed */
   "session.append": { params: AppendParams; result: AppendResult };
   /** `session_id`, `end_of_input` (the input ended without a marker: a file, not a model) → `bytes`, `lines`, `sha256`, `file_bytes`, `file_sha256`, `mode`, `trailing_bytes`, `trailing_preview`; never the content */
   "session.finalize": { params: FinalizeParams; result: FinalizeResult };
@@ -62,7 +62,7 @@ export interface MethodTypes {
   "session.undo": { params: SessionIDParams; result: UndoResult };
   /** `session_id`, `source` (`streamed` or `backup`), `max_bytes` → `available`, `content` (bounded, valid UTF-8), `bytes`, `total`, `truncated`; read-only */
   "session.content": { params: ContentParams; result: ContentResult };
-  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
+  /** `session.begin`'s params and `content` (the whole file, at most `max_chunk_bytes`; or sent raw after the JSON) → finalize's summary; journaled in one commit before the file is written, no session left behind when refused before that */
   "session.write": { params: WriteParams; result: FinalizeResult };
   /** `files` (each as `session.begin` takes it), `workspace_root`, `intent` → `tx_id`, one session per file */
   "tx.begin": { params: TxBeginParams; result: TxBeginResult };
@@ -232,6 +232,8 @@ export const Reasons = {
   batchNotSupported: "batch_not_supported",
   tooManyConnections: "too_many_connections",
   requestCancelled: "request_cancelled",
+  rawContentNotTaken: "raw_content_not_taken",
+  contentSentTwice: "content_sent_twice",
   tooManySessions: "too_many_sessions",
   storeFull: "store_full",
   backupDropped: "backup_dropped",
@@ -261,6 +263,8 @@ export const ErrorReasons: readonly ReasonDoc[] = [
   { code: -32600, reason: "batch_not_supported", doc: "a batch (a JSON array): send requests one by one", advice: "" },
   { code: -32601, reason: "unknown_method", doc: "no such method (`data.method`)", advice: "" },
   { code: -32602, reason: "malformed_params", doc: "the params are not the JSON the method takes", advice: "" },
+  { code: -32602, reason: "raw_content_not_taken", doc: "raw content (an `Orion-Raw-Length` header) sent to a method that takes none (`data.method`); the connection stays usable", advice: "" },
+  { code: -32602, reason: "content_sent_twice", doc: "raw content sent, and the field it stands for (`data.field`) present in the params' JSON too", advice: "" },
   { code: -32602, reason: "missing_field", doc: "a required field is missing (`data.field`), also `chunk: null`", advice: "" },
   { code: -32602, reason: "invalid_duration", doc: "a duration below 0 or above its maximum (`data.field`, `data.limit` in ms)", advice: "" },
   { code: -32602, reason: "seq_zero", doc: "a chunk's seq is 0; seqs start at 1", advice: "" },
@@ -1053,6 +1057,11 @@ export interface StatusResult {
   store_max_bytes?: number;
   store?: StoreStats;
   methods: string[];
+  /**
+   * Features are what the daemon does beyond its methods:
+   * FeatureRawContent when it reads a request's content raw.
+   */
+  features?: string[];
   /**
    * ProtectedPaths are refused whatever the allowed roots say: the
    * daemon's own files always, the rest unless lifted with

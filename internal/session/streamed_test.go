@@ -91,6 +91,8 @@ func TestStreamedFileBecomesTheTarget(t *testing.T) {
 			chunks: append([]string{small[:16<<10]}, chunked(small[16<<10:], 300<<10)...), named: true},
 		{name: "LargeChunksAfterSmallNoSum", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
 			chunks: append([]string{big[:16<<10]}, chunked(big[16<<10:], 1<<20)...), named: false},
+		{name: "LargeChunksAfterA64KiBOne", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
+			chunks: append([]string{big[:64<<10]}, chunked(big[64<<10:], 1<<20)...), named: true},
 		{name: "SmallChunksPastThreshold", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
 			chunks: chunked(big, 64<<10), named: false},
 		{name: "Repaired", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},

@@ -14,8 +14,8 @@
 // whatever its size, and one pwrite, or one per large part written from where
 // it is (a chunk of a MiB is never copied into the batch). Append returns once its records are durable;
 // Enqueue and Wait split it in two, for a caller that orders its records under
-// a lock of its own and waits without it. A large batch (a chunk of a file
-// streamed whole) lets the next batch be written while it is synced: the
+// a lock of its own and waits without it. A batch holding a large chunk (of
+// a file streamed whole) lets the next batch be written while it is synced: the
 // copy into the page cache then overlaps the disk's write rather than
 // waiting for it, while the syncs stay one at a time, in log order.
 // Segments are preallocated so that fdatasync has no file size to update,
@@ -183,7 +183,7 @@ type Log struct {
 	closed  bool
 	// Batches are numbered as they are written (written, the next
 	// ticket) and finished in that order (finished, the next to finish):
-	// a large batch hands the lead on before its sync (commit), so the
+	// a batch with a large chunk hands the lead on before its sync (commit), so the
 	// next one may be written meanwhile, but syncs, the durable calls
 	// and the replies still follow the log's order. turn is signalled
 	// when finished moves.
@@ -620,13 +620,14 @@ func (l *Log) drain() {
 	l.mu.Unlock()
 }
 
-// pipelineBatch is the size from which a batch hands the lead on before it
-// is synced: the next batch's write, a copy of as many bytes into the page
-// cache, then runs while the disk writes this one. Smaller batches keep the
-// lead until they are durable, so that the appends that come meanwhile
-// gather into one write (many small writes would each cost a system call),
-// as they did before.
-const pipelineBatch = 256 << 10
+// pipelinePart is the size of a record's part (a chunk) from which its
+// batch hands the lead on before it is synced: the next batch, most likely
+// the stream's next chunk, is then copied into the page cache while the
+// disk writes this one. Other batches, however large (many sessions'
+// small appends), keep the lead until they are durable, so that the
+// appends that come meanwhile gather into one write (many small writes
+// would each cost a system call), as they did before.
+const pipelinePart = 256 << 10
 
 // refuse fails, unwritten, each Queued of batch whose after failed, and
 // returns the bytes the others take, or -1 when none is left to write: it
@@ -674,9 +675,9 @@ func (l *Log) refuse(batch []*Queued) int64 {
 // commit writes batch with one pwrite and one fdatasync and finishes every
 // Queued in it but the leader's own, which it fills in. A Queued whose
 // after failed is finished unwritten. It reports whether it passed the lead
-// on itself: a large batch does so once it is written, before its sync
-// (pipelineBatch), and then waits for its turn to sync, after the batches
-// written before it.
+// on itself: a batch with a large chunk does so once it is written, before
+// its sync (pipelinePart), and then waits for its turn to sync, after the
+// batches written before it.
 func (l *Log) commit(batch []*Queued) (passed bool) {
 	need := l.refuse(batch)
 	if need < 0 {
@@ -699,6 +700,7 @@ func (l *Log) commit(batch []*Queued) (passed bool) {
 	var (
 		start int64
 		seg   *segment
+		large bool // a part of pipelinePart or more
 	)
 	if err == nil {
 		start, seg = l.tail, l.active
@@ -727,6 +729,7 @@ func (l *Log) commit(batch []*Queued) (passed bool) {
 						continue
 					}
 					pieces = append(pieces, piece{gathered: len(buf), part: part})
+					large = large || len(part) >= pipelinePart
 				}
 				off += headerSize + int64(n)
 			}
@@ -753,7 +756,7 @@ func (l *Log) commit(batch []*Queued) (passed bool) {
 	l.mu.Lock()
 	ticket := l.written
 	l.written++
-	if err == nil && need >= pipelineBatch {
+	if err == nil && large {
 		// The records' bytes are in the page cache: the next batch
 		// may be written while the disk writes these.
 		l.passLeadLocked()

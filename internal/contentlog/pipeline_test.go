@@ -155,13 +155,24 @@ func TestLargeBatchLetsTheNextBeWrittenDuringItsSync(t *testing.T) {
 	}
 }
 
-// A small batch keeps the lead until it is durable: what comes meanwhile is
+// A batch without a large chunk keeps the lead until it is durable, however
+// large it is (many sessions' small appends): what comes meanwhile is
 // gathered into the next batch, one write, as before.
 func TestSmallBatchIsNotWrittenOver(t *testing.T) {
+	t.Run("OneRecord", func(t *testing.T) { testSmallBatchIsNotWrittenOver(t, 1) })
+	t.Run("ManySmallRecords", func(t *testing.T) { testSmallBatchIsNotWrittenOver(t, 128) })
+}
+
+func testSmallBatchIsNotWrittenOver(t *testing.T, records int) {
 	h := newHeldSyncs()
 	l := open(t, t.TempDir(), contentlog.WithFaults(contentlog.Options{}, h.fault))
 	t.Cleanup(h.letGo)
-	q1, err := l.Enqueue([][][]byte{{[]byte("small")}}, nil, nil)
+	// records of 4 KiB in one batch: 512 KiB for 128.
+	var recs [][][]byte
+	for range records {
+		recs = append(recs, [][]byte{bytes.Repeat([]byte{'s'}, 4<<10)})
+	}
+	q1, err := l.Enqueue(recs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // startCPUProfile profiles the daemon into path until the returned function
@@ -48,5 +49,25 @@ func startMemProfile(path string, logger *slog.Logger) (func(), error) {
 		if err != nil {
 			logger.Error("writing the heap profile", "path", path, "err", err)
 		}
+	}, nil
+}
+
+// startExecTrace writes a Go execution trace of the daemon into path until
+// the returned function runs (at a graceful stop): which goroutine runs
+// what, when, and what each waits for, where a CPU profile only says how
+// much. It is set by $ORION_EXEC_TRACE, for the same reason as the CPU
+// profile.
+func startExecTrace(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("ORION_EXEC_TRACE: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ORION_EXEC_TRACE: %w", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
 	}, nil
 }

@@ -96,6 +96,13 @@ without timestamps (journald adds them) and with syslog priority prefixes.`,
 				}
 				defer stop()
 			}
+			if path := getenv("ORION_EXEC_TRACE"); path != "" {
+				stop, err := startExecTrace(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			if path := getenv("ORION_MEM_PROFILE"); path != "" {
 				stop, err := startMemProfile(path, logger)
 				if err != nil {

@@ -306,7 +306,7 @@ func checkPromise(t *testing.T, segment int64, failSync, failWrite int) {
 			for i := range chunks {
 				size := 1 + rng.IntN(8<<10)
 				if rng.IntN(10) < 5 {
-					size = pipelineBatch + rng.IntN(512<<10)
+					size = pipelinePart + rng.IntN(512<<10)
 				}
 				data := make([]byte, size+8)
 				for j := 0; j+8 <= len(data); j += 8 {

@@ -121,7 +121,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.oriond, "oriond", sibling.Binary("oriond"), "path of the oriond binary to benchmark")
 	fs.StringVar(&cfg.orionctl, "orionctl", sibling.Binary("orionctl"), "path of the orionctl binary for --proxy-memory and --mcp")
 	fs.BoolVar(&cfg.proxyMemory, "proxy-memory", false, "also measure orionctl proxy's peak RSS under its memory attacks (256 MiB of text, a 256 MiB file, 24 concurrent 30 MiB bodies)")
-	fs.StringVar(&cfg.dir, "dir", "", "directory on the disk to measure (default: a new temp dir); the daemon's store and the baseline files both go here")
+	fs.StringVar(&cfg.dir, "dir", "", "directory on the disk to measure (default: the temp dir); each run works in a new directory inside it, removed at its end, where the daemon's store and the baseline files both go")
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each case runs")
 	fs.IntVar(&cfg.chunk, "chunk", 1024, "chunk size in bytes")
 	sessions := fs.String("sessions", "1,8,64", "concurrent session counts to measure")
@@ -171,12 +171,18 @@ func run(args []string, out io.Writer) error {
 	if cfg.rounds < 1 || cfg.wholeOps < 1 || cfg.fileMB < 0 {
 		return fmt.Errorf("--rounds and --whole-ops must be at least 1, --file-mb at least 0")
 	}
-	if cfg.dir == "" {
-		if cfg.dir, err = os.MkdirTemp("", "orionbench"); err != nil {
+	// Each run works in a directory of its own, removed at its end: a run
+	// cut short leaves no files, roots or store for the next one to trip
+	// on (a create over a file a failed run left).
+	if cfg.dir != "" {
+		if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
 			return err
 		}
-		defer os.RemoveAll(cfg.dir)
 	}
+	if cfg.dir, err = os.MkdirTemp(cfg.dir, "orionbench"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(cfg.dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

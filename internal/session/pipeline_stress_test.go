@@ -56,10 +56,15 @@ func (f *randomFaults) set(on bool) {
 }
 
 // stressChunk is chunk seq of session n: some large enough to be hashed
-// beside their journaling.
+// beside their journaling, and some, the first among them, as large as a
+// file streamed whole sends: the session keeps a running sum (and streams
+// its file), and the log writes the next batch while it syncs theirs.
 func stressChunk(n int, seq uint64) string {
 	line := fmt.Sprintf("session %d chunk %06d\n", n, seq)
-	if seq%4 == 0 {
+	switch {
+	case seq == 1 || seq%8 == 0:
+		return strings.Repeat(line, (260<<10)/len(line)+1)
+	case seq%4 == 0:
 		return strings.Repeat(line, (70<<10)/len(line)+1)
 	}
 	return line

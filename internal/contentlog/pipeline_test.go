@@ -13,7 +13,8 @@ import (
 )
 
 // heldSyncs is a fault hook that records the log's writes and syncs in
-// order and holds the first sync until released, failing it with err.
+// order and holds the first sync until an error (nil: none) is sent on
+// release, which that sync then returns.
 type heldSyncs struct {
 	mu      sync.Mutex
 	ops     []string
@@ -87,7 +88,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// done reports whether q's Wait, run in the background, has returned.
+// waitInBackground runs q's Wait in the background: its error comes on the
+// channel, and the func reports whether it has returned.
 func waitInBackground(q *contentlog.Queued) (<-chan error, func() bool) {
 	ch := make(chan error, 1)
 	var mu sync.Mutex

@@ -169,8 +169,9 @@ func TestPipelinedAppendsUnderRandomFailures(t *testing.T) {
 	}
 }
 
-// As above, finalized without a restart: the running hash, summed as the
-// chunks came and rolled back on failures, is the file's.
+// As above, finalized without a restart: the sha256 reported and written
+// is the file's, though a failure drops the running sum and the finalize
+// hashes the content then (the sum itself is checked in sumkept_test.go).
 func TestPipelinedAppendsUnderRandomFailuresHash(t *testing.T) {
 	const total = 40
 	h, ids, _ := streamUnderRandomFailures(t, 3, total, 5)

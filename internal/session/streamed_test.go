@@ -91,8 +91,13 @@ func TestStreamedFileBecomesTheTarget(t *testing.T) {
 			chunks: append([]string{small[:16<<10]}, chunked(small[16<<10:], 300<<10)...), named: true},
 		{name: "LargeChunksAfterSmallNoSum", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
 			chunks: append([]string{big[:16<<10]}, chunked(big[16<<10:], 1<<20)...), named: false},
+		// A first chunk under 256 KiB keeps no running sum (hashing each
+		// 64 KiB append cost a pipe's stream more than this case gains),
+		// so large chunks after it are not streamed into the file: its
+		// finalize reads the log. orionctl sends a file's first chunk
+		// whole-sized, a pipe's all at 64 KiB.
 		{name: "LargeChunksAfterA64KiBOne", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
-			chunks: append([]string{big[:64<<10]}, chunked(big[64<<10:], 1<<20)...), named: true},
+			chunks: append([]string{big[:64<<10]}, chunked(big[64<<10:], 1<<20)...), named: false},
 		{name: "SmallChunksPastThreshold", begin: protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate},
 			chunks: chunked(big, 64<<10), named: false},
 		{name: "Repaired", begin: protocol.BeginParams{TargetFile: "small.txt", Operation: protocol.OpCreate},

@@ -41,6 +41,7 @@
 package contentlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -340,6 +341,17 @@ func Open(dir string, opts Options) (*Log, error) {
 			l.active, l.tail = s, end
 			_, _, holes := f.Holes(end, s.size)
 			s.prepared = !holes
+			stale, err := l.recordPastEnd(s, end)
+			if err != nil {
+				l.closeFiles()
+				return nil, err
+			}
+			if stale {
+				// Appends go to a new segment (see recordPastEnd).
+				slog.Warn("content log: a record was found past the end of the last segment, written before a crash but never acknowledged; appends continue in a new segment",
+					"segment", id, "end", end)
+				l.active = nil
+			}
 		}
 		s.end.Store(end)
 		l.bytes.Add(end)
@@ -383,6 +395,41 @@ func (l *Log) scanEnd(s *segment) (int64, error) {
 		return nil
 	})
 	return end, err
+}
+
+// recordPastEnd reports whether s holds a valid record header anywhere
+// after end, the end of its records. After a power loss a record can
+// survive the loss of the one before it (the disk kept one page and not
+// another): the log ends before it, and it was never acknowledged. Were
+// appends to go on at end, a record ending exactly where it starts (the
+// lost one sent again, as long as it was) would make it part of the log
+// at the next start, with bytes the client never had acknowledged. A
+// header binds a record to its segment and offset, so old records of a
+// recycled segment never match; anything that does was written here.
+func (l *Log) recordPastEnd(s *segment, end int64) (bool, error) {
+	const window = 1 << 20
+	buf := make([]byte, window+headerSize)
+	magic := binary.BigEndian.AppendUint32(nil, recordMagic)
+	var hdr [headerSize]byte
+	for from := end + 1; from+headerSize <= s.size; from += window {
+		n, err := s.f.ReadAt(buf[:min(int64(len(buf)), s.size-from)], from)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, fmt.Errorf("content log: read segment %d at %d: %w", s.id, from, err)
+		}
+		// A window's last headerSize-1 bytes start the next one's read.
+		for at, b := 0, buf[:n]; ; {
+			i := bytes.Index(b[at:], magic)
+			if i < 0 || at+i+headerSize > n || at+i >= window {
+				break
+			}
+			at += i
+			if _, ok, err := readHeader(s, from+int64(at), hdr[:]); err != nil || ok {
+				return ok, err
+			}
+			at++
+		}
+	}
+	return false, nil
 }
 
 // scanSegment calls fn for each record of s from off on, with ErrDamaged for

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -264,6 +265,56 @@ func TestTornTailOverwritten(t *testing.T) {
 	l = open(t, dir, contentlog.Options{})
 	if got := scanAll(t, l); fmt.Sprint(got) != "[kept next]" {
 		t.Fatalf("scan = %q", got)
+	}
+}
+
+// After a power loss that kept a record but lost the page of the one
+// before it (never acknowledged, either of them), the log ends before the
+// lost one. The record sent again in its place, as long as it was, must not
+// make the kept one, which follows it exactly, part of the log: appends go
+// on in a new segment. The kept one lies a whole window past the end too.
+func TestRecordPastTheEndIsNeverJoined(t *testing.T) {
+	for _, name := range []string{"Adjacent", "PastAWindow"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := open(t, dir, contentlog.Options{})
+			appendOne(t, l, "kept")
+			lostText := "lost-record"
+			if name == "PastAWindow" {
+				lostText = strings.Repeat("l", 3<<20)
+			}
+			lost := appendOne(t, l, lostText)
+			appendOne(t, l, "after-the-lost-one")
+			l.Close()
+			// The lost record's header page reads as zeros.
+			damage(t, dir, lost.Seg, lost.Off, make([]byte, 16))
+
+			l = open(t, dir, contentlog.Options{})
+			again := appendOne(t, l, lostText)
+			if again.Seg == lost.Seg {
+				t.Fatalf("the record sent again went to segment %d at %d, before a record never acknowledged", again.Seg, again.Off)
+			}
+			l.Close()
+			l = open(t, dir, contentlog.Options{})
+			defer l.Close()
+			got := scanAll(t, l)
+			if len(got) != 2 || got[0] != "kept" || got[1] != lostText {
+				t.Fatalf("scan = %d records %.40q, want kept and the record sent again", len(got), got)
+			}
+		})
+	}
+}
+
+// A clean log keeps appending to its last segment after a restart.
+func TestReopenedLogAppendsInPlace(t *testing.T) {
+	dir := t.TempDir()
+	l := open(t, dir, contentlog.Options{})
+	first := appendOne(t, l, "first")
+	l.Close()
+	l = open(t, dir, contentlog.Options{})
+	defer l.Close()
+	if next := appendOne(t, l, "next"); next.Seg != first.Seg || next.Off != first.End() {
+		t.Fatalf("after a clean restart the next record is at %d:%d, want %d:%d", next.Seg, next.Off, first.Seg, first.End())
 	}
 }
 

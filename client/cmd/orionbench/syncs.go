@@ -307,7 +307,7 @@ func reportSyncs(out io.Writer, rows []syncRow, why string) {
 			prep = r.Fdatasync
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t\n", r.Op, r.Fdatasync, r.Fsync, r.Fdatasync+r.Fsync)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t\n", r.Op, r.Fdatasync, r.Fsync, r.Fdatasync+r.Fsync)
 	}
 	tw.Flush()
 	if prep >= 0 {

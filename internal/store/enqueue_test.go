@@ -18,44 +18,21 @@ import (
 // order, both are stored.
 func TestEnqueueAppendAfterFailedChunk(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	var (
-		mu      sync.Mutex
-		block   bool
-		syncing = make(chan struct{})
-		release = make(chan error)
-	)
-	s, err := store.Open(path, store.WithLogFaults(store.Options{DeferDelay: time.Hour}, func(op string) error {
-		mu.Lock()
-		b := block && op == "sync"
-		if b {
-			block = false
-		}
-		mu.Unlock()
-		if !b {
-			return nil
-		}
-		close(syncing)
-		return <-release
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, held := openHoldingSyncs(t, path)
 	defer s.Close()
 	for i, c := range []string{"one;", "two;"} {
 		if err := s.Append("a", uint64(i+1), []byte(c), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mu.Lock()
-	block = true
-	mu.Unlock()
+	held.holdNext()
 	a3, err := s.EnqueueAppend("a", 3, []byte("three;"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done3 := make(chan error, 1)
 	go func() { done3 <- a3.Wait() }()
-	<-syncing
+	<-held.syncing
 	// While 3 syncs: 4 follows it, and another session's chunk depends on
 	// nothing. Both ride the next batch.
 	a4, err := s.EnqueueAppend("a", 4, []byte("four;"), nil, a3)
@@ -66,7 +43,7 @@ func TestEnqueueAppendAfterFailedChunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release <- errors.New("injected sync failure")
+	held.release <- errors.New("injected sync failure")
 	if err := <-done3; err == nil {
 		t.Fatal("chunk 3 acknowledged though its sync failed")
 	}
@@ -149,4 +126,58 @@ func content(t *testing.T, s *store.Store, id string) string {
 		t.Fatal(err)
 	}
 	return buf.String()
+}
+
+// heldSync holds a store's next log sync, once asked to, until a result is
+// sent on release; syncing closes as that sync starts. It counts the log's
+// writes.
+type heldSync struct {
+	mu      sync.Mutex
+	block   bool
+	writes  int
+	syncing chan struct{}
+	release chan error
+}
+
+// openHoldingSyncs opens the store at path with its log's syncs held as
+// heldSync says, and its deferred writes left to their commits.
+func openHoldingSyncs(t *testing.T, path string) (*store.Store, *heldSync) {
+	t.Helper()
+	h := &heldSync{syncing: make(chan struct{}), release: make(chan error)}
+	s, err := store.Open(path, store.WithLogFaults(store.Options{DeferDelay: time.Hour}, h.fault))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, h
+}
+
+func (h *heldSync) fault(op string) error {
+	h.mu.Lock()
+	if op == "write" {
+		h.writes++
+	}
+	held := h.block && op == "sync"
+	if held {
+		h.block = false
+	}
+	h.mu.Unlock()
+	if !held {
+		return nil
+	}
+	close(h.syncing)
+	return <-h.release
+}
+
+// holdNext holds the next sync.
+func (h *heldSync) holdNext() {
+	h.mu.Lock()
+	h.block = true
+	h.mu.Unlock()
+}
+
+// written is how many writes the log has made.
+func (h *heldSync) written() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.writes
 }

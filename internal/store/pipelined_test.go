@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,32 +19,7 @@ import (
 // replayed whole. Retried, all are stored.
 func TestPipelinedChunksAfterAFailedSyncStayOut(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "orion.db")
-	var (
-		mu      sync.Mutex
-		block   bool
-		writes  int
-		syncing = make(chan struct{})
-		release = make(chan error)
-	)
-	s, err := store.Open(path, store.WithLogFaults(store.Options{DeferDelay: time.Hour}, func(op string) error {
-		mu.Lock()
-		if op == "write" {
-			writes++
-		}
-		b := block && op == "sync"
-		if b {
-			block = false
-		}
-		mu.Unlock()
-		if !b {
-			return nil
-		}
-		close(syncing)
-		return <-release
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, held := openHoldingSyncs(t, path)
 	defer s.Close()
 	for i, c := range []string{"one;", "two;"} {
 		if err := s.Append("a", uint64(i+1), []byte(c), nil); err != nil {
@@ -54,19 +28,15 @@ func TestPipelinedChunksAfterAFailedSyncStayOut(t *testing.T) {
 	}
 	big3 := bytes.Repeat([]byte("3"), 1<<20)
 	big4 := bytes.Repeat([]byte("4"), 1<<20)
-	mu.Lock()
-	block = true
-	mu.Unlock()
+	held.holdNext()
 	a3, err := s.EnqueueAppend("a", 3, big3, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done3 := make(chan error, 1)
 	go func() { done3 <- a3.Wait() }()
-	<-syncing
-	mu.Lock()
-	before := writes
-	mu.Unlock()
+	<-held.syncing
+	before := held.written()
 	a4, err := s.EnqueueAppend("a", 4, big4, nil, a3)
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +51,7 @@ func TestPipelinedChunksAfterAFailedSyncStayOut(t *testing.T) {
 	// Both are written during the held sync: a header and a chunk, and a
 	// small record, in one batch or two.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		mu.Lock()
-		n := writes - before
-		mu.Unlock()
+		n := held.written() - before
 		if n >= 3 {
 			break
 		}
@@ -91,7 +59,7 @@ func TestPipelinedChunksAfterAFailedSyncStayOut(t *testing.T) {
 			t.Fatalf("%d writes during the held sync, want the next two batches'", n)
 		}
 	}
-	release <- syscall.EIO
+	held.release <- syscall.EIO
 	if err := <-done3; err == nil {
 		t.Fatal("chunk 3 acknowledged though its sync failed")
 	}

@@ -248,22 +248,7 @@ trace-retention = "1h"
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("oriond exited: %v\n%s", err, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("oriond never served on the config file's socket %s\n%s", sock, logs.String())
-		}
-	}
+	waitServing(t, sock, exited, &logs)
 	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "state", "orion.db")); err != nil {
 		t.Fatalf("the store is not in the state-dir relative to the config file: %v", err)
 	}
@@ -357,5 +342,26 @@ func TestHelpShowsTheRealConfigPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitServing waits until an oriond started by the test accepts on sock,
+// failing the test with its logs if it exits first or takes over 30 s.
+func waitServing(t *testing.T, sock string, exited <-chan error, logs *bytes.Buffer) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("oriond exited: %v\n%s", err, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("oriond never served on %s\n%s", sock, logs.String())
+		}
 	}
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/orion-agent/orion/internal/paths"
 	"github.com/orion-agent/orion/internal/testdaemon"
@@ -34,22 +32,8 @@ func TestExecTraceWrittenAtStop(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("oriond exited: %v\n%s", err, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("oriond never served on %s\n%s", sock, logs.String())
-		}
-	}
+	defer cmd.Process.Kill() // a no-op once it has stopped
+	waitServing(t, sock, exited, &logs)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-exited; err != nil {
 		t.Fatalf("oriond stopped with %v\n%s", err, logs.String())

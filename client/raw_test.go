@@ -88,10 +88,7 @@ func appendAsync(c *Client, p protocol.AppendParams) <-chan error {
 // chunk that is not valid UTF-8 goes as JSON, where it becomes U+FFFD as
 // before.
 func TestLargeChunksGoRawToADaemonThatTakesThem(t *testing.T) {
-	server, conn := net.Pipe()
-	defer server.Close()
-	c := newTestClient(t, conn)
-	r := bufio.NewReader(server)
+	server, r, c := pipeClient(t)
 	big := strings.Repeat("<\"ü\\\x00>\n", rawDiscoverBytes/8+1)
 	for i, chunk := range []string{big, "small\n", "", big, "caf\xe9\n"} {
 		seq := uint64(i + 1)
@@ -145,10 +142,7 @@ func TestChunksGoJSONToADaemonWithoutRawContent(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			server, conn := net.Pipe()
-			defer server.Close()
-			c := newTestClient(t, conn)
-			r := bufio.NewReader(server)
+			server, r, c := pipeClient(t)
 			big := strings.Repeat("x", rawDiscoverBytes)
 			for seq := uint64(1); seq <= 3; seq++ {
 				done := appendAsync(c, protocol.AppendParams{SessionID: "s", Seq: seq, Chunk: big})
@@ -180,10 +174,7 @@ func TestChunksGoJSONToADaemonWithoutRawContent(t *testing.T) {
 // without a daemon.status first, so a client sending a few small chunks
 // pays no extra round trip.
 func TestSmallChunksAskNothing(t *testing.T) {
-	server, conn := net.Pipe()
-	defer server.Close()
-	c := newTestClient(t, conn)
-	r := bufio.NewReader(server)
+	server, r, c := pipeClient(t)
 	done := appendAsync(c, protocol.AppendParams{SessionID: "s", Seq: 1, Chunk: strings.Repeat("x", rawDiscoverBytes-1)})
 	f := readWireFrame(t, server, r)
 	if f.req.Method != protocol.MethodSessionAppend || f.raw != nil {
@@ -199,10 +190,7 @@ func TestSmallChunksAskNothing(t *testing.T) {
 // daemon takes them (orionctl write asks it for the chunk size anyway), and
 // they add up to the input.
 func TestStreamSendsRaw(t *testing.T) {
-	server, conn := net.Pipe()
-	defer server.Close()
-	c := newTestClient(t, conn)
-	r := bufio.NewReader(server)
+	server, r, c := pipeClient(t)
 	statusDone := make(chan error, 1)
 	go func() {
 		_, err := c.Status(context.Background())
@@ -240,10 +228,7 @@ func TestStreamSendsRaw(t *testing.T) {
 // raw after begin's params once the daemon said it takes raw content, and
 // a content that is not valid UTF-8 goes as JSON.
 func TestWriteSendsContentRaw(t *testing.T) {
-	server, conn := net.Pipe()
-	defer server.Close()
-	c := newTestClient(t, conn)
-	r := bufio.NewReader(server)
+	server, r, c := pipeClient(t)
 	big := strings.Repeat("x\"\\ é\n", rawDiscoverBytes/5)
 	for i, content := range []string{big, big + "\xff"} {
 		done := make(chan error, 1)
@@ -269,4 +254,13 @@ func TestWriteSendsContentRaw(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pipeClient is a client on one end of a pipe, and the other end, where the
+// test plays the daemon, with a reader of the frames the client sends.
+func pipeClient(t *testing.T) (net.Conn, *bufio.Reader, *Client) {
+	t.Helper()
+	server, conn := net.Pipe()
+	t.Cleanup(func() { server.Close() })
+	return server, bufio.NewReader(server), newTestClient(t, conn)
 }

@@ -109,6 +109,12 @@ func (b *streamBudget) give(owner string) {
 func (m *Manager) streamFor(e *entry, r *record, chunk []byte) (s *streamed, backfill bool) {
 	if e.stream != nil {
 		if e.stream.broken.Load() {
+			if len(e.mu.flight) == 0 {
+				// It will never be the target: its disk goes back
+				// before this chunk is journaled (a full disk may be
+				// what broke it), not at the session's end.
+				m.dropStream(e)
+			}
 			return nil, false
 		}
 		return e.stream, false

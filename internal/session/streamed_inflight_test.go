@@ -55,3 +55,43 @@ func TestStreamedFileClosedAfterItsWritesInFlight(t *testing.T) {
 	}
 	assertNoTemp(t, h.root)
 }
+
+// A streamed file broken by a failed sync holds its disk until the session's
+// next chunk, not until the session ends: the chunk sent again after a full
+// disk must not find the space still taken by a file that will never be
+// the target. The session then finalizes from the journal.
+func TestBrokenStreamedFileLetGoAtTheNextChunk(t *testing.T) {
+	g := newSyncGate()
+	h := newHarnessTweaked(t, store.Options{LogFault: g.fault}, nil)
+	t.Cleanup(func() {
+		select {
+		case g.release <- nil:
+		default:
+		}
+	})
+	b := h.begin(protocol.BeginParams{TargetFile: "big.txt", Operation: protocol.OpCreate})
+	text := streamText(1<<20, "first")
+	chunks := chunked(text, 256<<10)
+	h.append(b.SessionID, chunks[0], chunks[1])
+	done3 := heldAppend(h, g, protocol.AppendParams{SessionID: b.SessionID, Seq: 3, Chunk: chunks[2]})
+	g.release <- syscall.ENOSPC
+	if o := <-done3; o.err == nil {
+		t.Fatal("a chunk acknowledged though its sync failed")
+	}
+	if open, _ := session.Streamed(h.mgr); open != 1 {
+		t.Fatalf("%d streamed files open after the failed chunk, want the broken one still (no chunk since)", open)
+	}
+	h.append(b.SessionID, chunks[2])
+	if open, _ := session.Streamed(h.mgr); open != 0 {
+		t.Fatalf("%d streamed files open after the chunk sent again, want the broken one let go", open)
+	}
+	h.append(b.SessionID, chunks[3:]...)
+	h.append(b.SessionID, b.EndMarker+"\n")
+	if _, err := h.mgr.Finalize(protocol.FinalizeParams{SessionID: b.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.read("big.txt"); got != text {
+		t.Fatalf("file of %d bytes after the broken stream, want the %d sent", len(got), len(text))
+	}
+	assertNoTemp(t, h.root)
+}
